@@ -1,0 +1,51 @@
+# keel — build, test and measure. Every target runs from a clean clone.
+GO          ?= go
+BIN         := bin/keel
+VERSION     ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -s -w -X main.Version=$(VERSION)
+GOBIN       := $(shell $(GO) env GOPATH)/bin
+STATICCHECK ?= $(GOBIN)/staticcheck
+
+.PHONY: all build test lint demo e2e fixtures bench check deps clean
+
+all: build
+
+## build: the static keel binary in bin/keel
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/keel
+
+## test: unit tests with the race detector (host only, captured fixtures)
+test:
+	$(GO) test -race -count=1 ./...
+
+## lint: gofmt, go vet and staticcheck must all be clean
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+## demo: keel doing its main job on bundled real data (snapshots captured in the test guest)
+demo: build
+	./e2e/demo.sh $(BIN)
+
+## e2e: the real-kernel suite in the qemu test guest (see docs/testing.md)
+e2e:
+	./e2e/run-e2e.sh
+
+## fixtures: re-capture the host-side test data from the real kernel
+fixtures:
+	./e2e/capture-fixtures.sh
+
+## bench: every benchmark; rewrites docs/benchmarks.md
+bench:
+	./e2e/bench.sh
+
+## deps: install what the tests need (Debian packages, staticcheck, cue); needs root
+deps:
+	./.ci/install-deps
+
+## check: everything CI runs: lint, unit tests, e2e
+check: lint test e2e
+
+clean:
+	rm -rf bin

@@ -1,0 +1,3 @@
+module github.com/keel-storage/keel
+
+go 1.25.0
