@@ -1,0 +1,134 @@
+// Package schema holds keel's desired-state schema (CUE, embedded in the
+// binary), the loader that validates /etc/keel/*.cue against it, the checks
+// that CUE cannot express, and the Go form of a validated desired state.
+package schema
+
+// Config is a host's whole desired storage stack, decoded from CUE after
+// validation with every default filled in. Field names follow the CUE schema
+// (schema/keel.cue); maps are keyed by the object's name.
+type Config struct {
+	LVM          *LVM                   `json:"lvm,omitempty"`
+	VolumeGroups map[string]VolumeGroup `json:"volumeGroups,omitempty"`
+	Bcache       map[string]Bcache      `json:"bcache,omitempty"`
+	Removal      Removal                `json:"removal"`
+	Proxmox      Proxmox                `json:"proxmox"`
+	Alerts       Alerts                 `json:"alerts"`
+}
+
+// LVM is the part of lvm.conf that keel keeps: devices/scan_lvs,
+// devices/global_filter and devices/use_devicesfile. A nil field is not managed.
+type LVM struct {
+	ScanLVs        *bool         `json:"scanLVs,omitempty"`
+	GlobalFilter   *GlobalFilter `json:"globalFilter,omitempty"`
+	UseDevicesFile *bool         `json:"useDevicesFile,omitempty"`
+}
+
+// GlobalFilter lists regexes as they stand inside lvm.conf's "r|…|" and "a|…|"
+// entries. Rejects come first in the generated filter, then accepts, then a
+// final accept-all unless Accept is non-empty.
+type GlobalFilter struct {
+	Reject []string `json:"reject,omitempty"`
+	Accept []string `json:"accept,omitempty"`
+}
+
+// VolumeGroup is one LVM volume group and the pools keel keeps in it.
+type VolumeGroup struct {
+	// PVs are /dev/disk/by-id paths, or an LV path such as /dev/vdolab/vdolv
+	// when the VG is stacked on an LV.
+	PVs []string `json:"pvs"`
+	// Create allows keel to create the VG when its PVs carry no signature.
+	Create bool `json:"create"`
+	// Absent lists LVs that must be removed safely (zeroed or discarded first).
+	Absent    []string            `json:"absent,omitempty"`
+	VDOPools  map[string]VDOPool  `json:"vdoPools,omitempty"`
+	ThinPools map[string]ThinPool `json:"thinPools,omitempty"`
+}
+
+// VDOPool is an LVM-VDO pool and the VDO LV on top of it. Sizes are strings
+// in LVM's notation ("40G"); use ParseSize for bytes.
+type VDOPool struct {
+	LV            string  `json:"lv"`
+	Size          string  `json:"size"`
+	VirtualSize   string  `json:"virtualSize"`
+	Overcommit    bool    `json:"overcommit"`
+	SlabSize      string  `json:"slabSize"`
+	IndexMemory   string  `json:"indexMemory"`
+	SparseIndex   bool    `json:"sparseIndex"`
+	Compression   bool    `json:"compression"`
+	Deduplication bool    `json:"deduplication"`
+	MaxDiscard    string  `json:"maxDiscard"`
+	BlockMapCache string  `json:"blockMapCache"`
+	Threads       Threads `json:"threads"`
+	// Split, when set, names the fast PVs that must hold the head (index,
+	// block-map roots) and the tail (recovery journal, slab summary).
+	Split            *Split  `json:"split,omitempty"`
+	UsedPercentAlert float64 `json:"usedPercentAlert"`
+	Create           bool    `json:"create"`
+}
+
+// Threads is a VDO thread layout. Auto means one thread per CPU, spread as the
+// reference layout does; otherwise the counts are explicit.
+type Threads struct {
+	Auto     bool `json:"-"`
+	Logical  int  `json:"logical"`
+	Physical int  `json:"physical"`
+	Hash     int  `json:"hash"`
+	CPU      int  `json:"cpu"`
+	Bio      int  `json:"bio"`
+	Ack      int  `json:"ack"`
+}
+
+// Split declares the fast PVs of a split VDO pool.
+type Split struct {
+	Fast []string `json:"fast"`
+}
+
+// ThinPool is a dm-thin pool.
+type ThinPool struct {
+	Size                 string  `json:"size,omitempty"`
+	ChunkSize            string  `json:"chunkSize"`
+	Zero                 *bool   `json:"zero,omitempty"`
+	MetadataSize         string  `json:"metadataSize,omitempty"`
+	RAID                 *RAID   `json:"raid,omitempty"`
+	DataPercentAlert     float64 `json:"dataPercentAlert"`
+	MetadataPercentAlert float64 `json:"metadataPercentAlert"`
+	Create               bool    `json:"create"`
+}
+
+// RAID describes the hardware RAID under a thin pool; the chunk must cover a
+// whole stripe (StripeSize × DataDisks).
+type RAID struct {
+	StripeSize string `json:"stripeSize"`
+	DataDisks  int    `json:"dataDisks"`
+}
+
+// Bcache is one bcache backing device and its per-device tunables, which the
+// kernel forgets at every registration. A nil tunable is not managed.
+type Bcache struct {
+	Backing                   string `json:"backing"`
+	CacheSet                  string `json:"cacheSet,omitempty"`
+	CacheMode                 string `json:"cacheMode,omitempty"`
+	SequentialCutoff          *int64 `json:"sequentialCutoff,omitempty"`
+	WritebackPercent          *int64 `json:"writebackPercent,omitempty"`
+	WritebackRate             *int64 `json:"writebackRate,omitempty"`
+	WritebackRateMinimum      *int64 `json:"writebackRateMinimum,omitempty"`
+	CongestedReadThresholdUs  *int64 `json:"congestedReadThresholdUs,omitempty"`
+	CongestedWriteThresholdUs *int64 `json:"congestedWriteThresholdUs,omitempty"`
+}
+
+// Removal says how LVs listed in Absent are wiped before lvremove.
+type Removal struct {
+	Mode string `json:"mode"` // "zeroout" or "discard"
+	Step string `json:"step"` // e.g. "32M"
+}
+
+// Proxmox points at Proxmox VE's storage configuration.
+type Proxmox struct {
+	StorageConfig string `json:"storageConfig"`
+}
+
+// Alerts says where keel sends alert transitions besides the journal.
+type Alerts struct {
+	Textfile string   `json:"textfile,omitempty"`
+	Exec     []string `json:"exec,omitempty"`
+}
