@@ -1,0 +1,140 @@
+package reconcile
+
+import "sort"
+
+// Rule is one entry of the finding catalogue: a stable finding ID, the
+// severity every finding with that ID carries, a short title and a one-line
+// summary. docs/findings.md documents each ID at length; a test checks that
+// it documents exactly the IDs of Catalogue.
+type Rule struct {
+	ID       string
+	Severity Severity
+	Title    string
+	Doc      string
+}
+
+// Catalogue is every finding keel can raise, sorted by ID. IDs never change
+// meaning once released; a retired ID is not reused.
+var Catalogue = []Rule{
+	{"activation.pvscan_on_lvs", Error, "VG on an LV is not autoactivated at boot",
+		"A declared VG sits on an LV, and no udev rule sets LVM_PVSCAN_ON_LVS=1 for that LV, so lvm2's rules skip it at boot."},
+	{"bcache.cache_mode", Warning, "bcache cache mode differs",
+		"The backing device's cache_mode is not the declared one."},
+	{"bcache.missing", Error, "bcache backing device not registered",
+		"No registered bcache device has the declared backing device."},
+	{"bcache.state", Error, "bcache device not attached or inconsistent",
+		"The backing device reports state 'no cache' while a cache set is declared, or 'inconsistent'."},
+	{"bcache.tunable", Warning, "bcache tunable differs",
+		"A per-device tunable (sequential_cutoff, writeback_*, congested thresholds) is not the declared value; the kernel resets them at every registration."},
+	{"lv.absent", Info, "LV declared absent still exists",
+		"An LV listed in absent exists; keel removes it safely (rename, zero or discard in steps, lvremove)."},
+	{"lvm.devices_file", Warning, "lvm devices file setting differs",
+		"devices/use_devicesfile differs from the declared value; with the devices file on, global_filter is not the only gate."},
+	{"lvm.global_filter", Warning, "global_filter does not reject guest disks",
+		"devices/global_filter is not the declared filter, or (audit) scan_lvs is on and nothing rejects guest LVs."},
+	{"lvm.scan_lvs", Error, "scan_lvs does not match the stack",
+		"devices/scan_lvs differs from the declared value, or a declared VG sits on an LV while scan_lvs is 0."},
+	{"pve.discard_on_remove", Warning, "Proxmox storage on VDO does not discard removed disks",
+		"A Proxmox lvm storage on a VG stacked on VDO lacks saferemove or on-volume-remove discard, so VDO keeps the blocks of deleted disks."},
+	{"thin.chunk_size", Warning, "thin pool chunk size differs (immutable)",
+		"The chunk size is not the declared one (audit: 1 MiB or larger); it is fixed at creation, so the remedy is a rebuild."},
+	{"thin.data_usage", Warning, "thin pool data above the alert level",
+		"data_percent is at or above the pool's dataPercentAlert."},
+	{"thin.health", Critical, "thin pool needs attention",
+		"The pool reports needs_check, out_of_data_space, read-only or a failed target."},
+	{"thin.metadata_size", Warning, "thin pool metadata smaller than declared",
+		"The metadata LV is smaller than metadataSize; it can be grown live, never reduced."},
+	{"thin.metadata_usage", Error, "thin pool metadata above the alert level",
+		"metadata_percent is at or above the pool's metadataPercentAlert; full metadata stops the pool."},
+	{"thin.missing", Error, "thin pool missing",
+		"A declared thin pool does not exist in its VG."},
+	{"thin.on_vdo", Error, "thin pool on VDO",
+		"A thin pool's data sits on a VDO LV: two thin layers, two sets of books."},
+	{"thin.stripe_alignment", Warning, "thin chunk does not cover a RAID stripe",
+		"The chunk size is not a multiple of the declared full stripe (stripe size x data disks)."},
+	{"thin.zeroing", Warning, "thin pool zeroing differs",
+		"zero_new_blocks differs from the declared value (audit: zeroing on, which doubles writes)."},
+	{"vdo.block_map_cache", Warning, "VDO block map cache differs",
+		"The block map cache size is not the declared one; it changes only with the pool stopped."},
+	{"vdo.compression", Warning, "VDO compression differs",
+		"Compression is not the declared setting."},
+	{"vdo.dedupe_timeouts", Warning, "VDO dedupe advice timed out",
+		"vdostats counts dedupe advice timeouts: the index is too slow and duplicates are written anyway."},
+	{"vdo.deduplication", Warning, "VDO deduplication differs",
+		"Deduplication is not the declared setting."},
+	{"vdo.index", Error, "VDO index not online",
+		"Deduplication is on but the UDS index state is not online."},
+	{"vdo.index_memory", Warning, "VDO index memory or sparse index differs (immutable)",
+		"index_memory_size or use_sparse_index differ from the declared values; fixed at creation."},
+	{"vdo.layout.head_off_fast", Error, "split VDO pool: index or roots not on the fast PVs",
+		"Part of the geometry block, UDS index, super block or block-map roots lies on a PV that is not declared fast."},
+	{"vdo.layout.journal_off_fast", Critical, "split VDO pool: recovery journal left the fast PVs",
+		"Part of the recovery journal or slab summary (the last 32832 blocks of _vdata) lies on a slow PV, usually after a grow."},
+	{"vdo.max_discard", Warning, "VDO max_discard differs",
+		"max_discard is not the declared value (audit: LVM's default of one 4 KiB block)."},
+	{"vdo.memory", Error, "VDO RAM bill above available memory",
+		"The RAM the VDO pools need is more than the host has."},
+	{"vdo.missing", Error, "VDO pool missing",
+		"A declared VDO pool or its VDO LV does not exist."},
+	{"vdo.mode", Critical, "VDO pool not in normal mode",
+		"The operating mode is read-only or recovering."},
+	{"vdo.overcommit", Error, "VDO virtual size above what the pool can address",
+		"The VDO LV promises more space than the pool holds: thick on thin."},
+	{"vdo.slab_remainder", Info, "VDO pool wastes a slab remainder",
+		"The space between the last whole slab and the recovery journal is large; size pools in whole slabs plus overhead."},
+	{"vdo.slab_size", Warning, "VDO slab size differs (immutable)",
+		"The slab size is not the declared one; fixed at creation."},
+	{"vdo.threads", Warning, "VDO thread layout differs",
+		"The running thread counts differ from the declared layout (audit: from one thread per CPU); they change only with the pool stopped."},
+	{"vdo.usage", Warning, "VDO pool above the alert level",
+		"The pool's used percent is at or above usedPercentAlert."},
+	{"vg.inactive", Error, "VG has inactive LVs",
+		"A declared VG is present but its pools or LVs are not active."},
+	{"vg.incomplete", Critical, "VG is missing PVs",
+		"A declared VG is partial: one or more of its PVs is missing."},
+	{"vg.missing", Error, "VG missing",
+		"A declared VG does not exist."},
+}
+
+var catalogueIndex = func() map[string]int {
+	m := make(map[string]int, len(Catalogue))
+	for i, r := range Catalogue {
+		m[r.ID] = i
+	}
+	return m
+}()
+
+// Lookup returns the catalogue entry for id.
+func Lookup(id string) (Rule, bool) {
+	i, ok := catalogueIndex[id]
+	if !ok {
+		return Rule{}, false
+	}
+	return Catalogue[i], true
+}
+
+// newFinding builds a finding for a catalogued ID with the catalogue's
+// severity. It panics on an unknown ID: that is a programming error, caught
+// by the tests.
+func newFinding(id, object, message string) Finding {
+	r, ok := Lookup(id)
+	if !ok {
+		panic("reconcile: finding ID not in the catalogue: " + id)
+	}
+	return Finding{ID: id, Severity: r.Severity, Object: object, Message: message}
+}
+
+// SortFindings orders findings by severity (most serious first), then ID,
+// then object: the order of every output format.
+func SortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if a.Severity != b.Severity {
+			return a.Severity > b.Severity
+		}
+		if a.ID != b.ID {
+			return a.ID < b.ID
+		}
+		return a.Object < b.Object
+	})
+}
