@@ -1,0 +1,276 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Report is the outcome of one keel check: which host, what differs, a
+// summary, and the fill levels the Prometheus form exports. Its JSON form is
+// defined by #Report in schema/report.cue.
+type Report struct {
+	Host     HostInfo  `json:"host"`
+	Findings []Finding `json:"findings"`
+	Summary  Summary   `json:"summary"`
+	Levels   []Level   `json:"levels"`
+}
+
+// HostInfo names the checked host and how it was judged.
+type HostInfo struct {
+	// Name is the host name the probe (or the replayed snapshot) reported.
+	Name string `json:"name"`
+	// Mode is "desired" (against the desired state) or "audit" (against the
+	// reference rules, without a desired state).
+	Mode string `json:"mode"`
+	// CPUs and MemoryBytes are the figures the planner used.
+	CPUs        int    `json:"cpus"`
+	MemoryBytes uint64 `json:"memoryBytes"`
+}
+
+// Summary counts findings by severity.
+type Summary struct {
+	Total    int `json:"total"`
+	Critical int `json:"critical"`
+	Error    int `json:"error"`
+	Warning  int `json:"warning"`
+	Info     int `json:"info"`
+	// OK is true when no finding is at warning or above (keel check exits 0).
+	OK bool `json:"ok"`
+}
+
+// Level is a fill level with its alert threshold: a VDO pool's used
+// percent, or a thin pool's data or metadata percent.
+type Level struct {
+	// Kind is "vdo_used", "thin_data" or "thin_metadata".
+	Kind    string  `json:"kind"`
+	Object  string  `json:"object"`
+	Percent float64 `json:"percent"`
+	// Alert is the threshold from the desired state (or the audit default).
+	Alert float64 `json:"alert"`
+}
+
+// NewReport sorts findings and levels into output order and summarises them.
+func NewReport(host HostInfo, findings []Finding, levels []Level) Report {
+	fs := append([]Finding(nil), findings...)
+	SortFindings(fs)
+	ls := append([]Level(nil), levels...)
+	sort.SliceStable(ls, func(i, j int) bool {
+		if ls[i].Kind != ls[j].Kind {
+			return ls[i].Kind < ls[j].Kind
+		}
+		return ls[i].Object < ls[j].Object
+	})
+	s := Summary{Total: len(fs)}
+	for _, f := range fs {
+		switch f.Severity {
+		case Critical:
+			s.Critical++
+		case Error:
+			s.Error++
+		case Warning:
+			s.Warning++
+		default:
+			s.Info++
+		}
+	}
+	s.OK = s.Critical+s.Error+s.Warning == 0
+	if fs == nil {
+		fs = []Finding{}
+	}
+	if ls == nil {
+		ls = []Level{}
+	}
+	return Report{Host: host, Findings: fs, Summary: s, Levels: ls}
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the report for a person: one block per finding, most
+// serious first, then a summary line.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "host %s (%s, %d CPUs)\n", r.Host.Name, modeText(r.Host.Mode), r.Host.CPUs)
+	for _, f := range r.Findings {
+		fmt.Fprintf(&b, "\n%-8s %s  %s\n", strings.ToUpper(f.Severity.String()), f.ID, f.Object)
+		fmt.Fprintf(&b, "         %s\n", f.Message)
+		for _, kv := range [][2]string{{"expected", f.Expected}, {"observed", f.Observed}, {"remedy", f.Remedy}} {
+			if kv[1] != "" {
+				fmt.Fprintf(&b, "         %-9s %s\n", kv[0]+":", kv[1])
+			}
+		}
+	}
+	if len(r.Findings) > 0 {
+		b.WriteString("\n")
+	}
+	s := r.Summary
+	fmt.Fprintf(&b, "%d findings: %d critical, %d error, %d warning, %d info\n",
+		s.Total, s.Critical, s.Error, s.Warning, s.Info)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func modeText(mode string) string {
+	if mode == "audit" {
+		return "audit against the reference rules"
+	}
+	return "against the desired state"
+}
+
+// JUnit XML shapes (the subset CI systems read).
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes one test case per catalogue rule, so that test names are
+// stable between runs: a rule fails when it has a finding at warning or
+// above; info findings are passing cases with the finding in system-out.
+func (r Report) WriteJUnit(w io.Writer) error {
+	byID := map[string][]Finding{}
+	for _, f := range r.Findings {
+		byID[f.ID] = append(byID[f.ID], f)
+	}
+	suite := junitSuite{Name: "keel check " + r.Host.Name}
+	for _, rule := range Catalogue {
+		c := junitCase{Name: rule.ID, Classname: "keel." + strings.SplitN(rule.ID, ".", 2)[0]}
+		var fail, out strings.Builder
+		failing := false
+		for _, f := range byID[rule.ID] {
+			dst := &out
+			if f.Severity >= Warning {
+				dst, failing = &fail, true
+			}
+			fmt.Fprintf(dst, "%s %s: %s", f.Severity, f.Object, f.Message)
+			if f.Remedy != "" {
+				fmt.Fprintf(dst, " (remedy: %s)", f.Remedy)
+			}
+			dst.WriteString("\n")
+		}
+		if failing {
+			c.Failure = &junitFailure{Message: rule.Title, Type: rule.Severity.String(), Text: fail.String()}
+			suite.Failures++
+		}
+		c.SystemOut = out.String()
+		suite.Cases = append(suite.Cases, c)
+	}
+	suite.Tests = len(suite.Cases)
+	doc := junitSuites{Name: "keel", Tests: suite.Tests, Failures: suite.Failures, Suites: []junitSuite{suite}}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// WritePrometheus writes the report in the Prometheus text format for
+// node_exporter's textfile collector: keel_check_success 1, one
+// keel_finding series per finding, per-severity counts, and the fill levels
+// with their alert thresholds.
+func (r Report) WritePrometheus(w io.Writer) error {
+	var b strings.Builder
+	writeSuccess(&b, true)
+	metricHead(&b, "keel_finding", "A finding raised by keel check (always 1; absent when cleared).")
+	for _, f := range r.Findings {
+		fmt.Fprintf(&b, "keel_finding{id=%s,severity=%s,object=%s} 1\n",
+			promQuote(f.ID), promQuote(f.Severity.String()), promQuote(f.Object))
+	}
+	metricHead(&b, "keel_findings", "Number of findings by severity.")
+	counts := []int{r.Summary.Info, r.Summary.Warning, r.Summary.Error, r.Summary.Critical}
+	for s := Critical; s >= Info; s-- {
+		fmt.Fprintf(&b, "keel_findings{severity=%s} %d\n", promQuote(s.String()), counts[s])
+	}
+	for _, g := range levelMetrics {
+		metricHead(&b, g.name, g.help)
+		for _, l := range r.Levels {
+			if l.Kind == g.kind {
+				fmt.Fprintf(&b, "%s{pool=%s} %s\n", g.name, promQuote(l.Object), promFloat(l.Percent))
+			}
+		}
+		metricHead(&b, g.name+"_alert", "Alert threshold for "+g.name+" from the desired state.")
+		for _, l := range r.Levels {
+			if l.Kind == g.kind {
+				fmt.Fprintf(&b, "%s_alert{pool=%s} %s\n", g.name, promQuote(l.Object), promFloat(l.Alert))
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WritePrometheusFailure writes the textfile form of a check that could not
+// run: keel_check_success 0 and nothing else, so stale findings disappear
+// and an alert on keel_check_success fires.
+func WritePrometheusFailure(w io.Writer) error {
+	var b strings.Builder
+	writeSuccess(&b, false)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+var levelMetrics = []struct{ kind, name, help string }{
+	{"thin_data", "keel_thin_data_percent", "Thin pool data use in percent."},
+	{"thin_metadata", "keel_thin_metadata_percent", "Thin pool metadata use in percent."},
+	{"vdo_used", "keel_vdo_used_percent", "VDO pool physical use in percent (vdostats Use%)."},
+}
+
+func writeSuccess(b *strings.Builder, ok bool) {
+	metricHead(b, "keel_check_success", "1 when keel could probe the host and judge it, 0 when it could not.")
+	v := 0
+	if ok {
+		v = 1
+	}
+	fmt.Fprintf(b, "keel_check_success %d\n", v)
+}
+
+func metricHead(b *strings.Builder, name, help string) {
+	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
+}
+
+// promQuote quotes a label value as the text format wants: backslash,
+// double quote and newline escaped.
+func promQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
+}
+
+func promFloat(v float64) string {
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
