@@ -1,0 +1,280 @@
+package wipe
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// DelPrefix is put in front of an LV's name before it is wiped, so that a
+// crash leaves a visible del-<name> LV that the next run finishes.
+const DelPrefix = "del-"
+
+// Tag is the LVM tag keel adds to an LV just before renaming it. A del-* LV
+// is only resumed when it carries this tag or when its original name is in
+// its VG's absent list, so keel never wipes an LV that someone else named
+// del-something.
+const Tag = "keel_wipe"
+
+// Inventory is the part of the observed host that removal needs. It is built
+// from the probes model (or by hand in tests).
+type Inventory struct {
+	// LVs by "vg/lv", hidden sub-LVs included (without brackets).
+	LVs map[string]LVInfo
+	// PVs by PV name as LVM reports it ("/dev/sda", "/dev/vdovg/vdolv").
+	PVs map[string]PVInfo
+}
+
+// LVInfo is one observed LV.
+type LVInfo struct {
+	VG, Name string
+	SegType  string // linear, striped, thin, thin-pool, vdo, vdo-pool, ...
+	Hidden   bool
+	Active   bool
+	Open     bool
+	Size     uint64
+	DMName   string   // device-mapper name, e.g. "vg-lv"
+	Tags     []string // lv_tags
+}
+
+// PVInfo is one observed PV.
+type PVInfo struct {
+	Name   string
+	VG     string // "" for an orphan PV
+	DMName string // device-mapper name of the PV's device when it is a dm device (an LV)
+}
+
+// Target is one LV to remove, with how to clear it.
+type Target struct {
+	VG string
+	// LV is the LV's name as the user knows it (without del-).
+	LV string
+	// Resume is set when the LV is already renamed to del-<LV> (a wipe that
+	// was interrupted); it is then neither tagged nor renamed again.
+	Resume bool
+	Active bool
+	Size   uint64
+	// Mode is how the blocks are cleared.
+	Mode Mode
+	// DiscardAfter is set when the blocks are zeroed and then also
+	// discarded, so that VDO below gets them back.
+	DiscardAfter bool
+	// Notes say why the mode differs from the one asked for.
+	Notes []string
+}
+
+// Name is "vg/lv" as the user knows it.
+func (t Target) Name() string { return t.VG + "/" + t.LV }
+
+// DelName is "vg/del-lv", the LV's name while it is wiped.
+func (t Target) DelName() string { return t.VG + "/" + DelPrefix + t.LV }
+
+// Request is what to remove and under which rules.
+type Request struct {
+	// Names are "vg/lv" as given on the command line, or every absent entry.
+	Names []string
+	// Mode is the removal.mode asked for ("" means zeroout).
+	Mode Mode
+	// RequireAbsent refuses names that are not in their VG's absent list (the
+	// daemon's rule); the CLI only needs the VG to be declared.
+	RequireAbsent bool
+}
+
+// ErrRefused marks a refusal: nothing was changed.
+var ErrRefused = errors.New("refused")
+
+// lvmName is what LVM accepts for VG and LV names (and keel passes to lvm
+// commands as argv elements): no leading '-', none of . and .. alone.
+var lvmName = regexp.MustCompile(`^[A-Za-z0-9+_.][A-Za-z0-9+_.-]{0,126}$`)
+
+// ValidName reports whether s is usable as an LVM VG or LV name.
+func ValidName(s string) bool {
+	return lvmName.MatchString(s) && s != "." && s != ".."
+}
+
+// Declared maps each VG the desired state declares to its absent list.
+type Declared map[string][]string
+
+// AbsentNames returns "vg/lv" for every absent entry of every declared VG,
+// sorted.
+func AbsentNames(decl Declared) []string {
+	var out []string
+	for vg, absent := range decl {
+		for _, lv := range absent {
+			out = append(out, vg+"/"+lv)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Plan works out what to remove: first every interrupted wipe (a del-* LV in
+// a declared VG that keel tagged or whose name is absent), then each
+// requested name. It checks every refusal before anything is changed and
+// returns all of them joined (each wrapping ErrRefused) with no targets when
+// there is any. Requested names that are already gone are skipped when
+// RequireAbsent is set (the desired state already holds) and refused
+// otherwise.
+func Plan(inv Inventory, decl Declared, req Request) ([]Target, error) {
+	mode := req.Mode
+	if mode == "" {
+		mode = ModeZeroOut
+	}
+	if mode != ModeZeroOut && mode != ModeDiscard {
+		return nil, fmt.Errorf("removal mode %q: %w: must be zeroout or discard", mode, ErrRefused)
+	}
+	var targets []Target
+	seen := map[string]bool{}
+
+	// Interrupted wipes first, in name order.
+	keys := make([]string, 0, len(inv.LVs))
+	for k := range inv.LVs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		lv := inv.LVs[k]
+		orig, ok := strings.CutPrefix(lv.Name, DelPrefix)
+		absent, declared := decl[lv.VG]
+		if !ok || orig == "" || !declared || lv.Hidden {
+			continue
+		}
+		if !slices.Contains(lv.Tags, Tag) && !slices.Contains(absent, orig) {
+			continue
+		}
+		if err := refuseKind(inv, lv); err != nil {
+			return nil, fmt.Errorf("resume %s/%s: %w", lv.VG, lv.Name, err)
+		}
+		t := target(inv, lv, orig, mode)
+		t.Resume = true
+		targets = append(targets, t)
+		seen[t.Name()] = true
+	}
+
+	var refusals []error
+	for _, name := range req.Names {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if strings.HasPrefix(name, "/") {
+			msg := "keel wipes LVs given as VG/LV, not devices"
+			if pv, ok := inv.PVs[name]; ok {
+				msg = fmt.Sprintf("is a PV (of vg %q); keel wipes LVs only", pv.VG)
+			}
+			refusals = append(refusals, fmt.Errorf("%s: %w: %s", name, ErrRefused, msg))
+			continue
+		}
+		vg, lvName, ok := strings.Cut(name, "/")
+		if !ok || !ValidName(vg) || !ValidName(lvName) {
+			refusals = append(refusals, fmt.Errorf("%q: %w: not a valid VG/LV name", name, ErrRefused))
+			continue
+		}
+		absent, declared := decl[vg]
+		if !declared {
+			refusals = append(refusals, fmt.Errorf("lv %s: %w: vg %s is not declared in the desired state", name, ErrRefused, vg))
+			continue
+		}
+		if req.RequireAbsent && !slices.Contains(absent, lvName) {
+			refusals = append(refusals, fmt.Errorf("lv %s: %w: not in the absent list of vg %s", name, ErrRefused, vg))
+			continue
+		}
+		if strings.HasPrefix(lvName, DelPrefix) {
+			refusals = append(refusals, fmt.Errorf("lv %s: %w: name starts with %s and was not left by keel; give the original name", name, ErrRefused, DelPrefix))
+			continue
+		}
+		lv, found := inv.LVs[name]
+		if !found {
+			if req.RequireAbsent {
+				continue // already gone
+			}
+			refusals = append(refusals, fmt.Errorf("lv %s: %w: no such LV", name, ErrRefused))
+			continue
+		}
+		if _, clash := inv.LVs[vg+"/"+DelPrefix+lvName]; clash {
+			refusals = append(refusals, fmt.Errorf("lv %s: %w: %s/%s%s exists already", name, ErrRefused, vg, DelPrefix, lvName))
+			continue
+		}
+		if err := refuseKind(inv, lv); err != nil {
+			refusals = append(refusals, fmt.Errorf("lv %s: %w", name, err))
+			continue
+		}
+		targets = append(targets, target(inv, lv, lvName, mode))
+	}
+	if len(refusals) > 0 {
+		return nil, errors.Join(refusals...)
+	}
+	return targets, nil
+}
+
+// refuseKind refuses LVs that must never be wiped by name: pools, VDO LVs
+// (removing one takes its pool along), hidden sub-LVs, PVs of stacked VGs
+// and open LVs.
+func refuseKind(inv Inventory, lv LVInfo) error {
+	switch {
+	case lv.Hidden:
+		return fmt.Errorf("%w: is a hidden sub-LV", ErrRefused)
+	case lv.SegType == "thin-pool":
+		return fmt.Errorf("%w: is a thin pool; remove its thin LVs, and the pool from the desired state", ErrRefused)
+	case lv.SegType == "vdo-pool":
+		return fmt.Errorf("%w: is a VDO pool", ErrRefused)
+	case lv.SegType == "vdo":
+		return fmt.Errorf("%w: is a VDO LV (removing it removes its pool)", ErrRefused)
+	case lv.SegType == "cache-pool" || lv.SegType == "cache" || lv.SegType == "writecache":
+		return fmt.Errorf("%w: is a cache LV (%s)", ErrRefused, lv.SegType)
+	}
+	if lv.DMName != "" {
+		for _, pv := range inv.PVs {
+			if pv.DMName == lv.DMName {
+				vg := pv.VG
+				if vg == "" {
+					vg = "(none)"
+				}
+				return fmt.Errorf("%w: is a PV (of vg %s)", ErrRefused, vg)
+			}
+		}
+	}
+	if lv.Open {
+		return fmt.Errorf("%w: is open (in use by a VM, a mount or another device)", ErrRefused)
+	}
+	return nil
+}
+
+// onVDO reports whether vg has a PV that is a VDO LV.
+func onVDO(inv Inventory, vg string) bool {
+	for _, pv := range inv.PVs {
+		if pv.VG != vg || pv.DMName == "" {
+			continue
+		}
+		for _, lv := range inv.LVs {
+			if lv.DMName == pv.DMName && lv.SegType == "vdo" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func target(inv Inventory, lv LVInfo, orig string, mode Mode) Target {
+	t := Target{VG: lv.VG, LV: orig, Active: lv.Active, Size: lv.Size, Mode: mode}
+	vdo := onVDO(inv, lv.VG)
+	gives := vdo || lv.SegType == "thin"
+	switch {
+	case mode == ModeDiscard && !gives:
+		t.Mode = ModeZeroOut
+		t.Notes = append(t.Notes, "removal.mode is discard but nothing below "+t.Name()+" returns discarded blocks as zeroes (not thin, not on VDO): zeroing instead")
+	case mode == ModeZeroOut && vdo:
+		t.DiscardAfter = true
+		t.Notes = append(t.Notes, "vg "+lv.VG+" is stacked on VDO: discarding after zeroing so VDO frees the blocks")
+	}
+	return t
+}
+
+// DMPath is the device-mapper node of vg/lv: /dev/mapper/<vg>-<lv> with every
+// '-' inside either name doubled.
+func DMPath(vg, lv string) string {
+	return "/dev/mapper/" + strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(lv, "-", "--")
+}
