@@ -1,0 +1,72 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/keel-storage/keel/schema/units"
+	"github.com/keel-storage/keel/schema/vdo"
+)
+
+// vdoGeometry checks VDO pools with vdoformat's arithmetic (schema/vdo): a
+// pool below VDO's minimum size, a virtual size above what a thick pool can
+// address (unless overcommit), and explicit threads the pool cannot run
+// (physical threads above the slab count, logical zones above what the
+// block-map cache feeds).
+func (c *checker) vdoGeometry() {
+	for _, vg := range sortedKeys(c.cfg.VolumeGroups) {
+		g := c.cfg.VolumeGroups[vg]
+		for _, name := range sortedKeys(g.VDOPools) {
+			c.vdoPool(vg, name, g.VDOPools[name])
+		}
+	}
+}
+
+func (c *checker) vdoPool(vg, name string, p VDOPool) {
+	base := []any{"volumeGroups", vg, "vdoPools", name}
+	path := func(f ...any) []any { return append(append([]any{}, base...), f...) }
+	size, err1 := units.ParseSize(p.Size)
+	virt, err2 := units.ParseSize(p.VirtualSize)
+	slab, err3 := units.ParseSize(p.SlabSize)
+	idx, err4 := units.ParseSize(p.IndexMemory)
+	cache, err5 := units.ParseSize(p.BlockMapCache)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		return // reported by sizes
+	}
+	im, err := vdo.IndexMemoryFromBytes(idx)
+	if err != nil {
+		c.at("vdo", fmt.Sprintf("vdo pool %s/%s: %v", vg, name, err), path("indexMemory")...)
+		return
+	}
+	geo := vdo.Geometry{PhysicalBytes: size, SlabBytes: slab, IndexMemory: im, Sparse: p.SparseIndex}
+	layout, err := vdo.NewLayout(geo)
+	if errors.Is(err, vdo.ErrTooSmall) {
+		min, _ := vdo.MinimumBlocks(geo)
+		c.at("vdo", fmt.Sprintf("vdo pool %s/%s: size %s is below VDO's minimum of %s (%d bytes) for %s slabs and a %s index",
+			vg, name, p.Size, units.FormatSize(min*vdo.BlockSize), min*vdo.BlockSize, p.SlabSize, p.IndexMemory), path("size")...)
+		return
+	}
+	if err != nil {
+		c.at("vdo", fmt.Sprintf("vdo pool %s/%s: %v", vg, name, err), path("size")...)
+		return
+	}
+	if !p.Overcommit {
+		if max := layout.MaxThickVirtualBytes(vdo.DefaultExtentBytes); virt > max {
+			c.at("vdo", fmt.Sprintf("vdo pool %s/%s: virtualSize %s is above the %s a %s pool can address thick (%d slabs of %s); lower it or set overcommit: true",
+				vg, name, p.VirtualSize, units.FormatSize(max), p.Size, layout.Slabs, p.SlabSize), path("virtualSize")...)
+		}
+	}
+	if p.Threads.Auto {
+		return
+	}
+	t := p.Threads
+	if uint64(t.Physical) > layout.Slabs {
+		c.at("vdo", fmt.Sprintf("vdo pool %s/%s: %d physical threads exceed the pool's %d slabs (the kernel refuses to load it)",
+			vg, name, t.Physical, layout.Slabs), path("threads", "physical")...)
+		return
+	}
+	vt := vdo.Threads{Logical: t.Logical, Physical: t.Physical, Hash: t.Hash, CPU: t.CPU, Bio: t.Bio, Ack: t.Ack}
+	if err := vt.Validate(layout.Slabs, cache/vdo.BlockSize); err != nil {
+		c.at("vdo", fmt.Sprintf("vdo pool %s/%s: %v", vg, name, err), path("threads")...)
+	}
+}

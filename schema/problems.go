@@ -1,0 +1,216 @@
+package schema
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"cuelang.org/go/cue"
+	cueerrors "cuelang.org/go/cue/errors"
+)
+
+// schemaMessagePrefix starts the strings keel.cue unifies into a field to
+// reject it with a readable reason (a limit that needs arithmetic on a size).
+const schemaMessagePrefix = "must be "
+
+// cueProblem is one CUE error before presentation.
+type cueProblem struct {
+	path   []string
+	format string
+	args   []any
+	pos    []Position // positions in the user's files, first is primary
+}
+
+func (c cueProblem) msg() string { return fmt.Sprintf(c.format, c.args...) }
+
+func (c cueProblem) isConflict() bool {
+	return strings.HasPrefix(c.format, "conflicting values ") && len(c.args) >= 2
+}
+
+// fromCUE turns a CUE error into problems: one per offending field, with
+// the position in the user's files first. CUE reports a failed disjunction
+// (a field with a default, an enum) as one error per alternative; those are
+// merged into one readable message.
+func fromCUE(err error, v cue.Value, userFiles []string) []Problem {
+	var raw []cueProblem
+	for _, ce := range cueerrors.Errors(err) {
+		f, a := ce.Msg()
+		if strings.HasSuffix(f, "errors in empty disjunction:") {
+			continue
+		}
+		path := ce.Path()
+		if len(path) > 0 && path[0] == "#Config" {
+			path = path[1:]
+		}
+		cp := cueProblem{path: path, format: f, args: a}
+		for _, tp := range cueerrors.Positions(ce) {
+			p := positionOf(tp)
+			if slices.Contains(userFiles, p.File) && !slices.Contains(cp.pos, p) {
+				cp.pos = append(cp.pos, p)
+			}
+		}
+		raw = append(raw, cp)
+	}
+	// Drop an error whose field has a more precise error below it (a
+	// threads struct that failed "auto" | {...} because of one count).
+	var kept []cueProblem
+	for i, r := range raw {
+		deeper := false
+		for j, o := range raw {
+			if i != j && len(o.path) > len(r.path) && slices.Equal(o.path[:len(r.path)], r.path) {
+				deeper = true
+				break
+			}
+		}
+		if !deeper {
+			kept = append(kept, r)
+		}
+	}
+	// Group by path, in order of first appearance.
+	var order []string
+	groups := map[string][]cueProblem{}
+	for _, k := range kept {
+		key := strings.Join(k.path, ".")
+		if _, ok := groups[key]; !ok {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], k)
+	}
+	var out []Problem
+	for _, key := range order {
+		out = append(out, present(groups[key], v, userFiles))
+	}
+	return out
+}
+
+// present makes one problem of the errors CUE gave for one field.
+func present(g []cueProblem, v cue.Value, userFiles []string) Problem {
+	path := g[0].path
+	var msg string
+	var conflicts, others []cueProblem
+	for _, e := range g {
+		if e.isConflict() {
+			conflicts = append(conflicts, e)
+		} else {
+			others = append(others, e)
+		}
+	}
+	switch {
+	case reasonOf(conflicts) != "":
+		msg = reasonOf(conflicts)
+	case len(others) > 0:
+		msg = others[0].msg()
+	case len(conflicts) > 1:
+		msg = enumMessage(conflicts)
+	default:
+		msg = g[0].msg()
+	}
+	// Hidden _name fields carry the name rules for map keys: report them
+	// at the key.
+	if n := len(path); n > 0 && path[n-1] == "_name" {
+		path = path[:n-1]
+		msg = "invalid name: " + strings.TrimPrefix(msg, "invalid value ")
+	}
+	var pos []Position
+	for _, e := range g {
+		for _, p := range e.pos {
+			if !slices.Contains(pos, p) {
+				pos = append(pos, p)
+			}
+		}
+	}
+	p := Problem{Path: strings.Join(path, "."), Msg: msg}
+	if len(pos) > 0 {
+		p.Pos, p.Also = pos[0], pos[1:]
+	} else if v.Exists() {
+		p.Pos = userPos(v, cuePath(path), userFiles)
+	}
+	return p
+}
+
+// reasonOf returns "invalid value X: must be …" when one alternative of a
+// failed disjunction is one of keel.cue's reason strings.
+func reasonOf(conflicts []cueProblem) string {
+	for _, c := range conflicts {
+		a, b := fmt.Sprint(c.args[0]), fmt.Sprint(c.args[1])
+		if strings.HasPrefix(a, `"`+schemaMessagePrefix) {
+			return fmt.Sprintf("invalid value %s: %s", b, strings.Trim(a, `"`))
+		}
+		if strings.HasPrefix(b, `"`+schemaMessagePrefix) {
+			return fmt.Sprintf("invalid value %s: %s", a, strings.Trim(b, `"`))
+		}
+	}
+	return ""
+}
+
+// enumMessage merges "conflicting values A and X" for each alternative A
+// into "invalid value X: want one of A, B, C".
+func enumMessage(conflicts []cueProblem) string {
+	count := map[string]int{}
+	for _, c := range conflicts {
+		for _, a := range c.args[:2] {
+			count[fmt.Sprint(a)]++
+		}
+	}
+	var given string
+	for s, n := range count {
+		if n == len(conflicts) {
+			given = s
+		}
+	}
+	if given == "" {
+		return conflicts[len(conflicts)-1].msg()
+	}
+	var want []string
+	for _, c := range conflicts {
+		for _, a := range c.args[:2] {
+			if s := fmt.Sprint(a); s != given && !slices.Contains(want, s) {
+				want = append(want, s)
+			}
+		}
+	}
+	return fmt.Sprintf("invalid value %s: want one of %s", given, strings.Join(want, ", "))
+}
+
+// cuePath joins CUE error path elements (already in CUE label syntax) into
+// a path cue.ParsePath reads; list indexes become [n].
+func cuePath(elems []string) string {
+	var b strings.Builder
+	for i, e := range elems {
+		if e != "" && strings.Trim(e, "0123456789") == "" {
+			b.WriteString("[" + e + "]")
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(e)
+	}
+	return b.String()
+}
+
+// userPos finds the position of the field at path in the user's files, or
+// that of its closest ancestor that has one.
+func userPos(v cue.Value, path string, userFiles []string) Position {
+	p := cue.ParsePath(path)
+	sels := p.Selectors()
+	for n := len(sels); n >= 0; n-- {
+		fv := v.LookupPath(cue.MakePath(sels[:n]...))
+		if !fv.Exists() {
+			continue
+		}
+		if pos := positionOf(fv.Pos()); slices.Contains(userFiles, pos.File) {
+			return pos
+		}
+		// A value unified from several files reports one of them; look
+		// at its conjuncts for one in the user's files.
+		if _, vs := fv.Expr(); len(vs) > 0 {
+			for _, c := range vs {
+				if pos := positionOf(c.Pos()); slices.Contains(userFiles, pos.File) {
+					return pos
+				}
+			}
+		}
+	}
+	return Position{}
+}
