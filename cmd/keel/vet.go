@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/keel-storage/keel/schema"
+)
+
+func init() {
+	register(command{
+		name:    "vet",
+		summary: "validate the desired state (files or a drop-in directory) against keel's schema",
+		run:     runVet,
+	})
+}
+
+// runVet implements `keel vet [-c PATH] [--print] [PATH ...]`. Exit 0: valid;
+// 1: invalid, every problem printed as file:line:col: path: message; 2: the
+// desired state could not be read.
+func runVet(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vet", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var configs multiFlag
+	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+	print := fs.Bool("print", false, "print the effective desired state, every default filled in")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: keel vet [-c PATH] [--print] [PATH ...]")
+		fmt.Fprintln(stderr, "\nValidates the desired state: files, or directories whose *.cue files are unified.")
+		fmt.Fprintln(stderr, "Exit status: 0 valid, 1 invalid (problems on stderr), 2 unreadable.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitError
+	}
+	paths := append([]string(configs), fs.Args()...)
+	d, err := schema.NewLoader().Load(paths...)
+	var invalid *schema.Error
+	switch {
+	case errors.As(err, &invalid):
+		for _, p := range invalid.Problems {
+			fmt.Fprintln(stderr, p.String())
+		}
+		fmt.Fprintf(stderr, "keel vet: %d problem(s)\n", len(invalid.Problems))
+		return exitFindings
+	case err != nil:
+		fmt.Fprintf(stderr, "keel vet: %v\n", err)
+		return exitError
+	}
+	if *print {
+		b, err := d.Effective()
+		if err != nil {
+			fmt.Fprintf(stderr, "keel vet: %v\n", err)
+			return exitError
+		}
+		stdout.Write(b)
+	}
+	return exitOK
+}
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+// String implements flag.Value.
+func (m *multiFlag) String() string { return fmt.Sprint([]string(*m)) }
+
+// Set implements flag.Value.
+func (m *multiFlag) Set(s string) error {
+	*m = append(*m, s)
+	return nil
+}
