@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/keel-storage/keel/probes"
+)
+
+func init() {
+	register(command{name: "snapshot", summary: "record one probe pass of this host into a node snapshot (txtar)", run: runSnapshot})
+}
+
+// runSnapshot records a probe pass. Exit 0 when written (even if some
+// objects could not be probed: their errors are in the snapshot), 2 when
+// the snapshot could not be made or written.
+func runSnapshot(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", "", "write the snapshot to `FILE` (default standard output)")
+	node := fs.String("node", "", "re-record from the node `SNAPSHOT` instead of the live host")
+	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: keel snapshot [-o FILE] [--node SNAPSHOT] [--timeout D]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitFindings
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return exitFindings
+	}
+	src, err := probes.NodeSource(*node, *timeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "keel snapshot: %v\n", err)
+		return exitError
+	}
+	rec := probes.NewRecorder(src)
+	h, perr := probes.Probe(context.Background(), rec.Source())
+	if perr != nil {
+		fmt.Fprintf(stderr, "keel snapshot: warning: %v\n", perr)
+	}
+	snap := rec.Snapshot(h.Hostname, Version, time.Now())
+	data, err := snap.MarshalText()
+	if err != nil {
+		fmt.Fprintf(stderr, "keel snapshot: %v\n", err)
+		return exitError
+	}
+	if *out == "" {
+		if _, err := stdout.Write(data); err != nil {
+			fmt.Fprintf(stderr, "keel snapshot: %v\n", err)
+			return exitError
+		}
+		return exitOK
+	}
+	if err := os.WriteFile(*out, data, 0o644); err != nil {
+		fmt.Fprintf(stderr, "keel snapshot: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintf(stderr, "keel snapshot: wrote %s (%d commands, %d files)\n", *out, len(snap.Commands), len(snap.Files))
+	return exitOK
+}

@@ -1,0 +1,78 @@
+package probes
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+)
+
+// MaxReadAt bounds one ReadAt call; the VDO geometry and super block need
+// one 4 KiB block each.
+const MaxReadAt = 1 << 20
+
+// FS is read access to the host's files under one root. Paths are absolute
+// host paths ("/sys/block"); the root is applied by the implementation.
+type FS interface {
+	// ReadFile returns a whole (small) file.
+	ReadFile(name string) ([]byte, error)
+	// ReadDir returns the sorted entry names of a directory.
+	ReadDir(name string) ([]string, error)
+	// Readlink returns the target of a symbolic link.
+	Readlink(name string) (string, error)
+	// ReadAt returns n bytes at offset off (n ≤ MaxReadAt); a short read at
+	// the end of the file returns what was there.
+	ReadAt(name string, off int64, n int) ([]byte, error)
+}
+
+// DirFS is an FS rooted at a directory of this machine ("/" for the live host).
+type DirFS string
+
+func (d DirFS) path(name string) string {
+	return filepath.Join(string(d), filepath.FromSlash(path.Clean("/"+name)))
+}
+
+// ReadFile reads name under the root.
+func (d DirFS) ReadFile(name string) ([]byte, error) {
+	return os.ReadFile(d.path(name))
+}
+
+// ReadDir lists name under the root.
+func (d DirFS) ReadDir(name string) ([]string, error) {
+	ents, err := os.ReadDir(d.path(name))
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Readlink reads the symbolic link name under the root.
+func (d DirFS) Readlink(name string) (string, error) {
+	return os.Readlink(d.path(name))
+}
+
+// ReadAt reads n bytes at off from name under the root.
+func (d DirFS) ReadAt(name string, off int64, n int) ([]byte, error) {
+	if n < 0 || n > MaxReadAt || off < 0 {
+		return nil, fmt.Errorf("read %s at %d: length %d out of range", name, off, n)
+	}
+	f, err := os.Open(d.path(name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	got, err := f.ReadAt(buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf[:got], nil
+}

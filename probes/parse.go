@@ -1,0 +1,179 @@
+package probes
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// parseDMLines parses `dmsetup table` or `dmsetup status` output
+// ("<name>: <start> <length> <target> <args>", one line per target
+// segment) into devices by name. which names the command for errors.
+func parseDMLines(which string, b []byte) (map[string][]DMLine, error) {
+	out := map[string][]DMLine{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" || line == "No devices found" {
+			continue
+		}
+		name, rest, ok := strings.Cut(line, ": ")
+		if !ok {
+			return nil, fmt.Errorf("%s: line %d: no \"name: \" prefix", which, n)
+		}
+		f := strings.SplitN(strings.TrimSpace(rest), " ", 4)
+		if len(f) < 3 {
+			return nil, fmt.Errorf("%s: line %d (%s): want start, length and target", which, n, name)
+		}
+		start, err1 := strconv.ParseUint(f[0], 10, 64)
+		length, err2 := strconv.ParseUint(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%s: line %d (%s): field start/length: not numbers", which, n, name)
+		}
+		l := DMLine{Start: start, Length: length, Target: f[2]}
+		if len(f) == 4 {
+			l.Args = f[3]
+		}
+		out[name] = append(out[name], l)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", which, err)
+	}
+	return out, nil
+}
+
+// parseLVMConfig parses `lvmconfig --typeconfig full` output into
+// "section/key" → raw value. Nested sections join with '/'.
+func parseLVMConfig(b []byte) (map[string]string, error) {
+	out := map[string]string{}
+	var stack []string
+	for n, line := range strings.Split(string(b), "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case t == "" || strings.HasPrefix(t, "#"):
+		case t == "}":
+			if len(stack) == 0 {
+				return nil, fmt.Errorf("lvmconfig: line %d: '}' without a section", n+1)
+			}
+			stack = stack[:len(stack)-1]
+		case strings.HasSuffix(t, "{"):
+			name := strings.TrimSpace(strings.TrimSuffix(t, "{"))
+			if name == "" || strings.ContainsAny(name, "=\"") {
+				return nil, fmt.Errorf("lvmconfig: line %d: bad section name %q", n+1, name)
+			}
+			stack = append(stack, name)
+		default:
+			k, v, ok := strings.Cut(t, "=")
+			if !ok {
+				return nil, fmt.Errorf("lvmconfig: line %d: want key=value, got %q", n+1, t)
+			}
+			k = strings.TrimSpace(k)
+			if k == "" {
+				return nil, fmt.Errorf("lvmconfig: line %d: empty key", n+1)
+			}
+			out[strings.Join(append(append([]string{}, stack...), k), "/")] = strings.TrimSpace(v)
+		}
+	}
+	if len(stack) != 0 {
+		return nil, fmt.Errorf("lvmconfig: section %s not closed", strings.Join(stack, "/"))
+	}
+	return out, nil
+}
+
+// parseMeminfo reads MemTotal and MemAvailable from /proc/meminfo.
+func parseMeminfo(b []byte) (Memory, error) {
+	var m Memory
+	var seen int
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "MemTotal" && k != "MemAvailable") {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			return m, fmt.Errorf("/proc/meminfo: field %s: empty", k)
+		}
+		n, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return m, fmt.Errorf("/proc/meminfo: field %s: %w", k, err)
+		}
+		if len(f) > 1 && f[1] == "kB" {
+			n *= 1024
+		}
+		if k == "MemTotal" {
+			m.TotalBytes = n
+		} else {
+			m.AvailableBytes = n
+		}
+		seen++
+	}
+	if seen != 2 {
+		return m, fmt.Errorf("/proc/meminfo: MemTotal or MemAvailable missing")
+	}
+	return m, nil
+}
+
+// parseCPUList counts the CPUs in a kernel CPU list ("0-3,6").
+func parseCPUList(b []byte) (int, error) {
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return 0, fmt.Errorf("cpu list: empty")
+	}
+	total := 0
+	for _, part := range strings.Split(s, ",") {
+		a, z, isRange := strings.Cut(part, "-")
+		lo, err := strconv.Atoi(a)
+		if err != nil {
+			return 0, fmt.Errorf("cpu list %q: %w", s, err)
+		}
+		hi := lo
+		if isRange {
+			if hi, err = strconv.Atoi(z); err != nil {
+				return 0, fmt.Errorf("cpu list %q: %w", s, err)
+			}
+		}
+		if hi < lo {
+			return 0, fmt.Errorf("cpu list %q: range %s is backwards", s, part)
+		}
+		total += hi - lo + 1
+	}
+	return total, nil
+}
+
+// parseStorageCfg parses Proxmox's /etc/pve/storage.cfg: "type: id" lines,
+// each followed by indented "key value" option lines.
+func parseStorageCfg(b []byte) (*Proxmox, error) {
+	p := &Proxmox{}
+	var cur *PVEStorage
+	for n, line := range strings.Split(string(b), "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		if line[0] != ' ' && line[0] != '\t' {
+			typ, id, ok := strings.Cut(t, ":")
+			if !ok || strings.TrimSpace(id) == "" {
+				return nil, fmt.Errorf("storage.cfg: line %d: want \"type: id\"", n+1)
+			}
+			p.Storages = append(p.Storages, PVEStorage{Type: strings.TrimSpace(typ), ID: strings.TrimSpace(id), Options: map[string]string{}})
+			cur = &p.Storages[len(p.Storages)-1]
+			continue
+		}
+		if cur == nil {
+			return nil, fmt.Errorf("storage.cfg: line %d: option before any storage", n+1)
+		}
+		k, v, _ := strings.Cut(t, " ")
+		v = strings.TrimSpace(v)
+		cur.Options[k] = v
+		switch k {
+		case "vgname":
+			cur.VG = v
+		case "saferemove":
+			cur.Saferemove = v == "1"
+		}
+	}
+	return p, nil
+}

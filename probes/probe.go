@@ -1,0 +1,626 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Commands run once per probe pass whatever the number of LVs; Probe adds
+// one `dmsetup message <pool> 0 stats` per active VDO pool.
+var (
+	dmTableCmd   = Cmd{Name: "dmsetup", Args: []string{"table"}}
+	dmStatusCmd  = Cmd{Name: "dmsetup", Args: []string{"status"}}
+	lvmConfigCmd = Cmd{Name: "lvmconfig", Args: []string{"--typeconfig", "full"}}
+)
+
+// Files and directories the probe reads.
+const (
+	lvmConfPath     = "/etc/lvm/lvm.conf"
+	storageCfgPath  = "/etc/pve/storage.cfg"
+	sysBlock        = "/sys/block"
+	sysClassBlock   = "/sys/class/block"
+	sysFsBcache     = "/sys/fs/bcache"
+	devDiskByID     = "/dev/disk/by-id"
+	cpuOnlinePath   = "/sys/devices/system/cpu/online"
+	meminfoPath     = "/proc/meminfo"
+	hostnamePath    = "/proc/sys/kernel/hostname"
+	osreleasePath   = "/proc/sys/kernel/osrelease"
+	devMapperPrefix = "/dev/mapper/"
+)
+
+// queueFiles are read from /sys/block/<dev>/queue/.
+var queueFiles = []string{"rotational", "logical_block_size", "physical_block_size", "write_zeroes_max_bytes",
+	"discard_max_bytes", "discard_max_hw_bytes", "discard_granularity"}
+
+type cmdOut struct {
+	res Result
+	err error
+}
+
+// run runs c and folds a could-not-run error and a non-zero exit into one error.
+func run(ctx context.Context, src Source, c Cmd) ([]byte, error) {
+	res, err := src.Runner.Run(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := res.Err(c); err != nil {
+		return res.Stdout, err
+	}
+	return res.Stdout, nil
+}
+
+// Probe runs one probe pass over src and returns the observed host. The
+// independent commands run concurrently. An unreadable object is recorded in
+// its Errors (or Host.Errors) and the pass goes on; the returned error is
+// non-nil only when a core command (lvm fullreport, dmsetup table or
+// status) failed or ctx ended, and the Host is still returned.
+func Probe(ctx context.Context, src Source) (*Host, error) {
+	h := &Host{PVs: map[string]*PV{}, VGs: map[string]*VG{}, LVs: map[string]*LV{}, VDOPools: map[string]*VDOPool{},
+		ThinPools: map[string]*ThinPool{}, Bcache: map[string]*Bcache{}, CacheSets: map[string]*CacheSet{},
+		Queues: map[string]*Queue{}, DM: map[string]*DMDevice{}}
+	cmds := []Cmd{fullReportCmd, dmTableCmd, dmStatusCmd, lvmConfigCmd}
+	outs := make([]cmdOut, len(cmds))
+	var wg sync.WaitGroup
+	for i, c := range cmds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := run(ctx, src, c)
+			outs[i] = cmdOut{Result{Stdout: out}, err}
+		}()
+	}
+	var sys sysfsView
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sys = readSysfs(src.FS)
+		probeHostFiles(src.FS, h)
+	}()
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return h, fmt.Errorf("probe: %w", err)
+	}
+
+	var core []error
+	fail := func(err error) {
+		core = append(core, err)
+		h.Errors = append(h.Errors, err.Error())
+	}
+	if outs[0].err != nil {
+		fail(outs[0].err)
+	} else if objs, err := parseFullReport(outs[0].res.Stdout); err != nil {
+		fail(err)
+	} else {
+		h.PVs, h.VGs, h.LVs = objs.PVs, objs.VGs, objs.LVs
+	}
+	tables, statuses := map[string][]DMLine{}, map[string][]DMLine{}
+	for i, which := range []string{"dmsetup table", "dmsetup status"} {
+		o := outs[1+i]
+		if o.err != nil {
+			fail(o.err)
+			continue
+		}
+		m, err := parseDMLines(which, o.res.Stdout)
+		if err != nil {
+			fail(err)
+			continue
+		}
+		if i == 0 {
+			tables = m
+		} else {
+			statuses = m
+		}
+	}
+	for name, t := range tables {
+		h.DM[name] = &DMDevice{Name: name, Table: t, Status: statuses[name]}
+	}
+	if outs[3].err != nil {
+		h.LVMConfig.Errors = append(h.LVMConfig.Errors, outs[3].err.Error())
+	} else if v, err := parseLVMConfig(outs[3].res.Stdout); err != nil {
+		h.LVMConfig.Errors = append(h.LVMConfig.Errors, err.Error())
+	} else {
+		h.LVMConfig.Values = v
+	}
+	if b, err := src.FS.ReadFile(lvmConfPath); err != nil {
+		h.LVMConfig.Errors = append(h.LVMConfig.Errors, fmt.Sprintf("%s: %v", lvmConfPath, err))
+	} else {
+		h.LVMConfig.LVMConf = string(b)
+	}
+
+	sys.apply(h)
+	resolvePVs(src.FS, h, &sys)
+	buildThinPools(h)
+	pools := buildVDOPools(h)
+	var mu sync.Mutex
+	for _, p := range pools {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			probeVDOPool(ctx, src, h, p, &mu)
+		}()
+	}
+	wg.Wait()
+	h.Errors = append(h.Errors, sys.errors...)
+	if len(core) > 0 {
+		return h, fmt.Errorf("probe: %w", errors.Join(core...))
+	}
+	return h, nil
+}
+
+func probeHostFiles(fsys FS, h *Host) {
+	note := func(p string, err error) { h.Errors = append(h.Errors, fmt.Sprintf("%s: %v", p, err)) }
+	if b, err := fsys.ReadFile(hostnamePath); err != nil {
+		note(hostnamePath, err)
+	} else {
+		h.Hostname = strings.TrimSpace(string(b))
+	}
+	if b, err := fsys.ReadFile(osreleasePath); err != nil {
+		note(osreleasePath, err)
+	} else {
+		h.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := fsys.ReadFile(cpuOnlinePath); err != nil {
+		note(cpuOnlinePath, err)
+	} else if n, err := parseCPUList(b); err != nil {
+		note(cpuOnlinePath, err)
+	} else {
+		h.CPUs = n
+	}
+	if b, err := fsys.ReadFile(meminfoPath); err != nil {
+		note(meminfoPath, err)
+	} else if m, err := parseMeminfo(b); err != nil {
+		note(meminfoPath, err)
+	} else {
+		h.Memory = m
+	}
+	if b, err := fsys.ReadFile(storageCfgPath); err != nil {
+		if !isNotExist(err) {
+			note(storageCfgPath, err)
+		}
+	} else if p, err := parseStorageCfg(b); err != nil {
+		h.Proxmox = &Proxmox{Errors: []string{err.Error()}}
+	} else {
+		h.Proxmox = p
+	}
+}
+
+// sysfsView is what the sysfs pass read, before it is joined with LVM's view.
+type sysfsView struct {
+	queues    map[string]*Queue
+	byID      map[string][]string // kernel name → by-id names
+	bcache    []*Bcache
+	cacheSets []*CacheSet
+	errors    []string
+}
+
+func readTrim(fsys FS, p string) (string, error) {
+	b, err := fsys.ReadFile(p)
+	return strings.TrimSpace(string(b)), err
+}
+
+func readSysfs(fsys FS) sysfsView {
+	v := sysfsView{queues: map[string]*Queue{}, byID: map[string][]string{}}
+	devs, err := fsys.ReadDir(sysBlock)
+	if err != nil {
+		v.errors = append(v.errors, fmt.Sprintf("%s: %v", sysBlock, err))
+	}
+	for _, dev := range devs {
+		v.queues[dev] = readQueue(fsys, dev)
+		if strings.HasPrefix(dev, "bcache") {
+			v.bcache = append(v.bcache, readBcache(fsys, dev))
+		}
+	}
+	if ids, err := fsys.ReadDir(devDiskByID); err == nil {
+		for _, id := range ids {
+			t, err := fsys.Readlink(devDiskByID + "/" + id)
+			if err != nil {
+				continue
+			}
+			k := path.Base(t)
+			v.byID[k] = append(v.byID[k], id)
+		}
+	} else if !isNotExist(err) {
+		v.errors = append(v.errors, fmt.Sprintf("%s: %v", devDiskByID, err))
+	}
+	if sets, err := fsys.ReadDir(sysFsBcache); err == nil {
+		for _, s := range sets {
+			if len(s) == 36 && strings.Count(s, "-") == 4 {
+				v.cacheSets = append(v.cacheSets, readCacheSet(fsys, s))
+			}
+		}
+	} else if !isNotExist(err) {
+		v.errors = append(v.errors, fmt.Sprintf("%s: %v", sysFsBcache, err))
+	}
+	return v
+}
+
+func readQueue(fsys FS, dev string) *Queue {
+	q := &Queue{Device: dev, Rotational: -1}
+	base := sysBlock + "/" + dev
+	bad := func(p string, err error) { q.Errors = append(q.Errors, fmt.Sprintf("%s: %v", p, err)) }
+	if t, err := fsys.Readlink(base); err == nil {
+		q.SysPath = t
+		q.Transport = transportOf(t)
+	} else {
+		bad(base, err)
+	}
+	if s, err := readTrim(fsys, base+"/size"); err == nil {
+		if n, err := strconv.ParseUint(s, 10, 64); err == nil {
+			q.Size = n * 512
+		} else {
+			bad(base+"/size", err)
+		}
+	} else {
+		bad(base+"/size", err)
+	}
+	for _, f := range queueFiles {
+		p := base + "/queue/" + f
+		s, err := readTrim(fsys, p)
+		if err != nil {
+			bad(p, err)
+			continue
+		}
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			bad(p, err)
+			continue
+		}
+		switch f {
+		case "rotational":
+			q.Rotational = int(n)
+		case "logical_block_size":
+			q.LogicalBlockSize = n
+		case "physical_block_size":
+			q.PhysicalBlockSize = n
+		case "write_zeroes_max_bytes":
+			q.WriteZeroesMaxBytes = n
+		case "discard_max_bytes":
+			q.DiscardMaxBytes = n
+		case "discard_max_hw_bytes":
+			q.DiscardMaxHWBytes = n
+		case "discard_granularity":
+			q.DiscardGranularity = n
+		}
+	}
+	if strings.HasPrefix(dev, "dm-") {
+		q.DMName, _ = readTrim(fsys, base+"/dm/name")
+		q.DMUUID, _ = readTrim(fsys, base+"/dm/uuid")
+	}
+	q.Holders, _ = fsys.ReadDir(base + "/holders")
+	q.Slaves, _ = fsys.ReadDir(base + "/slaves")
+	return q
+}
+
+// transportOf guesses a device's transport from its sysfs device path.
+func transportOf(sysPath string) string {
+	switch {
+	case strings.Contains(sysPath, "/nvme/"):
+		return "nvme"
+	case strings.Contains(sysPath, "/usb"):
+		return "usb"
+	case strings.Contains(sysPath, "/ata"):
+		return "sata"
+	case strings.Contains(sysPath, "/virtio") && !strings.Contains(sysPath, "/host"):
+		return "virtio"
+	case strings.Contains(sysPath, "/host") && strings.Contains(sysPath, "/target"):
+		return "scsi"
+	case strings.Contains(sysPath, "/virtual/"):
+		return "virtual"
+	}
+	return ""
+}
+
+// readFiles reads the named files of dir, trimmed; missing files are
+// skipped, other failures listed.
+func readFiles(fsys FS, dir string, names []string) (map[string]string, []string) {
+	files := map[string]string{}
+	var errs []string
+	for _, f := range names {
+		s, err := readTrim(fsys, dir+"/"+f)
+		if err != nil {
+			if !isNotExist(err) {
+				errs = append(errs, fmt.Sprintf("%s/%s: %v", dir, f, err))
+			}
+			continue
+		}
+		files[f] = s
+	}
+	return files, errs
+}
+
+func readBcache(fsys FS, dev string) *Bcache {
+	dir := sysBlock + "/" + dev + "/bcache"
+	files, errs := readFiles(fsys, dir, bcacheBackingFiles)
+	link, err := fsys.Readlink(dir + "/cache")
+	if err != nil && !isNotExist(err) {
+		errs = append(errs, fmt.Sprintf("%s/cache: %v", dir, err))
+	}
+	b := buildBcache(dev, files, link)
+	b.Errors = append(errs, b.Errors...)
+	return b
+}
+
+func readCacheSet(fsys FS, uuid string) *CacheSet {
+	dir := sysFsBcache + "/" + uuid
+	files, errs := readFiles(fsys, dir, cacheSetFiles)
+	c := buildCacheSet(uuid, files)
+	if ents, err := fsys.ReadDir(dir); err == nil {
+		for _, e := range ents {
+			if !strings.HasPrefix(e, "cache") || strings.Trim(e[len("cache"):], "0123456789") != "" || e == "cache" {
+				continue
+			}
+			t, err := fsys.Readlink(dir + "/" + e)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s/%s: %v", dir, e, err))
+				continue
+			}
+			// ".../block/sdb/bcache": the device is the element before "bcache".
+			if path.Base(t) == "bcache" {
+				c.CacheDevices = append(c.CacheDevices, path.Base(path.Dir(t)))
+			}
+		}
+	} else {
+		errs = append(errs, fmt.Sprintf("%s: %v", dir, err))
+	}
+	c.Errors = append(errs, c.Errors...)
+	return c
+}
+
+func (v *sysfsView) apply(h *Host) {
+	h.Queues = v.queues
+	for _, b := range v.bcache {
+		key := b.UUID
+		if key == "" {
+			key = "unknown:" + b.Device
+		}
+		h.Bcache[key] = b
+	}
+	for _, c := range v.cacheSets {
+		h.CacheSets[c.UUID] = c
+	}
+}
+
+// resolvePVs finds each PV's kernel device, its by-id names, rotational
+// flag and transport.
+func resolvePVs(fsys FS, h *Host, v *sysfsView) {
+	for _, pv := range h.PVs {
+		dev := path.Base(pv.Name)
+		if t, err := fsys.Readlink(pv.Name); err == nil {
+			dev = path.Base(t)
+		}
+		pv.Device = dev
+		pv.ByID = append([]string(nil), v.byID[dev]...)
+		sort.Strings(pv.ByID)
+		q := h.Queues[dev]
+		if q == nil {
+			// A partition: its queue belongs to the parent disk.
+			t, err := fsys.Readlink(sysClassBlock + "/" + dev)
+			if err != nil {
+				pv.Errors = append(pv.Errors, fmt.Sprintf("pv %s: no block device %s in sysfs: %v", pv.Name, dev, err))
+				continue
+			}
+			q = h.Queues[path.Base(path.Dir(t))]
+		}
+		if q != nil {
+			pv.Rotational = q.Rotational
+			pv.Transport = q.Transport
+		}
+	}
+}
+
+func truthy(v string) bool { return v != "" && v != "0" }
+
+func buildThinPools(h *Host) {
+	for _, lv := range h.LVs {
+		if lv.SegType != "thin-pool" {
+			continue
+		}
+		tp := &ThinPool{VG: lv.VG, Name: lv.Name, LV: lv.FullName, DataSize: lv.Size, MetadataSize: lv.MetadataSize,
+			DataPercent: lv.DataPercent, MetadataPercent: lv.MetadataPercent}
+		seg := lv.Segments[0]
+		if v := seg.Fields["chunk_size"]; v != "" {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				tp.Errors = append(tp.Errors, fmt.Sprintf("thin pool %s: field chunk_size: %v", lv.FullName, err))
+			}
+			tp.ChunkSize = n
+		}
+		tp.Zero = truthy(seg.Fields["zero"])
+		tp.Discards = seg.Fields["discards"]
+		tp.ThinLVs = poolUsers(h, "thin", lv.FullName)
+		if name, d := poolTarget(h, lv, "-tpool", "thin-pool"); d != nil && len(d.Status) == 1 && d.Status[0].Target == "thin-pool" {
+			tp.DMName = name
+			st, err := parseThinPoolStatus(d.Status[0].Args)
+			if err != nil {
+				tp.Errors = append(tp.Errors, fmt.Sprintf("thin pool %s: %v", lv.FullName, err))
+			}
+			tp.Status = st
+		}
+		if lv.Active && tp.Status == nil && len(tp.Errors) == 0 {
+			tp.Errors = append(tp.Errors, fmt.Sprintf("thin pool %s: active but no thin-pool target in dmsetup status", lv.FullName))
+		}
+		h.ThinPools[lv.FullName] = tp
+	}
+}
+
+// poolUsers lists, sorted, the LVs of segment type segType whose pool is pool.
+func poolUsers(h *Host, segType, pool string) []string {
+	var out []string
+	for _, lv := range h.LVs {
+		if lv.SegType == segType && lv.Pool == pool {
+			out = append(out, lv.FullName)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// poolTarget finds the dm device of a pool LV whose one-line table has the
+// given target: LVM puts it on the layer "<dm name><layer>" or on the LV itself.
+func poolTarget(h *Host, lv *LV, layer, target string) (string, *DMDevice) {
+	for _, name := range []string{lv.DMName + layer, lv.DMName} {
+		if d := h.DM[name]; d != nil && len(d.Table) == 1 && d.Table[0].Target == target {
+			return name, d
+		}
+	}
+	return "", nil
+}
+
+func buildVDOPools(h *Host) []*VDOPool {
+	var out []*VDOPool
+	for _, lv := range h.LVs {
+		if lv.SegType != "vdo-pool" {
+			continue
+		}
+		p := &VDOPool{VG: lv.VG, Name: lv.Name, LV: lv.FullName, DataLV: lv.DataLV, Settings: map[string]string{}}
+		if p.DataLV == "" {
+			p.DataLV = lv.FullName + "_vdata"
+		}
+		for k, v := range lv.Fields {
+			if strings.HasPrefix(k, "vdo_") {
+				p.Settings[k] = v
+			}
+		}
+		for k, v := range lv.Segments[0].Fields {
+			if strings.HasPrefix(k, "vdo_") {
+				p.Settings[k] = v
+			}
+		}
+		p.VDOLVs = poolUsers(h, "vdo", lv.FullName)
+		if name, d := poolTarget(h, lv, "-vpool", "vdo"); d != nil {
+			p.DMName = name
+			t, err := parseVDOTable(d.Table[0].Length, d.Table[0].Args)
+			if err != nil {
+				p.Errors = append(p.Errors, fmt.Sprintf("vdo pool %s: %v", lv.FullName, err))
+			}
+			p.Table = t
+			if len(d.Status) == 1 && d.Status[0].Target == "vdo" {
+				st, err := parseVDOStatus(d.Status[0].Args)
+				if err != nil {
+					p.Errors = append(p.Errors, fmt.Sprintf("vdo pool %s: %v", lv.FullName, err))
+				}
+				p.Status = st
+			}
+		}
+		h.VDOPools[lv.FullName] = p
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].LV < out[j].LV })
+	return out
+}
+
+// probeVDOPool sends the stats message and reads the geometry and super
+// block of an active pool, then places its metadata regions on PVs.
+func probeVDOPool(ctx context.Context, src Source, h *Host, p *VDOPool, mu *sync.Mutex) {
+	var errs []string
+	if p.DMName != "" {
+		c := Cmd{Name: "dmsetup", Args: []string{"message", p.DMName, "0", "stats"}}
+		if out, err := run(ctx, src, c); err != nil {
+			errs = append(errs, fmt.Sprintf("vdo pool %s: %v", p.LV, err))
+		} else if st, err := parseVDOStats(out); err != nil {
+			errs = append(errs, fmt.Sprintf("vdo pool %s: %v", p.LV, err))
+		} else {
+			p.Stats = st
+		}
+		data := h.LVs[p.DataLV]
+		if data != nil && data.Active {
+			dev := devMapperPrefix + data.DMName
+			if l, err := readVDOLayout(src.FS, dev); err != nil {
+				errs = append(errs, fmt.Sprintf("vdo pool %s: %s: %v", p.LV, dev, err))
+			} else {
+				p.OnDisk = l
+			}
+		}
+	}
+	physical := uint64(0)
+	switch {
+	case p.Table != nil:
+		physical = p.Table.PhysicalBlocks
+	case h.LVs[p.DataLV] != nil:
+		physical = h.LVs[p.DataLV].Size / VDOBlockSize
+	}
+	index := uint64(vdoDefaultIndex)
+	if p.OnDisk != nil {
+		index = p.OnDisk.Index.Count()
+	}
+	if p.OnDisk != nil || (p.Settings["vdo_index_memory_size"] == "268435456" && p.Settings["vdo_use_sparse_index"] != "1") {
+		p.Computed = computeVDOLayout(physical, index)
+	}
+	layout := p.OnDisk
+	if layout == nil {
+		layout = p.Computed
+	}
+	if layout != nil && p.OnDisk != nil && p.Computed != nil &&
+		(layout.Journal != p.Computed.Journal || layout.Summary != p.Computed.Summary) {
+		errs = append(errs, fmt.Sprintf("vdo pool %s: on-disk journal %v/summary %v differ from the computed %v/%v",
+			p.LV, layout.Journal, layout.Summary, p.Computed.Journal, p.Computed.Summary))
+	}
+	if layout != nil {
+		p.Regions = placeRegions(h, h.LVs[p.DataLV], layout)
+	}
+	mu.Lock()
+	p.Errors = append(p.Errors, errs...)
+	mu.Unlock()
+}
+
+func readVDOLayout(fsys FS, dev string) (*VDOLayout, error) {
+	geo, err := fsys.ReadAt(dev, 0, VDOBlockSize)
+	if err != nil {
+		return nil, err
+	}
+	l, err := decodeVDOGeometry(geo)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := fsys.ReadAt(dev, int64(l.SuperBlock.First)*VDOBlockSize, VDOBlockSize)
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeVDOSuperBlock(sb, l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// placeRegions maps the layout's metadata regions onto PVs through the
+// linear segments of the _vdata LV.
+func placeRegions(h *Host, data *LV, l *VDOLayout) []VDORegion {
+	regions := []VDORegion{
+		{Name: "index", Blocks: l.Index},
+		{Name: "super block", Blocks: l.SuperBlock},
+		{Name: "recovery journal", Blocks: l.Journal},
+		{Name: "slab summary", Blocks: l.Summary},
+	}
+	if data == nil || h.VGs[data.VG] == nil || h.VGs[data.VG].ExtentSize < VDOBlockSize {
+		return regions
+	}
+	per := h.VGs[data.VG].ExtentSize / VDOBlockSize
+	for i := range regions {
+		r := &regions[i]
+		first, last := r.Blocks.First/per, r.Blocks.Last/per
+		fast := true
+		for _, seg := range data.Segments {
+			if len(seg.PVRanges) != 1 {
+				continue
+			}
+			segLast := seg.StartLE + seg.Extents - 1
+			lo, hi := max(first, seg.StartLE), min(last, segLast)
+			if lo > hi {
+				continue
+			}
+			pr := seg.PVRanges[0]
+			r.On = append(r.On, PVRange{PV: pr.PV, FirstPE: pr.FirstPE + lo - seg.StartLE, LastPE: pr.FirstPE + hi - seg.StartLE})
+			if pv := h.PVs[pr.PV]; pv == nil || !pv.Fast() {
+				fast = false
+			}
+		}
+		r.Fast = fast && len(r.On) > 0
+	}
+	return regions
+}

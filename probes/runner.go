@@ -1,0 +1,95 @@
+// Package probes is keel's read-only view of a host: it runs lvm, dmsetup and
+// lvmconfig, reads sysfs, procfs and a few configuration files, and turns
+// what it sees into one observed model (Host). Every command goes through a
+// Runner and every file through an FS, so a probe pass can be recorded into a
+// node snapshot and replayed anywhere by the same code path.
+package probes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Cmd is one command invocation. Name and Args form the argv; they never go
+// through a shell.
+type Cmd struct {
+	Name string
+	Args []string
+}
+
+// Argv returns the full argument vector, program name first.
+func (c Cmd) Argv() []string {
+	return append([]string{c.Name}, c.Args...)
+}
+
+// String joins the argv with spaces, for messages and map keys.
+func (c Cmd) String() string {
+	return strings.Join(c.Argv(), " ")
+}
+
+// Result is what a command produced. A non-zero exit status is data, not an
+// error: lvm exits 5 for a missing VG and still prints a valid report.
+type Result struct {
+	Stdout   []byte
+	Stderr   []byte
+	ExitCode int
+}
+
+// Err returns nil when the command exited 0 and otherwise an error naming
+// the command, its exit status and the first line of its stderr.
+func (r Result) Err(c Cmd) error {
+	if r.ExitCode == 0 {
+		return nil
+	}
+	msg := strings.TrimSpace(string(r.Stderr))
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return fmt.Errorf("%s: exit status %d: %s", c, r.ExitCode, msg)
+}
+
+// Runner runs commands. It returns an error only when the command could not
+// run or finish (not found, timeout); exit statuses are in the Result.
+type Runner interface {
+	Run(ctx context.Context, c Cmd) (Result, error)
+}
+
+// ExecRunner runs commands on this host with a per-command timeout, LC_ALL=C
+// and LVM_SUPPRESS_FD_WARNINGS=1 in the environment.
+type ExecRunner struct {
+	// Timeout bounds each command; zero means only the caller's context.
+	Timeout time.Duration
+}
+
+// Run executes c and returns its output and exit status.
+func (r ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
+	if r.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, c.Name, c.Args...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C", "LVM_SUPPRESS_FD_WARNINGS=1")
+	cmd.WaitDelay = 2 * time.Second
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	res := Result{Stdout: out.Bytes(), Stderr: errb.Bytes(), ExitCode: -1}
+	if cmd.ProcessState != nil {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("%s: %w", c, ctx.Err())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return res, fmt.Errorf("%s: %w", c, err)
+	}
+	return res, nil
+}

@@ -1,0 +1,159 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Source is where a probe pass gets its facts: one Runner for commands and
+// one FS for files. Live hosts, recorders and replays are all Sources.
+type Source struct {
+	Runner Runner
+	FS     FS
+}
+
+// Live returns a Source for this host: commands run with the given
+// per-command timeout and files are read from root ("/" normally).
+func Live(root string, timeout time.Duration) Source {
+	return Source{Runner: ExecRunner{Timeout: timeout}, FS: DirFS(root)}
+}
+
+// Recorder wraps a Source and keeps every command and file access that goes
+// through it, for writing a Snapshot. It is safe for concurrent use.
+type Recorder struct {
+	inner Source
+	mu    sync.Mutex
+	cmds  map[string]CmdRecord
+	files map[string]FileRecord
+}
+
+// NewRecorder returns a Recorder over inner.
+func NewRecorder(inner Source) *Recorder {
+	return &Recorder{inner: inner, cmds: map[string]CmdRecord{}, files: map[string]FileRecord{}}
+}
+
+// Source returns the recording Source to probe through.
+func (r *Recorder) Source() Source {
+	return Source{Runner: recRunner{r}, FS: recFS{r}}
+}
+
+// Snapshot returns everything recorded so far, with the given header fields.
+func (r *Recorder) Snapshot(host, version string, at time.Time) *Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &Snapshot{Host: host, Version: version, Time: at.UTC(),
+		Commands: make(map[string]CmdRecord, len(r.cmds)), Files: make(map[string]FileRecord, len(r.files))}
+	for k, v := range r.cmds {
+		s.Commands[k] = v
+	}
+	for k, v := range r.files {
+		s.Files[k] = v
+	}
+	return s
+}
+
+type recRunner struct{ r *Recorder }
+
+func (rr recRunner) Run(ctx context.Context, c Cmd) (Result, error) {
+	res, err := rr.r.inner.Runner.Run(ctx, c)
+	rec := CmdRecord{Argv: c.Argv(), Result: res}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	rr.r.mu.Lock()
+	rr.r.cmds[c.String()] = rec
+	rr.r.mu.Unlock()
+	return res, err
+}
+
+type recFS struct{ r *Recorder }
+
+func (f recFS) put(rec FileRecord, err error) {
+	if err != nil {
+		rec.Data = nil
+		rec.Error = err.Error()
+		rec.NotExist = isNotExist(err)
+	}
+	f.r.mu.Lock()
+	f.r.files[rec.key()] = rec
+	f.r.mu.Unlock()
+}
+
+func (f recFS) ReadFile(name string) ([]byte, error) {
+	b, err := f.r.inner.FS.ReadFile(name)
+	f.put(FileRecord{Op: OpFile, Path: name, Data: b}, err)
+	return b, err
+}
+
+func (f recFS) ReadDir(name string) ([]string, error) {
+	names, err := f.r.inner.FS.ReadDir(name)
+	f.put(FileRecord{Op: OpDir, Path: name, Data: joinLines(names)}, err)
+	return names, err
+}
+
+func (f recFS) Readlink(name string) (string, error) {
+	t, err := f.r.inner.FS.Readlink(name)
+	f.put(FileRecord{Op: OpLink, Path: name, Data: []byte(t)}, err)
+	return t, err
+}
+
+func (f recFS) ReadAt(name string, off int64, n int) ([]byte, error) {
+	b, err := f.r.inner.FS.ReadAt(name, off, n)
+	f.put(FileRecord{Op: OpReadAt, Path: name, Off: off, N: n, Data: b}, err)
+	return b, err
+}
+
+// Replay returns a Source that answers from the snapshot. A command or file
+// access that was not recorded is an error naming it.
+func Replay(s *Snapshot) Source {
+	return Source{Runner: replayRunner{s}, FS: replayFS{s}}
+}
+
+type replayRunner struct{ s *Snapshot }
+
+func (r replayRunner) Run(_ context.Context, c Cmd) (Result, error) {
+	rec, ok := r.s.Commands[c.String()]
+	if !ok {
+		return Result{ExitCode: -1}, fmt.Errorf("replay: command %q was not recorded in the snapshot", c.String())
+	}
+	if rec.Error != "" {
+		return rec.Result, &recordedError{msg: rec.Error}
+	}
+	return rec.Result, nil
+}
+
+type replayFS struct{ s *Snapshot }
+
+func (f replayFS) get(want FileRecord) ([]byte, error) {
+	rec, ok := f.s.Files[want.key()]
+	if !ok {
+		return nil, fmt.Errorf("replay: %s %s was not recorded in the snapshot", want.Op, want.describe())
+	}
+	if rec.Error != "" {
+		return nil, &recordedError{msg: rec.Error, notExist: rec.NotExist}
+	}
+	return rec.Data, nil
+}
+
+func (f replayFS) ReadFile(name string) ([]byte, error) {
+	return f.get(FileRecord{Op: OpFile, Path: name})
+}
+
+func (f replayFS) ReadDir(name string) ([]string, error) {
+	b, err := f.get(FileRecord{Op: OpDir, Path: name})
+	if err != nil {
+		return nil, err
+	}
+	return splitLines(b), nil
+}
+
+func (f replayFS) Readlink(name string) (string, error) {
+	b, err := f.get(FileRecord{Op: OpLink, Path: name})
+	return string(b), err
+}
+
+func (f replayFS) ReadAt(name string, off int64, n int) ([]byte, error) {
+	return f.get(FileRecord{Op: OpReadAt, Path: name, Off: off, N: n})
+}
