@@ -1,0 +1,545 @@
+// Package executor applies the actions the planner produced, one at a time,
+// and proves each one worked by asking the host again.
+//
+// Every action goes through the same cycle: check (class, rate limit, stuck
+// state, safety guards), apply (argv commands through one Runner, sysfs
+// writes with read-back, lvm.conf edits, wipes), then re-probe and verify that
+// the findings the action remedies are gone. An action that does not converge
+// is retried with exponential backoff a bounded number of times and is then
+// marked stuck: it raises a reconcile.stuck finding and is not tried again
+// until its fingerprint — the action itself plus the observed values of the
+// findings it remedies — changes. The comparison is always against what the
+// host reports, never against keel's memory of what it did (the lesson of
+// Harvester's node-disk-manager, which wiped a disk every 6 seconds because
+// it compared its spec with its own status).
+//
+// The clock, the runner and the re-probe function are injected, so all of
+// this is unit-tested without a host.
+package executor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile"
+)
+
+// StuckID is the finding ID raised for an action that did not converge
+// after every retry, or that keeps being undone.
+const StuckID = "reconcile.stuck"
+
+// RefusedID is the finding ID raised for an action the executor refused to
+// run (a signature on a PV, an open LV under a maintenance change, a command
+// name it does not know, an lvm.conf filter it cannot parse).
+const RefusedID = "reconcile.refused"
+
+// Status is what happened to one action in one pass.
+type Status string
+
+// Statuses of an action after a pass.
+const (
+	// Converged: applied and verified against a fresh probe.
+	Converged Status = "converged"
+	// Stuck: not converged after every retry, or flapping; not retried
+	// until the desired or observed state changes.
+	Stuck Status = "stuck"
+	// Failed: the action could not be applied (a command failed) and will
+	// be retried on the next pass.
+	Failed Status = "failed"
+	// Refused: a safety guard stopped the action; nothing ran.
+	Refused Status = "refused"
+	// Skipped: not applicable in this mode (maintenance without
+	// --maintenance, immutable drift, a destructive action already run).
+	Skipped Status = "skipped"
+	// Planned: dry run; the action would have been applied.
+	Planned Status = "planned"
+)
+
+// Clock is the executor's view of time.
+type Clock interface {
+	Now() time.Time
+	// After returns a channel that receives once d has elapsed.
+	After(d time.Duration) <-chan time.Time
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns the current time.
+func (RealClock) Now() time.Time { return time.Now() }
+
+// After waits for d on the real clock.
+func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Reprobe probes the host again after an action and returns the findings
+// that remain for the desired state. The executor only looks at the keys the
+// action remedies, so an implementation may probe just the action's object.
+type Reprobe func(ctx context.Context, a reconcile.Action) ([]reconcile.Finding, error)
+
+// SysfsApplier writes an action's sysfs values and reads each one back. A
+// value the kernel did not take (clamped, rejected) is returned in the
+// error; see reconcile/bcache.
+type SysfsApplier func(ctx context.Context, a reconcile.Action) error
+
+// LVMConfApplier edits lvm.conf as the action says; see reconcile/lvmconf.
+type LVMConfApplier func(ctx context.Context, change reconcile.LVMConfChange) error
+
+// Wiper performs a safe removal; see reconcile/wipe.
+type Wiper func(ctx context.Context, spec reconcile.WipeSpec) error
+
+// Options tune the executor. Zero values take the defaults in parentheses.
+type Options struct {
+	// MaxAttempts bounds how often an action that does not converge is
+	// applied before it is marked stuck (4).
+	MaxAttempts int
+	// Backoff is the wait after the first failed attempt; it doubles after
+	// each further one (500ms), up to MaxBackoff (30s).
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	// Limit and Burst rate-limit all actions together, as a token bucket:
+	// Limit actions per second on average, at most Burst at once (1/s, 10).
+	Limit float64
+	Burst int
+	// FlapCount and FlapWindow catch actions that converge and are then
+	// undone again and again: the FlapCount-th application of the same
+	// action ID within FlapWindow is refused and the action is marked
+	// stuck (6 within 10m).
+	FlapCount  int
+	FlapWindow time.Duration
+	// Maintenance allows actions of class Maintenance (keel apply --maintenance).
+	Maintenance bool
+	// DryRun reports what would run and runs nothing.
+	DryRun bool
+}
+
+func (o *Options) fill() {
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 4
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 500 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 30 * time.Second
+	}
+	if o.Limit <= 0 {
+		o.Limit = 1
+	}
+	if o.Burst <= 0 {
+		o.Burst = 10
+	}
+	if o.FlapCount <= 0 {
+		o.FlapCount = 6
+	}
+	if o.FlapWindow <= 0 {
+		o.FlapWindow = 10 * time.Minute
+	}
+}
+
+// Executor applies actions. It keeps, across passes, the stuck state, the
+// history used for flap detection and the set of destructive actions it has
+// already run, so a daemon reuses one Executor for its whole life. It is safe
+// for use by one pass at a time.
+type Executor struct {
+	Runner  probes.Runner
+	Reprobe Reprobe
+	Sysfs   SysfsApplier
+	LVMConf LVMConfApplier
+	Wipe    Wiper
+	Clock   Clock
+	Log     hclog.Logger
+
+	opts Options
+
+	mu          sync.Mutex
+	stuck       map[string]stuckState // by action ID
+	history     map[string][]time.Time
+	destructive map[string]bool // action IDs already run
+	tokens      float64
+	lastFill    time.Time
+}
+
+type stuckState struct {
+	fingerprint string
+	reason      string
+	finding     reconcile.Finding
+}
+
+// New returns an Executor running commands through r and verifying with
+// reprobe. Appliers for sysfs, lvm.conf and wipes are set on the fields;
+// an action whose applier is missing fails with a clear error.
+func New(r probes.Runner, reprobe Reprobe, opts Options) *Executor {
+	opts.fill()
+	return &Executor{
+		Runner:      r,
+		Reprobe:     reprobe,
+		Clock:       RealClock{},
+		Log:         hclog.NewNullLogger(),
+		opts:        opts,
+		stuck:       map[string]stuckState{},
+		history:     map[string][]time.Time{},
+		destructive: map[string]bool{},
+		tokens:      float64(opts.Burst),
+	}
+}
+
+// Options returns the options in force, with defaults filled in.
+func (e *Executor) Options() Options { return e.opts }
+
+// SetMode changes the per-pass switches (maintenance, dry run) and keeps
+// every other option and all state.
+func (e *Executor) SetMode(maintenance, dryRun bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.opts.Maintenance, e.opts.DryRun = maintenance, dryRun
+}
+
+// Result is what happened to one action.
+type Result struct {
+	Action   reconcile.Action `json:"action"`
+	Status   Status           `json:"status"`
+	Attempts int              `json:"attempts"`
+	// Detail explains a status other than converged, in one line.
+	Detail string `json:"detail,omitempty"`
+	// Commands are the argv lists run for this action, in order.
+	Commands [][]string `json:"commands,omitempty"`
+}
+
+// Report is the outcome of one pass.
+type Report struct {
+	Results []Result `json:"results"`
+	// Findings are the executor's own findings: one reconcile.stuck per
+	// stuck action and one reconcile.refused per refusal.
+	Findings []reconcile.Finding `json:"findings,omitempty"`
+}
+
+// Count returns how many results have status s.
+func (r Report) Count(s Status) int {
+	n := 0
+	for _, res := range r.Results {
+		if res.Status == s {
+			n++
+		}
+	}
+	return n
+}
+
+// Fingerprint identifies an action together with the observed state it
+// acts on: its ID and content, and the expected and observed values of the
+// findings it remedies. A stuck action is retried only when this changes.
+func Fingerprint(a reconcile.Action, findings []reconcile.Finding) string {
+	h := sha256.New()
+	b, _ := json.Marshal(a) // plain data: cannot fail
+	h.Write(b)
+	byKey := map[string]reconcile.Finding{}
+	for _, f := range findings {
+		byKey[f.Key()] = f
+	}
+	keys := append([]string(nil), a.Remedies...)
+	sort.Strings(keys)
+	for _, k := range keys {
+		f := byKey[k]
+		fmt.Fprintf(h, "\x00%s\x00%s\x00%s", k, f.Expected, f.Observed)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// Apply runs one pass over actions, in order. findings are the planner's
+// findings for the same probe; they feed the fingerprints. Apply returns an
+// error only when ctx ends; everything else is in the Report.
+func (e *Executor) Apply(ctx context.Context, actions []reconcile.Action, findings []reconcile.Finding) (Report, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var rep Report
+	planned := map[string]bool{}
+	for _, a := range actions {
+		planned[a.ID] = true
+	}
+	// Stuck state of actions the planner no longer asks for is dropped:
+	// the host converged by other means or the desired state changed.
+	for id := range e.stuck {
+		if !planned[id] {
+			e.Log.Info("stuck action no longer planned, clearing", "action", id)
+			delete(e.stuck, id)
+		}
+	}
+	for _, a := range actions {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		res := e.one(ctx, a, findings)
+		rep.Results = append(rep.Results, res)
+		switch res.Status {
+		case Stuck:
+			rep.Findings = append(rep.Findings, e.stuck[a.ID].finding)
+		case Refused:
+			rep.Findings = append(rep.Findings, reconcile.Finding{
+				ID: RefusedID, Severity: reconcile.Error, Object: a.Object,
+				Message:  fmt.Sprintf("action %s refused: %s", a.ID, res.Detail),
+				Expected: a.Summary,
+				Remedy:   "resolve the reason above by hand; keel will not force it",
+			})
+		}
+	}
+	return rep, ctx.Err()
+}
+
+func (e *Executor) one(ctx context.Context, a reconcile.Action, findings []reconcile.Finding) Result {
+	res := Result{Action: a}
+	log := e.Log.With("action", a.ID, "object", a.Object)
+	fp := Fingerprint(a, findings)
+	if st, ok := e.stuck[a.ID]; ok {
+		if st.fingerprint == fp {
+			res.Status, res.Detail = Stuck, st.reason
+			return res
+		}
+		log.Info("state changed since action got stuck, trying again")
+		delete(e.stuck, a.ID)
+	}
+	switch {
+	case a.Kind == reconcile.KindNone || a.Class == reconcile.Immutable:
+		res.Status, res.Detail = Skipped, "immutable drift: report only, the remedy is a rebuild"
+		return res
+	case a.Class == reconcile.Maintenance && !e.opts.Maintenance:
+		res.Status, res.Detail = Skipped, "maintenance action: run keel apply --maintenance"
+		return res
+	case a.Class == reconcile.Destructive && e.destructive[a.ID]:
+		res.Status, res.Detail = Skipped, "destructive action already ran once in this process"
+		return res
+	}
+	if err := e.guard(ctx, a); err != nil {
+		res.Status, res.Detail = Refused, err.Error()
+		log.Warn("action refused", "err", err)
+		return res
+	}
+	if e.opts.DryRun {
+		res.Status = Planned
+		return res
+	}
+	if e.flapping(a.ID) {
+		reason := fmt.Sprintf("applied %d times within %s: something keeps undoing it", e.opts.FlapCount-1, e.opts.FlapWindow)
+		e.markStuck(a, fp, reason, &res)
+		log.Error("action flapping, marked stuck", "reason", reason)
+		return res
+	}
+	wait := e.opts.Backoff
+	for attempt := 1; attempt <= e.opts.MaxAttempts; attempt++ {
+		if err := e.takeToken(ctx); err != nil {
+			res.Status, res.Detail = Failed, err.Error()
+			return res
+		}
+		res.Attempts = attempt
+		if a.Class == reconcile.Destructive {
+			e.destructive[a.ID] = true // at most once, whatever happens next
+		}
+		e.history[a.ID] = append(e.history[a.ID], e.Clock.Now())
+		err := e.apply(ctx, a, &res)
+		var refused *RefusedError
+		switch {
+		case errors.As(err, &refused):
+			res.Status, res.Detail = Refused, err.Error()
+			log.Warn("action refused", "err", err)
+			return res
+		case err == nil:
+			err = e.verify(ctx, a)
+			if err == nil {
+				res.Status, res.Detail = Converged, ""
+				log.Info("action converged", "attempts", attempt)
+				return res
+			}
+		}
+		res.Detail = err.Error()
+		log.Warn("action did not converge", "attempt", attempt, "err", err)
+		if a.Class == reconcile.Destructive {
+			break // never retried
+		}
+		if attempt == e.opts.MaxAttempts {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			res.Status = Failed
+			return res
+		case <-e.Clock.After(wait):
+		}
+		wait *= 2
+		if wait > e.opts.MaxBackoff {
+			wait = e.opts.MaxBackoff
+		}
+	}
+	e.markStuck(a, fp, fmt.Sprintf("not converged after %d attempt(s): %s", res.Attempts, res.Detail), &res)
+	log.Error("action stuck", "attempts", res.Attempts, "reason", res.Detail)
+	return res
+}
+
+func (e *Executor) markStuck(a reconcile.Action, fp, reason string, res *Result) {
+	f := reconcile.Finding{
+		ID: StuckID, Severity: reconcile.Error, Object: a.Object,
+		Message:  fmt.Sprintf("action %s is stuck: %s", a.ID, reason),
+		Expected: a.Summary,
+		Remedy:   "look at why the kernel or LVM does not take the value; keel retries only when the desired or observed state changes",
+	}
+	e.stuck[a.ID] = stuckState{fingerprint: fp, reason: reason, finding: f}
+	res.Status, res.Detail = Stuck, reason
+}
+
+// flapping reports whether one more application of id would be the
+// FlapCount-th within FlapWindow.
+func (e *Executor) flapping(id string) bool {
+	now := e.Clock.Now()
+	var keep []time.Time
+	for _, t := range e.history[id] {
+		if now.Sub(t) < e.opts.FlapWindow {
+			keep = append(keep, t)
+		}
+	}
+	e.history[id] = keep
+	return len(keep) >= e.opts.FlapCount-1
+}
+
+// takeToken waits for a token of the rate limiter.
+func (e *Executor) takeToken(ctx context.Context) error {
+	for {
+		now := e.Clock.Now()
+		if !e.lastFill.IsZero() {
+			e.tokens += now.Sub(e.lastFill).Seconds() * e.opts.Limit
+			if e.tokens > float64(e.opts.Burst) {
+				e.tokens = float64(e.opts.Burst)
+			}
+		}
+		e.lastFill = now
+		if e.tokens >= 1 {
+			e.tokens--
+			return nil
+		}
+		need := time.Duration((1 - e.tokens) / e.opts.Limit * float64(time.Second))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.Clock.After(need):
+		}
+	}
+}
+
+func (e *Executor) verify(ctx context.Context, a reconcile.Action) error {
+	if e.Reprobe == nil || len(a.Remedies) == 0 {
+		return nil
+	}
+	fs, err := e.Reprobe(ctx, a)
+	if err != nil {
+		return fmt.Errorf("re-probe after %s: %w", a.ID, err)
+	}
+	want := map[string]bool{}
+	for _, k := range a.Remedies {
+		want[k] = true
+	}
+	var left []string
+	for _, f := range fs {
+		if want[f.Key()] {
+			s := f.Key()
+			if f.Observed != "" {
+				s += " (observed " + f.Observed + ")"
+			}
+			left = append(left, s)
+		}
+	}
+	if len(left) > 0 {
+		sort.Strings(left)
+		return fmt.Errorf("still present after apply: %s", strings.Join(left, ", "))
+	}
+	return nil
+}
+
+func (e *Executor) apply(ctx context.Context, a reconcile.Action, res *Result) error {
+	switch a.Kind {
+	case reconcile.KindCommand:
+		return e.runCommands(ctx, a, res)
+	case reconcile.KindSysfs:
+		if e.Sysfs == nil {
+			return fmt.Errorf("action %s: no sysfs applier configured", a.ID)
+		}
+		return e.Sysfs(ctx, a)
+	case reconcile.KindLVMConf:
+		if e.LVMConf == nil || a.LVMConf == nil {
+			return fmt.Errorf("action %s: no lvm.conf applier or change", a.ID)
+		}
+		return e.LVMConf(ctx, *a.LVMConf)
+	case reconcile.KindWipe:
+		if e.Wipe == nil || a.Wipe == nil {
+			return fmt.Errorf("action %s: no wiper or wipe spec", a.ID)
+		}
+		return e.Wipe(ctx, *a.Wipe)
+	}
+	return fmt.Errorf("action %s: unknown kind %q", a.ID, a.Kind)
+}
+
+func (e *Executor) runCommands(ctx context.Context, a reconcile.Action, res *Result) error {
+	cmds := a.Commands
+	if a.Class == reconcile.Maintenance {
+		cmds = maintenanceWrap(a)
+	}
+	for _, argv := range cmds {
+		if err := e.run(ctx, argv, res); err != nil {
+			if a.Class == reconcile.Maintenance {
+				// Whatever failed, try to bring the pool back.
+				act := []string{"lvchange", "-ay", a.Object}
+				if aerr := e.run(ctx, act, res); aerr != nil {
+					e.Log.Error("reactivation after failed maintenance change failed", "object", a.Object, "err", aerr)
+				}
+			}
+			return fmt.Errorf("action %s: %w", a.ID, err)
+		}
+	}
+	return nil
+}
+
+func (e *Executor) run(ctx context.Context, argv []string, res *Result) error {
+	if err := ValidateArgv(argv); err != nil {
+		return &RefusedError{Reason: err.Error()}
+	}
+	res.Commands = append(res.Commands, argv)
+	c := probes.Cmd{Name: argv[0], Args: argv[1:]}
+	r, err := e.Runner.Run(ctx, c)
+	if err != nil {
+		return err
+	}
+	return r.Err(c)
+}
+
+// maintenanceWrap deactivates the object, runs the change and activates
+// it again, unless the planner's commands already start by deactivating.
+func maintenanceWrap(a reconcile.Action) [][]string {
+	if len(a.Commands) > 0 && isDeactivate(a.Commands[0]) {
+		return a.Commands
+	}
+	out := [][]string{{"lvchange", "-an", a.Object}}
+	out = append(out, a.Commands...)
+	return append(out, []string{"lvchange", "-ay", a.Object})
+}
+
+func isDeactivate(argv []string) bool {
+	if len(argv) == 0 || (argv[0] != "lvchange" && argv[0] != "vgchange") {
+		return false
+	}
+	for _, s := range argv[1:] {
+		if s == "-an" || s == "--activate=n" {
+			return true
+		}
+	}
+	for i := 1; i+1 < len(argv); i++ {
+		if (argv[i] == "-a" || argv[i] == "--activate") && argv[i+1] == "n" {
+			return true
+		}
+	}
+	return false
+}
