@@ -1,0 +1,110 @@
+package vdo
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Pool is a desired LVM-VDO pool with the settings keel passes to lvcreate.
+type Pool struct {
+	VG   string
+	Pool string // the VDO pool LV
+	LV   string // the VDO LV on top
+	// PVs, when set, restrict the allocation (lvcreate's trailing PV list).
+	PVs           []string
+	PhysicalBytes uint64 // -L
+	VirtualBytes  uint64 // -V
+	// SlabBytes, IndexMemoryMiB and BlockMapCacheMiB default to LVM's
+	// 2 GiB, 256 MiB and 128 MiB when zero.
+	SlabBytes        uint64
+	IndexMemoryMiB   uint64
+	Sparse           bool
+	BlockMapCacheMiB uint64
+	// MaxDiscardBlocks is max_discard in 4K blocks; 0 leaves LVM's default (1).
+	MaxDiscardBlocks uint64
+	Compression      bool
+	Deduplication    bool
+	Threads          Threads
+}
+
+func (p Pool) withDefaults() Pool {
+	if p.SlabBytes == 0 {
+		p.SlabBytes = DefaultSlabBytes
+	}
+	if p.IndexMemoryMiB == 0 {
+		p.IndexMemoryMiB = DefaultIndexMemoryBytes >> 20
+	}
+	if p.BlockMapCacheMiB == 0 {
+		p.BlockMapCacheMiB = DefaultBlockMapCacheBytes >> 20
+	}
+	return p
+}
+
+// Geometry is the format geometry LVM will hand vdoformat for the pool.
+func (p Pool) Geometry() (Geometry, error) {
+	p = p.withDefaults()
+	m, err := IndexMemoryFromMiB(p.IndexMemoryMiB)
+	if err != nil {
+		return Geometry{}, fmt.Errorf("vdo pool %s/%s: %w", p.VG, p.Pool, err)
+	}
+	return Geometry{PhysicalBytes: p.PhysicalBytes, SlabBytes: p.SlabBytes, IndexMemory: m, Sparse: p.Sparse}, nil
+}
+
+// VDOSettings is the --vdosettings value for the pool: space-separated
+// key=value pairs in LVM's names (tools/toollib.c get_vdo_settings accepts
+// one argument holding several pairs).
+func (p Pool) VDOSettings() string {
+	p = p.withDefaults()
+	b01 := func(v bool) int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	kv := []string{
+		fmt.Sprintf("slab_size_mb=%d", p.SlabBytes>>20),
+		fmt.Sprintf("index_memory_size_mb=%d", p.IndexMemoryMiB),
+		fmt.Sprintf("use_sparse_index=%d", b01(p.Sparse)),
+		fmt.Sprintf("block_map_cache_size_mb=%d", p.BlockMapCacheMiB),
+	}
+	if p.MaxDiscardBlocks != 0 {
+		kv = append(kv, fmt.Sprintf("max_discard=%d", p.MaxDiscardBlocks))
+	}
+	t := p.Threads
+	kv = append(kv,
+		fmt.Sprintf("logical_threads=%d", t.Logical),
+		fmt.Sprintf("physical_threads=%d", t.Physical),
+		fmt.Sprintf("hash_zone_threads=%d", t.Hash),
+		fmt.Sprintf("cpu_threads=%d", t.CPU),
+		fmt.Sprintf("bio_threads=%d", t.Bio),
+		fmt.Sprintf("ack_threads=%d", t.Ack),
+		fmt.Sprintf("use_compression=%d", b01(p.Compression)),
+		fmt.Sprintf("use_deduplication=%d", b01(p.Deduplication)),
+	)
+	return strings.Join(kv, " ")
+}
+
+// LVCreateArgs is the argv that creates the pool and its VDO LV in one step:
+//
+//	lvcreate -y --type vdo -L 40G -V 35G -n vdolv vdolab/vdopool [PV...] --vdosettings "..."
+func (p Pool) LVCreateArgs() []string {
+	args := []string{"lvcreate", "-y", "--type", "vdo",
+		"-L", LVMSize(p.PhysicalBytes), "-V", LVMSize(p.VirtualBytes),
+		"-n", p.LV, p.VG + "/" + p.Pool}
+	args = append(args, p.PVs...)
+	return append(args, "--vdosettings", p.VDOSettings())
+}
+
+// LVMSize writes a byte count in the largest LVM unit that divides it
+// exactly ("40G", "132M", "4945236K"), or in bytes with LVM's "b" suffix.
+func LVMSize(n uint64) string {
+	for _, u := range []struct {
+		s string
+		f uint64
+	}{{"E", 1 << 60}, {"P", 1 << 50}, {"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n != 0 && n%u.f == 0 {
+			return fmt.Sprintf("%d%s", n/u.f, u.s)
+		}
+	}
+	return fmt.Sprintf("%db", n)
+}
