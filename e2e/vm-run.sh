@@ -25,6 +25,7 @@
 #   --accel auto|tcg|kvm  (default auto: KVM only if a cached probe boots with it)
 #   --shell            interactive shell in the guest instead of a script
 #   --quiet            do not copy the console to stdout
+#   --lock-wait SECONDS  how long to wait for another guest to finish (default 3600)
 #
 # Files left in the share: console.log, guest.log (the script's output),
 # exitcode, dmesg.txt, out/ (what the script wrote to $OUT).
@@ -37,7 +38,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${KEEL_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keel-e2e}
 lock=/tmp/keel-qemu.lock
 
-flavour=fast keel= share= disk_dir= mem=2G smp=2 timeout_s=600 accel=auto shell= quiet=
+flavour=fast keel= share= disk_dir= mem=2G smp=2 timeout_s=600 accel=auto shell= quiet= lock_wait=3600
 disk_kinds=() disk_sizes=() disk_serials=()
 script= files=()
 
@@ -71,6 +72,7 @@ while [ $# -gt 0 ]; do
 	--accel) accel=${2:?}; shift 2 ;;
 	--shell) shell=1; shift ;;
 	--quiet) quiet=1; shift ;;
+	--lock-wait) lock_wait=${2:?}; shift 2 ;;
 	-h | --help)
 		sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'
 		exit 0
@@ -189,7 +191,7 @@ kvm_works() {
 		pdir=$(mktemp -d "${TMPDIR:-/tmp}/keel-kvm-probe.XXXXXX")
 		mkdir -p "$pdir/share"
 		echo 'echo kvm-probe-ok' >"$pdir/share/run.sh"
-		flock -w 3600 "$lock" timeout -k 5 30 "${qemu_base[@]}" -accel kvm -cpu host \
+		flock -w "$lock_wait" "$lock" timeout -k 5 30 "${qemu_base[@]}" -accel kvm -cpu host \
 			-append 'console=ttyS0 panic=-1 loglevel=4' -serial "file:$pdir/console.log" \
 			-virtfs "local,path=$pdir/share,mount_tag=host,security_model=none,id=host" \
 			</dev/null >/dev/null 2>&1 || true
@@ -212,17 +214,17 @@ qemu=("${qemu_base[@]}" "${accel_args[@]}" -append "$append"
 
 if [ -n "$shell" ]; then
 	echo "vm-run.sh: guest shell ($flavour); share $share; disks in $disk_dir; exit the shell to power off" >&2
-	flock -w 3600 "$lock" "${qemu[@]}" -chardev stdio,id=con,signal=off -serial chardev:con
+	flock -w "$lock_wait" "$lock" "${qemu[@]}" -chardev stdio,id=con,signal=off -serial chardev:con
 	exit 0
 fi
 
 start=$(date +%s.%N)
 set +e
 if [ -n "$quiet" ]; then
-	flock -w 3600 "$lock" timeout -k 5 "$timeout_s" "${qemu[@]}" -serial "file:$share/console.log" </dev/null >"$share/qemu.log" 2>&1
+	flock -w "$lock_wait" "$lock" timeout -k 5 "$timeout_s" "${qemu[@]}" -serial "file:$share/console.log" </dev/null >"$share/qemu.log" 2>&1
 	qrc=$?
 else
-	flock -w 3600 "$lock" timeout -k 5 "$timeout_s" "${qemu[@]}" -serial stdio </dev/null 2>"$share/qemu.log" | tee "$share/console.log"
+	flock -w "$lock_wait" "$lock" timeout -k 5 "$timeout_s" "${qemu[@]}" -serial stdio </dev/null 2>"$share/qemu.log" | tee "$share/console.log"
 	qrc=${PIPESTATUS[0]}
 fi
 set -e

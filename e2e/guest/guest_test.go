@@ -1,0 +1,106 @@
+//go:build e2e
+
+package guest
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHarness proves the harness plumbing on a real boot: disks appear by
+// serial with the right rotational flag, files reach the guest, $OUT comes
+// back, and the scenario's exit status is returned.
+func TestHarness(t *testing.T) {
+	r := Run(t, Spec{
+		Disks: []Disk{{Kind: NVMe, Size: "8G", Serial: "nvme0"}, {Kind: HDD, Size: "8G", Serial: "hdd1"},
+			{Kind: SSD, Size: "4G", Serial: "ssd2"}},
+		Files: map[string][]byte{"in/hello.txt": []byte("from the host\n")},
+		Script: `
+for s in nvme0 hdd1 ssd2; do
+	dev=$(readlink -f "$(disk $s)") || exit 10
+	echo "$s $dev rotational=$(cat /sys/block/$(basename $dev)/queue/rotational)"
+done | tee "$OUT/disks.txt"
+cat /mnt/host/in/hello.txt > "$OUT/echo.txt"
+exit 3
+`,
+	})
+	if r.ExitCode != 3 {
+		t.Fatalf("exit code %d, want 3 (the scenario's own status)", r.ExitCode)
+	}
+	if got, err := r.File("echo.txt"); err != nil || string(got) != "from the host\n" {
+		t.Fatalf("echo.txt = %q, %v", got, err)
+	}
+	disks, err := r.File("disks.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"nvme0": "/dev/nvme0n1 rotational=0", "hdd1": "rotational=1", "ssd2": "rotational=0"}
+	for serial, frag := range want {
+		found := false
+		for _, line := range strings.Split(string(disks), "\n") {
+			if strings.HasPrefix(line, serial+" ") && strings.Contains(line, frag) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("disk %s: no line with %q in\n%s", serial, frag, disks)
+		}
+	}
+	if !strings.Contains(r.Output, "kernel: 6.") || !strings.Contains(r.Output, "dm target: vdo") {
+		t.Errorf("versions missing from the output:\n%s", r.Output)
+	}
+	if !strings.Contains(r.Dmesg, "Linux version") {
+		t.Errorf("dmesg.txt has no kernel banner")
+	}
+}
+
+// TestHungGuestFails shows that a scenario that never ends is cut off by the
+// hard timeout and reported as such, not waited for.
+func TestHungGuestFails(t *testing.T) {
+	ft := &fatalRecorder{TB: t}
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		Run(ft, Spec{Timeout: 45 * time.Second, Script: "echo going to sleep; sleep 3600"})
+	}()
+	<-done
+	if !ft.failed {
+		t.Fatal("a hung guest did not fail the test")
+	}
+	if !strings.Contains(ft.msg, "timed out") {
+		t.Fatalf("failure message %q does not say timed out", ft.msg)
+	}
+	if took := time.Since(start); took > 3*time.Minute {
+		t.Fatalf("the timeout took %s to fire", took)
+	}
+	t.Logf("hung guest reported after %.1fs: %s", time.Since(start).Seconds(), firstLine(ft.msg))
+}
+
+// fatalRecorder records Fatalf instead of failing, so a test can check that
+// the harness fails a hung guest.
+type fatalRecorder struct {
+	testing.TB
+	failed bool
+	msg    string
+}
+
+func (f *fatalRecorder) Fatalf(format string, args ...any) {
+	f.failed = true
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (f *fatalRecorder) Fatal(args ...any) {
+	f.failed = true
+	f.msg = fmt.Sprint(args...)
+	runtime.Goexit()
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
