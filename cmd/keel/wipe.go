@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/wipe"
+	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/units"
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	register(command{
+		name:    "wipe",
+		summary: "remove LVs safely: rename to del-<name>, zero or discard in steps, lvremove",
+		run:     runWipe,
+	})
+}
+
+// runWipe implements `keel wipe [-c PATH] [--node SNAPSHOT] [--mode M]
+// [--step SIZE] [--dry-run] [--absent] [VG/LV ...]`. Interrupted wipes
+// (del-* LVs keel left) are finished first. Exit 0: done (or planned);
+// 1: invalid input or a refusal, nothing changed; 2: keel could not do the
+// job (probe, command or I/O failure, interrupted).
+func runWipe(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("wipe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var configs multiFlag
+	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+	node := fs.String("node", "", "plan against the node `SNAPSHOT` instead of this host (implies --dry-run)")
+	modeFlag := fs.String("mode", "", "zeroout or discard (default: removal.mode of the desired state)")
+	stepFlag := fs.String("step", "", "step `SIZE` of one ioctl (default: removal.step); zeroout caps it at write_zeroes_max_bytes")
+	dryRun := fs.Bool("dry-run", false, "print what would be done and change nothing")
+	absent := fs.Bool("absent", false, "remove every LV in the absent lists of the desired state (as the daemon does)")
+	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout of probe and lvm commands")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: keel wipe [-c PATH] [--node SNAPSHOT] [--mode zeroout|discard] [--step SIZE] [--dry-run] [--absent] [VG/LV ...]")
+		fmt.Fprintln(stderr, "\nRenames each LV to del-<name>, zeroes (BLKZEROOUT) or discards (BLKDISCARD) it in steps with")
+		fmt.Fprintln(stderr, "progress, then lvremoves it. del-* LVs left by an interrupted wipe are finished first.")
+		fmt.Fprintln(stderr, "The VG must be declared in the desired state. Exit status: 0 done, 1 invalid input or refused")
+		fmt.Fprintln(stderr, "(nothing changed), 2 failed.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitFindings
+	}
+	names := fs.Args()
+	if len(names) > 0 && *absent {
+		fmt.Fprintln(stderr, "keel wipe: give VG/LV names or --absent, not both")
+		return exitFindings
+	}
+	cfg, err := schema.Load(configs...)
+	var invalid *schema.Error
+	if errors.As(err, &invalid) {
+		for _, p := range invalid.Problems {
+			fmt.Fprintln(stderr, p.String())
+		}
+		fmt.Fprintf(stderr, "keel wipe: the desired state is invalid (%d problem(s))\n", len(invalid.Problems))
+		return exitFindings
+	} else if err != nil {
+		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
+		return exitError
+	}
+	mode := wipe.Mode(cfg.Removal.Mode)
+	if *modeFlag != "" {
+		mode = wipe.Mode(*modeFlag)
+	}
+	stepStr := cfg.Removal.Step
+	if *stepFlag != "" {
+		stepStr = *stepFlag
+	}
+	var step uint64
+	if stepStr != "" {
+		if step, err = units.ParseSize(stepStr); err != nil {
+			fmt.Fprintf(stderr, "keel wipe: step %q: %v\n", stepStr, err)
+			return exitFindings
+		}
+	}
+	decl := declared(cfg)
+	if *absent {
+		names = wipe.AbsentNames(decl)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	src, err := probes.NodeSource(*node, *timeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
+		return exitError
+	}
+	host, err := probes.Probe(ctx, src)
+	if err != nil {
+		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
+		return exitError
+	}
+	targets, err := wipe.Plan(wipe.FromHost(host), decl, wipe.Request{Names: names, Mode: mode, RequireAbsent: *absent})
+	if err != nil {
+		return refused(stderr, err)
+	}
+	if len(targets) == 0 {
+		fmt.Fprintln(stdout, "keel wipe: nothing to remove")
+		return exitOK
+	}
+	for _, t := range targets {
+		fmt.Fprintln(stdout, describe(t))
+	}
+	if *dryRun || *node != "" {
+		return exitOK
+	}
+
+	log := hclog.New(&hclog.LoggerOptions{Name: "keel", Output: stderr, Level: hclog.Info})
+	r := &wipe.Remover{Exec: wipe.ExecExecutor{Timeout: *timeout}, Step: step, Log: log}
+	attachProgress(ctx, r, stderr, log)
+	if err := r.Check(targets); err != nil {
+		return refused(stderr, err)
+	}
+	if err := r.Remove(ctx, targets); err != nil {
+		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// declared turns the desired state's VGs into the map Plan wants.
+func declared(cfg *schema.Config) wipe.Declared {
+	d := make(wipe.Declared, len(cfg.VolumeGroups))
+	for name, vg := range cfg.VolumeGroups {
+		d[name] = vg.Absent
+	}
+	return d
+}
+
+func refused(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "keel wipe: %v\n", err)
+	if errors.Is(err, wipe.ErrRefused) {
+		fmt.Fprintln(stderr, "keel wipe: nothing was changed")
+		return exitFindings
+	}
+	return exitError
+}
+
+func describe(t wipe.Target) string {
+	s := "remove " + t.Name()
+	if t.Resume {
+		s = "resume " + t.DelName()
+	}
+	s += fmt.Sprintf(" (%s, %s", units.FormatSize(t.Size), t.Mode)
+	if t.DiscardAfter {
+		s += " then discard"
+	}
+	s += ")"
+	for _, n := range t.Notes {
+		s += "\n  note: " + n
+	}
+	return s
+}
+
+// attachProgress makes the remover draw a bar on a terminal, or log
+// structured progress lines every 10 s otherwise, for each wipe pass.
+func attachProgress(ctx context.Context, r *wipe.Remover, stderr io.Writer, log hclog.Logger) {
+	term := isTerminal(stderr)
+	interval := 10 * time.Second
+	if term {
+		interval = 500 * time.Millisecond
+	}
+	var mu sync.Mutex
+	stops := map[*wipe.Progress]func(){}
+	r.Started = func(t wipe.Target, pass wipe.Mode, p *wipe.Progress) {
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			wipe.Report(rctx, p, t.Name()+" "+string(pass), interval, term, stderr, log)
+		}()
+		mu.Lock()
+		stops[p] = func() { cancel(); <-done }
+		mu.Unlock()
+	}
+	r.Finished = func(_ wipe.Target, _ wipe.Mode, p *wipe.Progress, _ error) {
+		mu.Lock()
+		stop := stops[p]
+		delete(stops, p)
+		mu.Unlock()
+		if stop != nil {
+			stop()
+		}
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,107 @@
+#!/bin/sh
+# bench-wipe.sh — keel's zero-out engine against blkdiscard --zeroout and a
+# 1 MiB write loop, on one loop device, interleaved, repeated.
+#
+# usage: e2e/bench-wipe.sh [SIZE_MIB] [RUNS] [STEP]   (defaults 2048 5 32M; needs root)
+#
+# Each measured run first fills the device with written blocks (dd, not
+# timed), so every tool starts from the same state; the order of the three
+# tools rotates from run to run. Prints one row per run and a summary table
+# with medians. Nothing outside a temporary directory and one loop device is
+# touched; both are removed on exit.
+set -eu
+
+SIZE_MIB=${1:-2048}
+RUNS=${2:-5}
+STEP=${3:-32M}
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "bench-wipe: needs root (loop devices)" >&2
+	exit 2
+fi
+for t in losetup blkdiscard dd go awk; do
+	command -v "$t" >/dev/null || { echo "bench-wipe: $t not found" >&2; exit 2; }
+done
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+dev=""
+cleanup() {
+	[ -n "$dev" ] && losetup -d "$dev" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+(cd "$here" && go build -o "$tmp/zerobench" ./e2e/wipe/zerobench)
+fallocate -l "${SIZE_MIB}M" "$tmp/disk.img"
+dev=$(losetup -f --show "$tmp/disk.img")
+q=/sys/class/block/$(basename "$dev")/queue
+bytes=$((SIZE_MIB * 1048576))
+
+now() { date +%s.%N; }
+
+fill() {
+	dd if=/dev/zero of="$dev" bs=1M count="$SIZE_MIB" oflag=direct conv=fsync status=none
+	# a non-zero pattern in the first and last MiB, checked after each wipe
+	printf 'keel-bench' | dd of="$dev" bs=1 seek=0 conv=notrunc,fsync status=none
+	printf 'keel-bench' | dd of="$dev" bs=1 seek=$((bytes - 4096)) conv=notrunc,fsync status=none
+}
+
+check_zero() {
+	if [ "$(dd if="$dev" bs=4096 count=1 iflag=direct status=none | tr -d '\0' | wc -c)" -ne 0 ] ||
+		[ "$(dd if="$dev" bs=4096 skip=$((bytes / 4096 - 1)) count=1 iflag=direct status=none | tr -d '\0' | wc -c)" -ne 0 ]; then
+		echo "bench-wipe: $1 left non-zero data on $dev" >&2
+		exit 1
+	fi
+}
+
+run_tool() {
+	case $1 in
+	keel) "$tmp/zerobench" -step "$STEP" "$dev" >/dev/null ;;
+	blkdiscard) blkdiscard --zeroout --step "$STEP" "$dev" ;;
+	dd-1M) dd if=/dev/zero of="$dev" bs=1M count="$SIZE_MIB" oflag=direct conv=fsync status=none ;;
+	esac
+}
+
+echo "# bench-wipe: $(uname -r), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "# device $dev on a ${SIZE_MIB} MiB preallocated file ($(findmnt -n -o FSTYPE -T "$tmp")), step $STEP,"
+echo "# write_zeroes_max_bytes $(cat "$q/write_zeroes_max_bytes"), $(blkdiscard --version)"
+printf '%-4s %-11s %9s %10s\n' run tool seconds MiB/s
+tools="keel blkdiscard dd-1M"
+: >"$tmp/results"
+r=1
+while [ "$r" -le "$RUNS" ]; do
+	for t in $tools; do
+		fill
+		t0=$(now)
+		run_tool "$t"
+		t1=$(now)
+		check_zero "$t"
+		secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')
+		rate=$(awk -v s="$secs" -v m="$SIZE_MIB" 'BEGIN { printf "%.0f", m / s }')
+		printf '%-4s %-11s %9s %10s\n' "$r" "$t" "$secs" "$rate"
+		echo "$t $secs" >>"$tmp/results"
+	done
+	# rotate the order: a b c -> b c a
+	set -- $tools
+	first=$1
+	shift
+	tools="$* $first"
+	r=$((r + 1))
+done
+
+echo
+echo "| tool | runs | median s | min s | max s | median MiB/s | vs blkdiscard |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
+for t in keel blkdiscard dd-1M; do
+	awk -v t="$t" '$1 == t { print $2 }' "$tmp/results" | sort -n >"$tmp/$t.sorted"
+done
+bmed=$(awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }' "$tmp/blkdiscard.sorted")
+for t in keel blkdiscard dd-1M; do
+	awk -v t="$t" -v m="$SIZE_MIB" -v b="$bmed" '{ a[NR] = $1 } END {
+		med = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+		printf "| %s | %d | %.4f | %.4f | %.4f | %.0f | %.2fx |\n", t, NR, med, a[1], a[NR], m / med, b / med
+	}' "$tmp/$t.sorted"
+done
+echo
+echo "(vs blkdiscard = blkdiscard's median time / the tool's median time; above 1 is faster)"

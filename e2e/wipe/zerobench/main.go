@@ -1,0 +1,60 @@
+// Command zerobench clears a block device with keel's stepping engine
+// (reconcile/wipe) and prints the bytes and seconds it took. It exists for
+// e2e/bench-wipe.sh, which compares it with blkdiscard and dd on a loop
+// device; keel itself never takes a raw device path.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/keel-storage/keel/reconcile/wipe"
+	"github.com/keel-storage/keel/schema/units"
+)
+
+func main() {
+	step := flag.String("step", "32M", "wanted step (capped by write_zeroes_max_bytes for zeroout)")
+	mode := flag.String("mode", "zeroout", "zeroout or discard")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: zerobench [-step 32M] [-mode zeroout|discard] /dev/BLOCKDEV")
+		os.Exit(2)
+	}
+	if err := run(flag.Arg(0), *step, wipe.Mode(*mode)); err != nil {
+		fmt.Fprintln(os.Stderr, "zerobench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dev, stepStr string, mode wipe.Mode) error {
+	want, err := units.ParseSize(stepStr)
+	if err != nil {
+		return fmt.Errorf("step %q: %w", stepStr, err)
+	}
+	ql, err := wipe.ReadQueueLimits("/sys", dev)
+	if err != nil {
+		return err
+	}
+	step, notes, err := wipe.StepFor(mode, want, ql)
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(os.Stderr, "note:", n)
+	}
+	d, err := wipe.OpenBlock(dev)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	var p wipe.Progress
+	start := time.Now()
+	if err := wipe.Wipe(context.Background(), dev, d, mode, step, &p); err != nil {
+		return err
+	}
+	fmt.Printf("%d bytes %.6f s step %d\n", p.Stat().Done, time.Since(start).Seconds(), step)
+	return nil
+}
