@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+
+	"github.com/keel-storage/keel/schema/units"
 )
 
 // ErrTooSmall is wrapped by the error Layout returns for a pool with room for
@@ -161,8 +163,8 @@ func NewLayout(g Geometry) (Layout, error) {
 	}
 	min, _ := MinimumBlocks(g)
 	if p < min {
-		return Layout{}, fmt.Errorf("pool of %d bytes: minimum required size for this VDO geometry is %d bytes (%d blocks): %w",
-			g.PhysicalBytes, min*BlockSize, min, ErrTooSmall)
+		return Layout{}, fmt.Errorf("pool of %s (%d bytes): minimum required size for this VDO geometry is %d bytes (%s, %d blocks): %w",
+			units.FormatSize(g.PhysicalBytes), g.PhysicalBytes, min*BlockSize, units.FormatSize(min*BlockSize), min, ErrTooSmall)
 	}
 	d := 1 + ib
 	l := Layout{

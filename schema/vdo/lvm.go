@@ -108,3 +108,35 @@ func LVMSize(n uint64) string {
 	}
 	return fmt.Sprintf("%db", n)
 }
+
+// SplitCreateArgs are the commands that build a split pool as three
+// segments and format it (the VDO article's recipe, with the smallest head
+// and tail): an LV of the head extents on the fast PVs, an extend by the
+// middle extents on the slow PVs, an extend by the tail extents on the fast
+// PVs, then lvconvert --type vdo-pool, which formats it and creates the VDO
+// LV. p.PVs is ignored.
+func (p Pool) SplitCreateArgs(s SplitPlan, fast, slow []string) [][]string {
+	vgPool := p.VG + "/" + p.Pool
+	ext := func(n uint64) string { return fmt.Sprintf("%d", n) }
+	return [][]string{
+		append([]string{"lvcreate", "-y", "-l", ext(s.Head.Count), "-n", p.Pool, p.VG}, fast...),
+		append([]string{"lvextend", "-l", "+" + ext(s.Middle.Count), vgPool}, slow...),
+		append([]string{"lvextend", "-l", "+" + ext(s.Tail.Count), vgPool}, fast...),
+		{"lvconvert", "-y", "--type", "vdo-pool", "-n", p.LV, "-V", LVMSize(p.VirtualBytes), vgPool,
+			"--vdosettings", p.VDOSettings()},
+	}
+}
+
+// GrowArgs are the lvextend commands of a GrowPlan for the pool: slow steps
+// allocate on the slow PVs, the last step on the fast PVs.
+func (p Pool) GrowArgs(g GrowPlan, fast, slow []string) [][]string {
+	var out [][]string
+	for _, s := range g.Steps {
+		pvs := slow
+		if s.Fast {
+			pvs = fast
+		}
+		out = append(out, append([]string{"lvextend", "-l", fmt.Sprintf("+%d", s.Extents), p.VG + "/" + p.Pool}, pvs...))
+	}
+	return out
+}

@@ -354,3 +354,28 @@ func TestLVCreateArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitArgs(t *testing.T) {
+	l, _ := NewLayout(Geometry{PhysicalBytes: 40 * gib})
+	s, _ := l.Split(0)
+	p := Pool{VG: "vdolab", Pool: "splitpool", LV: "splitlv", PhysicalBytes: 40 * gib, VirtualBytes: 35 * gib, Threads: LVMDefaultThreads}
+	got := p.SplitCreateArgs(s, []string{"/dev/fast"}, []string{"/dev/slow"})
+	want := [][]string{
+		{"lvcreate", "-y", "-l", "664", "-n", "splitpool", "vdolab", "/dev/fast"},
+		{"lvextend", "-l", "+9543", "vdolab/splitpool", "/dev/slow"},
+		{"lvextend", "-l", "+33", "vdolab/splitpool", "/dev/fast"},
+		{"lvconvert", "-y", "--type", "vdo-pool", "-n", "splitlv", "-V", "35G", "vdolab/splitpool", "--vdosettings", p.VDOSettings()},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("SplitCreateArgs =\n%q\nwant\n%q", got, want)
+	}
+	g, _ := l.PlanSplitGrow(10*gib, 0)
+	gotG := p.GrowArgs(g, []string{"/dev/fast"}, []string{"/dev/slow"})
+	wantG := [][]string{
+		{"lvextend", "-l", "+2048", "vdolab/splitpool", "/dev/slow"},
+		{"lvextend", "-l", "+512", "vdolab/splitpool", "/dev/fast"},
+	}
+	if !reflect.DeepEqual(gotG, wantG) {
+		t.Errorf("GrowArgs = %q, want %q", gotG, wantG)
+	}
+}
