@@ -2,7 +2,8 @@ package schema
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -62,21 +63,12 @@ func (c *checker) size(s string, path ...any) (uint64, bool) {
 	return n, true
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
 // sizes checks that every size parses with schema/units (the schema's regex
 // admits numbers too large for 64 bits, for one).
 func (c *checker) sizes() {
-	for _, vg := range sortedKeys(c.cfg.VolumeGroups) {
+	for _, vg := range slices.Sorted(maps.Keys(c.cfg.VolumeGroups)) {
 		g := c.cfg.VolumeGroups[vg]
-		for _, name := range sortedKeys(g.VDOPools) {
+		for _, name := range slices.Sorted(maps.Keys(g.VDOPools)) {
 			p := g.VDOPools[name]
 			base := []any{"volumeGroups", vg, "vdoPools", name}
 			for _, f := range []struct{ field, v string }{
@@ -86,7 +78,7 @@ func (c *checker) sizes() {
 				c.size(f.v, append(base, f.field)...)
 			}
 		}
-		for _, name := range sortedKeys(g.ThinPools) {
+		for _, name := range slices.Sorted(maps.Keys(g.ThinPools)) {
 			p := g.ThinPools[name]
 			base := []any{"volumeGroups", vg, "thinPools", name}
 			for _, f := range []struct{ field, v string }{
@@ -108,7 +100,7 @@ func (c *checker) sizes() {
 // absent is not also declared, and that no device is used twice.
 func (c *checker) names() {
 	pvOwner := map[string]string{}
-	for _, vg := range sortedKeys(c.cfg.VolumeGroups) {
+	for _, vg := range slices.Sorted(maps.Keys(c.cfg.VolumeGroups)) {
 		g := c.cfg.VolumeGroups[vg]
 		declared := map[string]string{} // LV name -> what declares it
 		claim := func(lv, what string, path ...any) {
@@ -118,11 +110,11 @@ func (c *checker) names() {
 			}
 			declared[lv] = what
 		}
-		for _, name := range sortedKeys(g.VDOPools) {
+		for _, name := range slices.Sorted(maps.Keys(g.VDOPools)) {
 			claim(name, "vdo pool "+name, "volumeGroups", vg, "vdoPools", name)
 			claim(g.VDOPools[name].LV, "the vdo lv of pool "+name, "volumeGroups", vg, "vdoPools", name, "lv")
 		}
-		for _, name := range sortedKeys(g.ThinPools) {
+		for _, name := range slices.Sorted(maps.Keys(g.ThinPools)) {
 			claim(name, "thin pool "+name, "volumeGroups", vg, "thinPools", name)
 		}
 		for i, lv := range g.Absent {
@@ -141,7 +133,7 @@ func (c *checker) names() {
 		}
 	}
 	backing := map[string]string{}
-	for _, name := range sortedKeys(c.cfg.Bcache) {
+	for _, name := range slices.Sorted(maps.Keys(c.cfg.Bcache)) {
 		b := c.cfg.Bcache[name].Backing
 		if prev, ok := backing[b]; ok {
 			c.at("names", fmt.Sprintf("bcache %s: backing device %s is already the backing device of %s", name, b, prev),
@@ -196,7 +188,7 @@ func lvOfPath(p string) (vg, lv string, ok bool) {
 // VDO pool) of a declared VG, and a VG on VDO must not hold a thin pool
 // (two thin layers: VDO already overcommits or must be kept thick).
 func (c *checker) stacking() {
-	for _, vg := range sortedKeys(c.cfg.VolumeGroups) {
+	for _, vg := range slices.Sorted(maps.Keys(c.cfg.VolumeGroups)) {
 		g := c.cfg.VolumeGroups[vg]
 		onVDO := ""
 		for i, pv := range g.PVs {
@@ -219,7 +211,7 @@ func (c *checker) stacking() {
 				continue
 			}
 			found := false
-			for _, name := range sortedKeys(lower.VDOPools) {
+			for _, name := range slices.Sorted(maps.Keys(lower.VDOPools)) {
 				if lower.VDOPools[name].LV == lv || name == lv {
 					found = true
 					onVDO = lowerVG + "/" + lv
@@ -233,7 +225,7 @@ func (c *checker) stacking() {
 		if onVDO == "" {
 			continue
 		}
-		for _, name := range sortedKeys(g.ThinPools) {
+		for _, name := range slices.Sorted(maps.Keys(g.ThinPools)) {
 			c.at("stacking", fmt.Sprintf("vg %s: thin pool %s on vdo lv %s: two thin layers (VDO below already provisions thinly); keep the VG on VDO thick", vg, name, onVDO),
 				"volumeGroups", vg, "thinPools", name)
 		}
@@ -242,9 +234,9 @@ func (c *checker) stacking() {
 
 // raid checks that a thin pool's chunk covers whole RAID stripes.
 func (c *checker) raid() {
-	for _, vg := range sortedKeys(c.cfg.VolumeGroups) {
+	for _, vg := range slices.Sorted(maps.Keys(c.cfg.VolumeGroups)) {
 		g := c.cfg.VolumeGroups[vg]
-		for _, name := range sortedKeys(g.ThinPools) {
+		for _, name := range slices.Sorted(maps.Keys(g.ThinPools)) {
 			p := g.ThinPools[name]
 			if p.RAID == nil {
 				continue
@@ -274,9 +266,9 @@ func roundUp(n, m uint64) uint64 {
 // split checks that a split pool's fast PVs are PVs of its VG and leave at
 // least one slow PV for the slabs.
 func (c *checker) split() {
-	for _, vg := range sortedKeys(c.cfg.VolumeGroups) {
+	for _, vg := range slices.Sorted(maps.Keys(c.cfg.VolumeGroups)) {
 		g := c.cfg.VolumeGroups[vg]
-		for _, name := range sortedKeys(g.VDOPools) {
+		for _, name := range slices.Sorted(maps.Keys(g.VDOPools)) {
 			s := g.VDOPools[name].Split
 			if s == nil {
 				continue
@@ -284,7 +276,7 @@ func (c *checker) split() {
 			fast := map[string]bool{}
 			for i, f := range s.Fast {
 				fast[f] = true
-				if !contains(g.PVs, f) {
+				if !slices.Contains(g.PVs, f) {
 					c.at("split", fmt.Sprintf("vdo pool %s/%s: fast pv %s is not a pv of vg %s", vg, name, f, vg),
 						"volumeGroups", vg, "vdoPools", name, "split", "fast", i)
 				}
@@ -301,13 +293,4 @@ func (c *checker) split() {
 			}
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -3,6 +3,8 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/keel-storage/keel/schema/units"
 	"github.com/keel-storage/keel/schema/vdo"
@@ -14,9 +16,9 @@ import (
 // (physical threads above the slab count, logical zones above what the
 // block-map cache feeds).
 func (c *checker) vdoGeometry() {
-	for _, vg := range sortedKeys(c.cfg.VolumeGroups) {
+	for _, vg := range slices.Sorted(maps.Keys(c.cfg.VolumeGroups)) {
 		g := c.cfg.VolumeGroups[vg]
-		for _, name := range sortedKeys(g.VDOPools) {
+		for _, name := range slices.Sorted(maps.Keys(g.VDOPools)) {
 			c.vdoPool(vg, name, g.VDOPools[name])
 		}
 	}

@@ -105,11 +105,12 @@ func present(g []cueProblem, v cue.Value, userFiles []string) Problem {
 	default:
 		msg = g[0].msg()
 	}
+	msg = explainBound(msg)
 	// Hidden _name fields carry the name rules for map keys: report them
 	// at the key.
 	if n := len(path); n > 0 && path[n-1] == "_name" {
 		path = path[:n-1]
-		msg = "invalid name: " + strings.TrimPrefix(msg, "invalid value ")
+		msg = "invalid name " + strings.TrimPrefix(msg, "invalid value ")
 	}
 	var pos []Position
 	for _, e := range g {
@@ -213,4 +214,37 @@ func userPos(v cue.Value, path string, userFiles []string) Position {
 		}
 	}
 	return Position{}
+}
+
+// boundTexts explain keel.cue's regular expressions in words; each entry is
+// a distinctive piece of the bound as CUE prints it.
+var boundTexts = []struct{ bound, text string }{
+	{`[bBsSkKmMgGtTpPeE]|[KMGTPE]iB`, `not a size: a number with an optional unit b, s, k, m, g, t, p or e (either case) or KiB..EiB, such as "40G"`},
+	{`=~"^/dev/`, `not a device path: an absolute path under /dev made of letters, digits and . _ + : @ = , / -`},
+	{`(^|/)\\.\\.?(/|$)`, `a path must not contain "." or ".." components`},
+	{`!~"//"`, `a path must not contain "//"`},
+	{`=~"^/[A-Za-z0-9`, `not an absolute path made of letters, digits and . _ + : @ = , / -`},
+	{`{0,126}$"`, `LVM names are 1 to 127 letters, digits and + _ . -, not starting with -`},
+	{`!="."`, `"." is not a valid LVM name`},
+	{`!=".."`, `".." is not a valid LVM name`},
+	{`^(snapshot|pvmove)`, `LVM reserves names starting with snapshot or pvmove`},
+	{`_(cdata|cmeta`, `LVM reserves names containing a sub-LV suffix (_tdata, _tmeta, _vdata, _cdata, _rimage, ...)`},
+	{`[0-9a-f]{8}-`, `not a UUID (lower-case hex, 8-4-4-4-12)`},
+	{`[^\"\\n]`, `an LVM filter regex may not contain a double quote or a newline`},
+	{`\\.prom$`, `node_exporter's textfile collector reads only files ending in .prom`},
+}
+
+// explainBound rewrites "invalid value X (out of bound B)" for one of
+// keel.cue's regular expressions into "invalid value X: <why>".
+func explainBound(msg string) string {
+	val, bound, ok := strings.Cut(strings.TrimPrefix(msg, "invalid value "), " (out of bound ")
+	if !ok || !strings.HasPrefix(msg, "invalid value ") {
+		return msg
+	}
+	for _, b := range boundTexts {
+		if strings.Contains(bound, b.bound) {
+			return "invalid value " + val + ": " + b.text
+		}
+	}
+	return msg
 }
