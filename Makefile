@@ -45,7 +45,7 @@ deps:
 	./.ci/install-deps
 
 ## check: everything CI runs: lint, unit tests, e2e
-check: lint test e2e
+check: deps lint test e2e
 
 clean:
 	rm -rf bin
