@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Captures keel's real fixtures: boots the test guest once, builds each
+# scenario's storage stack there, records it with `keel snapshot`, and
+# copies the snapshots to probes/testdata/snapshots/<name>.txtar (all) and
+# examples/nodes/<name>.txtar (the example nodes). The capture log, with
+# vdolistmetadata and dm tables of each step, goes to
+# probes/testdata/snapshots/capture.log.
+#
+# Usage: e2e/capture-fixtures.sh [SCENARIO...]     (default: all)
+# Scenarios: empty vdo-thick vdo-defaults vdo-split (also vdo-split-grown,
+# vdo-split-regrown) thin bcache (also bcache-defaults) vdo-on-bcache pve.
+# DRY_RUN=1 builds the stacks without snapshots (a stand-in keel is used).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+all="empty vdo-thick vdo-defaults vdo-split thin bcache vdo-on-bcache pve"
+examples=" vdo-thick vdo-defaults thin vdo-on-bcache "
+scenarios=${*:-$all}
+for s in $scenarios; do
+	[[ " $all " == *" $s "* ]] || { echo "capture-fixtures.sh: unknown scenario $s (known: $all)" >&2; exit 2; }
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/keel-capture.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/share"
+echo "$scenarios" >"$work/share/scenarios.txt"
+cp e2e/scenarios/stacks.sh "$work/share/stacks.sh"
+if [ "${DRY_RUN:-}" = 1 ]; then
+	printf '#!/bin/sh\necho "dry run: keel $*"; [ "$1" = snapshot ] && [ "$2" = -o ] && echo dry > "$3"; exit 0\n' >"$work/keel"
+	chmod +x "$work/keel"
+else
+	CGO_ENABLED=0 go build -trimpath -o "$work/keel" ./cmd/keel
+fi
+
+rc=0
+e2e/vm-run.sh --quiet --share "$work/share" --mem 3G --timeout 900 \
+	--nvme 64G:nvme0 --hdd 128G:hdd1 --ssd 16G:ssd2 --keel "$work/keel" \
+	e2e/scenarios/capture.sh || rc=$?
+
+cat "$work/share/guest.log" 2>/dev/null || true
+if [ "${DRY_RUN:-}" = 1 ]; then
+	echo "capture-fixtures.sh: dry run finished with rc=$rc" >&2
+	exit "$rc"
+fi
+mkdir -p probes/testdata/snapshots examples/nodes
+cp "$work/share/guest.log" probes/testdata/snapshots/capture.log 2>/dev/null || true
+n=0
+for f in "$work"/share/out/*.txtar; do
+	[ -e "$f" ] || continue
+	name=$(basename "$f" .txtar)
+	cp "$f" "probes/testdata/snapshots/$name.txtar"
+	[[ $examples == *" $name "* ]] && cp "$f" "examples/nodes/$name.txtar"
+	n=$((n + 1))
+done
+echo "capture-fixtures.sh: $n snapshots written (rc=$rc)" >&2
+exit "$rc"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# CI entry point of the real-kernel suite (make e2e): builds or reuses the
+# cached test guest, builds the static keel binary once, and runs every e2e
+# Go test, one package (hence one guest) at a time. See docs/testing.md.
+#
+# Usage: e2e/run-e2e.sh [go test flags...]   e.g. -run TestThinPool512K
+# Environment: KEEL_E2E_CACHE (guest cache), MIRROR (Debian mirror),
+# E2E_TIMEOUT (go test -timeout, default 40m), E2E_PKGS (default ./e2e/...).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+start=$(date +%s)
+e2e/image/build.sh fast >/dev/null
+if grep -rlq --include='*_test.go' 'guest.Systemd' e2e; then
+	e2e/image/build.sh systemd >/dev/null
+fi
+built=$(date +%s)
+
+bindir=$(mktemp -d "${TMPDIR:-/tmp}/keel-e2e-bin.XXXXXX")
+trap 'rm -rf "$bindir"' EXIT
+CGO_ENABLED=0 go build -trimpath -o "$bindir/keel" ./cmd/keel
+export KEEL_E2E_BIN=$bindir/keel
+
+rc=0
+go test -tags e2e -count=1 -p 1 -v -timeout "${E2E_TIMEOUT:-40m}" "$@" ${E2E_PKGS:-./e2e/...} || rc=$?
+end=$(date +%s)
+echo "run-e2e.sh: guest ready in $((built - start))s, whole suite $((end - start))s, rc=$rc" >&2
+exit "$rc"

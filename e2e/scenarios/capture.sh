@@ -1,0 +1,111 @@
+# Guest side of e2e/capture-fixtures.sh: builds each requested stack in
+# turn on blank disks, records one keel probe pass of it with
+# `keel snapshot`, and tears it down. Scenario names come from
+# /mnt/host/scenarios.txt; snapshots go to $OUT/<name>.txtar. Extra
+# evidence (vdolistmetadata, dm tables) goes to this log, not the snapshot.
+set -uo pipefail
+. /mnt/host/stacks.sh
+
+nv=$(disk nvme0) hd=$(disk hdd1) ssd=$(disk ssd2) || exit 2
+all_disks=("$nv" "$hd" "$ssd")
+lvm_conf_save
+failed=0
+
+snap() {
+	local name=$1
+	echo "-- snapshot $name"
+	if ! "$KEEL" snapshot -o "$OUT/$name.txtar"; then
+		echo "capture: keel snapshot $name failed" >&2
+		failed=1
+	fi
+	ls -l "$OUT/$name.txtar" 2>/dev/null
+}
+
+# run_scenario NAME: build, snapshot (some scenarios several times), tear down.
+run_scenario() {
+	local name=$1
+	echo "==== scenario $name"
+	case $name in
+	empty)
+		snap empty
+		;;
+	vdo-thick)
+		stack_vdo_thick "$nv" || return
+		dmsetup table
+		snap vdo-thick
+		;;
+	vdo-defaults)
+		stack_vdo_defaults "$nv" || return
+		dmsetup table
+		snap vdo-defaults
+		;;
+	vdo-split)
+		stack_vdo_split "$nv" "$hd" || return
+		vdo_split_report
+		snap vdo-split
+		# Grow onto the HDD: the journal moves to the HDD.
+		step lvextend -L +4G vdosplit/pool "$hd" || return
+		vdo_split_report
+		snap vdo-split-grown
+		# Grow by a whole slab on the NVMe: the journal comes back.
+		step lvextend -L +2G vdosplit/pool "$nv" || return
+		vdo_split_report
+		snap vdo-split-regrown
+		;;
+	thin)
+		stack_thin "$nv" || return
+		lvs -a -o lv_name,chunk_size,zero,discards,data_percent,metadata_percent thinvg
+		snap thin
+		;;
+	bcache)
+		stack_bcache "$ssd" "$hd" || return
+		bcache_tunables "$ssd" || return
+		bcache_show "$ssd"
+		snap bcache
+		bcache_reregister "$ssd" "$hd" || return
+		bcache_show "$ssd"
+		snap bcache-defaults
+		;;
+	vdo-on-bcache)
+		stack_bcache "$ssd" "$hd" || return
+		bcache_tunables "$ssd" || return
+		lvm_conf_article || return
+		stack_vdo_split "$nv" /dev/bcache0 || return
+		vdo_split_report
+		step pvcreate -q /dev/vdosplit/vdolv && step vgcreate -q vdovg /dev/vdosplit/vdolv &&
+			step lvcreate -y -q -L 4G -n vm-100-disk-0 vdovg || return
+		snap vdo-on-bcache
+		;;
+	pve)
+		stack_vdo_thick "$nv" || return
+		mkdir -p /etc/pve
+		# The operator's file: an lvm storage on vdovg without saferemove
+		# and without on-volume-remove discard.
+		cat >/etc/pve/storage.cfg <<'CFG'
+dir: local
+	path /var/lib/vz
+	content iso,vztmpl,backup
+
+lvm: vdostore
+	vgname vdovg
+	content images,rootdir
+	shared 0
+CFG
+		snap pve
+		rm -rf /etc/pve
+		;;
+	*)
+		echo "capture: unknown scenario $name" >&2
+		return 2
+		;;
+	esac
+}
+
+for name in $(cat /mnt/host/scenarios.txt); do
+	if ! run_scenario "$name"; then
+		echo "capture: scenario $name failed" >&2
+		failed=1
+	fi
+	stack_teardown "${all_disks[@]}"
+done
+exit $failed
