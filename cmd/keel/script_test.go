@@ -1,0 +1,34 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets testscript run the keel binary in-process: scripts call
+// `keel ...` and get Main with the real exit code.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"keel": func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs every testdata/script/*.txtar. Each command adds its own
+// scripts as <command>_*.txtar. $EXAMPLES is the repository's examples
+// directory.
+func TestScripts(t *testing.T) {
+	examples, err := filepath.Abs("../../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("EXAMPLES", examples)
+			return nil
+		},
+	})
+}
