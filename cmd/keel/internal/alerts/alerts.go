@@ -1,0 +1,162 @@
+// Package alerts turns each pass's findings into transitions — raised when
+// a finding appears (or its severity changes), cleared when it goes — and
+// sends only those transitions on: to the log (journald, with the finding's
+// fields and its severity as priority), to optional exec hooks, and to a
+// Prometheus textfile that also carries the daemon's health metrics.
+package alerts
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/reconcile"
+)
+
+// Kind is the direction of a transition.
+type Kind string
+
+// Transition kinds.
+const (
+	Raised  Kind = "raised"
+	Cleared Kind = "cleared"
+)
+
+// Transition is one change of a finding's state.
+type Transition struct {
+	Kind    Kind              `json:"transition"`
+	Finding reconcile.Finding `json:"finding"`
+}
+
+// Tracker remembers the active findings between passes.
+type Tracker struct {
+	active map[string]reconcile.Finding
+}
+
+// NewTracker returns a Tracker with nothing active.
+func NewTracker() *Tracker { return &Tracker{active: map[string]reconcile.Finding{}} }
+
+// Update takes the complete findings of a pass and returns the
+// transitions since the previous one, cleared first, each group sorted by key.
+func (t *Tracker) Update(findings []reconcile.Finding) []Transition {
+	now := map[string]reconcile.Finding{}
+	for _, f := range findings {
+		now[f.Key()] = f
+	}
+	var cleared, raised []Transition
+	for k, f := range t.active {
+		if _, ok := now[k]; !ok {
+			cleared = append(cleared, Transition{Cleared, f})
+		}
+	}
+	for k, f := range now {
+		if old, ok := t.active[k]; !ok || old.Severity != f.Severity {
+			raised = append(raised, Transition{Raised, f})
+		}
+	}
+	t.active = now
+	byKey := func(ts []Transition) {
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Finding.Key() < ts[j].Finding.Key() })
+	}
+	byKey(cleared)
+	byKey(raised)
+	return append(cleared, raised...)
+}
+
+// Active returns the findings currently raised, sorted by key.
+func (t *Tracker) Active() []reconcile.Finding {
+	out := make([]reconcile.Finding, 0, len(t.active))
+	for _, f := range t.active {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	return out
+}
+
+// Log writes one line per transition: raised at the finding's severity
+// (the journald sink turns the severity field into the priority), cleared
+// at info.
+func Log(log hclog.Logger, ts []Transition) {
+	for _, tr := range ts {
+		f := tr.Finding
+		args := []interface{}{"finding", f.ID, "object", f.Object, "severity", f.Severity.String(),
+			"message", f.Message, "expected", f.Expected, "observed", f.Observed}
+		switch {
+		case tr.Kind == Cleared:
+			log.Info("finding cleared", args[:6]...)
+		case f.Severity >= reconcile.Error:
+			log.Error("finding raised", args...)
+		case f.Severity == reconcile.Warning:
+			log.Warn("finding raised", args...)
+		default:
+			log.Info("finding raised", args...)
+		}
+	}
+}
+
+// Hook runs an exec hook for each transition: argv (an absolute program
+// path and its arguments, from alerts.exec), the finding in the
+// environment (KEEL_ALERT, KEEL_FINDING_ID, KEEL_OBJECT, KEEL_SEVERITY,
+// KEEL_MESSAGE, KEEL_EXPECTED, KEEL_OBSERVED, KEEL_REMEDY) and the
+// transition as JSON on stdin.
+type Hook struct {
+	Argv    []string
+	Timeout time.Duration // per run; default 10s
+}
+
+// Validate checks the hook's argv.
+func (h Hook) Validate() error {
+	if len(h.Argv) == 0 {
+		return fmt.Errorf("alerts.exec: empty")
+	}
+	if !filepath.IsAbs(h.Argv[0]) {
+		return fmt.Errorf("alerts.exec: %q is not an absolute path", h.Argv[0])
+	}
+	return nil
+}
+
+// Run runs the hook once per transition, in order, and returns the first
+// error (a hook that fails does not stop the others).
+func (h Hook) Run(ctx context.Context, ts []Transition) error {
+	if err := h.Validate(); err != nil {
+		return err
+	}
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	var first error
+	for _, tr := range ts {
+		if err := h.one(ctx, tr, timeout); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (h Hook) one(ctx context.Context, tr Transition, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	in, _ := json.Marshal(tr) // plain data: cannot fail
+	cmd := exec.CommandContext(ctx, h.Argv[0], h.Argv[1:]...)
+	f := tr.Finding
+	cmd.Env = append(os.Environ(),
+		"KEEL_ALERT="+string(tr.Kind), "KEEL_FINDING_ID="+f.ID, "KEEL_OBJECT="+f.Object,
+		"KEEL_SEVERITY="+f.Severity.String(), "KEEL_MESSAGE="+f.Message,
+		"KEEL_EXPECTED="+f.Expected, "KEEL_OBSERVED="+f.Observed, "KEEL_REMEDY="+f.Remedy)
+	cmd.Stdin = bytes.NewReader(append(in, '\n'))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("alerts.exec %s for %s %s: %w: %s", h.Argv[0], tr.Kind, f.Key(), err, bytes.TrimSpace(out.Bytes()))
+	}
+	return nil
+}
