@@ -488,13 +488,18 @@ func (e *Executor) runCommands(ctx context.Context, a reconcile.Action, res *Res
 	if a.Class == reconcile.Maintenance {
 		cmds = maintenanceWrap(a)
 	}
-	for _, argv := range cmds {
+	for i, argv := range cmds {
 		if err := e.run(ctx, argv, res); err != nil {
 			if a.Class == reconcile.Maintenance {
-				// Whatever failed, try to bring the pool back.
-				act := []string{"lvchange", "-ay", a.Object}
-				if aerr := e.run(ctx, act, res); aerr != nil {
-					e.Log.Error("reactivation after failed maintenance change failed", "object", a.Object, "err", aerr)
+				// Whatever failed, bring the stack back up: run the
+				// activations that were still to come.
+				for _, rest := range cmds[i+1:] {
+					if !isActivation(rest, "y") {
+						continue
+					}
+					if aerr := e.run(ctx, rest, res); aerr != nil {
+						e.Log.Error("reactivation after a failed maintenance change failed", "object", a.Object, "command", strings.Join(rest, " "), "err", aerr)
+					}
 				}
 			}
 			return fmt.Errorf("action %s: %w", a.ID, err)
@@ -519,7 +524,7 @@ func (e *Executor) run(ctx context.Context, argv []string, res *Result) error {
 // maintenanceWrap deactivates the object, runs the change and activates
 // it again, unless the planner's commands already start by deactivating.
 func maintenanceWrap(a reconcile.Action) [][]string {
-	if len(a.Commands) > 0 && isDeactivate(a.Commands[0]) {
+	if len(a.Commands) > 0 && isActivation(a.Commands[0], "n") {
 		return a.Commands
 	}
 	out := [][]string{{"lvchange", "-an", a.Object}}
@@ -527,17 +532,17 @@ func maintenanceWrap(a reconcile.Action) [][]string {
 	return append(out, []string{"lvchange", "-ay", a.Object})
 }
 
-func isDeactivate(argv []string) bool {
+// isActivation reports whether argv is an lvchange or vgchange that sets
+// activation to state ("y" or "n").
+func isActivation(argv []string, state string) bool {
 	if len(argv) == 0 || (argv[0] != "lvchange" && argv[0] != "vgchange") {
 		return false
 	}
-	for _, s := range argv[1:] {
-		if s == "-an" || s == "--activate=n" {
+	for i, s := range argv[1:] {
+		if s == "-a"+state || s == "--activate="+state {
 			return true
 		}
-	}
-	for i := 1; i+1 < len(argv); i++ {
-		if (argv[i] == "-a" || argv[i] == "--activate") && argv[i+1] == "n" {
+		if (s == "-a" || s == "--activate") && i+2 < len(argv) && argv[i+2] == state {
 			return true
 		}
 	}

@@ -446,3 +446,34 @@ func TestFingerprint(t *testing.T) {
 		t.Error("desired change did not change the fingerprint")
 	}
 }
+
+// The planner's own framing (go through a VG stacked on the VDO LV): the
+// VDO LV is open because the upper VG is active, so the guard looks at the
+// upper VG's LVs instead, and a failed change brings both back.
+func TestMaintenanceStacked(t *testing.T) {
+	a := reconcile.Action{ID: "vdo.vdosettings:vgcap/vpcap", Kind: reconcile.KindCommand, Class: reconcile.Maintenance, Object: "vgcap/vpcap",
+		Commands: [][]string{
+			{"vgchange", "-an", "vgup"},
+			{"lvchange", "-an", "vgcap/vdocap"},
+			{"lvchange", "--vdosettings", "max_discard=4096", "vgcap/vpcap"},
+			{"lvchange", "-ay", "vgcap/vdocap"},
+			{"vgchange", "-ay", "vgup"},
+		}}
+	e, r, _, _ := setup(1, Options{Maintenance: true, MaxAttempts: 1})
+	// vgup answers like a VG whose LVs are closed; vgcap (never asked) would say open.
+	r.answers["lvs --reportformat json -o lv_name,pool_lv,lv_device_open vgup"] = captured(t, "lvs-closed")
+	r.answers["lvs --reportformat json -o lv_name,pool_lv,lv_device_open vgcap"] = captured(t, "lvs-open")
+	r.answers["lvchange --vdosettings max_discard=4096 vgcap/vpcap"] = probes.Result{ExitCode: 5}
+	rep, _ := e.Apply(context.Background(), []reconcile.Action{a}, nil)
+	want := "vgchange -an vgup|lvchange -an vgcap/vdocap|lvchange --vdosettings max_discard=4096 vgcap/vpcap|lvchange -ay vgcap/vdocap|vgchange -ay vgup"
+	if got := strings.Join(r.mutating(), "|"); got != want || rep.Results[0].Status != Stuck {
+		t.Fatalf("ran %q, result %+v", got, rep.Results[0])
+	}
+	// An open LV in the upper VG stops it before anything runs.
+	e, r, _, _ = setup(1, Options{Maintenance: true})
+	r.answers["lvs --reportformat json -o lv_name,pool_lv,lv_device_open vgup"] = captured(t, "lvs-open")
+	rep, _ = e.Apply(context.Background(), []reconcile.Action{a}, nil)
+	if rep.Results[0].Status != Refused || len(r.mutating()) != 0 || !strings.Contains(rep.Results[0].Detail, "vgup/vdocap is open") {
+		t.Fatalf("%+v, ran %q", rep.Results[0], r.mutating())
+	}
+}

@@ -68,7 +68,7 @@ func (e *Executor) guard(ctx context.Context, a reconcile.Action) error {
 		}
 	}
 	if a.Class == reconcile.Maintenance && e.opts.Maintenance {
-		open, err := e.openLVs(ctx, a.Object)
+		open, err := e.openUsers(ctx, a)
 		if err != nil {
 			return fmt.Errorf("maintenance on %s: cannot tell whether its LVs are open: %w", a.Object, err)
 		}
@@ -77,6 +77,31 @@ func (e *Executor) guard(ctx context.Context, a reconcile.Action) error {
 		}
 	}
 	return nil
+}
+
+// openUsers lists the open LVs that stop a maintenance action. When the
+// action first deactivates VGs stacked on the pool (vgchange -an VG), the
+// pool's own LV is open only because those VGs are active: then any open
+// LV in those VGs counts. Otherwise the pool and its LVs count.
+func (e *Executor) openUsers(ctx context.Context, a reconcile.Action) ([]string, error) {
+	var stacked []string
+	for _, argv := range a.Commands {
+		if len(argv) == 3 && argv[0] == "vgchange" && isActivation(argv, "n") {
+			stacked = append(stacked, argv[2])
+		}
+	}
+	if len(stacked) == 0 {
+		return e.openLVs(ctx, a.Object)
+	}
+	var open []string
+	for _, vg := range stacked {
+		o, err := e.openLVs(ctx, vg+"/*")
+		if err != nil {
+			return nil, err
+		}
+		open = append(open, o...)
+	}
+	return open, nil
 }
 
 // createDevices returns the device arguments of the pvcreate and vgcreate
@@ -200,7 +225,8 @@ func (e *Executor) pvVG(ctx context.Context, dev string) (string, error) {
 }
 
 // openLVs lists the open LVs that use the pool object ("vg/pool"): the
-// pool itself and every LV whose pool_lv is the pool.
+// pool itself and every LV whose pool_lv is the pool; "vg/*" lists every
+// open LV of the VG.
 func (e *Executor) openLVs(ctx context.Context, object string) ([]string, error) {
 	vg, pool, ok := strings.Cut(object, "/")
 	if !ok || vg == "" || pool == "" {
@@ -234,7 +260,8 @@ func parseOpen(out []byte, vg, pool string) ([]string, error) {
 	for _, r := range rep.Report {
 		for _, lv := range r.LV {
 			name := strings.Trim(lv.Name, "[]")
-			if (name == pool || strings.Trim(lv.Pool, "[]") == pool) && lv.Open == "open" {
+			uses := pool == "*" || name == pool || strings.Trim(lv.Pool, "[]") == pool
+			if uses && lv.Open == "open" {
 				open = append(open, vg+"/"+name)
 			}
 		}
