@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/lvmconf"
+	"github.com/keel-storage/keel/schema"
+)
+
+func init() {
+	register(command{name: "check", summary: "compare the host with the desired state (or audit it) and list findings", run: runCheck})
+}
+
+// checkFormats are the output forms of keel check.
+var checkFormats = map[string]func(reconcile.Report, io.Writer) error{
+	"text":       reconcile.Report.WriteText,
+	"json":       reconcile.Report.WriteJSON,
+	"junit":      reconcile.Report.WriteJUnit,
+	"prometheus": reconcile.Report.WritePrometheus,
+}
+
+// judged is one host judged by the planner.
+type judged struct {
+	host   *probes.Host
+	result reconcile.Result
+	mode   string
+}
+
+// judge loads the desired state (unless audit), probes the host or replays
+// the node snapshot, and runs the planner. Errors mean keel could not judge
+// the host: an invalid or unreadable desired state, or a failed probe.
+func judge(configs []string, node string, audit bool, timeout time.Duration) (judged, error) {
+	var desired *schema.Config
+	if !audit {
+		d, err := schema.NewLoader().Load(configs...)
+		var invalid *schema.Error
+		if errors.As(err, &invalid) {
+			var b bytes.Buffer
+			for _, p := range invalid.Problems {
+				fmt.Fprintln(&b, p.String())
+			}
+			return judged{}, fmt.Errorf("invalid desired state (%d problems):\n%s", len(invalid.Problems), b.String())
+		}
+		if err != nil {
+			return judged{}, fmt.Errorf("desired state: %w", err)
+		}
+		desired = d.Config
+	}
+	src, err := probes.NodeSource(node, timeout)
+	if err != nil {
+		return judged{}, err
+	}
+	h, err := probes.Probe(context.Background(), src)
+	if err != nil {
+		return judged{}, err
+	}
+	if audit {
+		return judged{host: h, result: reconcile.Audit(h), mode: "audit"}, nil
+	}
+	return judged{host: h, result: reconcile.Plan(desired, h), mode: "desired"}, nil
+}
+
+// runCheck implements keel check. Exit 0: no finding at warning or above;
+// 1: at least one; 2: keel could not check (bad flags, invalid desired
+// state, failed probe, unwritable output).
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var configs multiFlag
+	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+	node := fs.String("node", "", "replay the node `SNAPSHOT` instead of probing this host")
+	audit := fs.Bool("audit", false, "judge the host against keel's reference rules, without a desired state")
+	format := fs.String("format", "text", "output `format`: text, json, junit or prometheus")
+	out := fs.String("o", "", "write the report to `FILE` atomically instead of stdout")
+	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout of the probe")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: keel check [-c PATH] [--audit] [--node SNAPSHOT] [--format text|json|junit|prometheus] [-o FILE]")
+		fmt.Fprintln(stderr, "\nLists what differs between the desired state and the host, with stable finding IDs (docs/findings.md).")
+		fmt.Fprintln(stderr, "Exit status: 0 nothing at warning or above, 1 findings at warning or above, 2 could not check.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitError
+	}
+	write, ok := checkFormats[*format]
+	if !ok || fs.NArg() != 0 || (*audit && len(configs) > 0) {
+		fs.Usage()
+		return exitError
+	}
+	j, err := judge(configs, *node, *audit, *timeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "keel check: %v\n", err)
+		if *format == "prometheus" && *out != "" {
+			var b bytes.Buffer
+			if werr := reconcile.WritePrometheusFailure(&b); werr == nil {
+				if werr := lvmconf.WriteAtomic(*out, b.Bytes(), 0o644); werr != nil {
+					fmt.Fprintf(stderr, "keel check: %s: %v\n", *out, werr)
+				}
+			}
+		}
+		return exitError
+	}
+	for _, e := range j.host.Errors {
+		fmt.Fprintf(stderr, "keel check: probe: %s\n", e)
+	}
+	rep := reconcile.NewReport(reconcile.HostInfo{Name: j.host.Hostname, Mode: j.mode, CPUs: j.host.CPUs,
+		MemoryBytes: j.host.Memory.TotalBytes}, j.result.Findings, j.result.Levels)
+	if err := emit(*out, stdout, func(w io.Writer) error { return write(rep, w) }); err != nil {
+		fmt.Fprintf(stderr, "keel check: %v\n", err)
+		return exitError
+	}
+	if !rep.Summary.OK {
+		return exitFindings
+	}
+	return exitOK
+}
+
+// emit writes through fn to stdout, or to path atomically (a temporary
+// file in the same directory, renamed over path) when path is set.
+func emit(path string, stdout io.Writer, fn func(io.Writer) error) error {
+	if path == "" {
+		return fn(stdout)
+	}
+	var b bytes.Buffer
+	if err := fn(&b); err != nil {
+		return err
+	}
+	if err := lvmconf.WriteAtomic(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/schema"
+)
+
+func init() {
+	register(command{name: "plan", summary: "show the actions keel apply would take, grouped by class, with their commands", run: runPlan})
+}
+
+// runPlan implements keel plan. Exit 0: the plan was printed (empty or
+// not); 2: keel could not plan (bad flags, invalid desired state, failed
+// probe). keel check is the command whose exit status says "converged".
+func runPlan(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var configs multiFlag
+	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+	node := fs.String("node", "", "replay the node `SNAPSHOT` instead of probing this host")
+	format := fs.String("format", "text", "output `format`: text or json")
+	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout of the probe")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: keel plan [-c PATH] [--node SNAPSHOT] [--format text|json]")
+		fmt.Fprintln(stderr, "\nPrints what keel apply would do: live, maintenance, immutable (report only) and destructive actions.")
+		fmt.Fprintln(stderr, "Exit status: 0 plan printed, 2 could not plan.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitError
+	}
+	if fs.NArg() != 0 || (*format != "text" && *format != "json") {
+		fs.Usage()
+		return exitError
+	}
+	j, err := judge(configs, *node, false, *timeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "keel plan: %v\n", err)
+		return exitError
+	}
+	pr := reconcile.NewPlanReport(reconcile.HostInfo{Name: j.host.Hostname, Mode: j.mode, CPUs: j.host.CPUs,
+		MemoryBytes: j.host.Memory.TotalBytes}, j.result)
+	write := pr.WriteText
+	if *format == "json" {
+		write = pr.WriteJSON
+	}
+	if err := write(stdout); err != nil {
+		fmt.Fprintf(stderr, "keel plan: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}

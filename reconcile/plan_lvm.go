@@ -1,0 +1,301 @@
+package reconcile
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/keel-storage/keel/probes"
+)
+
+const lvmConfObject = "lvm.conf"
+
+// lvmBool reads an lvmconfig boolean ("0"/"1"); ok is false when the key is
+// absent or not a number.
+func (p *planner) lvmBool(key string) (value, ok bool) {
+	switch strings.TrimSpace(p.h.LVMConfig.Values[key]) {
+	case "1":
+		return true, true
+	case "0":
+		return false, true
+	}
+	return false, false
+}
+
+// parseLVMList reads an lvmconfig string array such as ["r|^/dev/zd.*|","a|.*|"].
+func parseLVMList(raw string) []string {
+	var out []string
+	s := strings.TrimSpace(raw)
+	for {
+		i := strings.IndexByte(s, '"')
+		if i < 0 {
+			return out
+		}
+		s = s[i+1:]
+		var b strings.Builder
+		j := 0
+		for ; j < len(s) && s[j] != '"'; j++ {
+			if s[j] == '\\' && j+1 < len(s) {
+				j++
+			}
+			b.WriteByte(s[j])
+		}
+		out = append(out, b.String())
+		if j >= len(s) {
+			return out
+		}
+		s = s[j+1:]
+	}
+}
+
+// filterEntries is the global_filter the desired state generates: rejects,
+// then accepts, then a final accept-all unless accepts are listed.
+func filterEntries(reject, accept []string) []string {
+	var out []string
+	for _, r := range reject {
+		out = append(out, "r|"+r+"|")
+	}
+	for _, a := range accept {
+		out = append(out, "a|"+a+"|")
+	}
+	if len(accept) == 0 {
+		out = append(out, "a|.*|")
+	}
+	return out
+}
+
+func quoteList(l []string) string {
+	q := make([]string, len(l))
+	for i, s := range l {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return "[" + strings.Join(q, ",") + "]"
+}
+
+func boolDigit(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// lvmBoolSetting reports a boolean lvm.conf setting that differs from the
+// declared value and returns the finding's key ("" when it matches or is
+// not managed).
+func (p *planner) lvmBoolSetting(id, key string, want *bool) string {
+	if want == nil {
+		return ""
+	}
+	if got, ok := p.lvmBool(key); ok && got == *want {
+		return ""
+	}
+	name := key[strings.IndexByte(key, '/')+1:]
+	return p.add(id, lvmConfObject, key+" is not the declared value",
+		name+"="+boolDigit(*want), name+"="+p.h.LVMConfig.Values[key], "set "+key+" in lvm.conf")
+}
+
+// planLVMConf compares the managed lvm.conf settings and emits one
+// KindLVMConf action for everything that differs.
+func (p *planner) planLVMConf() {
+	want := p.d.LVM
+	if want == nil {
+		return
+	}
+	change := &LVMConfChange{}
+	var keys []string
+	if k := p.lvmBoolSetting("lvm.scan_lvs", "devices/scan_lvs", want.ScanLVs); k != "" {
+		keys, change.ScanLVs = append(keys, k), want.ScanLVs
+	}
+	if want.GlobalFilter != nil {
+		entries := filterEntries(want.GlobalFilter.Reject, want.GlobalFilter.Accept)
+		got := parseLVMList(p.h.LVMConfig.Values["devices/global_filter"])
+		if strings.Join(got, "\x00") != strings.Join(entries, "\x00") {
+			keys = append(keys, p.add("lvm.global_filter", lvmConfObject, "devices/global_filter is not the declared filter",
+				quoteList(entries), quoteList(got), "rewrite devices/global_filter in lvm.conf"))
+			change.GlobalFilter = entries
+		}
+	}
+	if k := p.lvmBoolSetting("lvm.devices_file", "devices/use_devicesfile", want.UseDevicesFile); k != "" {
+		keys, change.UseDevicesFile = append(keys, k), want.UseDevicesFile
+	}
+	if len(keys) > 0 {
+		p.act(phaseLVMConf, Action{ID: "lvm.conf:" + lvmConfObject, Kind: KindLVMConf, Class: Live, Object: lvmConfObject,
+			Summary: "assert devices settings in lvm.conf", LVMConf: change, Remedies: keys})
+	}
+}
+
+// auditLVMConf applies the reference rule for the filter: scan_lvs on with
+// a filter that rejects nothing lets guest VGs onto the host.
+func (p *planner) auditLVMConf() {
+	scan, ok := p.lvmBool("devices/scan_lvs")
+	if !ok || !scan {
+		return
+	}
+	got := parseLVMList(p.h.LVMConfig.Values["devices/global_filter"])
+	for _, e := range got {
+		if strings.HasPrefix(e, "r") {
+			return
+		}
+	}
+	p.add("lvm.global_filter", lvmConfObject, "scan_lvs is 1 and global_filter rejects nothing: guest VGs on VM disks become visible on the host",
+		"a reject for VM disks, e.g. r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|", quoteList(got),
+		"add rejects for guest disks to devices/global_filter")
+}
+
+// stackedVGs returns, for every observed VG with a PV that is an LV, the
+// "vg/lv" of those LVs.
+func (p *planner) stackedVGs() map[string][]string {
+	out := map[string][]string{}
+	for _, name := range sortedKeys(p.h.PVs) {
+		pv := p.h.PVs[name]
+		if pv.VG == "" {
+			continue
+		}
+		if lv := p.lvOfPV(pv); lv != nil {
+			out[pv.VG] = append(out[pv.VG], lv.FullName)
+		}
+	}
+	return out
+}
+
+// lvOfPV returns the LV a PV sits on, or nil for a disk.
+func (p *planner) lvOfPV(pv *probes.PV) *probes.LV {
+	if rest, ok := strings.CutPrefix(pv.Name, "/dev/mapper/"); ok {
+		for _, key := range sortedKeys(p.h.LVs) {
+			if p.h.LVs[key].DMName == rest {
+				return p.h.LVs[key]
+			}
+		}
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(pv.Name, "/dev/"); ok {
+		return p.h.LVs[rest]
+	}
+	return nil
+}
+
+// planStacking checks what depends on VGs stacked on LVs, in both modes:
+// scan_lvs (declared VGs on LVs need it), activation at boot, thin pools
+// on VDO, and Proxmox storages on VDO without discard on removal.
+func (p *planner) planStacking() {
+	scan, scanKnown := p.lvmBool("devices/scan_lvs")
+	if !p.audit {
+		for _, vg := range sortedKeys(p.d.VolumeGroups) {
+			for _, path := range p.d.VolumeGroups[vg].PVs {
+				lv, ok := p.isLVPath(path)
+				if !ok || !scanKnown || scan {
+					continue
+				}
+				declared := p.d.LVM != nil && p.d.LVM.ScanLVs != nil && *p.d.LVM.ScanLVs
+				if declared {
+					continue // planLVMConf already reports and fixes it
+				}
+				p.add("lvm.scan_lvs", vg, fmt.Sprintf("VG %s is declared on LV %s but devices/scan_lvs is 0: LVM ignores LVs as PVs", vg, lv),
+					"scan_lvs=1", "scan_lvs=0", "declare lvm: scanLVs: true (with a global_filter that rejects guest disks)")
+				break
+			}
+		}
+	}
+	stacked := p.stackedVGs()
+	for _, vg := range sortedKeys(stacked) {
+		p.checkActivation(vg, stacked[vg])
+	}
+	for _, key := range sortedKeys(p.h.ThinPools) {
+		if p.audit || p.declaredThin(key) {
+			p.checkThinOnVDO(p.h.ThinPools[key])
+		}
+	}
+	p.checkProxmox(stacked)
+}
+
+// checkActivation reports a VG on an LV that has nothing active while the
+// LV under it is active: what a boot leaves when no udev rule sets
+// LVM_PVSCAN_ON_LVS=1 for the lower LV. keel cannot read udev rules yet, so
+// this is judged from the symptom.
+func (p *planner) checkActivation(vg string, lowers []string) {
+	v := p.h.VGs[vg]
+	if v == nil {
+		return
+	}
+	anyActive, lowerActive := false, false
+	for _, key := range v.LVs {
+		if lv := p.h.LVs[key]; lv != nil && lv.Active {
+			anyActive = true
+		}
+	}
+	for _, key := range lowers {
+		if lv := p.h.LVs[key]; lv != nil && lv.Active {
+			lowerActive = true
+		}
+	}
+	if anyActive || !lowerActive || len(v.LVs) == 0 {
+		return
+	}
+	p.add("activation.pvscan_on_lvs", vg,
+		fmt.Sprintf("VG %s sits on %s, which is active, yet none of its LVs is: lvm2's udev rules skip PVs on LVs at boot", vg, strings.Join(lowers, ", ")),
+		"LVs of "+vg+" active after boot", "all LVs inactive",
+		fmt.Sprintf(`vgchange -ay %s now; for boots, a udev rule setting ENV{LVM_PVSCAN_ON_LVS}="1" for %s`, vg, strings.Join(lowers, ", ")))
+}
+
+func (p *planner) declaredThin(key string) bool {
+	vg, name, _ := strings.Cut(key, "/")
+	if p.d == nil {
+		return false
+	}
+	_, ok := p.d.VolumeGroups[vg].ThinPools[name]
+	return ok
+}
+
+// checkThinOnVDO reports a thin pool whose VG has a PV on a VDO LV.
+func (p *planner) checkThinOnVDO(tp *probes.ThinPool) {
+	v := p.h.VGs[tp.VG]
+	if v == nil {
+		return
+	}
+	for _, pvName := range v.PVs {
+		pv := p.h.PVs[pvName]
+		if pv == nil {
+			continue
+		}
+		if lv := p.lvOfPV(pv); lv != nil && lv.SegType == "vdo" {
+			p.add("thin.on_vdo", tp.LV, fmt.Sprintf("thin pool %s is in VG %s, whose PV %s is the VDO LV %s: two thin layers", tp.LV, tp.VG, pvName, lv.FullName),
+				"thick LVs on VDO", "thin pool on VDO", "rebuild: keep the VG on VDO thick")
+			return
+		}
+	}
+}
+
+// checkProxmox reports Proxmox lvm storages on a VG stacked on a VDO LV
+// that neither discard nor zero removed volumes.
+func (p *planner) checkProxmox(stacked map[string][]string) {
+	if p.h.Proxmox == nil {
+		return
+	}
+	storages := append([]probes.PVEStorage(nil), p.h.Proxmox.Storages...)
+	sort.SliceStable(storages, func(i, j int) bool { return storages[i].ID < storages[j].ID })
+	for _, s := range storages {
+		if s.Type != "lvm" || s.VG == "" {
+			continue
+		}
+		onVDO := false
+		for _, key := range stacked[s.VG] {
+			if lv := p.h.LVs[key]; lv != nil && lv.SegType == "vdo" {
+				onVDO = true
+			}
+		}
+		if !onVDO {
+			continue
+		}
+		remove := s.Options["on-volume-remove"]
+		if s.Saferemove || strings.Contains(remove, "discard=1") {
+			continue
+		}
+		observed := "saferemove 0, on-volume-remove unset"
+		if remove != "" {
+			observed = "on-volume-remove " + remove
+		}
+		p.add("pve.discard_on_remove", "pve:"+s.ID,
+			fmt.Sprintf("Proxmox storage %s (VG %s on VDO) does not discard removed disks, so VDO keeps their blocks", s.ID, s.VG),
+			"on-volume-remove discard=1", observed, fmt.Sprintf("pvesm set %s --on-volume-remove discard=1", s.ID))
+	}
+}

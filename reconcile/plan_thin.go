@@ -1,0 +1,127 @@
+package reconcile
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/units"
+)
+
+// Audit thresholds for thin pools: the schema's defaults, and the chunk
+// size from which small random writes pay for megabytes of allocation.
+const (
+	auditThinDataAlert     = 85
+	auditThinMetadataAlert = 75
+	auditMaxChunkBytes     = 1 << 20
+)
+
+// planThin judges one declared thin pool.
+func (p *planner) planThin(vgName, name string, want schema.ThinPool, phase int) {
+	object := vgName + "/" + name
+	tp := p.h.ThinPools[object]
+	wantChunk, _ := units.ParseSize(want.ChunkSize)
+	if tp == nil {
+		key := p.add("thin.missing", object, "thin pool "+object+" does not exist",
+			fmt.Sprintf("thin pool of %s, chunk %s", orUnset(want.Size), want.ChunkSize), "no such pool",
+			createRemedy(want.Create && want.Size != "", "lvcreate --type thin-pool with chunk size, zeroing and metadata size on the creation line"))
+		if want.Create && want.Size != "" {
+			args := []string{"lvcreate", "-y", "--type", "thin-pool", "-L", want.Size, "--chunksize", want.ChunkSize}
+			if want.Zero != nil {
+				args = append(args, "-Z", yn(*want.Zero))
+			}
+			if want.MetadataSize != "" {
+				args = append(args, "--poolmetadatasize", want.MetadataSize)
+			}
+			args = append(args, "-n", name, vgName)
+			p.act(phaseCreateThin+phase, Action{ID: "thin.create:" + object, Kind: KindCommand, Class: Live, Object: object,
+				Summary:  fmt.Sprintf("create thin pool %s of %s with %s chunks", object, want.Size, want.ChunkSize),
+				Commands: [][]string{args}, Remedies: []string{key}})
+		}
+		return
+	}
+	if wantChunk != 0 && tp.ChunkSize != wantChunk {
+		key := p.add("thin.chunk_size", object, "chunk size differs from the declared one; it is fixed at creation",
+			units.FormatSize(wantChunk), units.FormatSize(tp.ChunkSize), "rebuild the pool (keel never retries this)")
+		p.reportOnly("thin.chunk_size", object, "chunk size is fixed at creation: rebuild the pool to change it", key)
+	}
+	if want.RAID != nil {
+		strip, _ := units.ParseSize(want.RAID.StripeSize)
+		stripe := strip * uint64(want.RAID.DataDisks)
+		if stripe > 0 && tp.ChunkSize%stripe != 0 {
+			key := p.add("thin.stripe_alignment", object,
+				fmt.Sprintf("chunk %s is not a multiple of the full RAID stripe (%s x %d = %s): partial-stripe writes",
+					units.FormatSize(tp.ChunkSize), want.RAID.StripeSize, want.RAID.DataDisks, units.FormatSize(stripe)),
+				"a multiple of "+units.FormatSize(stripe), units.FormatSize(tp.ChunkSize), "rebuild the pool with a chunk covering the stripe")
+			p.reportOnly("thin.stripe_alignment", object, "chunk size is fixed at creation: rebuild to align it", key)
+		}
+	}
+	if want.Zero != nil && tp.Zero != *want.Zero {
+		key := p.add("thin.zeroing", object, "zeroing of new chunks is "+onOff(tp.Zero)+", declared "+onOff(*want.Zero),
+			onOff(*want.Zero), onOff(tp.Zero), fmt.Sprintf("lvchange -Z %s %s", yn(*want.Zero), object))
+		p.act(phaseChange, Action{ID: "thin.zeroing:" + object, Kind: KindCommand, Class: Live, Object: object,
+			Summary:  fmt.Sprintf("turn zeroing %s on %s", onOff(*want.Zero), object),
+			Commands: [][]string{{"lvchange", "-Z", yn(*want.Zero), object}}, Remedies: []string{key}})
+	}
+	if want.MetadataSize != "" {
+		meta, _ := units.ParseSize(want.MetadataSize)
+		if meta > 0 && tp.MetadataSize < meta {
+			key := p.add("thin.metadata_size", object, "the metadata LV is smaller than declared",
+				units.FormatSize(meta), units.FormatSize(tp.MetadataSize), "lvextend --poolmetadatasize "+want.MetadataSize+" "+object)
+			p.act(phaseChange, Action{ID: "thin.metadata_size:" + object, Kind: KindCommand, Class: Live, Object: object,
+				Summary:  fmt.Sprintf("grow the metadata of %s to %s", object, want.MetadataSize),
+				Commands: [][]string{{"lvextend", "--poolmetadatasize", want.MetadataSize, object}}, Remedies: []string{key}})
+		}
+	}
+	p.checkThinHealth(tp, want.DataPercentAlert, want.MetadataPercentAlert)
+}
+
+func orUnset(s string) string {
+	if s == "" {
+		return "unset size"
+	}
+	return s
+}
+
+// checkThinHealth covers the dm-thin status and the fill levels.
+func (p *planner) checkThinHealth(tp *probes.ThinPool, dataAlert, metaAlert float64) {
+	if st := tp.Status; st != nil {
+		var bad []string
+		for _, c := range []struct {
+			on   bool
+			what string
+		}{{st.Failed, "failed"}, {st.NeedsCheck, "needs_check"}, {st.OutOfDataSpace, "out_of_data_space"}, {st.ReadOnly, "read-only"}} {
+			if c.on {
+				bad = append(bad, c.what)
+			}
+		}
+		if len(bad) > 0 {
+			p.add("thin.health", tp.LV, "thin pool reports "+strings.Join(bad, ", "), "rw, no needs_check", strings.Join(bad, ", "),
+				"free or add data space; for needs_check deactivate and run lvconvert --repair")
+		}
+	}
+	p.level("thin_data", tp.LV, tp.DataPercent, dataAlert)
+	p.level("thin_metadata", tp.LV, tp.MetadataPercent, metaAlert)
+	if tp.DataPercent >= 0 && tp.DataPercent >= dataAlert {
+		p.add("thin.data_usage", tp.LV, fmt.Sprintf("thin pool data is %s used, alert at %s", pct(tp.DataPercent), pct(dataAlert)),
+			"below "+pct(dataAlert), pct(tp.DataPercent), "lvextend the pool or discard unused blocks in the guests")
+	}
+	if tp.MetadataPercent >= 0 && tp.MetadataPercent >= metaAlert {
+		p.add("thin.metadata_usage", tp.LV, fmt.Sprintf("thin pool metadata is %s used, alert at %s", pct(tp.MetadataPercent), pct(metaAlert)),
+			"below "+pct(metaAlert), pct(tp.MetadataPercent), "lvextend --poolmetadatasize +<size> "+tp.LV)
+	}
+}
+
+// auditThin judges an observed thin pool against the reference rules.
+func (p *planner) auditThin(tp *probes.ThinPool) {
+	if tp.ChunkSize >= auditMaxChunkBytes {
+		p.add("thin.chunk_size", tp.LV, "chunk size is "+units.FormatSize(tp.ChunkSize)+": every first 4 KiB write allocates a whole chunk",
+			"512K, or one full RAID stripe", units.FormatSize(tp.ChunkSize), "rebuild with --chunksize 512k (or the RAID stripe) when convenient")
+	}
+	if tp.Zero {
+		p.add("thin.zeroing", tp.LV, "zeroing is on (LVM's default): new chunks are written twice",
+			"off, where guests cannot read stale data", "on", "lvchange -Z n "+tp.LV)
+	}
+	p.checkThinHealth(tp, auditThinDataAlert, auditThinMetadataAlert)
+}
