@@ -10,6 +10,7 @@
 # Scenarios: empty vdo-thick vdo-defaults vdo-split (also vdo-split-grown,
 # vdo-split-regrown) thin bcache (also bcache-defaults) vdo-on-bcache pve.
 # DRY_RUN=1 builds the stacks without snapshots (a stand-in keel is used).
+# CAPTURE_ROOT=DIR writes the results under DIR instead of the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,15 +43,16 @@ if [ "${DRY_RUN:-}" = 1 ]; then
 	echo "capture-fixtures.sh: dry run finished with rc=$rc" >&2
 	exit "$rc"
 fi
-mkdir -p probes/testdata/snapshots examples/nodes
-cp "$work/share/guest.log" probes/testdata/snapshots/capture.log 2>/dev/null || true
+dest=${CAPTURE_ROOT:-.}
+mkdir -p "$dest/probes/testdata/snapshots" "$dest/examples/nodes"
+cp "$work/share/guest.log" "$dest/probes/testdata/snapshots/capture.log" 2>/dev/null || true
 n=0
 for f in "$work"/share/out/*.txtar; do
 	[ -e "$f" ] || continue
 	name=$(basename "$f" .txtar)
-	cp "$f" "probes/testdata/snapshots/$name.txtar"
-	[[ $examples == *" $name "* ]] && cp "$f" "examples/nodes/$name.txtar"
+	cp "$f" "$dest/probes/testdata/snapshots/$name.txtar"
+	[[ $examples == *" $name "* ]] && cp "$f" "$dest/examples/nodes/$name.txtar"
 	n=$((n + 1))
 done
-echo "capture-fixtures.sh: $n snapshots written (rc=$rc)" >&2
+echo "capture-fixtures.sh: $n snapshots written under $dest (rc=$rc)" >&2
 exit "$rc"

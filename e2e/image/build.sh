@@ -77,7 +77,16 @@ source_line="deb [signed-by=$keyring] $mirror $suite main"
 
 start=$(date +%s.%N)
 work=$(mktemp -d "$cache/build.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# Never delete a tree that still has something mounted in it (an interrupted
+# mmdebstrap can leave /dev, /proc or /sys bind mounts behind).
+cleanup() {
+	if grep -q " $work/" /proc/mounts; then
+		echo "build.sh: leaving $work: it still has mounts" >&2
+	else
+		rm -rf "$work"
+	fi
+}
+trap cleanup EXIT
 
 # A private apt configuration: the host's apt state stays untouched.
 apt_dir=$cache/apt
@@ -150,33 +159,45 @@ make_rootfs() { # make_rootfs DIR EXTRA_PACKAGES
 }
 
 mkdir -p "$work/out"
-cp "$kdir/x/boot/vmlinuz-$kver" "$work/out/vmlinuz"
-
-make_rootfs "$work/fast" "$fast_packages"
-install -m 0755 "$here/init" "$work/fast/init"
-log "pack initrd.img"
-(cd "$work/fast" && find . -xdev -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) |
-	zstd -q -T0 -3 -o "$work/out/initrd.img"
+if [ "$flavour" = systemd ] && [ -f "$cache/fast-$hash/ok" ]; then
+	# Same recipe: the fast guest's kernel and initramfs are the first stage.
+	cp "$cache/fast-$hash/vmlinuz" "$cache/fast-$hash/initrd.img" "$work/out/"
+	cp "$cache/fast-$hash/versions.txt" "$work/versions.fast"
+else
+	cp "$kdir/x/boot/vmlinuz-$kver" "$work/out/vmlinuz"
+	make_rootfs "$work/fast" "$fast_packages"
+	install -m 0755 "$here/init" "$work/fast/init"
+	log "pack initrd.img"
+	(cd "$work/fast" && find . -xdev -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) |
+		zstd -q -T0 -3 -o "$work/out/initrd.img"
+	{
+		echo "suite $suite"
+		echo "kernel $kpkg"
+		chroot "$work/fast" dpkg-query -W lvm2 dmsetup vdo bcache-tools thin-provisioning-tools util-linux udev kmod
+	} >"$work/versions.fast"
+fi
 
 if [ "$flavour" = systemd ]; then
 	make_rootfs "$work/sd" "$systemd_packages"
 	install -m 0644 "$here/keel-e2e.service" "$work/sd/etc/systemd/system/keel-e2e.service"
 	install -m 0755 "$here/keel-e2e-run" "$work/sd/usr/local/sbin/keel-e2e-run"
+	mkdir -p "$work/sd/etc/systemd/system/multi-user.target.wants"
 	ln -sf /etc/systemd/system/keel-e2e.service "$work/sd/etc/systemd/system/multi-user.target.wants/keel-e2e.service"
 	echo "/dev/vda / ext4 rw,errors=remount-ro 0 0" >"$work/sd/etc/fstab"
 	echo keel-guest >"$work/sd/etc/hostname"
-	chroot "$work/sd" passwd -qd root
+	# A fixed machine id, and no first-boot prompts on the console.
+	od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$work/sd/etc/machine-id"
+	echo >>"$work/sd/etc/machine-id"
+	ln -sf /dev/null "$work/sd/etc/systemd/system/systemd-firstboot.service"
+	# Root logs in on the console without a password (interactive mode only).
+	sed -i 's/^root:[^:]*:/root::/' "$work/sd/etc/shadow"
 	# The console getty stays for the interactive mode; the VM has no network.
 	log "mke2fs root.img"
 	truncate -s 3G "$work/out/root.img"
 	mke2fs -q -t ext4 -L keel-root -d "$work/sd" "$work/out/root.img"
 fi
 
-{
-	echo "suite $suite"
-	echo "kernel $kpkg"
-	chroot "$work/fast" dpkg-query -W lvm2 dmsetup vdo bcache-tools thin-provisioning-tools util-linux udev kmod
-} >"$work/out/versions.txt"
+grep -v build_seconds "$work/versions.fast" >"$work/out/versions.txt"
 end=$(date +%s.%N)
 awk -v s="$start" -v e="$end" 'BEGIN{printf "build_seconds %.1f\n", e-s}' >>"$work/out/versions.txt"
 touch "$work/out/ok"
