@@ -91,19 +91,23 @@ func parseCacheMode(s string) (string, error) {
 	return s[i+1 : j], nil
 }
 
+// selected returns the bracketed choice of a sysfs choice list, or the value
+// itself when it has no brackets.
+func selected(v string) string {
+	if m, err := parseCacheMode(v); err == nil {
+		return m
+	}
+	return v
+}
+
 // buildBcache turns the raw files of one backing device into a Bcache.
 func buildBcache(dev string, files map[string]string, cacheLink string) *Bcache {
 	b := &Bcache{Device: dev, Tunables: files, UUID: files["backing_dev_uuid"], Backing: files["backing_dev_name"],
-		State: files["state"], Label: files["label"], StopWhenCacheSetFails: files["stop_when_cache_set_failed"]}
+		State: files["state"], Label: files["label"],
+		ReadaheadCachePolicy:  selected(files["readahead_cache_policy"]),
+		StopWhenCacheSetFails: selected(files["stop_when_cache_set_failed"])}
 	if cacheLink != "" {
 		b.CacheSet = path.Base(cacheLink)
-	}
-	if v, ok := files["readahead_cache_policy"]; ok {
-		if m, err := parseCacheMode(v); err == nil {
-			b.ReadaheadCachePolicy = m
-		} else {
-			b.ReadaheadCachePolicy = v
-		}
 	}
 	bad := func(field string, err error) {
 		b.Errors = append(b.Errors, fmt.Sprintf("bcache %s: %s: %v", dev, field, err))
@@ -143,10 +147,7 @@ func buildBcache(dev string, files map[string]string, cacheLink string) *Bcache 
 
 // buildCacheSet turns the raw files of a cache set into a CacheSet.
 func buildCacheSet(uuid string, files map[string]string) *CacheSet {
-	c := &CacheSet{UUID: uuid, Tunables: files, ErrorsMode: files["errors"], Synchronous: files["synchronous"] == "1"}
-	if m, err := parseCacheMode(files["errors"]); err == nil {
-		c.ErrorsMode = m
-	}
+	c := &CacheSet{UUID: uuid, Tunables: files, ErrorsMode: selected(files["errors"]), Synchronous: files["synchronous"] == "1"}
 	integer := func(field string) uint64 {
 		return uintField(files, field, func(field string, err error) {
 			c.Errors = append(c.Errors, fmt.Sprintf("cache set %s: %s: %v", uuid, field, err))

@@ -27,11 +27,15 @@ type Recorder struct {
 	mu    sync.Mutex
 	cmds  map[string]CmdRecord
 	files map[string]FileRecord
+	// timings of commands and of file operations, for --verbose output.
+	cmdTime  map[string]time.Duration
+	fileTime map[string]time.Duration
 }
 
 // NewRecorder returns a Recorder over inner.
 func NewRecorder(inner Source) *Recorder {
-	return &Recorder{inner: inner, cmds: map[string]CmdRecord{}, files: map[string]FileRecord{}}
+	return &Recorder{inner: inner, cmds: map[string]CmdRecord{}, files: map[string]FileRecord{},
+		cmdTime: map[string]time.Duration{}, fileTime: map[string]time.Duration{}}
 }
 
 // Source returns the recording Source to probe through.
@@ -56,21 +60,41 @@ func (r *Recorder) Snapshot(host, version string, at time.Time) *Snapshot {
 
 type recRunner struct{ r *Recorder }
 
+// Timings returns how long each recorded command and each file access took
+// (keyed by command line, or by operation and path). They are not part of
+// the snapshot, whose bytes must not depend on them.
+func (r *Recorder) Timings() map[string]time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]time.Duration, len(r.cmdTime)+len(r.fileTime))
+	for k, v := range r.cmdTime {
+		out[k] = v
+	}
+	for k, v := range r.fileTime {
+		out[k] = v
+	}
+	return out
+}
+
 func (rr recRunner) Run(ctx context.Context, c Cmd) (Result, error) {
+	start := time.Now()
 	res, err := rr.r.inner.Runner.Run(ctx, c)
+	took := time.Since(start)
 	rec := CmdRecord{Argv: c.Argv(), Result: res}
 	if err != nil {
 		rec.Error = err.Error()
 	}
 	rr.r.mu.Lock()
 	rr.r.cmds[c.String()] = rec
+	rr.r.cmdTime[c.String()] = took
 	rr.r.mu.Unlock()
 	return res, err
 }
 
 type recFS struct{ r *Recorder }
 
-func (f recFS) put(rec FileRecord, err error) {
+func (f recFS) put(start time.Time, rec FileRecord, err error) {
+	took := time.Since(start)
 	if err != nil {
 		rec.Data = nil
 		rec.Error = err.Error()
@@ -78,30 +102,35 @@ func (f recFS) put(rec FileRecord, err error) {
 	}
 	f.r.mu.Lock()
 	f.r.files[rec.key()] = rec
+	f.r.fileTime[rec.key()] = took
 	f.r.mu.Unlock()
 }
 
 func (f recFS) ReadFile(name string) ([]byte, error) {
+	start := time.Now()
 	b, err := f.r.inner.FS.ReadFile(name)
-	f.put(FileRecord{Op: OpFile, Path: name, Data: b}, err)
+	f.put(start, FileRecord{Op: OpFile, Path: name, Data: b}, err)
 	return b, err
 }
 
 func (f recFS) ReadDir(name string) ([]string, error) {
+	start := time.Now()
 	names, err := f.r.inner.FS.ReadDir(name)
-	f.put(FileRecord{Op: OpDir, Path: name, Data: joinLines(names)}, err)
+	f.put(start, FileRecord{Op: OpDir, Path: name, Data: joinLines(names)}, err)
 	return names, err
 }
 
 func (f recFS) Readlink(name string) (string, error) {
+	start := time.Now()
 	t, err := f.r.inner.FS.Readlink(name)
-	f.put(FileRecord{Op: OpLink, Path: name, Data: []byte(t)}, err)
+	f.put(start, FileRecord{Op: OpLink, Path: name, Data: []byte(t)}, err)
 	return t, err
 }
 
 func (f recFS) ReadAt(name string, off int64, n int) ([]byte, error) {
+	start := time.Now()
 	b, err := f.r.inner.FS.ReadAt(name, off, n)
-	f.put(FileRecord{Op: OpReadAt, Path: name, Off: off, N: n, Data: b}, err)
+	f.put(start, FileRecord{Op: OpReadAt, Path: name, Off: off, N: n, Data: b}, err)
 	return b, err
 }
 

@@ -317,6 +317,12 @@ func (p *statsParser) object(prefix string, out map[string]string) error {
 	}
 }
 
+// vdoChecksum is the CRC-32 VDO stores after its encoded blocks: the IEEE
+// polynomial seeded with all ones (checked against real geometry blocks).
+func vdoChecksum(b []byte) uint32 {
+	return crc32.Update(0xffffffff, crc32.IEEETable, b)
+}
+
 var superBlockStates = []string{"dirty", "new", "clean", "read-only", "force-rebuild", "recovering", "replaying", "rebuild-for-upgrade"}
 
 // decodeVDOGeometry decodes the geometry block (block 0 of the storage
@@ -365,7 +371,7 @@ func decodeVDOGeometry(b []byte) (*VDOLayout, error) {
 	l.SparseIndex = b[cfg+8] != 0
 	crcAt := cfg + 9
 	if len(b) >= crcAt+4 {
-		if want, got := le.Uint32(b[crcAt:]), crc32.ChecksumIEEE(b[:crcAt]); want != got {
+		if want, got := le.Uint32(b[crcAt:]), vdoChecksum(b[:crcAt]); want != got {
 			return nil, fmt.Errorf("vdo geometry: checksum %#x, computed %#x", want, got)
 		}
 	}
@@ -383,6 +389,13 @@ func decodeVDOSuperBlock(b []byte, l *VDOLayout) error {
 	}
 	if id, major := le.Uint32(b[0:]), le.Uint32(b[4:]); id != 0 || major != 12 {
 		return fmt.Errorf("vdo super block: header id %d version %d, want id 0 version 12", id, major)
+	}
+	if size := le.Uint64(b[0x0C:]); size+16 <= uint64(len(b))-4 {
+		// The checksum follows the 16-byte header start and size bytes of payload.
+		at := int(size) + 16
+		if want, got := le.Uint32(b[at:]), vdoChecksum(b[:at]); want != got {
+			return fmt.Errorf("vdo super block: checksum %#x, computed %#x", want, got)
+		}
 	}
 	if st := le.Uint32(b[0x28:]); int(st) < len(superBlockStates) {
 		l.State = superBlockStates[st]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"time"
 
 	"github.com/keel-storage/keel/probes"
@@ -24,8 +25,9 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "write the snapshot to `FILE` (default standard output)")
 	node := fs.String("node", "", "re-record from the node `SNAPSHOT` instead of the live host")
 	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout")
+	verbose := fs.Bool("v", false, "print the time of the pass and of its slowest commands and file reads")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel snapshot [-o FILE] [--node SNAPSHOT] [--timeout D]")
+		fmt.Fprintln(stderr, "usage: keel snapshot [-o FILE] [--node SNAPSHOT] [--timeout D] [-v]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -41,7 +43,11 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	rec := probes.NewRecorder(src)
+	start := time.Now()
 	h, perr := probes.Probe(context.Background(), rec.Source())
+	if *verbose {
+		printTimings(stderr, time.Since(start), rec.Timings())
+	}
 	if perr != nil {
 		fmt.Fprintf(stderr, "keel snapshot: warning: %v\n", perr)
 	}
@@ -64,4 +70,19 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "keel snapshot: wrote %s (%d commands, %d files)\n", *out, len(snap.Commands), len(snap.Files))
 	return exitOK
+}
+
+// printTimings writes the pass time and the ten slowest operations.
+func printTimings(w io.Writer, total time.Duration, t map[string]time.Duration) {
+	keys := make([]string, 0, len(t))
+	var sum time.Duration
+	for k, d := range t {
+		keys = append(keys, k)
+		sum += d
+	}
+	sort.Slice(keys, func(i, j int) bool { return t[keys[i]] > t[keys[j]] })
+	fmt.Fprintf(w, "keel snapshot: probe pass %v wall, %d operations, %v summed\n", total.Round(time.Millisecond), len(t), sum.Round(time.Millisecond))
+	for _, k := range keys[:min(10, len(keys))] {
+		fmt.Fprintf(w, "  %8v  %s\n", t[k].Round(time.Millisecond), k)
+	}
 }

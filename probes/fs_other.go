@@ -1,0 +1,6 @@
+//go:build !linux
+
+package probes
+
+// readDirect is Linux-only; elsewhere every read goes through the page cache.
+func readDirect(string, int64, int) ([]byte, error) { return nil, errNoDirect }
