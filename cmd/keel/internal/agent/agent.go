@@ -1,0 +1,267 @@
+// Package agent is what keel apply and keel run share: load the desired
+// state (keeping the last good one when a new one is invalid), probe the
+// host, plan, execute, and report what is left.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/bcache"
+	"github.com/keel-storage/keel/reconcile/executor"
+	"github.com/keel-storage/keel/reconcile/lvmconf"
+	"github.com/keel-storage/keel/reconcile/wipe"
+	"github.com/keel-storage/keel/schema"
+)
+
+// ConfigInvalidID is the finding raised while the newest desired state does
+// not validate (the last good one stays in force).
+const ConfigInvalidID = "config.invalid"
+
+// Agent holds one host's desired state and executor across passes.
+type Agent struct {
+	// Configs are the desired-state paths (-c); none means schema.DefaultPath.
+	Configs []string
+	// Source is what probes read (the live host, or a snapshot replay).
+	Source probes.Source
+	// Exec applies actions; its stuck and destructive-once state lives as
+	// long as the Agent.
+	Exec *executor.Executor
+	Log  hclog.Logger
+	// SkipOwnerCheck disables the root-ownership check of the desired
+	// state (tests only).
+	SkipOwnerCheck bool
+
+	desired     *schema.Config
+	configError *reconcile.Finding
+}
+
+// Wiring is what New needs besides the configuration paths.
+type Wiring struct {
+	Source      probes.Source
+	Runner      probes.Runner // mutating commands; nil means Source.Runner
+	SysFS       bcache.SysFS  // nil means the host's /
+	LVMConfPath string        // "" means lvmconf.DefaultPath
+	Options     executor.Options
+	Log         hclog.Logger
+}
+
+// New wires an Agent: the executor runs commands through w.Runner, writes
+// sysfs through w.SysFS, edits w.LVMConfPath, and re-probes through w.Source.
+func New(configs []string, w Wiring) *Agent {
+	if w.Runner == nil {
+		w.Runner = w.Source.Runner
+	}
+	if w.SysFS == nil {
+		w.SysFS = bcache.DirFS("/")
+	}
+	if w.LVMConfPath == "" {
+		w.LVMConfPath = lvmconf.DefaultPath
+	}
+	if w.Log == nil {
+		w.Log = hclog.NewNullLogger()
+	}
+	a := &Agent{Configs: configs, Source: w.Source, Log: w.Log}
+	ex := executor.New(w.Runner, a.reprobe, w.Options)
+	ex.Log = w.Log.Named("executor")
+	ex.Sysfs = bcache.Applier(w.SysFS)
+	lw := &lvmconf.Writer{Path: w.LVMConfPath, Runner: w.Runner, Log: w.Log}
+	ex.LVMConf = lw.Apply
+	ex.Wipe = func(ctx context.Context, s reconcile.WipeSpec) error {
+		return a.wipeLV(ctx, w.Runner, s)
+	}
+	a.Exec = ex
+	return a
+}
+
+// runnerExec adapts a probes.Runner to the wipe package's Executor, so
+// the wipe's lvrename/lvremove go through the same runner (and command log)
+// as every other action.
+type runnerExec struct{ r probes.Runner }
+
+func (x runnerExec) Run(ctx context.Context, argv []string) error {
+	if len(argv) == 0 {
+		return errors.New("empty command")
+	}
+	c := probes.Cmd{Name: argv[0], Args: argv[1:]}
+	res, err := x.r.Run(ctx, c)
+	if err != nil {
+		return err
+	}
+	return res.Err(c)
+}
+
+// wipeLV removes an LV listed in its VG's absent list through
+// reconcile/wipe, which re-checks every refusal against a fresh probe.
+func (a *Agent) wipeLV(ctx context.Context, r probes.Runner, s reconcile.WipeSpec) error {
+	h, err := probes.Probe(ctx, a.Source)
+	if err != nil {
+		return fmt.Errorf("wipe %s/%s: probe: %w", s.VG, s.LV, err)
+	}
+	decl := wipe.Declared{}
+	for vg, d := range a.desired.VolumeGroups {
+		decl[vg] = d.Absent
+	}
+	targets, err := wipe.Plan(wipe.FromHost(h), decl, wipe.Request{Names: []string{s.VG + "/" + s.LV}, Mode: wipe.Mode(s.Mode), RequireAbsent: true})
+	if err != nil {
+		return fmt.Errorf("wipe %s/%s: %w", s.VG, s.LV, err)
+	}
+	rm := &wipe.Remover{Exec: runnerExec{r}, Step: s.StepMax, Log: a.Log.Named("wipe")}
+	return rm.Remove(ctx, targets)
+}
+
+// Desired returns the desired state in force (nil before the first valid load).
+func (a *Agent) Desired() *schema.Config { return a.desired }
+
+// Load reads and validates the desired state. When it is invalid, or not
+// owned by root, the previous one stays in force and the error is returned
+// (and kept as a config.invalid finding until a valid one loads).
+func (a *Agent) Load() error {
+	err := a.load()
+	if err == nil {
+		a.configError = nil
+		return nil
+	}
+	where := strings.Join(a.paths(), ",")
+	a.configError = &reconcile.Finding{ID: ConfigInvalidID, Severity: reconcile.Error, Object: where,
+		Message:  "the desired state does not validate; the last good one stays in force",
+		Observed: oneLine(err.Error()), Remedy: "fix it (keel vet shows every problem with its position)"}
+	return err
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func (a *Agent) paths() []string {
+	if len(a.Configs) == 0 {
+		return []string{schema.DefaultPath}
+	}
+	return a.Configs
+}
+
+func (a *Agent) load() error {
+	if !a.SkipOwnerCheck {
+		if err := CheckOwnership(a.paths()); err != nil {
+			return err
+		}
+	}
+	d, err := schema.Load(a.paths()...)
+	if err != nil {
+		return err
+	}
+	a.desired = d
+	return nil
+}
+
+// CheckOwnership refuses desired-state files (and their directories) not
+// owned by root or writable by anyone but their owner: whoever can write
+// them can make keel run storage commands as root.
+func CheckOwnership(paths []string) error {
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("desired state %s: %w", p, err)
+		}
+		check := []string{p}
+		if st.IsDir() {
+			m, _ := filepath.Glob(filepath.Join(p, "*.cue"))
+			check = append(check, m...)
+		}
+		for _, f := range check {
+			fi, err := os.Stat(f)
+			if err != nil {
+				return fmt.Errorf("desired state %s: %w", f, err)
+			}
+			if sys, ok := fi.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 {
+				return fmt.Errorf("desired state %s: owned by uid %d, not root; refusing it", f, sys.Uid)
+			}
+			if fi.Mode().Perm()&0o022 != 0 {
+				return fmt.Errorf("desired state %s: mode %v is writable by group or others; refusing it", f, fi.Mode().Perm())
+			}
+		}
+	}
+	return nil
+}
+
+// plan probes the host and plans against the desired state in force.
+func (a *Agent) plan(ctx context.Context) (*probes.Host, reconcile.Result, error) {
+	h, err := probes.Probe(ctx, a.Source)
+	if err != nil {
+		return nil, reconcile.Result{}, err
+	}
+	return h, reconcile.Plan(a.desired, h), nil
+}
+
+func (a *Agent) reprobe(ctx context.Context, _ reconcile.Action) ([]reconcile.Finding, error) {
+	_, res, err := a.plan(ctx)
+	return res.Findings, err
+}
+
+// PassResult is one pass: what the executor did and every finding left
+// after it (the planner's, the executor's stuck and refused ones, and
+// config.invalid while the newest desired state is invalid).
+type PassResult struct {
+	Report   executor.Report
+	Findings []reconcile.Finding
+	Host     *probes.Host
+}
+
+// Worst returns the highest severity among the findings, and false when
+// there are none.
+func (r PassResult) Worst() (reconcile.Severity, bool) {
+	var w reconcile.Severity
+	for i, f := range r.Findings {
+		if i == 0 || f.Severity > w {
+			w = f.Severity
+		}
+	}
+	return w, len(r.Findings) > 0
+}
+
+// ErrNoDesiredState is returned by Pass before any desired state loaded.
+var ErrNoDesiredState = errors.New("no valid desired state loaded")
+
+// Pass probes, plans and applies once. An error means the pass could not
+// run (no desired state, probe failed); the result is still filled in as
+// far as it got.
+func (a *Agent) Pass(ctx context.Context, maintenance, dryRun bool) (PassResult, error) {
+	var out PassResult
+	if a.configError != nil {
+		out.Findings = append(out.Findings, *a.configError)
+	}
+	if a.desired == nil {
+		return out, ErrNoDesiredState
+	}
+	h, res, err := a.plan(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.Host = h
+	a.Exec.SetMode(maintenance, dryRun)
+	rep, err := a.Exec.Apply(ctx, res.Actions, res.Findings)
+	out.Report = rep
+	if err != nil {
+		return out, err
+	}
+	final := res.Findings
+	if rep.Count(executor.Converged) > 0 || rep.Count(executor.Stuck) > 0 {
+		// The host changed: what is left is what a fresh probe says.
+		h, res, err = a.plan(ctx)
+		if err != nil {
+			return out, err
+		}
+		out.Host, final = h, res.Findings
+	}
+	out.Findings = append(out.Findings, final...)
+	out.Findings = append(out.Findings, rep.Findings...)
+	sort.SliceStable(out.Findings, func(i, j int) bool { return out.Findings[i].Key() < out.Findings[j].Key() })
+	return out, nil
+}

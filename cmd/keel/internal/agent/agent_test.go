@@ -1,0 +1,86 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile"
+)
+
+func TestCheckOwnership(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	f := filepath.Join(dir, "desired.cue")
+	os.WriteFile(f, []byte("lvm: scanLVs: false\n"), 0o644)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create root-owned files")
+	}
+	if err := CheckOwnership([]string{dir}); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(f, 0o666)
+	if err := CheckOwnership([]string{dir}); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+		t.Fatalf("world-writable accepted: %v", err)
+	}
+	os.Chmod(f, 0o644)
+	os.Chown(f, 1000, 1000)
+	if err := CheckOwnership([]string{f}); err == nil || !strings.Contains(err.Error(), "not root") {
+		t.Fatalf("non-root owner accepted: %v", err)
+	}
+}
+
+// failingRunner answers every probe command with an error, so a pass
+// cannot get past the probe.
+type failingRunner struct{}
+
+func (failingRunner) Run(context.Context, probes.Cmd) (probes.Result, error) {
+	return probes.Result{ExitCode: -1}, errors.New("no host here")
+}
+
+func TestInvalidConfigKeepsLastGood(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "desired.cue")
+	os.WriteFile(f, []byte("lvm: scanLVs: false\n"), 0o644)
+	a := New([]string{dir}, Wiring{Source: probes.Source{Runner: failingRunner{}, FS: probes.DirFS(t.TempDir())}})
+	if err := a.Load(); err != nil {
+		t.Fatal(err)
+	}
+	good := a.Desired()
+	if good == nil || good.LVM == nil || good.LVM.ScanLVs == nil || *good.LVM.ScanLVs {
+		t.Fatalf("loaded %+v", good)
+	}
+	os.WriteFile(f, []byte("lvm: scanLVs: 7\n"), 0o644)
+	if err := a.Load(); err == nil {
+		t.Fatal("invalid desired state loaded")
+	}
+	if a.Desired() != good {
+		t.Fatal("the last good desired state was replaced")
+	}
+	res, err := a.Pass(context.Background(), false, true)
+	if err == nil {
+		t.Fatal("pass without a host succeeded")
+	}
+	if len(res.Findings) != 1 || res.Findings[0].ID != ConfigInvalidID || res.Findings[0].Severity != reconcile.Error ||
+		!strings.Contains(res.Findings[0].Observed, "desired.cue:1") {
+		t.Fatalf("findings %+v", res.Findings)
+	}
+	os.WriteFile(f, []byte("lvm: scanLVs: true\n"), 0o644)
+	if err := a.Load(); err != nil || !*a.Desired().LVM.ScanLVs {
+		t.Fatalf("valid desired state not loaded: %v", err)
+	}
+	if res, _ := a.Pass(context.Background(), false, true); len(res.Findings) != 0 {
+		t.Fatalf("config.invalid kept after a valid load: %+v", res.Findings)
+	}
+}
+
+func TestPassWithoutDesiredState(t *testing.T) {
+	a := New(nil, Wiring{Source: probes.Source{Runner: failingRunner{}}})
+	if _, err := a.Pass(context.Background(), false, true); !errors.Is(err, ErrNoDesiredState) {
+		t.Fatalf("err %v", err)
+	}
+}

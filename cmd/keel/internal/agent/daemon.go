@@ -1,0 +1,241 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/cmd/keel/internal/alerts"
+	"github.com/keel-storage/keel/cmd/keel/internal/notify"
+	"github.com/keel-storage/keel/cmd/keel/internal/uevent"
+	"github.com/keel-storage/keel/cmd/keel/internal/watch"
+	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/executor"
+	"github.com/keel-storage/keel/schema"
+)
+
+// Daemon is keel run: it keeps the host converged, passing whenever the
+// desired state, lvm.conf or a bcache device changes, and every Resync.
+type Daemon struct {
+	Agent *Agent
+	Log   hclog.Logger
+	// LVMConfPath is watched so a package upgrade that resets lvm.conf is
+	// re-asserted at once.
+	LVMConfPath string
+	// Resync is the period of unconditional passes (default 5m).
+	Resync time.Duration
+	// Debounce delays a pass after a file or device event so a burst is
+	// one pass (default 300ms).
+	Debounce time.Duration
+	// Textfile overrides alerts.textfile of the desired state.
+	Textfile string
+	// NoUevents disables the kernel uevent listener.
+	NoUevents bool
+	// Reload receives a value for each SIGHUP.
+	Reload <-chan os.Signal
+
+	tracker *alerts.Tracker
+	metrics *alerts.Metrics
+}
+
+type trigger struct {
+	reload bool
+	why    string
+}
+
+// Run loads the desired state, passes once, tells systemd it is ready and
+// then serves triggers until ctx ends.
+func (d *Daemon) Run(ctx context.Context) error {
+	if d.Resync <= 0 {
+		d.Resync = 5 * time.Minute
+	}
+	if d.Debounce <= 0 {
+		d.Debounce = 300 * time.Millisecond
+	}
+	d.tracker = alerts.NewTracker()
+	d.metrics = alerts.NewMetrics()
+	triggers := make(chan trigger, 64)
+	send := func(t trigger) {
+		select {
+		case triggers <- t:
+		default: // a pass is queued already; it will see the change
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	d.reload()
+	dir, match := configWatch(d.Agent.paths())
+	go d.watch(ctx, dir, match, func() { send(trigger{reload: true, why: "desired state changed"}) })
+	if d.LVMConfPath != "" {
+		go d.watch(ctx, filepath.Dir(d.LVMConfPath), watch.Named(filepath.Base(d.LVMConfPath)),
+			func() { send(trigger{why: "lvm.conf changed"}) })
+	}
+	if !d.NoUevents {
+		if l, err := uevent.Listen(); err != nil {
+			d.Log.Error("no kernel uevents: bcache re-registrations wait for the resync", "err", err)
+		} else {
+			defer l.Close()
+			go l.Run(ctx, func(e uevent.Event) {
+				if e.BcacheRegistered() {
+					d.Log.Info("bcache device registered", "devpath", e.DevPath, "cached_uuid", e.Env["CACHED_UUID"])
+					send(trigger{why: "bcache device " + e.Action})
+				}
+			}, func(err error) {
+				d.Log.Warn("uevent", "err", err)
+				send(trigger{why: "uevents lost"})
+			})
+		}
+	}
+
+	summary := d.pass(ctx, "start")
+	notify.Ready(summary)
+	d.Log.Info("keel running", "status", summary)
+
+	var wd <-chan time.Time
+	if iv := notify.WatchdogInterval(); iv > 0 {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		wd = t.C
+	}
+	resync := time.NewTicker(d.Resync)
+	defer resync.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			notify.Stopping()
+			return ctx.Err()
+		case <-wd:
+			notify.Watchdog() // from the loop itself: a hung pass stops the pings
+		case <-d.Reload:
+			notify.Reloading()
+			d.reload()
+			notify.Ready(d.pass(ctx, "SIGHUP"))
+		case t := <-triggers:
+			// Let a burst settle, then take everything queued as one pass.
+			select {
+			case <-ctx.Done():
+				continue
+			case <-time.After(d.Debounce):
+			}
+			reload, why := t.reload, t.why
+		drain:
+			for {
+				select {
+				case t2 := <-triggers:
+					reload = reload || t2.reload
+				default:
+					break drain
+				}
+			}
+			if reload {
+				d.reload()
+			}
+			notify.Status(d.pass(ctx, why))
+		case <-resync.C:
+			notify.Status(d.pass(ctx, "resync"))
+		}
+	}
+}
+
+// configWatch returns the directory to watch for the desired state and
+// the names in it that matter.
+func configWatch(paths []string) (string, func(string) bool) {
+	p := paths[0]
+	if st, err := os.Stat(p); err == nil && st.IsDir() {
+		return p, watch.CueFiles
+	}
+	return filepath.Dir(p), watch.Named(filepath.Base(p))
+}
+
+func (d *Daemon) watch(ctx context.Context, dir string, match func(string) bool, fire func()) {
+	for ctx.Err() == nil {
+		err := watch.Watch(ctx, dir, match, watch.Options{Debounce: 100 * time.Millisecond},
+			func(watch.Sum) { fire() },
+			func(err error) { d.Log.Warn("watch", "dir", dir, "err", err); fire() })
+		if ctx.Err() != nil {
+			return
+		}
+		d.Log.Error("watch stopped, retrying", "dir", dir, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+func (d *Daemon) reload() {
+	err := d.Agent.Load()
+	d.metrics.Reload(err == nil, time.Now())
+	if err != nil {
+		var invalid *schema.Error
+		if errors.As(err, &invalid) {
+			for _, p := range invalid.Problems {
+				d.Log.Error("config.invalid", "finding", ConfigInvalidID, "problem", p.String())
+			}
+		}
+		d.Log.Error("config.invalid: the last good desired state stays in force", "finding", ConfigInvalidID, "err", err)
+		return
+	}
+	d.Log.Info("desired state loaded", "paths", fmt.Sprint(d.Agent.paths()))
+}
+
+// pass runs one reconcile pass and publishes its outcome; it returns the
+// one-line status.
+func (d *Daemon) pass(ctx context.Context, why string) string {
+	start := time.Now()
+	res, err := d.Agent.Pass(ctx, false, false)
+	statuses := map[string]int{}
+	for _, r := range res.Report.Results {
+		statuses[string(r.Status)]++
+		if r.Status != executor.Converged && r.Status != executor.Skipped {
+			d.Log.Warn("action not converged", "action", r.Action.ID, "object", r.Action.Object, "status", string(r.Status), "detail", r.Detail)
+		}
+	}
+	if err != nil {
+		d.Log.Error("reconcile pass failed", "why", why, "err", err)
+	}
+	ts := d.tracker.Update(res.Findings)
+	alerts.Log(d.Log, ts)
+	var desiredAlerts schema.Alerts
+	if cfg := d.Agent.Desired(); cfg != nil {
+		desiredAlerts = cfg.Alerts
+	}
+	if len(ts) > 0 && len(desiredAlerts.Exec) > 0 {
+		if herr := (alerts.Hook{Argv: desiredAlerts.Exec}).Run(ctx, ts); herr != nil {
+			d.Log.Error("alert hook failed", "err", herr)
+		}
+	}
+	d.metrics.Pass(time.Now(), err, statuses, res.Findings)
+	textfile := d.Textfile
+	if textfile == "" {
+		textfile = desiredAlerts.Textfile
+	}
+	if textfile != "" {
+		if werr := d.metrics.WriteTextfile(textfile); werr != nil {
+			d.Log.Error("metrics textfile", "path", textfile, "err", werr)
+		}
+	}
+	s := statusLine(res, err)
+	d.Log.Info("pass done", "why", why, "took", time.Since(start).Round(time.Millisecond).String(), "status", s)
+	return s
+}
+
+// statusLine is the one-line STATUS= summary.
+func statusLine(res PassResult, err error) string {
+	counts := map[reconcile.Severity]int{}
+	for _, f := range res.Findings {
+		counts[f.Severity]++
+	}
+	s := fmt.Sprintf("%d actions converged, %d stuck; findings: %d critical, %d error, %d warning",
+		res.Report.Count(executor.Converged), res.Report.Count(executor.Stuck),
+		counts[reconcile.Critical], counts[reconcile.Error], counts[reconcile.Warning])
+	if err != nil {
+		s = "last pass failed (see the log); " + s
+	}
+	return s
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/cmd/keel/internal/agent"
+	"github.com/keel-storage/keel/cmd/keel/internal/logging"
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/lvmconf"
+	"github.com/keel-storage/keel/schema"
+)
+
+func init() {
+	register(command{name: "run", summary: "the daemon: keep the host converged (systemd Type=notify)", run: runDaemon})
+}
+
+// runDaemon implements keel run. It returns only on SIGTERM or SIGINT
+// (exit 0) or when it cannot start (exit 2).
+func runDaemon(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var configs multiFlag
+	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+	resync := fs.Duration("resync", 5*time.Minute, "pass at least this often, events or not")
+	textfile := fs.String("textfile", "", "write Prometheus metrics to `FILE` (overrides alerts.textfile)")
+	lvmConf := fs.String("lvm-conf", lvmconf.DefaultPath, "the lvm.conf to keep and watch")
+	level := fs.String("log-level", "info", "log `level`: trace, debug, info, warn, error")
+	logJSON := fs.Bool("log-json", false, "JSON log lines on stderr (when not logging to the journal)")
+	noUevents := fs.Bool("no-uevents", false, "do not listen to kernel uevents")
+	timeout := fs.Duration("timeout", 5*time.Minute, "per-command timeout")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: keel run [-c PATH] [--resync 5m] [--textfile FILE]")
+		fmt.Fprintln(stderr, "\nKeeps the host converged: passes on desired-state and lvm.conf changes, on bcache")
+		fmt.Fprintln(stderr, "registrations (kernel uevents), on SIGHUP (reload) and every --resync. Logs to the journal")
+		fmt.Fprintln(stderr, "when stderr is the journal, else to stderr. See docs/daemon.md.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitError
+	}
+	lvl := hclog.LevelFromString(*level)
+	if fs.NArg() != 0 || lvl == hclog.NoLevel {
+		fs.Usage()
+		return exitError
+	}
+	log, sink := logging.New(logging.Options{Name: "keel", Level: lvl, Stderr: stderr, JSON: *logJSON})
+	if sink != nil {
+		defer sink.Close()
+	}
+	src := probes.Live("/", *timeout)
+	a := agent.New(configs, agent.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log})
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	d := &agent.Daemon{Agent: a, Log: log, LVMConfPath: *lvmConf, Resync: *resync, Textfile: *textfile,
+		NoUevents: *noUevents, Reload: hup}
+	if err := d.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("keel run stopped", "err", err)
+		return exitError
+	}
+	log.Info("keel run stopped")
+	return exitOK
+}
