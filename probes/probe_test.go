@@ -1,0 +1,216 @@
+package probes
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// The snapshots in testdata/snapshots were recorded with `keel snapshot` in
+// the qemu test guest (e2e/capture-fixtures.sh, e2e/probes/capture.sh).
+
+func snapshotFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("testdata/snapshots/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no snapshots in testdata/snapshots (err %v)", err)
+	}
+	return files
+}
+
+func loadSnapshot(t testing.TB, name string) *Snapshot {
+	t.Helper()
+	s, err := ReadSnapshotFile(filepath.Join("testdata/snapshots", name+".txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func probeSnapshot(t testing.TB, name string) *Host {
+	t.Helper()
+	h, err := Probe(context.Background(), Replay(loadSnapshot(t, name)))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return h
+}
+
+// allErrors collects every Errors list of the model.
+func allErrors(h *Host) []string {
+	errs := append([]string{}, h.Errors...)
+	errs = append(errs, h.LVMConfig.Errors...)
+	for _, x := range h.PVs {
+		errs = append(errs, x.Errors...)
+	}
+	for _, x := range h.VGs {
+		errs = append(errs, x.Errors...)
+	}
+	for _, x := range h.LVs {
+		errs = append(errs, x.Errors...)
+	}
+	for _, x := range h.VDOPools {
+		errs = append(errs, x.Errors...)
+	}
+	for _, x := range h.ThinPools {
+		errs = append(errs, x.Errors...)
+	}
+	for _, x := range h.Bcache {
+		errs = append(errs, x.Errors...)
+	}
+	for _, x := range h.CacheSets {
+		errs = append(errs, x.Errors...)
+	}
+	if h.Proxmox != nil {
+		errs = append(errs, h.Proxmox.Errors...)
+	}
+	return errs
+}
+
+// TestReplayAllSnapshots checks that every recorded pass replays through the
+// same probe code without touching anything unrecorded, parses without
+// errors, and records again to the same bytes.
+func TestReplayAllSnapshots(t *testing.T) {
+	for _, f := range snapshotFiles(t) {
+		name := strings.TrimSuffix(filepath.Base(f), ".txtar")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := ParseSnapshot(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := NewRecorder(Replay(snap))
+			h, err := Probe(context.Background(), rec.Source())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range allErrors(h) {
+				t.Errorf("probe error: %s", e)
+			}
+			if h.Kernel == "" || h.CPUs == 0 || h.Memory.TotalBytes == 0 || len(h.Queues) == 0 || len(h.LVMConfig.Values) == 0 {
+				t.Errorf("host facts missing: kernel %q, %d CPUs, memory %d, %d queues, %d lvm settings",
+					h.Kernel, h.CPUs, h.Memory.TotalBytes, len(h.Queues), len(h.LVMConfig.Values))
+			}
+			again, err := rec.Snapshot(snap.Host, snap.Version, snap.Time).MarshalText()
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := func(b []byte) []byte { return b[bytes.Index(b, []byte("\n-- ")):] }
+			if !bytes.Equal(body(again), body(raw)) {
+				t.Errorf("re-recording the replay gives different members (%d vs %d bytes)", len(again), len(raw))
+			}
+			var out bytes.Buffer
+			WriteStatus(&out, h)
+			if !strings.Contains(out.String(), "lvm config: scan_lvs=") {
+				t.Errorf("status text lacks the lvm config line:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// TestReplayIsDeterministic probes the same snapshot twice.
+func TestReplayIsDeterministic(t *testing.T) {
+	a, b := probeSnapshot(t, "mixed"), probeSnapshot(t, "mixed")
+	if !reflect.DeepEqual(a, b) {
+		t.Error("two probes of one snapshot differ")
+	}
+}
+
+func TestOrphanPV(t *testing.T) {
+	h := probeSnapshot(t, "orphan-pv")
+	if len(h.VGs) != 0 || len(h.PVs) != 1 {
+		t.Fatalf("%d VGs, %d PVs; want 0 and 1", len(h.VGs), len(h.PVs))
+	}
+	for _, pv := range h.PVs {
+		if pv.VG != "" || pv.Transport != "nvme" || !pv.Fast() || pv.Device != "nvme0n1" || pv.PECount != 0 {
+			t.Errorf("pv = %+v", pv)
+		}
+		if !strings.Contains(strings.Join(pv.ByID, " "), "nvme-QEMU_NVMe_Ctrl_nvme0 ") {
+			t.Errorf("by-id = %v", pv.ByID)
+		}
+	}
+}
+
+// TestMixedStack checks a split VDO pool (index on NVMe, middle on HDD, tail
+// on NVMe), a thin pool and an attached writeback bcache, all in one pass.
+func TestMixedStack(t *testing.T) {
+	h := probeSnapshot(t, "mixed")
+	p := h.VDOPools["vg0/lvb"]
+	if p == nil {
+		t.Fatalf("no vdo pool vg0/lvb; pools %v", sortedKeys(h.VDOPools))
+	}
+	if p.Table == nil || p.Status == nil || p.Stats == nil || p.OnDisk == nil || p.Computed == nil {
+		t.Fatalf("vdo pool parts missing: table %v status %v stats %v on disk %v computed %v", p.Table, p.Status, p.Stats, p.OnDisk, p.Computed)
+	}
+	if p.Table.PhysicalBlocks != p.Stats.PhysicalBlocks || p.Table.PhysicalBlocks != p.Status.TotalBlocks || p.OnDisk.PhysicalBlocks != p.Table.PhysicalBlocks {
+		t.Errorf("physical blocks disagree: table %d stats %d status %d super block %d",
+			p.Table.PhysicalBlocks, p.Stats.PhysicalBlocks, p.Status.TotalBlocks, p.OnDisk.PhysicalBlocks)
+	}
+	if p.OnDisk.Journal != p.Computed.Journal || p.OnDisk.Summary != p.Computed.Summary || p.OnDisk.Index != p.Computed.Index {
+		t.Errorf("on-disk layout %+v differs from computed %+v", p.OnDisk, p.Computed)
+	}
+	if got := p.OnDisk.Journal.Count() + p.OnDisk.Summary.Count(); got != 32832 {
+		t.Errorf("journal+summary = %d blocks, want 32832", got)
+	}
+	if p.OnDisk.Summary.Last != p.Table.PhysicalBlocks-1 {
+		t.Errorf("summary ends at %d, want the last block %d", p.OnDisk.Summary.Last, p.Table.PhysicalBlocks-1)
+	}
+	lvSize := h.LVs[p.DataLV].Size
+	if lvSize/VDOBlockSize != p.Table.PhysicalBlocks {
+		t.Errorf("_vdata %d bytes, table %d blocks", lvSize, p.Table.PhysicalBlocks)
+	}
+	for _, r := range p.Regions {
+		if !r.Fast || len(r.On) != 1 || r.On[0].PV != "/dev/nvme0n1" {
+			t.Errorf("region %s on %+v (fast %v), want the NVMe PV only", r.Name, r.On, r.Fast)
+		}
+	}
+	if p.Table.CPU != 2 || !p.Table.Compression || !p.Table.Deduplication || p.Table.MaxDiscard != 1 {
+		t.Errorf("table = %+v", p.Table)
+	}
+	if p.Settings["vdo_cpu_threads"] != "2" || p.Settings["vdo_slab_size"] != "2147483648" {
+		t.Errorf("lvm vdo settings = %v", p.Settings)
+	}
+	if p.Status.Mode != "normal" || p.Status.IndexState != "online" || p.Stats.Mode != "normal" {
+		t.Errorf("status %+v, stats mode %q", p.Status, p.Stats.Mode)
+	}
+	if len(p.VDOLVs) != 1 || p.VDOLVs[0] != "vg0/vdo_b" {
+		t.Errorf("vdo LVs = %v", p.VDOLVs)
+	}
+
+	tp := h.ThinPools["vg0/tp"]
+	if tp == nil || tp.Status == nil {
+		t.Fatalf("thin pool vg0/tp = %+v", tp)
+	}
+	if tp.ChunkSize != 512*1024 || !tp.Zero || tp.Status.ReadOnly || tp.Status.NeedsCheck || tp.Status.OutOfDataSpace ||
+		tp.Status.DataBlocks*tp.ChunkSize != tp.DataSize || len(tp.ThinLVs) != 1 {
+		t.Errorf("thin pool = %+v, status %+v", tp, tp.Status)
+	}
+
+	if len(h.Bcache) != 1 || len(h.CacheSets) != 1 {
+		t.Fatalf("%d bcache devices, %d cache sets", len(h.Bcache), len(h.CacheSets))
+	}
+	for uuid, b := range h.Bcache {
+		if uuid != b.UUID || b.CacheMode != "writeback" || b.SequentialCutoff != 0 || b.WritebackPercent != 10 || b.State == "" {
+			t.Errorf("bcache = %+v", b)
+		}
+		if h.CacheSets[b.CacheSet] == nil {
+			t.Errorf("bcache %s: cache set %q not found", uuid, b.CacheSet)
+		}
+	}
+	for _, c := range h.CacheSets {
+		if c.CongestedReadThresholdUS != 2000 || c.CongestedWriteThresholdUS != 20000 || len(c.CacheDevices) != 1 {
+			t.Errorf("cache set = %+v", c)
+		}
+	}
+	if h.LVMConfig.Values["devices/scan_lvs"] != "0" || !strings.Contains(h.LVMConfig.LVMConf, "devices {") {
+		t.Errorf("lvm config: scan_lvs %q, lvm.conf %d bytes", h.LVMConfig.Values["devices/scan_lvs"], len(h.LVMConfig.LVMConf))
+	}
+}
