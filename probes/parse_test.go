@@ -1,0 +1,208 @@
+package probes
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// recorded returns the stdout a snapshot recorded for a command line.
+func recorded(t testing.TB, snap, cmdline string) []byte {
+	t.Helper()
+	rec, ok := loadSnapshot(t, snap).Commands[cmdline]
+	if !ok {
+		t.Fatalf("%s: command %q not recorded", snap, cmdline)
+	}
+	return rec.Result.Stdout
+}
+
+// recordedFile returns a file (or read-at block) a snapshot recorded.
+func recordedFile(t testing.TB, snap, key string) []byte {
+	t.Helper()
+	rec, ok := loadSnapshot(t, snap).Files[key]
+	if !ok {
+		t.Fatalf("%s: file %q not recorded", snap, key)
+	}
+	return rec.Data
+}
+
+func mustReplace(t *testing.T, b []byte, old, new string) []byte {
+	t.Helper()
+	if !bytes.Contains(b, []byte(old)) {
+		t.Fatalf("real output lacks %q", old)
+	}
+	return bytes.Replace(b, []byte(old), []byte(new), 1)
+}
+
+// TestMalformedRealOutput corrupts one field of real command output at a
+// time: each parser must return an error naming the command and the field.
+func TestMalformedRealOutput(t *testing.T) {
+	report := recorded(t, "mixed", fullReportCmd.String())
+	table := recorded(t, "mixed", dmTableCmd.String())
+	status := recorded(t, "mixed", dmStatusCmd.String())
+	stats := recorded(t, "mixed", "dmsetup message vg0-lvb-vpool 0 stats")
+	config := recorded(t, "mixed", lvmConfigCmd.String())
+	vdoStatus := func(b []byte) error {
+		lines, err := parseDMLines("dmsetup status", b)
+		if err != nil {
+			return err
+		}
+		_, err = parseVDOStatus(lines["vg0-lvb-vpool"][0].Args)
+		return err
+	}
+	thinStatus := func(b []byte) error {
+		lines, err := parseDMLines("dmsetup status", b)
+		if err != nil {
+			return err
+		}
+		_, err = parseThinPoolStatus(lines["vg0-tp-tpool"][0].Args)
+		return err
+	}
+	vdoTable := func(b []byte) error {
+		lines, err := parseDMLines("dmsetup table", b)
+		if err != nil {
+			return err
+		}
+		l := lines["vg0-lvb-vpool"][0]
+		_, err = parseVDOTable(l.Length, l.Args)
+		return err
+	}
+	report1 := func(b []byte) error { _, err := parseFullReport(b); return err }
+	stats1 := func(b []byte) error { _, err := parseVDOStats(b); return err }
+	config1 := func(b []byte) error { _, err := parseLVMConfig(b); return err }
+	for _, tc := range []struct {
+		name     string
+		parse    func([]byte) error
+		in       []byte
+		old, new string
+		want     []string
+	}{
+		{"report json", report1, report, `"report"`, `"report" x`, []string{"lvm fullreport"}},
+		{"report extent size", report1, report, `"vg_extent_size":"4194304"`, `"vg_extent_size":"4M"`, []string{"lvm fullreport", "vg vg0", "vg_extent_size"}},
+		{"report pv size", report1, report, `"pv_size":"`, `"pv_size":"-`, []string{"lvm fullreport", "pv_size"}},
+		{"report seg start", report1, report, `"seg_start_pe":"0"`, `"seg_start_pe":"zero"`, []string{"lvm fullreport", "seg_start_pe"}},
+		{"report devices", report1, report, `lvb_vdata(0)`, `lvb_vdata(`, []string{"lvm fullreport", "devices"}},
+		{"report lv attr", report1, report, `"lv_attr":"Dwi-ao----"`, `"lv_attr":"D"`, []string{"lvm fullreport", "lv_attr"}},
+		{"table prefix", vdoTable, table, "vg0-lvb-vpool: ", "vg0-lvb-vpool ", []string{"dmsetup table", "line 1"}},
+		{"table length", vdoTable, table, "vg0-lvb-vpool: 0 ", "vg0-lvb-vpool: x ", []string{"dmsetup table", "start/length"}},
+		{"vdo version", vdoTable, table, " V4 ", " V9 ", []string{"dmsetup table", "vdo", "version"}},
+		{"vdo storage size", vdoTable, table, " 3407872 ", " 34x ", []string{"dmsetup table", "vdo", "storage size"}},
+		{"vdo odd options", vdoTable, table, " physical 1", " physical", []string{"dmsetup table", "odd number"}},
+		{"vdo threads", vdoTable, table, " cpu 2 ", " cpu two ", []string{"dmsetup table", "cpu"}},
+		{"vdo status fields", vdoStatus, status, " normal - online", " normal online", []string{"dmsetup status", "vdo", "want 7"}},
+		{"vdo status used", vdoStatus, status, "online online ", "online online x", []string{"dmsetup status", "used blocks"}},
+		{"thin status data", thinStatus, status, " 0/4096 ", " 0-4096 ", []string{"dmsetup status", "thin-pool", "data"}},
+		{"thin status mode", thinStatus, status, " - rw ", " - rx ", []string{"dmsetup status", "thin-pool", "mode"}},
+		{"stats number", stats1, stats, "physicalBlocks : ", "physicalBlocks : -", []string{"dmsetup message stats", "physicalBlocks"}},
+		{"stats missing", stats1, stats, "physicalBlocks : ", "physicalBlockz : ", []string{"dmsetup message stats", "physicalBlocks missing"}},
+		{"stats brace", stats1, stats, "{ version", "version", []string{"dmsetup message stats", "want '{'"}},
+		{"stats unterminated", stats1, stats[:len(stats)/2], "", "", []string{"dmsetup message stats"}},
+		{"stats advice", stats1, stats, "dedupeAdviceValid : 0", "dedupeAdviceValid : x", []string{"dmsetup message stats", "hashLock.dedupeAdviceValid"}},
+		{"config section", config1, config, "devices {", "devices", []string{"lvmconfig", "key=value"}},
+		{"config close", config1, config, "}\n", "\n", []string{"lvmconfig", "not closed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			if tc.old != "" {
+				in = mustReplace(t, in, tc.old, tc.new)
+			}
+			err := tc.parse(in)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestVDOBlocksReal decodes the real geometry and super block and checks
+// that a flipped byte is caught by the checksum.
+func TestVDOBlocksReal(t *testing.T) {
+	geo := recordedFile(t, "mixed", "at/dev/mapper/vg0-lvb_vdata@0+4096")
+	l, err := decodeVDOGeometry(geo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Index != (BlockRange{1, 679127}) || l.SuperBlock.First != 679128 || l.IndexMemory != vdoDefaultIndexGB || l.SparseIndex {
+		t.Errorf("geometry = %+v", l)
+	}
+	sb := recordedFile(t, "mixed", "at/dev/mapper/vg0-lvb_vdata@2781708288+4096")
+	if err := decodeVDOSuperBlock(sb, l); err != nil {
+		t.Fatal(err)
+	}
+	if l.SlabSize != 524288 || l.BlockMapRoots != (BlockRange{679129, 679188}) || l.SlabDepot.First != 679189 {
+		t.Errorf("super block layout = %+v", l)
+	}
+	for _, tc := range []struct {
+		name string
+		at   int
+		b    []byte
+		dec  func([]byte) error
+		want string
+	}{
+		{"geometry crc", 0x30, geo, func(b []byte) error { _, err := decodeVDOGeometry(b); return err }, "vdo geometry: checksum"},
+		{"geometry magic", 0, geo, func(b []byte) error { _, err := decodeVDOGeometry(b); return err }, "vdo geometry: magic"},
+		{"super block crc", 0x70, sb, func(b []byte) error { l2 := *l; return decodeVDOSuperBlock(b, &l2) }, "vdo super block: checksum"},
+		{"super block version", 4, sb, func(b []byte) error { l2 := *l; return decodeVDOSuperBlock(b, &l2) }, "vdo super block: header"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := bytes.Clone(tc.b)
+			b[tc.at] ^= 0x40
+			if err := tc.dec(b); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := decodeVDOGeometry(geo[:50]); err == nil {
+		t.Error("short geometry: no error")
+	}
+	if err := decodeVDOSuperBlock(sb[:100], l); err == nil {
+		t.Error("short super block: no error")
+	}
+}
+
+// TestSysfsValues covers the small sysfs and procfs parsers with values read
+// from the guest's sysfs in the snapshots.
+func TestSysfsValues(t *testing.T) {
+	bc := "file/sys/block/bcache0/bcache/"
+	mode, err := parseCacheMode(string(recordedFile(t, "mixed", bc+"cache_mode")))
+	if err != nil || mode != "writeback" {
+		t.Errorf("cache_mode = %q, %v", mode, err)
+	}
+	cut, err := parseHumanBytes(string(recordedFile(t, "mixed", bc+"sequential_cutoff")))
+	if err != nil || cut != 0 {
+		t.Errorf("sequential_cutoff = %d, %v", cut, err)
+	}
+	rate, err := parseHumanBytes(string(recordedFile(t, "mixed", bc+"writeback_rate")))
+	if err != nil || rate == 0 {
+		t.Errorf("writeback_rate = %d, %v", rate, err)
+	}
+	for _, bad := range []string{"", "x", "-1k", "[writeback"} {
+		if _, err := parseHumanBytes(bad); err == nil {
+			t.Errorf("parseHumanBytes(%q): no error", bad)
+		}
+		if _, err := parseCacheMode(bad); err == nil {
+			t.Errorf("parseCacheMode(%q): no error", bad)
+		}
+	}
+	n, err := parseCPUList(recordedFile(t, "mixed", "file/sys/devices/system/cpu/online"))
+	if err != nil || n != 2 {
+		t.Errorf("cpus = %d, %v", n, err)
+	}
+	for _, bad := range []string{"", "a", "3-1", "0-x"} {
+		if _, err := parseCPUList([]byte(bad)); err == nil {
+			t.Errorf("parseCPUList(%q): no error", bad)
+		}
+	}
+	m, err := parseMeminfo(recordedFile(t, "mixed", "file/proc/meminfo"))
+	if err != nil || m.TotalBytes < m.AvailableBytes || m.TotalBytes < 1<<30 {
+		t.Errorf("meminfo = %+v, %v", m, err)
+	}
+	if _, err := parseMeminfo([]byte("MemTotal: x kB\n")); err == nil || !strings.Contains(err.Error(), "MemTotal") {
+		t.Errorf("bad meminfo: %v", err)
+	}
+}
