@@ -80,6 +80,10 @@ type planner struct {
 	// pvIndex maps every name a PV is known by (LVM name, kernel name,
 	// /dev/disk/by-id path, /dev/mapper path) to its LVM name.
 	pvIndex map[string]string
+	// lvByDM maps device-mapper names to LVs.
+	lvByDM map[string]*probes.LV
+	// stacked caches stackedVGs.
+	stacked map[string][]string
 }
 
 // plannedAction carries the ordering phase next to the action.
@@ -99,7 +103,12 @@ const (
 )
 
 func newPlanner(h *probes.Host) *planner {
-	p := &planner{h: h, pvIndex: map[string]string{}}
+	p := &planner{h: h, pvIndex: map[string]string{}, lvByDM: map[string]*probes.LV{}}
+	for _, lv := range h.LVs {
+		if lv.DMName != "" {
+			p.lvByDM[lv.DMName] = lv
+		}
+	}
 	for name, pv := range h.PVs {
 		p.pvIndex[name] = name
 		if pv.Device != "" {
@@ -189,10 +198,8 @@ func (p *planner) isLVPath(path string) (string, bool) {
 		return "", false
 	}
 	if m, ok := strings.CutPrefix(rest, "mapper/"); ok {
-		for key, lv := range p.h.LVs {
-			if lv.DMName == m {
-				return key, true
-			}
+		if lv := p.lvByDM[m]; lv != nil {
+			return lv.FullName, true
 		}
 		return "", false
 	}

@@ -145,6 +145,9 @@ func (p *planner) auditLVMConf() {
 // stackedVGs returns, for every observed VG with a PV that is an LV, the
 // "vg/lv" of those LVs.
 func (p *planner) stackedVGs() map[string][]string {
+	if p.stacked != nil {
+		return p.stacked
+	}
 	out := map[string][]string{}
 	for _, name := range sortedKeys(p.h.PVs) {
 		pv := p.h.PVs[name]
@@ -155,18 +158,14 @@ func (p *planner) stackedVGs() map[string][]string {
 			out[pv.VG] = append(out[pv.VG], lv.FullName)
 		}
 	}
+	p.stacked = out
 	return out
 }
 
 // lvOfPV returns the LV a PV sits on, or nil for a disk.
 func (p *planner) lvOfPV(pv *probes.PV) *probes.LV {
 	if rest, ok := strings.CutPrefix(pv.Name, "/dev/mapper/"); ok {
-		for _, key := range sortedKeys(p.h.LVs) {
-			if p.h.LVs[key].DMName == rest {
-				return p.h.LVs[key]
-			}
-		}
-		return nil
+		return p.lvByDM[rest]
 	}
 	if rest, ok := strings.CutPrefix(pv.Name, "/dev/"); ok {
 		return p.h.LVs[rest]

@@ -1,0 +1,64 @@
+package reconcile
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/keel-storage/keel/probes"
+)
+
+// Values read back in the test guest (reference test-guest.md §6.4, §6.5).
+func TestHprintMatchesGuestReadings(t *testing.T) {
+	for v, want := range map[uint64]string{0: "0.0k", 4 << 20: "4.0M", 63 << 20: "63.0M", 1000: "0.9k"} {
+		if got := hprint(v); got != want {
+			t.Errorf("hprint(%d) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestParseLVMList(t *testing.T) {
+	got := parseLVMList(`["r|^/dev/bcache[0-9]+$|","r|^/dev/zram.*|","a|.*|"]`)
+	want := []string{"r|^/dev/bcache[0-9]+$|", "r|^/dev/zram.*|", "a|.*|"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q", got)
+	}
+	if got := parseLVMList(`["a|\"x\"|"]`); !slices.Equal(got, []string{`a|"x"|`}) {
+		t.Errorf("escaped quote: %q", got)
+	}
+	if got := parseLVMList(""); got != nil {
+		t.Errorf("empty: %q", got)
+	}
+}
+
+func TestFilterEntries(t *testing.T) {
+	if got := filterEntries([]string{"/dev/zd.*"}, nil); !slices.Equal(got, []string{"r|/dev/zd.*|", "a|.*|"}) {
+		t.Errorf("reject only: %q", got)
+	}
+	if got := filterEntries([]string{"/dev/zd.*"}, []string{"/dev/sd.*"}); !slices.Equal(got, []string{"r|/dev/zd.*|", "a|/dev/sd.*|"}) {
+		t.Errorf("with accepts: %q", got)
+	}
+}
+
+func TestMergeRanges(t *testing.T) {
+	got := mergeRanges([]probes.PVRange{{PV: "/dev/sdb", FirstPE: 3299, LastPE: 3330}, {PV: "/dev/sdb", FirstPE: 3331, LastPE: 3331},
+		{PV: "/dev/sda", FirstPE: 5, LastPE: 6}, {PV: "/dev/sdb", FirstPE: 3400, LastPE: 3401}})
+	want := []probes.PVRange{{PV: "/dev/sda", FirstPE: 5, LastPE: 6}, {PV: "/dev/sdb", FirstPE: 3299, LastPE: 3331}, {PV: "/dev/sdb", FirstPE: 3400, LastPE: 3401}}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %+v", got)
+	}
+}
+
+func TestShellJoin(t *testing.T) {
+	got := shellJoin([]string{"lvchange", "--vdosettings", "max_discard=4096 ack_threads=1", "vg/pool", "it's"})
+	if want := `lvchange --vdosettings 'max_discard=4096 ack_threads=1' vg/pool 'it'\''s'`; got != want {
+		t.Errorf("got %s", got)
+	}
+}
+
+func TestIndexCodeMiB(t *testing.T) {
+	for code, want := range map[uint32]uint64{0xFFFFFF00: 256, 0xFFFFFE00: 512, 0xFFFFFD00: 768, 2: 2048, 0x1234: 0} {
+		if got := indexCodeMiB(code); got != want {
+			t.Errorf("indexCodeMiB(%#x) = %d, want %d", code, got, want)
+		}
+	}
+}
