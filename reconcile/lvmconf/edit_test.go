@@ -17,7 +17,7 @@ import (
 // stock is trixie's /etc/lvm/lvm.conf as installed by lvm2 2.03.31-2,
 // copied out of the test guest by e2e/apply/capture.sh: 2514 lines, every
 // section empty, every setting a comment.
-func stock(t *testing.T) []byte {
+func stock(t testing.TB) []byte {
 	t.Helper()
 	b, err := os.ReadFile("testdata/lvm.conf.trixie")
 	if err != nil {
