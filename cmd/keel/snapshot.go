@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/keel-storage/keel/probes"
@@ -26,8 +27,9 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	node := fs.String("node", "", "re-record from the node `SNAPSHOT` instead of the live host")
 	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout")
 	verbose := fs.Bool("v", false, "print the time of the pass and of its slowest commands and file reads")
+	verify := fs.Bool("verify", false, "replay the written snapshot and check it gives the same model as the pass that recorded it")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel snapshot [-o FILE] [--node SNAPSHOT] [--timeout D] [-v]")
+		fmt.Fprintln(stderr, "usage: keel snapshot [-o FILE] [--node SNAPSHOT] [--timeout D] [-v] [--verify]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -57,6 +59,11 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel snapshot: %v\n", err)
 		return exitError
 	}
+	if *verify {
+		if code := verifySnapshot(data, h, stderr); code != exitOK {
+			return code
+		}
+	}
 	if *out == "" {
 		if _, err := stdout.Write(data); err != nil {
 			fmt.Fprintf(stderr, "keel snapshot: %v\n", err)
@@ -85,4 +92,26 @@ func printTimings(w io.Writer, total time.Duration, t map[string]time.Duration) 
 	for _, k := range keys[:min(10, len(keys))] {
 		fmt.Fprintf(w, "  %8v  %s\n", t[k].Round(time.Millisecond), k)
 	}
+}
+
+// verifySnapshot parses the written snapshot back, probes its replay and
+// compares the model with the recorded pass's.
+func verifySnapshot(data []byte, live *probes.Host, stderr io.Writer) int {
+	snap, err := probes.ParseSnapshot(data)
+	if err != nil {
+		fmt.Fprintf(stderr, "keel snapshot: verify: %v\n", err)
+		return exitError
+	}
+	replayed, _ := probes.Probe(context.Background(), probes.Replay(snap))
+	diff, err := probes.Diff(live, replayed, 20)
+	if err != nil {
+		fmt.Fprintf(stderr, "keel snapshot: verify: %v\n", err)
+		return exitError
+	}
+	if diff != nil {
+		fmt.Fprintf(stderr, "keel snapshot: verify: the replay differs from the live pass:\n  %s\n", strings.Join(diff, "\n  "))
+		return exitError
+	}
+	fmt.Fprintln(stderr, "keel snapshot: verify: the replay gives the same model as the live pass")
+	return exitOK
 }

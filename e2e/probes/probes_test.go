@@ -1,0 +1,114 @@
+//go:build e2e
+
+// Package probes_e2e checks keel's probe layer on the real kernel: in the
+// test guest, each stack is recorded with `keel snapshot --verify` (the
+// replay of the written snapshot must give the same model as the live pass
+// that recorded it), and on the host the same snapshot must replay to the
+// model the guest printed with `keel status --node --format json`.
+package probes_e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keel-storage/keel/e2e/guest"
+	"github.com/keel-storage/keel/probes"
+)
+
+const script = `set -uo pipefail
+. /mnt/host/stacks.sh
+nv=$(disk nvme0) hd=$(disk hdd1) ssd=$(disk ssd2) || exit 2
+lvm_conf_save
+rec() { # rec NAME: record with --verify, then the replay and live status
+	"$KEEL" snapshot --verify -o "$OUT/$1.txtar" || { echo "verify $1 failed"; exit 1; }
+	"$KEEL" status --node "$OUT/$1.txtar" --format json >"$OUT/$1.replay.json" || exit 1
+	"$KEEL" status >"$OUT/$1.status.txt" || exit 1
+}
+rec empty
+stack_vdo_split "$nv" "$hd" && rec vdo-split || exit 1
+step lvextend -q -L +4G vdosplit/pool "$hd" && rec vdo-split-grown || exit 1
+stack_teardown "$nv" "$hd" "$ssd"
+stack_thin "$nv" && rec thin || exit 1
+stack_teardown "$nv" "$hd" "$ssd"
+stack_bcache "$ssd" "$hd" && bcache_tunables && rec bcache || exit 1
+exit 0
+`
+
+func TestLiveMatchesReplay(t *testing.T) {
+	stacks, err := os.ReadFile(filepath.Join(guest.RepoRoot(t), "e2e", "scenarios", "stacks.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := guest.Run(t, guest.Spec{
+		Disks: []guest.Disk{{Kind: guest.NVMe, Size: "64G", Serial: "nvme0"}, {Kind: guest.HDD, Size: "128G", Serial: "hdd1"},
+			{Kind: guest.SSD, Size: "16G", Serial: "ssd2"}},
+		Files:   map[string][]byte{"stacks.sh": stacks},
+		Script:  script,
+		Keel:    true,
+		Mem:     "3G",
+		Timeout: 10 * time.Minute,
+	})
+	r.RequireOK(t)
+	models := map[string]*probes.Host{}
+	for _, name := range []string{"empty", "vdo-split", "vdo-split-grown", "thin", "bcache"} {
+		snap, err := probes.ReadSnapshotFile(filepath.Join(r.Dir, "out", name+".txtar"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := probes.Probe(context.Background(), probes.Replay(snap))
+		if err != nil {
+			t.Fatalf("%s: host replay: %v", name, err)
+		}
+		models[name] = h
+		guestJSON, err := r.File(name + ".replay.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hostJSON, err := json.MarshalIndent(h, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(bytes.TrimSpace(guestJSON), bytes.TrimSpace(hostJSON)) {
+			t.Errorf("%s: the host's replay differs from the guest's", name)
+		}
+		status, _ := r.File(name + ".status.txt")
+		if !strings.Contains(string(status), "lvm config: scan_lvs=") {
+			t.Errorf("%s: live keel status:\n%s", name, status)
+		}
+	}
+	// The recovery journal sits at the fast tail of the split pool and moves
+	// to the slow PV when the pool grows there.
+	journalOn := func(h *probes.Host) (string, bool) {
+		p := h.VDOPools["vdosplit/pool"]
+		if p == nil || p.OnDisk == nil {
+			t.Fatalf("vdosplit/pool not probed: %+v", p)
+		}
+		for _, reg := range p.Regions {
+			if reg.Name == "recovery journal" && len(reg.On) > 0 {
+				return reg.On[len(reg.On)-1].PV, reg.Fast
+			}
+		}
+		t.Fatal("no recovery journal region")
+		return "", false
+	}
+	if _, fast := journalOn(models["vdo-split"]); !fast {
+		t.Error("vdo-split: journal not on the fast PV")
+	}
+	if _, fast := journalOn(models["vdo-split-grown"]); fast {
+		t.Error("vdo-split-grown: journal still reported on the fast PV after growing onto the slow one")
+	}
+	if tp := models["thin"].ThinPools["thinvg/tp"]; tp == nil || tp.ChunkSize != 512<<10 || tp.Zero || tp.MetadataSize != 128<<20 {
+		t.Errorf("thin pool thinvg/tp = %+v", tp)
+	}
+	for _, b := range models["bcache"].Bcache {
+		if b.CacheMode != "writeback" || b.WritebackPercent != 40 || b.SequentialCutoff != 0 {
+			t.Errorf("bcache = %+v", b)
+		}
+	}
+}
