@@ -12,18 +12,25 @@ import (
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
+	"github.com/rogpeppe/go-internal/txtar"
 )
 
-// stock is trixie's /etc/lvm/lvm.conf as installed by lvm2 2.03.31-2,
-// copied out of the test guest by e2e/apply/capture.sh: 2514 lines, every
-// section empty, every setting a comment.
+// stock is trixie's /etc/lvm/lvm.conf as installed by lvm2 2.03.31-2
+// (2514 lines, every section empty, every setting a comment), taken from a
+// node snapshot the probes recorded in the test guest.
 func stock(t testing.TB) []byte {
 	t.Helper()
-	b, err := os.ReadFile("testdata/lvm.conf.trixie")
+	ar, err := txtar.ParseFile("../../probes/testdata/snapshots/orphan-pv.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	for _, f := range ar.Files {
+		if f.Name == "file/etc/lvm/lvm.conf" {
+			return f.Data
+		}
+	}
+	t.Fatal("the snapshot has no /etc/lvm/lvm.conf")
+	return nil
 }
 
 // pveShaped is what Proxmox VE's pve-manager postinst (set_lvm_conf in
