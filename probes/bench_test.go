@@ -1,0 +1,46 @@
+package probes
+
+import (
+	"context"
+	"testing"
+)
+
+// BenchmarkProbeReplay measures the CPU cost of one probe pass with the I/O
+// taken out: the replay of the mixed guest snapshot (split VDO pool, thin
+// pool, bcache) through every parser and the model build.
+func BenchmarkProbeReplay(b *testing.B) {
+	src := Replay(loadSnapshot(b, "mixed"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Probe(context.Background(), src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseFullReport measures parsing the mixed stack's lvm fullreport JSON.
+func BenchmarkParseFullReport(b *testing.B) {
+	raw := recorded(b, "mixed", fullReportCmd.String())
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := parseFullReport(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSnapshotRoundTrip measures writing and parsing the mixed snapshot.
+func BenchmarkSnapshotRoundTrip(b *testing.B) {
+	s := loadSnapshot(b, "mixed")
+	b.ReportAllocs()
+	for b.Loop() {
+		text, err := s.MarshalText()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ParseSnapshot(text); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
