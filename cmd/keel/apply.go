@@ -89,7 +89,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := a.Pass(ctx, *maint, *dryRun)
+	res, err := a.Converge(ctx, *maint, *dryRun)
 	if err != nil {
 		fmt.Fprintf(stderr, "keel apply: %v\n", err)
 		return exitError

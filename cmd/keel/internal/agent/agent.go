@@ -43,6 +43,9 @@ type Agent struct {
 
 	desired     *schema.Config
 	configError *reconcile.Finding
+	// lastHost and lastPlan are the newest re-probe of the executor.
+	lastHost *probes.Host
+	lastPlan reconcile.Result
 }
 
 // Wiring is what New needs besides the configuration paths.
@@ -201,7 +204,8 @@ func (a *Agent) plan(ctx context.Context) (*probes.Host, reconcile.Result, error
 }
 
 func (a *Agent) reprobe(ctx context.Context, _ reconcile.Action) ([]reconcile.Finding, error) {
-	_, res, err := a.plan(ctx)
+	h, res, err := a.plan(ctx)
+	a.lastHost, a.lastPlan = h, res
 	return res.Findings, err
 }
 
@@ -253,15 +257,61 @@ func (a *Agent) Pass(ctx context.Context, maintenance, dryRun bool) (PassResult,
 	}
 	final := res.Findings
 	if rep.Count(executor.Converged) > 0 || rep.Count(executor.Stuck) > 0 {
-		// The host changed: what is left is what a fresh probe says.
-		h, res, err = a.plan(ctx)
-		if err != nil {
-			return out, err
+		// The host changed: what is left is what a fresh probe says. When
+		// the last action that ran converged, its verifying re-probe is
+		// that fresh probe: nothing ran after it.
+		if last := lastRun(rep); last != nil && last.Status == executor.Converged && a.lastHost != nil {
+			out.Host, final = a.lastHost, a.lastPlan.Findings
+		} else {
+			h, res, err = a.plan(ctx)
+			if err != nil {
+				return out, err
+			}
+			out.Host, final = h, res.Findings
 		}
-		out.Host, final = h, res.Findings
 	}
 	out.Findings = append(out.Findings, final...)
 	out.Findings = append(out.Findings, rep.Findings...)
 	sort.SliceStable(out.Findings, func(i, j int) bool { return out.Findings[i].Key() < out.Findings[j].Key() })
 	return out, nil
+}
+
+// lastRun returns the last result of an action that was attempted.
+func lastRun(rep executor.Report) *executor.Result {
+	for i := len(rep.Results) - 1; i >= 0; i-- {
+		if rep.Results[i].Attempts > 0 {
+			return &rep.Results[i]
+		}
+	}
+	return nil
+}
+
+// MaxPasses bounds Converge: creating a VDO LV can unlock the VG stacked on
+// it, which the planner can only plan once the LV exists.
+const MaxPasses = 5
+
+// Converge runs passes until one converges no action (nothing more became
+// possible), at most MaxPasses. A dry run is one pass. The results of every
+// pass are concatenated; the findings are those of the last pass.
+func (a *Agent) Converge(ctx context.Context, maintenance, dryRun bool) (PassResult, error) {
+	var all PassResult
+	for i := 0; i < MaxPasses; i++ {
+		res, err := a.Pass(ctx, maintenance, dryRun)
+		converged := res.Report.Count(executor.Converged)
+		res.Report.Results = append(all.Report.Results, res.Report.Results...)
+		all = res
+		if err != nil || dryRun || converged == 0 {
+			return all, err
+		}
+		left := 0
+		for _, f := range res.Findings {
+			if f.Severity >= reconcile.Warning {
+				left++
+			}
+		}
+		if left == 0 {
+			return all, nil
+		}
+	}
+	return all, nil
 }

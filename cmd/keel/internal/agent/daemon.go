@@ -45,6 +45,9 @@ type Daemon struct {
 type trigger struct {
 	reload bool
 	why    string
+	// fast shortens the debounce: a bcache registration's add and change
+	// uevents come within milliseconds, and its tunables are wanted at once.
+	fast bool
 }
 
 // Run loads the desired state, passes once, tells systemd it is ready and
@@ -83,7 +86,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			go l.Run(ctx, func(e uevent.Event) {
 				if e.BcacheRegistered() {
 					d.Log.Info("bcache device registered", "devpath", e.DevPath, "cached_uuid", e.Env["CACHED_UUID"])
-					send(trigger{why: "bcache device " + e.Action})
+					send(trigger{why: "bcache device " + e.Action, fast: true})
 				}
 			}, func(err error) {
 				d.Log.Warn("uevent", "err", err)
@@ -117,10 +120,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 			notify.Ready(d.pass(ctx, "SIGHUP"))
 		case t := <-triggers:
 			// Let a burst settle, then take everything queued as one pass.
+			wait := d.Debounce
+			if t.fast {
+				wait = 50 * time.Millisecond
+			}
 			select {
 			case <-ctx.Done():
 				continue
-			case <-time.After(d.Debounce):
+			case <-time.After(wait):
 			}
 			reload, why := t.reload, t.why
 		drain:
@@ -188,7 +195,7 @@ func (d *Daemon) reload() {
 // one-line status.
 func (d *Daemon) pass(ctx context.Context, why string) string {
 	start := time.Now()
-	res, err := d.Agent.Pass(ctx, false, false)
+	res, err := d.Agent.Converge(ctx, false, false)
 	statuses := map[string]int{}
 	for _, r := range res.Report.Results {
 		statuses[string(r.Status)]++
