@@ -13,7 +13,9 @@ type Pool struct {
 	// PVs, when set, restrict the allocation (lvcreate's trailing PV list).
 	PVs           []string
 	PhysicalBytes uint64 // -L
-	VirtualBytes  uint64 // -V
+	// VirtualBytes is -V; 0 leaves it out, and vdoformat then picks
+	// Layout.DefaultLogicalBlocks.
+	VirtualBytes uint64
 	// SlabBytes, IndexMemoryMiB and BlockMapCacheMiB default to LVM's
 	// 2 GiB, 256 MiB and 128 MiB when zero.
 	SlabBytes        uint64
@@ -88,9 +90,11 @@ func (p Pool) VDOSettings() string {
 //
 //	lvcreate -y --type vdo -L 40G -V 35G -n vdolv vdolab/vdopool [PV...] --vdosettings "..."
 func (p Pool) LVCreateArgs() []string {
-	args := []string{"lvcreate", "-y", "--type", "vdo",
-		"-L", LVMSize(p.PhysicalBytes), "-V", LVMSize(p.VirtualBytes),
-		"-n", p.LV, p.VG + "/" + p.Pool}
+	args := []string{"lvcreate", "-y", "--type", "vdo", "-L", LVMSize(p.PhysicalBytes)}
+	if p.VirtualBytes != 0 {
+		args = append(args, "-V", LVMSize(p.VirtualBytes))
+	}
+	args = append(args, "-n", p.LV, p.VG+"/"+p.Pool)
 	args = append(args, p.PVs...)
 	return append(args, "--vdosettings", p.VDOSettings())
 }
@@ -122,9 +126,16 @@ func (p Pool) SplitCreateArgs(s SplitPlan, fast, slow []string) [][]string {
 		append([]string{"lvcreate", "-y", "-l", ext(s.Head.Count), "-n", p.Pool, p.VG}, fast...),
 		append([]string{"lvextend", "-l", "+" + ext(s.Middle.Count), vgPool}, slow...),
 		append([]string{"lvextend", "-l", "+" + ext(s.Tail.Count), vgPool}, fast...),
-		{"lvconvert", "-y", "--type", "vdo-pool", "-n", p.LV, "-V", LVMSize(p.VirtualBytes), vgPool,
-			"--vdosettings", p.VDOSettings()},
+		p.convertArgs(),
 	}
+}
+
+func (p Pool) convertArgs() []string {
+	args := []string{"lvconvert", "-y", "--type", "vdo-pool", "-n", p.LV}
+	if p.VirtualBytes != 0 {
+		args = append(args, "-V", LVMSize(p.VirtualBytes))
+	}
+	return append(args, p.VG+"/"+p.Pool, "--vdosettings", p.VDOSettings())
 }
 
 // GrowArgs are the lvextend commands of a GrowPlan for the pool: slow steps

@@ -379,3 +379,18 @@ func TestSplitArgs(t *testing.T) {
 		t.Errorf("GrowArgs = %q, want %q", gotG, wantG)
 	}
 }
+
+// Without a virtual size the lines leave -V out, so vdoformat picks its default.
+func TestArgsWithoutVirtual(t *testing.T) {
+	p := Pool{VG: "vg0", Pool: "p", LV: "lv", PhysicalBytes: 12 * gib, Threads: LVMDefaultThreads}
+	for _, argv := range [][]string{p.LVCreateArgs(), p.convertArgs()} {
+		for _, a := range argv {
+			if a == "-V" {
+				t.Errorf("%q has -V", argv)
+			}
+		}
+	}
+	if got := p.LVCreateArgs()[:7]; !reflect.DeepEqual(got, []string{"lvcreate", "-y", "--type", "vdo", "-L", "12G", "-n"}) {
+		t.Errorf("LVCreateArgs = %q", got)
+	}
+}
