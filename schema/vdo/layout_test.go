@@ -218,3 +218,26 @@ func TestLayoutTiles(t *testing.T) {
 		}
 	}
 }
+
+// "Logical blocks defaulted to N blocks" printed by vdoformat 8.3.1.1 through
+// lvcreate in the test guest (e2e/vdo), for pools of 128 MiB slabs.
+func TestDefaultLogical128M(t *testing.T) {
+	for _, tt := range []struct{ bytes, slabs, want uint64 }{
+		{2912 << 20, 1, 32315},
+		{3 << 30, 2, 64810},
+		{4832 << 20, 1, 0}, // 2 GiB slabs: 523108 as in the 5 GiB row
+	} {
+		g := Geometry{PhysicalBytes: tt.bytes, SlabBytes: 128 << 20}
+		want := tt.want
+		if want == 0 {
+			g.SlabBytes, want = 0, 523108
+		}
+		l, err := NewLayout(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Slabs != tt.slabs || l.DefaultLogicalBlocks() != want {
+			t.Errorf("%d bytes: %d slabs, default logical %d; want %d, %d", tt.bytes, l.Slabs, l.DefaultLogicalBlocks(), tt.slabs, want)
+		}
+	}
+}
