@@ -137,12 +137,11 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 	resolvePVs(src.FS, h, &sys)
 	buildThinPools(h)
 	pools := buildVDOPools(h)
-	var mu sync.Mutex
 	for _, p := range pools {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			probeVDOPool(ctx, src, h, p, &mu)
+			probeVDOPool(ctx, src, h, p)
 		}()
 	}
 	wg.Wait()
@@ -516,8 +515,9 @@ func buildVDOPools(h *Host) []*VDOPool {
 }
 
 // probeVDOPool sends the stats message and reads the geometry and super
-// block of an active pool, then places its metadata regions on PVs.
-func probeVDOPool(ctx context.Context, src Source, h *Host, p *VDOPool, mu *sync.Mutex) {
+// block of an active pool, then places its metadata regions on PVs. It
+// writes only to p and reads h, so pools can be probed concurrently.
+func probeVDOPool(ctx context.Context, src Source, h *Host, p *VDOPool) {
 	var errs []string
 	if p.DMName != "" {
 		c := Cmd{Name: "dmsetup", Args: []string{"message", p.DMName, "0", "stats"}}
@@ -564,9 +564,7 @@ func probeVDOPool(ctx context.Context, src Source, h *Host, p *VDOPool, mu *sync
 	if layout != nil {
 		p.Regions = placeRegions(h, h.LVs[p.DataLV], layout)
 	}
-	mu.Lock()
 	p.Errors = append(p.Errors, errs...)
-	mu.Unlock()
 }
 
 func readVDOLayout(fsys FS, dev string) (*VDOLayout, error) {
