@@ -42,7 +42,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 	modeFlag := fs.String("mode", "", "zeroout or discard (default: removal.mode of the desired state)")
 	stepFlag := fs.String("step", "", "step `SIZE` of one ioctl (default: removal.step); zeroout caps it at write_zeroes_max_bytes")
 	dryRun := fs.Bool("dry-run", false, "print what would be done and change nothing")
-	absent := fs.Bool("absent", false, "remove every LV in the absent lists of the desired state (as the daemon does)")
+	absent := fs.Bool("absent", false, "the daemon's rule: names must be in their VG's absent list; with no names, remove every absent LV")
 	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout of probe and lvm commands")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: keel wipe [-c PATH] [--node SNAPSHOT] [--mode zeroout|discard] [--step SIZE] [--dry-run] [--absent] [VG/LV ...]")
@@ -59,10 +59,6 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		return exitFindings
 	}
 	names := fs.Args()
-	if len(names) > 0 && *absent {
-		fmt.Fprintln(stderr, "keel wipe: give VG/LV names or --absent, not both")
-		return exitFindings
-	}
 	cfg, err := schema.Load(configs...)
 	var invalid *schema.Error
 	if errors.As(err, &invalid) {
@@ -91,7 +87,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	decl := declared(cfg)
-	if *absent {
+	if *absent && len(names) == 0 {
 		names = wipe.AbsentNames(decl)
 	}
 

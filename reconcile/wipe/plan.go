@@ -229,11 +229,10 @@ func refuseKind(inv Inventory, lv LVInfo) error {
 	if lv.DMName != "" {
 		for _, pv := range inv.PVs {
 			if pv.DMName == lv.DMName {
-				vg := pv.VG
-				if vg == "" {
-					vg = "(none)"
+				if pv.VG == "" {
+					return fmt.Errorf("%w: is a PV (in no VG yet)", ErrRefused)
 				}
-				return fmt.Errorf("%w: is a PV (of vg %s)", ErrRefused, vg)
+				return fmt.Errorf("%w: is a PV (of vg %s)", ErrRefused, pv.VG)
 			}
 		}
 	}

@@ -1,0 +1,105 @@
+package wipe
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/keel-storage/keel/probes"
+)
+
+// The node snapshots in testdata were recorded by e2e/wipe/scenario.sh in the
+// test guest: node-setup.txtar after the setup (vdolab on the NVMe with a
+// VDO pool, a thin pool and small LVs, vdolab/openlv held open, vdolab/pvlv
+// made an orphan PV, vms stacked on the VDO LV, other on the HDD).
+
+// scenarioDecl is e2e/wipe/wipe.cue's VGs and absent lists.
+var scenarioDecl = Declared{"vdolab": {"thin-1"}, "vms": {"vm-100-disk-0"}}
+
+func snapshotInventory(t *testing.T, name string) Inventory {
+	t.Helper()
+	s, err := probes.ReadSnapshotFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := probes.Probe(context.Background(), probes.Replay(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return FromHost(h)
+}
+
+func TestFromHostSetup(t *testing.T) {
+	inv := snapshotInventory(t, "node-setup.txtar")
+	for key, want := range map[string]string{
+		"vdolab/vpool":       "vdo-pool",
+		"vdolab/vdolv":       "vdo",
+		"vdolab/tpool":       "thin-pool",
+		"vdolab/thin-1":      "thin",
+		"vms/vm-100-disk-0":  "linear",
+		"vdolab/openlv":      "linear",
+		"vdolab/vpool_vdata": "linear",
+		"other/data":         "linear",
+	} {
+		lv, ok := inv.LVs[key]
+		if !ok || lv.SegType != want {
+			t.Errorf("%s: %+v, want segtype %s", key, lv, want)
+		}
+	}
+	if !inv.LVs["vdolab/openlv"].Open || inv.LVs["vdolab/keep"].Open {
+		t.Errorf("open flags: openlv %v keep %v", inv.LVs["vdolab/openlv"].Open, inv.LVs["vdolab/keep"].Open)
+	}
+	if !inv.LVs["vdolab/vpool_vdata"].Hidden {
+		t.Error("vpool_vdata not hidden")
+	}
+	if !onVDO(inv, "vms") || onVDO(inv, "vdolab") || onVDO(inv, "other") {
+		t.Errorf("stacked on VDO: vms %v vdolab %v other %v", onVDO(inv, "vms"), onVDO(inv, "vdolab"), onVDO(inv, "other"))
+	}
+	var pvlv bool
+	for _, pv := range inv.PVs {
+		if pv.DMName == "vdolab-pvlv" && pv.VG == "" {
+			pvlv = true
+		}
+	}
+	if !pvlv {
+		t.Errorf("orphan PV on vdolab/pvlv not found: %+v", inv.PVs)
+	}
+}
+
+func TestPlanOnRecordedHost(t *testing.T) {
+	inv := snapshotInventory(t, "node-setup.txtar")
+	for name, want := range map[string]string{
+		"vdolab/openlv":      "is open",
+		"vdolab/pvlv":        "is a PV",
+		"vdolab/vdolv":       "is a VDO LV",
+		"vdolab/vpool":       "is a VDO pool",
+		"vdolab/tpool":       "is a thin pool",
+		"vdolab/vpool_vdata": "hidden sub-LV",
+		"other/data":         "vg other is not declared",
+	} {
+		_, err := Plan(inv, scenarioDecl, Request{Names: []string{name}, Mode: ModeDiscard})
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", name, err, want)
+		}
+	}
+	targets, err := Plan(inv, scenarioDecl, Request{Names: []string{"vms/vm-100-disk-0", "vdolab/thin-1", "vdolab/keep"}, Mode: ModeDiscard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(targets) != 3 {
+		t.Fatalf("targets %+v", targets)
+	}
+	if tg := targets[0]; tg.Mode != ModeDiscard || tg.Resume || len(tg.Notes) != 0 || tg.Size != 256<<20 {
+		t.Errorf("vm-100-disk-0 on VDO: %+v", tg)
+	}
+	if tg := targets[1]; tg.Mode != ModeDiscard || len(tg.Notes) != 0 {
+		t.Errorf("thin-1: %+v", tg)
+	}
+	if tg := targets[2]; tg.Mode != ModeZeroOut || len(tg.Notes) != 1 {
+		t.Errorf("keep (thick, not on VDO) in discard mode: %+v", tg)
+	}
+	if _, err := Plan(inv, scenarioDecl, Request{Names: []string{"vdolab/keep"}, RequireAbsent: true}); !errors.Is(err, ErrRefused) {
+		t.Errorf("keep is not absent: got %v", err)
+	}
+}
