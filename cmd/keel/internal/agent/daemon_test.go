@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/probes"
+)
+
+// The daemon against a node snapshot recorded in the test guest: READY
+// after the first pass, a textfile, config.invalid with the last good
+// state kept, SIGHUP reload, STOPPING on cancel.
+func TestDaemonLifecycle(t *testing.T) {
+	snap, err := probes.ReadSnapshotFile("../../../../probes/testdata/snapshots/orphan-pv.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "desired.cue")
+	// scan_lvs=0 is what the snapshot's host has: nothing to do.
+	os.WriteFile(cfg, []byte("lvm: scanLVs: false\n"), 0o644)
+	prom := filepath.Join(t.TempDir(), "keel.prom")
+
+	sock := filepath.Join(t.TempDir(), "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", sock)
+	next := func() string {
+		t.Helper()
+		buf := make([]byte, 4096)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("no notification: %v", err)
+		}
+		return string(buf[:n])
+	}
+
+	a := New([]string{dir}, Wiring{Source: probes.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
+	hup := make(chan os.Signal, 1)
+	var logs strings.Builder
+	d := &Daemon{Agent: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Info}),
+		Textfile: prom, NoUevents: true, Reload: hup, Debounce: 20 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+
+	if got := next(); !strings.HasPrefix(got, "READY=1\nSTATUS=0 actions converged, 0 stuck") {
+		t.Fatalf("first notification %q", got)
+	}
+	b, _ := os.ReadFile(prom)
+	if !strings.Contains(string(b), "keel_config_last_reload_successful 1") || !strings.Contains(string(b), "keel_reconcile_errors_total 0") {
+		t.Fatalf("textfile:\n%s", b)
+	}
+
+	// An invalid desired state: reported, last good kept.
+	os.WriteFile(cfg, []byte("lvm: scanLVs: 7\n"), 0o644)
+	if got := next(); !strings.Contains(got, "1 error") {
+		t.Fatalf("after invalid config: %q", got)
+	}
+	if a.Desired() == nil || *a.Desired().LVM.ScanLVs {
+		t.Fatal("last good desired state not kept")
+	}
+	b, _ = os.ReadFile(prom)
+	if !strings.Contains(string(b), "keel_config_last_reload_successful 0") || !strings.Contains(string(b), `keel_finding{id="config.invalid"`) {
+		t.Fatalf("textfile:\n%s", b)
+	}
+
+	// Fixed, then SIGHUP: RELOADING, then READY with the finding cleared.
+	os.WriteFile(cfg, []byte("lvm: scanLVs: false\n"), 0o644)
+	if got := next(); !strings.Contains(got, "0 error") {
+		t.Fatalf("after fix: %q", got)
+	}
+	hup <- os.Interrupt
+	if got := next(); !strings.HasPrefix(got, "RELOADING=1\nMONOTONIC_USEC=") {
+		t.Fatalf("reload: %q", got)
+	}
+	if got := next(); !strings.HasPrefix(got, "READY=1") {
+		t.Fatalf("after reload: %q", got)
+	}
+	cancel()
+	if got := next(); got != "STOPPING=1" {
+		t.Fatalf("stop: %q", got)
+	}
+	<-done
+	l := logs.String()
+	for _, want := range []string{"config.invalid", "finding raised: finding=config.invalid", "finding cleared: finding=config.invalid"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("log lacks %q:\n%s", want, l)
+		}
+	}
+}
+
+// syncWriter serializes writes from the daemon's goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
