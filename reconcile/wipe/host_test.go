@@ -3,6 +3,7 @@ package wipe
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,5 +102,34 @@ func TestPlanOnRecordedHost(t *testing.T) {
 	}
 	if _, err := Plan(inv, scenarioDecl, Request{Names: []string{"vdolab/keep"}, RequireAbsent: true}); !errors.Is(err, ErrRefused) {
 		t.Errorf("keep is not absent: got %v", err)
+	}
+}
+
+// node-killed.txtar was recorded after keel was killed with SIGKILL while it
+// zeroed vms/big: the LV is left as vms/del-big with keel's tag.
+func TestPlanResumesRecordedKill(t *testing.T) {
+	inv := snapshotInventory(t, "node-killed.txtar")
+	del, ok := inv.LVs["vms/del-big"]
+	if !ok || !slices.Contains(del.Tags, Tag) {
+		t.Fatalf("vms/del-big: %+v", del)
+	}
+	for _, req := range []Request{{Mode: ModeDiscard}, {Names: []string{"vms/big"}, Mode: ModeDiscard}} {
+		targets, err := Plan(inv, scenarioDecl, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(targets) != 1 {
+			t.Fatalf("%+v: targets %+v", req, targets)
+		}
+		tg := targets[0]
+		if tg.Name() != "vms/big" || tg.DelName() != "vms/del-big" || !tg.Resume || tg.Mode != ModeDiscard || tg.Size != 1<<30 {
+			t.Errorf("%+v: resume target %+v", req, tg)
+		}
+	}
+	// Without keel's tag and not absent, a del-* LV is not keel's to finish.
+	del.Tags = nil
+	inv.LVs["vms/del-big"] = del
+	if targets, err := Plan(inv, scenarioDecl, Request{Mode: ModeDiscard}); err != nil || len(targets) != 0 {
+		t.Errorf("untagged del-big: targets %+v err %v", targets, err)
 	}
 }
