@@ -146,8 +146,14 @@ func (d *Desired) Effective() ([]byte, error) {
 type Loader struct {
 	mu     sync.Mutex
 	ctx    *cue.Context
+	loads  int // loads on ctx
 	schema []File
 }
+
+// contextLoads is how many loads share one CUE context. A context keeps
+// what every build on it allocated (about 0.7 MB per load of an example),
+// so a long-lived Loader, as the agent's, starts a new one now and then.
+const contextLoads = 16
 
 // NewLoader returns a Loader for the embedded schema.
 func NewLoader() *Loader {
@@ -246,6 +252,9 @@ func ReadFiles(paths ...string) ([]File, error) {
 func (l *Loader) LoadFiles(files []File) (*Desired, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.loads++; l.loads > contextLoads {
+		l.ctx, l.loads = cuecontext.New(), 1
+	}
 	names := make([]string, len(files))
 	for i, f := range files {
 		names[i] = f.Name

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -280,4 +281,24 @@ func TestThreadsJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(`"max"`), &th); err == nil {
 		t.Error(`"max" accepted`)
 	}
+}
+
+// TestLoaderMemoryBounded loads an example many times with one Loader: the
+// heap must not keep every load (a CUE context retains what it built).
+func TestLoaderMemoryBounded(t *testing.T) {
+	l := NewLoader()
+	var m runtime.MemStats
+	const loads = 80
+	for i := 0; i < loads; i++ {
+		if _, err := l.Load("../examples/proxmox-vdo-thick.cue"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	// 80 loads retained would be about 56 MB; one context's worth is ~11 MB.
+	if m.HeapAlloc > 32<<20 {
+		t.Errorf("heap after %d loads: %d MB, want under 32 MB", loads, m.HeapAlloc>>20)
+	}
+	runtime.KeepAlive(l)
 }

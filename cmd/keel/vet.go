@@ -25,7 +25,7 @@ func runVet(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var configs multiFlag
 	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
-	print := fs.Bool("print", false, "print the effective desired state, every default filled in")
+	printEffective := fs.Bool("print", false, "print the effective desired state, every default filled in")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: keel vet [-c PATH] [--print] [PATH ...]")
 		fmt.Fprintln(stderr, "\nValidates the desired state: files, or directories whose *.cue files are unified.")
@@ -52,7 +52,7 @@ func runVet(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel vet: %v\n", err)
 		return exitError
 	}
-	if *print {
+	if *printEffective {
 		b, err := d.Effective()
 		if err != nil {
 			fmt.Fprintf(stderr, "keel vet: %v\n", err)
