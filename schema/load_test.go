@@ -222,7 +222,12 @@ func cueBinary(t *testing.T) string {
 
 func cueVet(t *testing.T, cue string, target string) (bool, string) {
 	t.Helper()
-	args := []string{"vet", "-c", "keel.cue", "root.cue"}
+	// As docs/configuration.md tells operators: every .cue file of schema/.
+	schemaFiles, err := filepath.Glob("*.cue")
+	if err != nil || len(schemaFiles) < 2 {
+		t.Fatalf("schema files: %v %v", schemaFiles, err)
+	}
+	args := append([]string{"vet", "-c"}, schemaFiles...)
 	if st, err := os.Stat(target); err == nil && st.IsDir() {
 		m, _ := filepath.Glob(filepath.Join(target, "*.cue"))
 		args = append(args, m...)
@@ -301,4 +306,12 @@ func TestLoaderMemoryBounded(t *testing.T) {
 		t.Errorf("heap after %d loads: %d MB, want under 32 MB", loads, m.HeapAlloc>>20)
 	}
 	runtime.KeepAlive(l)
+}
+
+// TestSchemaFormatted checks that the shipped schema is as `cue fmt` writes it.
+func TestSchemaFormatted(t *testing.T) {
+	cue := cueBinary(t)
+	if out, err := exec.Command(cue, "fmt", "--check", "keel.cue", "root.cue").CombinedOutput(); err != nil {
+		t.Errorf("cue fmt --check: %v\n%s", err, out)
+	}
 }
