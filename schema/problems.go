@@ -88,16 +88,35 @@ func present(g []cueProblem, v cue.Value, userFiles []string) Problem {
 	path := g[0].path
 	var msg string
 	var conflicts, others []cueProblem
+	var structFields []string // from "cannot combine regular field %s with %v"
+	var structGiven string
 	for _, e := range g {
-		if e.isConflict() {
+		switch {
+		case e.isConflict():
 			conflicts = append(conflicts, e)
-		} else {
+		case strings.HasPrefix(e.format, "cannot combine regular field ") && len(e.args) == 2:
+			structFields = append(structFields, fmt.Sprint(e.args[0]))
+			structGiven = fmt.Sprint(e.args[1])
+		default:
 			others = append(others, e)
 		}
 	}
 	switch {
 	case reasonOf(conflicts) != "":
 		msg = reasonOf(conflicts)
+	case len(structFields) > 0 && len(others) == 0:
+		// A scalar where a struct is one alternative ("auto" | {...}).
+		want := []string{}
+		for _, c := range conflicts {
+			for _, a := range c.args[:2] {
+				if s := fmt.Sprint(a); s != structGiven && !slices.Contains(want, s) {
+					want = append(want, s)
+				}
+			}
+		}
+		slices.Sort(structFields)
+		want = append(want, "{"+strings.Join(structFields, ", ")+"}")
+		msg = fmt.Sprintf("invalid value %s: want %s", structGiven, strings.Join(want, " or "))
 	case len(others) > 0:
 		msg = others[0].msg()
 	case len(conflicts) > 1:
