@@ -258,6 +258,17 @@ func Fingerprint(a reconcile.Action, findings []reconcile.Finding) string {
 // findings for the same probe; they feed the fingerprints. Apply returns an
 // error only when ctx ends; everything else is in the Report.
 func (e *Executor) Apply(ctx context.Context, actions []reconcile.Action, findings []reconcile.Finding) (Report, error) {
+	return e.apply1(ctx, actions, findings, true)
+}
+
+// ApplySubset is Apply for a pass that planned only part of the host (the
+// daemon's bcache fast path): the stuck state of actions it did not plan is
+// kept.
+func (e *Executor) ApplySubset(ctx context.Context, actions []reconcile.Action, findings []reconcile.Finding) (Report, error) {
+	return e.apply1(ctx, actions, findings, false)
+}
+
+func (e *Executor) apply1(ctx context.Context, actions []reconcile.Action, findings []reconcile.Finding, whole bool) (Report, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var rep Report
@@ -268,7 +279,7 @@ func (e *Executor) Apply(ctx context.Context, actions []reconcile.Action, findin
 	// Stuck state of actions the planner no longer asks for is dropped:
 	// the host converged by other means or the desired state changed.
 	for id := range e.stuck {
-		if !planned[id] {
+		if whole && !planned[id] {
 			e.Log.Info("stuck action no longer planned, clearing", "action", id)
 			delete(e.stuck, id)
 		}

@@ -477,3 +477,18 @@ func TestMaintenanceStacked(t *testing.T) {
 		t.Fatalf("%+v, ran %q", rep.Results[0], r.mutating())
 	}
 }
+
+func TestApplySubsetKeepsStuckState(t *testing.T) {
+	e, r, h, _ := setup(0, Options{MaxAttempts: 1})
+	ctx := context.Background()
+	a := compressionAction()
+	e.Apply(ctx, []reconcile.Action{a}, h.findings())
+	// A partial pass that did not plan the VDO action must not forget it.
+	if rep, _ := e.ApplySubset(ctx, nil, nil); len(rep.Results) != 0 {
+		t.Fatalf("%+v", rep)
+	}
+	r.ran = nil
+	if rep, _ := e.Apply(ctx, []reconcile.Action{a}, h.findings()); rep.Results[0].Status != Stuck || len(r.ran) != 0 {
+		t.Fatalf("stuck state lost: %+v, ran %q", rep.Results[0], r.ran)
+	}
+}

@@ -315,3 +315,32 @@ func (a *Agent) Converge(ctx context.Context, maintenance, dryRun bool) (PassRes
 	}
 	return all, nil
 }
+
+// sysfsOnly runs no command: a probe through it reads only files, which is
+// all the bcache part of the host needs.
+type sysfsOnly struct{}
+
+func (sysfsOnly) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
+	return probes.Result{ExitCode: -1}, fmt.Errorf("%s: not run by the bcache fast path", c)
+}
+
+// BcachePass is the daemon's fast path after the kernel registers a bcache
+// device: it reads sysfs only (no lvm command, which can take seconds on a
+// busy host), plans the declared bcache devices alone, and writes their
+// tunables at once. Each write is still verified by the executor's full
+// re-probe, and the full pass that follows sees everything else.
+func (a *Agent) BcachePass(ctx context.Context) (executor.Report, error) {
+	if a.desired == nil || len(a.desired.Bcache) == 0 {
+		return executor.Report{}, nil
+	}
+	h, _ := probes.Probe(ctx, probes.Source{Runner: sysfsOnly{}, FS: a.Source.FS}) // LVM errors expected
+	res := reconcile.Plan(&schema.Config{Bcache: a.desired.Bcache}, h)
+	var acts []reconcile.Action
+	for _, x := range res.Actions {
+		if x.Kind == reconcile.KindSysfs {
+			acts = append(acts, x)
+		}
+	}
+	a.Exec.SetMode(false, false)
+	return a.Exec.ApplySubset(ctx, acts, res.Findings)
+}

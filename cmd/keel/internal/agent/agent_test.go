@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/executor"
 )
 
 func TestCheckOwnership(t *testing.T) {
@@ -82,5 +84,58 @@ func TestPassWithoutDesiredState(t *testing.T) {
 	a := New(nil, Wiring{Source: probes.Source{Runner: failingRunner{}}})
 	if _, err := a.Pass(context.Background(), false, true); !errors.Is(err, ErrNoDesiredState) {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// memSysFS records sysfs writes and reads them back unchanged.
+type memSysFS struct {
+	mu     sync.Mutex
+	files  map[string]string
+	writes []string
+}
+
+func (m *memSysFS) WriteFile(name string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.files[name] = string(data)
+	m.writes = append(m.writes, name+"="+string(data))
+	return nil
+}
+
+func (m *memSysFS) ReadFile(name string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return []byte(m.files[name]), nil
+}
+
+// The bcache fast path plans from sysfs alone and writes at once. The
+// snapshot's bcache0 (recorded in the guest) has writeback_percent 10.
+func TestBcachePass(t *testing.T) {
+	snap, err := probes.ReadSnapshotFile("../../../../probes/testdata/snapshots/mixed.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(`bcache: b0: {
+	backing:          "a67c2e52-040c-493e-99e7-8498486cebf1"
+	writebackPercent: 40
+}
+`), 0o644)
+	sys := &memSysFS{files: map[string]string{}}
+	a := New([]string{dir}, Wiring{Source: probes.Replay(snap), SysFS: sys, Options: executor.Options{MaxAttempts: 1}})
+	if err := a.Load(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := a.BcachePass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sys.writes) != 1 || sys.writes[0] != "/sys/block/bcache0/bcache/writeback_percent=40" {
+		t.Fatalf("writes %q", sys.writes)
+	}
+	// The replayed host does not change, so the full re-probe still sees
+	// 10: not converged, and with one attempt allowed, stuck.
+	if len(rep.Results) != 1 || rep.Results[0].Status != executor.Stuck {
+		t.Fatalf("%+v", rep.Results)
 	}
 }

@@ -135,12 +135,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 				select {
 				case t2 := <-triggers:
 					reload = reload || t2.reload
+					t.fast = t.fast || t2.fast
 				default:
 					break drain
 				}
 			}
 			if reload {
 				d.reload()
+			}
+			if t.fast {
+				start := time.Now()
+				rep, err := d.Agent.BcachePass(ctx)
+				d.Log.Info("bcache fast path", "converged", rep.Count(executor.Converged), "took", time.Since(start).Round(time.Millisecond).String(), "err", err)
 			}
 			notify.Status(d.pass(ctx, why))
 		case <-resync.C:
