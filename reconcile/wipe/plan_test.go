@@ -305,3 +305,30 @@ func TestExecExecutor(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestRemoverFallsBackWhenDiscardUnsupported(t *testing.T) {
+	for _, tc := range []struct {
+		tg   Target
+		want []Mode
+	}{
+		{Target{VG: "vms", LV: "a", Active: true, Mode: ModeDiscard}, []Mode{ModeZeroOut}},
+		{Target{VG: "vms", LV: "a", Active: true, Mode: ModeZeroOut, DiscardAfter: true}, []Mode{ModeZeroOut}},
+	} {
+		del := newFileDevice(t, 2<<20, true)
+		ex := &fakeExec{}
+		r := testRemover(t, ex, map[string]*fileDevice{"vms/del-a": del})
+		r.Limits = func(string) (QueueLimits, error) { return QueueLimits{Dev: "dm-7"}, nil }
+		var passes []Mode
+		r.Started = func(_ Target, m Mode, _ *Progress) { passes = append(passes, m) }
+		if err := r.Remove(context.Background(), []Target{tc.tg}); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(passes, tc.want) {
+			t.Errorf("%+v: passes %v, want %v", tc.tg, passes, tc.want)
+		}
+		allZero(t, del.f)
+		if last := ex.argvs[len(ex.argvs)-1]; last != "lvremove --yes vms/del-a" {
+			t.Errorf("last command %q", last)
+		}
+	}
+}

@@ -175,7 +175,21 @@ func (r *Remover) removeOne(ctx context.Context, t Target) error {
 	if t.DiscardAfter {
 		passes = append(passes, ModeDiscard)
 	}
-	for _, pass := range passes {
+	for i, pass := range passes {
+		if pass == ModeDiscard {
+			ql, err := r.limits(path)
+			if err != nil {
+				return fmt.Errorf("lv %s (now %s, resumed on the next run): %w", t.Name(), t.DelName(), err)
+			}
+			if ql.DiscardMax == 0 {
+				if i > 0 {
+					log.Warn("device does not discard: the blocks stay allocated below", "device", path)
+					continue
+				}
+				log.Warn("device does not discard: zeroing instead", "device", path)
+				pass = ModeZeroOut
+			}
+		}
 		if err := r.wipe(ctx, log, t, path, pass); err != nil {
 			return fmt.Errorf("lv %s (now %s, resumed on the next run): %w", t.Name(), t.DelName(), err)
 		}
