@@ -76,9 +76,26 @@ func New(configs []string, w Wiring) *Agent {
 	a := &Agent{Configs: configs, Source: w.Source, Log: w.Log}
 	ex := executor.New(w.Runner, a.reprobe, w.Options)
 	ex.Log = w.Log.Named("executor")
-	ex.Sysfs = bcache.Applier(w.SysFS)
+	sysfs := bcache.Applier(w.SysFS)
+	ex.Sysfs = func(ctx context.Context, act reconcile.Action) error {
+		err := sysfs(ctx, act)
+		if errors.Is(err, bcache.ErrBadValue) {
+			return &executor.RefusedError{Reason: err.Error()}
+		}
+		return err
+	}
 	lw := &lvmconf.Writer{Path: w.LVMConfPath, Runner: w.Runner, Log: w.Log}
-	ex.LVMConf = lw.Apply
+	ex.LVMConf = func(ctx context.Context, ch reconcile.LVMConfChange) error {
+		// A file or filter keel cannot parse is refused, not retried: only
+		// a person can say what the existing filter meant.
+		err := lw.Apply(ctx, ch)
+		var fe *lvmconf.FilterError
+		var pe *lvmconf.ParseError
+		if errors.As(err, &fe) || errors.As(err, &pe) || errors.Is(err, lvmconf.ErrBadEntry) {
+			return &executor.RefusedError{Reason: err.Error()}
+		}
+		return err
+	}
 	ex.Wipe = func(ctx context.Context, s reconcile.WipeSpec) error {
 		return a.wipeLV(ctx, w.Runner, s)
 	}

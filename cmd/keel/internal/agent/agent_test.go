@@ -139,3 +139,37 @@ func TestBcachePass(t *testing.T) {
 		t.Fatalf("%+v", rep.Results)
 	}
 }
+
+// An lvm.conf whose global_filter keel cannot parse is refused at once
+// (reconcile.refused), never retried into reconcile.stuck.
+func TestUnparsableFilterRefused(t *testing.T) {
+	snap, err := probes.ReadSnapshotFile("../../../../probes/testdata/snapshots/mixed.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "l.cue"), []byte("lvm: globalFilter: reject: [\"^/dev/zd.*\"]\n"), 0o644)
+	conf := filepath.Join(t.TempDir(), "lvm.conf")
+	broken := "devices {\n\tglobal_filter = [ \"r|/dev/zd.*\" ]\n}\n"
+	os.WriteFile(conf, []byte(broken), 0o644)
+	a := New([]string{dir}, Wiring{Source: probes.Replay(snap), LVMConfPath: conf})
+	if err := a.Load(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Pass(context.Background(), false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *executor.Result
+	for i := range res.Report.Results {
+		if res.Report.Results[i].Action.Kind == reconcile.KindLVMConf {
+			got = &res.Report.Results[i]
+		}
+	}
+	if got == nil || got.Status != executor.Refused || got.Attempts != 1 || !strings.Contains(got.Detail, "will not rewrite a filter it cannot parse") {
+		t.Fatalf("%+v", got)
+	}
+	if b, _ := os.ReadFile(conf); string(b) != broken {
+		t.Fatal("lvm.conf changed")
+	}
+}
