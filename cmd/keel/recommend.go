@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -8,7 +9,9 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"time"
 
+	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/schema/units"
 	"github.com/keel-storage/keel/schema/vdo"
 )
@@ -40,6 +43,8 @@ type recommendOpts struct {
 	fast, slow  []string
 	compression bool
 	dedupe      bool
+	// nodeMemAvailable is MemAvailable of the --node snapshot, 0 without one.
+	nodeMemAvailable uint64
 }
 
 // recommendation is everything keel recommend reports; it is also the JSON form.
@@ -70,16 +75,18 @@ type recommendation struct {
 		// NextSlabBytes is the smallest whole-extent pool with one slab more.
 		NextSlabBytes uint64 `json:"nextSlabBytes"`
 	} `json:"capacity"`
-	RAM          vdo.RAM        `json:"ram"`
-	RAMTotalMiB  uint64         `json:"ramTotalMiB"`
-	DedupeWindow uint64         `json:"dedupeWindowBytes"`
-	Threads      vdo.Threads    `json:"threads"`
-	LVCreate     []string       `json:"lvcreate"`
-	Split        *vdo.SplitPlan `json:"split,omitempty"`
-	SplitCmds    [][]string     `json:"splitCommands,omitempty"`
-	Grow         *vdo.GrowPlan  `json:"grow,omitempty"`
-	GrowCmds     [][]string     `json:"growCommands,omitempty"`
-	Problems     []string       `json:"problems,omitempty"`
+	RAM         vdo.RAM `json:"ram"`
+	RAMTotalMiB uint64  `json:"ramTotalMiB"`
+	// NodeMemAvailableMiB is the --node snapshot's MemAvailable, 0 without --node.
+	NodeMemAvailableMiB uint64         `json:"nodeMemAvailableMiB,omitempty"`
+	DedupeWindow        uint64         `json:"dedupeWindowBytes"`
+	Threads             vdo.Threads    `json:"threads"`
+	LVCreate            []string       `json:"lvcreate"`
+	Split               *vdo.SplitPlan `json:"split,omitempty"`
+	SplitCmds           [][]string     `json:"splitCommands,omitempty"`
+	Grow                *vdo.GrowPlan  `json:"grow,omitempty"`
+	GrowCmds            [][]string     `json:"growCommands,omitempty"`
+	Problems            []string       `json:"problems,omitempty"`
 }
 
 // sizeFlag is a flag.Value holding a size parsed with units.ParseSize.
@@ -137,6 +144,7 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&fast, "fast-pv", "fast `PV` for a split pool (repeatable; default FAST_PV)")
 	fs.Var(&slow, "slow-pv", "slow `PV` for a split pool (repeatable; default SLOW_PV)")
 	format := fs.String("format", "text", "output `FORMAT`: text or json")
+	node := fs.String("node", "", "take the CPU count and available memory from the node `SNAPSHOT` (default: this host's CPU count, memory not checked)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: keel recommend --size SIZE [--cpus N] [--virtual-size SIZE] [--index-memory SIZE]")
 		fmt.Fprintln(stderr, "         [--slab-size SIZE] [--sparse] [--split [--extent-size SIZE] [--grow SIZE]] [--format text|json]")
@@ -165,6 +173,22 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 		return exitFindings
 	}
 	o.fast, o.slow = fast, slow
+	if *node != "" {
+		src, err := probes.NodeSource(*node, time.Minute)
+		if err != nil {
+			fmt.Fprintf(stderr, "keel recommend: %v\n", err)
+			return exitError
+		}
+		h, err := probes.Probe(context.Background(), src)
+		if h == nil {
+			fmt.Fprintf(stderr, "keel recommend: node %s: %v\n", *node, err)
+			return exitError
+		}
+		if o.cpus == 0 {
+			o.cpus = h.CPUs
+		}
+		o.nodeMemAvailable = h.Memory.AvailableBytes
+	}
 	if o.cpus == 0 {
 		o.cpus = runtime.NumCPU()
 	}
@@ -274,6 +298,11 @@ func recommend(o recommendOpts) (recommendation, error) {
 
 	r.RAM = vdo.RAMBill(o.size, virtual, p.BlockMapCacheMiB, p.IndexMemoryMiB)
 	r.RAMTotalMiB = r.RAM.TotalMiB()
+	r.NodeMemAvailableMiB = o.nodeMemAvailable >> 20
+	if o.nodeMemAvailable != 0 && r.RAMTotalMiB > r.NodeMemAvailableMiB {
+		r.Problems = append(r.Problems, fmt.Sprintf("the pool needs %d MiB of RAM and the node has %d MiB available: LVM will refuse to create it",
+			r.RAMTotalMiB, r.NodeMemAvailableMiB))
+	}
 	r.DedupeWindow = vdo.DedupeWindowBytes(g.IndexMemory, o.sparse)
 	r.Threads = vdo.AutoThreadsCache(o.cpus, l.Slabs, p.BlockMapCacheMiB*256)
 	p.Threads = r.Threads
@@ -360,6 +389,9 @@ func writeRecommendation(w io.Writer, r recommendation) error {
 	fmt.Fprintf(&b, "  physical space       %6d  (268 per TiB of pool)\n", r.RAM.PhysicalMiB)
 	fmt.Fprintf(&b, "  UDS index            %6d\n", r.RAM.IndexMiB)
 	fmt.Fprintf(&b, "  total                %6d\n", r.RAMTotalMiB)
+	if r.NodeMemAvailableMiB != 0 {
+		fmt.Fprintf(&b, "  node available       %6d  (MemAvailable in the node snapshot; LVM checks free memory before creating)\n", r.NodeMemAvailableMiB)
+	}
 	fmt.Fprintf(&b, "\nDedupe window: %s (%s index: 1 TiB per GiB of index memory", sz(r.DedupeWindow), kind)
 	if in.Sparse {
 		b.WriteString(" x 10")
