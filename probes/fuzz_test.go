@@ -39,31 +39,35 @@ func fuzzSeeds(tb testing.TB, target string) [][]byte {
 			cmd(dmTableCmd)
 			cmd(dmStatusCmd)
 		case "FuzzParseVDOStats":
-			for k, r := range s.Commands {
+			for _, k := range sortedKeys(s.Commands) {
 				if strings.HasSuffix(k, " 0 stats") {
-					seeds = append(seeds, r.Result.Stdout)
+					seeds = append(seeds, s.Commands[k].Result.Stdout)
 				}
 			}
 		case "FuzzParseLVMConfig":
 			cmd(lvmConfigCmd)
 		case "FuzzDecodeVDOBlocks":
-			for k, r := range s.Files {
-				if r.Op == OpReadAt && strings.HasSuffix(k, "@0+4096") {
+			for _, k := range sortedKeys(s.Files) {
+				if r := s.Files[k]; r.Op == OpReadAt {
 					seeds = append(seeds, r.Data)
 				}
 			}
 		case "FuzzParseTargetArgs":
 			for _, c := range []Cmd{dmTableCmd, dmStatusCmd} {
 				lines, _ := parseDMLines(c.String(), s.Commands[c.String()].Result.Stdout)
-				for _, ls := range lines {
-					for _, l := range ls {
+				for _, name := range sortedKeys(lines) {
+					for _, l := range lines[name] {
 						seeds = append(seeds, []byte(l.Args))
 					}
 				}
 			}
 		case "FuzzParseSysfs":
-			for _, r := range s.Files {
-				if r.Op == OpFile && (strings.HasPrefix(r.Path, "/sys/") || strings.HasPrefix(r.Path, "/proc/meminfo") || r.Path == storageCfgPath) {
+			for _, k := range sortedKeys(s.Files) {
+				r := s.Files[k]
+				switch {
+				case r.Path == storageCfgPath || r.Path == meminfoPath || r.Path == cpuOnlinePath:
+					seeds = append([][]byte{r.Data}, seeds...)
+				case r.Op == OpFile && strings.HasPrefix(r.Path, "/sys/"):
 					seeds = append(seeds, r.Data)
 				}
 			}
@@ -102,14 +106,14 @@ func TestWriteFuzzCorpus(t *testing.T) {
 		n := 0
 		for _, s := range seeds {
 			// Sysfs values repeat a lot; keep distinct ones, and at most 40.
-			if seen[string(s)] || n >= 40 {
-				continue
-			}
-			if len(s) > 64<<10 {
-				// Keep the committed corpus small: a whole snapshot is
+			if len(s) > 16<<10 {
+				// Keep the committed corpus small: every whole input is
 				// already a seed through f.Add; commit its first lines.
 				cut := s[:16<<10]
 				s = cut[:strings.LastIndexByte(string(cut), '\n')+1]
+			}
+			if seen[string(s)] || n >= 24 {
+				continue
 			}
 			seen[string(s)] = true
 			body := fmt.Sprintf("go test fuzz v1\n[]byte(%s)\n", strconv.Quote(string(s)))
