@@ -42,33 +42,26 @@ func probeSnapshot(t testing.TB, name string) *Host {
 
 // allErrors collects every Errors list of the model.
 func allErrors(h *Host) []string {
-	errs := append([]string{}, h.Errors...)
-	errs = append(errs, h.LVMConfig.Errors...)
-	for _, x := range h.PVs {
-		errs = append(errs, x.Errors...)
-	}
-	for _, x := range h.VGs {
-		errs = append(errs, x.Errors...)
-	}
-	for _, x := range h.LVs {
-		errs = append(errs, x.Errors...)
-	}
-	for _, x := range h.VDOPools {
-		errs = append(errs, x.Errors...)
-	}
-	for _, x := range h.ThinPools {
-		errs = append(errs, x.Errors...)
-	}
-	for _, x := range h.Bcache {
-		errs = append(errs, x.Errors...)
-	}
-	for _, x := range h.CacheSets {
-		errs = append(errs, x.Errors...)
-	}
+	errs := append(append([]string{}, h.Errors...), h.LVMConfig.Errors...)
+	errs = append(errs, errorsOf(h.PVs, func(x *PV) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.VGs, func(x *VG) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.LVs, func(x *LV) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.VDOPools, func(x *VDOPool) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.ThinPools, func(x *ThinPool) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.Bcache, func(x *Bcache) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.CacheSets, func(x *CacheSet) []string { return x.Errors })...)
 	if h.Proxmox != nil {
 		errs = append(errs, h.Proxmox.Errors...)
 	}
 	return errs
+}
+
+func errorsOf[T any](m map[string]T, get func(T) []string) []string {
+	var out []string
+	for _, k := range sortedKeys(m) {
+		out = append(out, get(m[k])...)
+	}
+	return out
 }
 
 // TestReplayAllSnapshots checks that every recorded pass replays through the

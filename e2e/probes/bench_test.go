@@ -3,14 +3,9 @@
 package probes_e2e
 
 import (
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/keel-storage/keel/e2e/guest"
 )
 
 // benchScript builds the split VDO pool plus a thin pool, then times, in
@@ -38,20 +33,8 @@ exit 0
 // one guest per benchmark run and reports the medians as fullreport-s and
 // keel-s, and their ratio (target: keel ≤ 1.25 × fullreport).
 func BenchmarkProbePassGuest(b *testing.B) {
-	stacks, err := os.ReadFile(filepath.Join(guest.RepoRoot(b), "e2e", "scenarios", "stacks.sh"))
-	if err != nil {
-		b.Fatal(err)
-	}
 	for b.Loop() {
-		r := guest.Run(b, guest.Spec{
-			Disks:   []guest.Disk{{Kind: guest.NVMe, Size: "64G", Serial: "nvme0"}, {Kind: guest.HDD, Size: "128G", Serial: "hdd1"}},
-			Files:   map[string][]byte{"stacks.sh": stacks},
-			Script:  benchScript,
-			Keel:    true,
-			Mem:     "3G",
-			Timeout: 10 * time.Minute,
-		})
-		r.RequireOK(b)
+		r := runStacks(b, benchScript)
 		times := map[string][]float64{}
 		for _, line := range strings.Split(r.Output, "\n") {
 			f := strings.Fields(line)

@@ -40,12 +40,15 @@ stack_bcache "$ssd" "$hd" && bcache_tunables && rec bcache || exit 1
 exit 0
 `
 
-func TestLiveMatchesReplay(t *testing.T) {
-	stacks, err := os.ReadFile(filepath.Join(guest.RepoRoot(t), "e2e", "scenarios", "stacks.sh"))
+// runStacks boots the guest with the capture disks (NVMe 64G, HDD 128G, SSD
+// 16G), keel and the shared stacks.sh, runs script and requires it to pass.
+func runStacks(tb testing.TB, script string) *guest.Result {
+	tb.Helper()
+	stacks, err := os.ReadFile(filepath.Join(guest.RepoRoot(tb), "e2e", "scenarios", "stacks.sh"))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	r := guest.Run(t, guest.Spec{
+	r := guest.Run(tb, guest.Spec{
 		Disks: []guest.Disk{{Kind: guest.NVMe, Size: "64G", Serial: "nvme0"}, {Kind: guest.HDD, Size: "128G", Serial: "hdd1"},
 			{Kind: guest.SSD, Size: "16G", Serial: "ssd2"}},
 		Files:   map[string][]byte{"stacks.sh": stacks},
@@ -54,7 +57,12 @@ func TestLiveMatchesReplay(t *testing.T) {
 		Mem:     "3G",
 		Timeout: 10 * time.Minute,
 	})
-	r.RequireOK(t)
+	r.RequireOK(tb)
+	return r
+}
+
+func TestLiveMatchesReplay(t *testing.T) {
+	r := runStacks(t, script)
 	models := map[string]*probes.Host{}
 	for _, name := range []string{"empty", "vdo-split", "vdo-split-grown", "thin", "bcache"} {
 		snap, err := probes.ReadSnapshotFile(filepath.Join(r.Dir, "out", name+".txtar"))
