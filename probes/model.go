@@ -186,8 +186,14 @@ type PVEStorage struct {
 	ID   string
 	// VG is the vgname option ("" if absent).
 	VG string
-	// Saferemove is the saferemove option (false when absent).
+	// Saferemove is the saferemove option (false when absent): wipe a
+	// volume when it is removed.
 	Saferemove bool
+	// SaferemoveThroughput, SaferemoveStepsize and SaferemoveDiscard are the
+	// options that shape that wipe ("" / false when absent).
+	SaferemoveThroughput string
+	SaferemoveStepsize   string
+	SaferemoveDiscard    bool
 	// Options holds every option line as key → value.
 	Options map[string]string
 }

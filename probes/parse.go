@@ -173,6 +173,12 @@ func parseStorageCfg(b []byte) (*Proxmox, error) {
 			cur.VG = v
 		case "saferemove":
 			cur.Saferemove = v == "1"
+		case "saferemove_throughput":
+			cur.SaferemoveThroughput = v
+		case "saferemove_stepsize":
+			cur.SaferemoveStepsize = v
+		case "saferemove_discard":
+			cur.SaferemoveDiscard = v == "1"
 		}
 	}
 	return p, nil

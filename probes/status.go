@@ -82,7 +82,13 @@ func WriteStatus(w io.Writer, h *Host) {
 		fmt.Fprintln(w, "\nproxmox storages:")
 		for _, s := range h.Proxmox.Storages {
 			if s.Type == "lvm" || s.Type == "lvmthin" {
-				fmt.Fprintf(w, "  %s %s: vg %s, saferemove %v\n", s.Type, s.ID, s.VG, s.Saferemove)
+				fmt.Fprintf(w, "  %s %s: vg %s, saferemove %v", s.Type, s.ID, s.VG, s.Saferemove)
+				for _, k := range sortedKeys(s.Options) {
+					if strings.HasPrefix(k, "saferemove_") {
+						fmt.Fprintf(w, ", %s %s", k, s.Options[k])
+					}
+				}
+				fmt.Fprintln(w)
 			}
 		}
 		writeErrors(w, "  ", h.Proxmox.Errors)
