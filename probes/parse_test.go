@@ -206,3 +206,34 @@ func TestSysfsValues(t *testing.T) {
 		t.Errorf("bad meminfo: %v", err)
 	}
 }
+
+// TestStorageCfg parses the guest's storage.cfg with a thin storage using the
+// saferemove options of the pve-storage blkdiscard patch appended.
+func TestStorageCfg(t *testing.T) {
+	cfg := append(recordedFile(t, "pve", "file"+storageCfgPath), []byte(`
+lvmthin: thinstore
+	thinpool tp
+	vgname thinvg
+	saferemove 1
+	saferemove_stepsize 32
+	saferemove_discard 1
+	saferemove_throughput 1048576
+`)...)
+	p, err := parseStorageCfg(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Storages) != 3 {
+		t.Fatalf("storages = %+v", p.Storages)
+	}
+	s := p.Storages[2]
+	if s.Type != "lvmthin" || s.ID != "thinstore" || s.VG != "thinvg" || !s.Saferemove || !s.SaferemoveDiscard ||
+		s.SaferemoveStepsize != "32" || s.SaferemoveThroughput != "1048576" || s.Options["thinpool"] != "tp" {
+		t.Errorf("storage = %+v", s)
+	}
+	for _, bad := range []string{"\tvgname x\n", "lvm\n"} {
+		if _, err := parseStorageCfg([]byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "storage.cfg: line 1") {
+			t.Errorf("parseStorageCfg(%q): %v", bad, err)
+		}
+	}
+}
