@@ -224,7 +224,7 @@ func (r Report) WritePrometheus(w io.Writer) error {
 				fmt.Fprintf(&b, "%s{pool=%s} %s\n", g.name, promQuote(l.Object), promFloat(l.Percent))
 			}
 		}
-		metricHead(&b, g.name+"_alert", "Alert threshold for "+g.name+" from the desired state.")
+		metricHead(&b, g.name+"_alert", "Alert threshold for "+g.name+": the desired state's, or the schema default in audit mode.")
 		for _, l := range r.Levels {
 			if l.Kind == g.kind {
 				fmt.Fprintf(&b, "%s_alert{pool=%s} %s\n", g.name, promQuote(l.Object), promFloat(l.Alert))

@@ -1,0 +1,190 @@
+//go:build e2e
+
+// Package check runs keel check and keel plan on real storage stacks in the
+// qemu test guest and asserts the exact finding IDs of the JSON report.
+package check
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keel-storage/keel/e2e/guest"
+)
+
+// script builds each stack in turn in one boot, runs keel check (and, for
+// the grown split pool, keel plan and the pvmove it prints), and tears the
+// stack down. Each check writes $OUT/<case>.json and $OUT/<case>.rc.
+const script = `set -uo pipefail
+. /mnt/host/stacks.sh
+nv=$(disk nvme0) hd=$(disk hdd1) ssd=$(disk ssd2)
+lvm_conf_save
+D=/mnt/host/desired
+check() { # check CASE DESIRED [extra flags]
+	local name=$1 desired=$2; shift 2
+	local rc=0
+	if [ "$desired" = audit ]; then
+		"$KEEL" check --audit --format json "$@" >"$OUT/$name.json" || rc=$?
+	else
+		"$KEEL" check -c "$desired" --format json "$@" >"$OUT/$name.json" || rc=$?
+	fi
+	echo $rc >"$OUT/$name.rc"
+	echo "== $name: exit $rc"
+}
+fail=0
+run() { "$@" || { echo "step failed: $*" >&2; fail=1; }; }
+
+# 1. LVM's defaults, declared with the article's threads and 16M discards.
+run stack_vdo_defaults "$nv"
+check vdo-defaults-tuned "$D/vdo-defaults-tuned.cue"
+check vdo-defaults-stacked "$D/vdo-defaults-stacked.cue"
+"$KEEL" plan -c "$D/vdo-defaults-tuned.cue" | tee "$OUT/vdo-defaults-tuned.plan"
+stack_teardown "$nv" "$hd" "$ssd"
+
+# 2. The split pool, grown onto the HDD (journal moves off the NVMe),
+#    repaired with the pvmove keel plans, then grown on the NVMe again.
+run stack_vdo_split "$nv" "$hd"
+check vdo-split "$D/vdo-split.cue"
+run lvextend -L +4G vdosplit/pool "$hd"
+check vdo-split-grown "$D/vdo-split.cue"
+"$KEEL" plan -c "$D/vdo-split.cue" --format json >"$OUT/vdo-split-grown.plan.json"
+# Run exactly the pvmove lines keel plan prints (no shell metacharacters in them).
+"$KEEL" plan -c "$D/vdo-split.cue" | tee "$OUT/vdo-split-grown.plan" | sed -n 's/^    \$ \(pvmove .*\)$/\1/p' >/tmp/pvmove.cmds
+while read -r -a argv; do
+	[ ${#argv[@]} -gt 0 ] || continue
+	echo "+ ${argv[*]}"; run "${argv[@]}"
+done </tmp/pvmove.cmds
+check vdo-split-moved "$D/vdo-split.cue"
+run lvextend -L +2G vdosplit/pool "$nv"
+check vdo-split-regrown "$D/vdo-split.cue"
+stack_teardown "$nv" "$hd" "$ssd"
+
+# 3. Thin pools: tpbad has 8M chunks and zeroing on.
+run stack_thin "$nv"
+check thin "$D/thin.cue"
+check audit-thin audit
+stack_teardown "$nv" "$hd" "$ssd"
+
+# 4. bcache with the article's tunables, then re-registered (defaults back).
+run stack_bcache "$ssd" "$hd"
+run bcache_tunables "$ssd"
+cset=$(bcache_cset "$ssd"); uuid=$(cat /sys/block/bcache0/bcache/backing_dev_uuid)
+sed -e "s/@BACKING@/$uuid/" -e "s/@CSET@/$cset/" "$D/bcache.cue.in" >/tmp/bcache.cue
+check bcache /tmp/bcache.cue
+run bcache_reregister "$ssd" "$hd"
+check bcache-defaults /tmp/bcache.cue
+stack_teardown "$nv" "$hd" "$ssd"
+
+# 5. The article's thick stack: converged against its desired state.
+run stack_vdo_thick "$nv"
+check vdo-thick "$D/vdo-thick.cue"
+"$KEEL" plan -c "$D/vdo-thick.cue" --format json >"$OUT/vdo-thick.plan.json"
+stack_teardown "$nv" "$hd" "$ssd"
+exit $fail
+`
+
+// report is the part of keel check's JSON the test reads.
+type report struct {
+	Findings []struct {
+		ID       string `json:"id"`
+		Severity string `json:"severity"`
+		Object   string `json:"object"`
+	} `json:"findings"`
+	Summary struct {
+		OK bool `json:"ok"`
+	} `json:"summary"`
+}
+
+func TestCheckOnRealStacks(t *testing.T) {
+	root := guest.RepoRoot(t)
+	files := map[string][]byte{}
+	read := func(rel, as string) {
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[as] = b
+	}
+	read("e2e/scenarios/stacks.sh", "stacks.sh")
+	for _, n := range []string{"vdo-defaults-tuned", "vdo-defaults-stacked", "vdo-split", "thin", "vdo-thick"} {
+		read("reconcile/testdata/desired/"+n+".cue", "desired/"+n+".cue")
+	}
+	read("reconcile/testdata/desired/bcache.cue.in", "desired/bcache.cue.in")
+	r := guest.Run(t, guest.Spec{
+		Disks: []guest.Disk{{Kind: guest.NVMe, Size: "64G", Serial: "nvme0"}, {Kind: guest.HDD, Size: "128G", Serial: "hdd1"},
+			{Kind: guest.SSD, Size: "16G", Serial: "ssd2"}},
+		Files: files, Keel: true, Script: script, Mem: "3G", Timeout: 15 * time.Minute,
+	})
+	t.Logf("guest wall time %s", r.Wall)
+	r.RequireOK(t)
+
+	cases := []struct {
+		name string
+		rc   int
+		want []string // exact, sorted id@object keys
+	}{
+		{"vdo-defaults-tuned", 1, []string{"vdo.max_discard@vdodef/vdopool", "vdo.slab_remainder@vdodef/vdopool", "vdo.threads@vdodef/vdopool"}},
+		{"vdo-defaults-stacked", 1, []string{"lvm.scan_lvs@vdostack", "vdo.slab_remainder@vdodef/vdopool", "vg.missing@vdostack"}},
+		{"vdo-split", 0, []string{"vdo.slab_remainder@vdosplit/pool"}},
+		{"vdo-split-grown", 1, []string{"vdo.layout.journal_off_fast@vdosplit/pool", "vdo.slab_remainder@vdosplit/pool"}},
+		{"vdo-split-moved", 0, []string{"vdo.slab_remainder@vdosplit/pool"}},
+		{"vdo-split-regrown", 0, []string{"vdo.slab_remainder@vdosplit/pool"}},
+		{"thin", 1, []string{"thin.chunk_size@thinvg/tpbad", "thin.zeroing@thinvg/tpbad"}},
+		{"bcache", 0, []string{}},
+		{"bcache-defaults", 1, nil}, // checked below: exactly one bcache.tunable
+		{"vdo-thick", 0, []string{"vdo.slab_remainder@vdolab/vdopool"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rcb, err := r.File(c.name + ".rc")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc, _ := strconv.Atoi(strings.TrimSpace(string(rcb)))
+			js, err := r.File(c.name + ".json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rep report
+			if err := json.Unmarshal(js, &rep); err != nil {
+				t.Fatalf("keel check output is not JSON: %v\n%s", err, js)
+			}
+			got := []string{}
+			for _, f := range rep.Findings {
+				got = append(got, f.ID+"@"+f.Object)
+			}
+			sort.Strings(got)
+			if rc != c.rc {
+				t.Errorf("exit %d, want %d; findings %q", rc, c.rc, got)
+			}
+			if c.want == nil {
+				if len(got) != 1 || !strings.HasPrefix(got[0], "bcache.tunable@bcache:") {
+					t.Errorf("findings %q, want exactly one bcache.tunable", got)
+				}
+				return
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("findings\n got %q\nwant %q", got, c.want)
+			}
+		})
+	}
+	plan, err := r.File("vdo-thick.plan.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pr struct {
+		Actions []json.RawMessage `json:"actions"`
+	}
+	if err := json.Unmarshal(plan, &pr); err != nil || len(pr.Actions) != 0 {
+		t.Errorf("plan for the converged vdo-thick stack: %d actions (err %v), want none:\n%s", len(pr.Actions), err, plan)
+	}
+	if !strings.Contains(r.Output, "+ pvmove -n vdosplit/pool_vdata ") {
+		t.Errorf("the guest did not run keel's pvmove:\n%s", r.Output)
+	}
+}

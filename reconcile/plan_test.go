@@ -1,0 +1,336 @@
+package reconcile
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/schema"
+)
+
+// snapshotDir holds the node snapshots captured in the qemu test guest by
+// e2e/capture-fixtures.sh. Every host in these tests comes from one of them,
+// replayed through the same probe code as a live host. KEEL_SNAPSHOT_DIR
+// points the tests at a fresh capture before it is committed.
+var snapshotDir = cmp.Or(os.Getenv("KEEL_SNAPSHOT_DIR"), "../probes/testdata/snapshots")
+
+// updateGolden rewrites the golden files instead of comparing with them.
+var updateGolden = os.Getenv("KEEL_UPDATE_GOLDEN") == "1"
+
+func replayHost(t testing.TB, name string) *probes.Host {
+	t.Helper()
+	path := filepath.Join(snapshotDir, name+".txtar")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("snapshot %s: %v (captured by make fixtures)", name, err)
+	}
+	s, err := probes.ReadSnapshotFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := probes.Probe(context.Background(), probes.Replay(s))
+	if err != nil {
+		t.Fatalf("replay %s: %v", name, err)
+	}
+	return h
+}
+
+// loadDesired loads testdata/desired/<name>.cue. The bcache desired state
+// is a template (bcache.cue.in) filled in with the UUIDs of h's bcache
+// device and cache set, which change with every capture.
+func loadDesired(t testing.TB, name string, h *probes.Host) *schema.Config {
+	t.Helper()
+	path := filepath.Join("testdata", "desired", name+".cue")
+	if name == "bcache" {
+		path = instantiateBcache(t, h)
+	}
+	d, err := schema.NewLoader().Load(path)
+	if err != nil {
+		t.Fatalf("desired %s: %v", name, err)
+	}
+	return d.Config
+}
+
+func instantiateBcache(t testing.TB, h *probes.Host) string {
+	t.Helper()
+	if len(h.Bcache) != 1 {
+		t.Fatalf("want one bcache device in the snapshot, have %d", len(h.Bcache))
+	}
+	tmpl, err := os.ReadFile(filepath.Join("testdata", "desired", "bcache.cue.in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range h.Bcache {
+		tmpl = []byte(strings.NewReplacer("@BACKING@", b.UUID, "@CSET@", b.CacheSet).Replace(string(tmpl)))
+	}
+	path := filepath.Join(t.TempDir(), "bcache.cue")
+	if err := os.WriteFile(path, tmpl, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// bcacheKey replaces @UUID@ in a finding or action key with the UUID of
+// h's bcache device.
+func bcacheKey(h *probes.Host, k string) string {
+	for uuid := range h.Bcache {
+		k = strings.ReplaceAll(k, "@UUID@", uuid)
+	}
+	return k
+}
+
+// scenario is one (snapshot, desired state) pair and what must come out.
+type scenario struct {
+	name     string
+	snapshot string
+	desired  string // "" = audit
+	// want is the exact sorted list of "id@object" finding keys.
+	want []string
+	// actions is the exact list of action IDs, in plan order.
+	actions []string
+}
+
+var scenarios = []scenario{
+	{
+		name: "vdo-thick-converged", snapshot: "vdo-thick", desired: "vdo-thick",
+		want: []string{"vdo.slab_remainder@vdolab/vdopool"},
+	},
+	{
+		name: "vdo-defaults-tuned", snapshot: "vdo-defaults", desired: "vdo-defaults-tuned",
+		want:    []string{"vdo.max_discard@vdodef/vdopool", "vdo.slab_remainder@vdodef/vdopool", "vdo.threads@vdodef/vdopool"},
+		actions: []string{"vdo.vdosettings:vdodef/vdopool"},
+	},
+	{
+		name: "vdo-defaults-stacked", snapshot: "vdo-defaults", desired: "vdo-defaults-stacked",
+		want: []string{"lvm.scan_lvs@vdostack", "vdo.slab_remainder@vdodef/vdopool", "vg.missing@vdostack"},
+	},
+	{
+		name: "vdo-split", snapshot: "vdo-split", desired: "vdo-split",
+		want: []string{"vdo.slab_remainder@vdosplit/pool"},
+	},
+	{
+		name: "vdo-split-grown", snapshot: "vdo-split-grown", desired: "vdo-split",
+		want:    []string{"vdo.layout.journal_off_fast@vdosplit/pool", "vdo.slab_remainder@vdosplit/pool"},
+		actions: []string{"vdo.layout.journal_off_fast:vdosplit/pool"},
+	},
+	{
+		name: "vdo-split-regrown", snapshot: "vdo-split-regrown", desired: "vdo-split",
+		want: []string{"vdo.slab_remainder@vdosplit/pool"},
+	},
+	{
+		name: "thin", snapshot: "thin", desired: "thin",
+		want:    []string{"thin.chunk_size@thinvg/tpbad", "thin.zeroing@thinvg/tpbad"},
+		actions: []string{"thin.zeroing:thinvg/tpbad", "thin.chunk_size:thinvg/tpbad"},
+	},
+	{
+		name: "bcache-converged", snapshot: "bcache", desired: "bcache",
+		want: []string{},
+	},
+	{
+		name: "bcache-defaults", snapshot: "bcache-defaults", desired: "bcache",
+		want:    []string{"bcache.tunable@bcache:@UUID@"},
+		actions: []string{"bcache.tunable:bcache:@UUID@"},
+	},
+	{
+		name: "pve", snapshot: "pve", desired: "vdo-thick",
+		want: []string{"pve.discard_on_remove@pve:vdostore", "vdo.slab_remainder@vdolab/vdopool"},
+	},
+	{name: "audit-vdo-defaults", snapshot: "vdo-defaults"},
+	{name: "audit-vdo-thick", snapshot: "vdo-thick"},
+	{name: "audit-thin", snapshot: "thin"},
+	{name: "audit-bcache-defaults", snapshot: "bcache-defaults"},
+}
+
+func (s scenario) run(t testing.TB) (*probes.Host, Result) {
+	h := replayHost(t, s.snapshot)
+	if s.desired == "" {
+		return h, Audit(h)
+	}
+	return h, Plan(loadDesired(t, s.desired, h), h)
+}
+
+func keys(fs []Finding) []string {
+	out := []string{}
+	for _, f := range fs {
+		out = append(out, f.Key())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestPlanScenarios(t *testing.T) {
+	for _, s := range scenarios {
+		t.Run(s.name, func(t *testing.T) {
+			h, r := s.run(t)
+			if s.want != nil {
+				var want, wantActions []string
+				for _, k := range s.want {
+					want = append(want, bcacheKey(h, k))
+				}
+				for _, k := range s.actions {
+					wantActions = append(wantActions, bcacheKey(h, k))
+				}
+				if got := keys(r.Findings); !slices.Equal(got, want) {
+					t.Errorf("findings\n got %q\nwant %q", got, want)
+				}
+				var ids []string
+				for _, a := range r.Actions {
+					ids = append(ids, a.ID)
+				}
+				if !slices.Equal(ids, wantActions) {
+					t.Errorf("actions\n got %q\nwant %q", ids, wantActions)
+				}
+			}
+			checkInvariants(t, r)
+			rep := NewReport(HostInfo{Name: h.Hostname, Mode: map[bool]string{true: "audit", false: "desired"}[s.desired == ""],
+				CPUs: h.CPUs, MemoryBytes: h.Memory.TotalBytes}, r.Findings, r.Levels)
+			golden(t, s.name+".txt", rep.WriteText)
+			golden(t, s.name+".json", rep.WriteJSON)
+			golden(t, s.name+".junit.xml", rep.WriteJUnit)
+			golden(t, s.name+".prom", rep.WritePrometheus)
+			if s.desired != "" {
+				golden(t, s.name+".plan.txt", NewPlanReport(rep.Host, r).WriteText)
+			}
+			var js bytes.Buffer
+			if err := rep.WriteJSON(&js); err != nil {
+				t.Fatal(err)
+			}
+			validateReportJSON(t, js.Bytes())
+		})
+	}
+}
+
+// checkInvariants holds for every plan: each action remedies findings that
+// exist, IDs are unique, and audit plans carry no action.
+func checkInvariants(t *testing.T, r Result) {
+	t.Helper()
+	have := map[string]bool{}
+	for _, f := range r.Findings {
+		if _, ok := Lookup(f.ID); !ok {
+			t.Errorf("finding %s not in the catalogue", f.ID)
+		}
+		if f.Message == "" || f.Object == "" {
+			t.Errorf("finding %s without message or object", f.Key())
+		}
+		have[f.Key()] = true
+	}
+	seen := map[string]bool{}
+	for _, a := range r.Actions {
+		if seen[a.ID] {
+			t.Errorf("action %s twice", a.ID)
+		}
+		seen[a.ID] = true
+		if len(a.Remedies) == 0 {
+			t.Errorf("action %s remedies nothing", a.ID)
+		}
+		for _, k := range a.Remedies {
+			if !have[k] {
+				t.Errorf("action %s remedies %s, which is not a finding", a.ID, k)
+			}
+		}
+		switch a.Kind {
+		case KindCommand:
+			if len(a.Commands) == 0 {
+				t.Errorf("command action %s without commands", a.ID)
+			}
+		case KindSysfs:
+			if len(a.Writes) == 0 {
+				t.Errorf("sysfs action %s without writes", a.ID)
+			}
+		case KindNone:
+			if a.Class != Immutable {
+				t.Errorf("report-only action %s has class %s", a.ID, a.Class)
+			}
+		}
+	}
+}
+
+// golden compares what write produces with testdata/golden/name, or
+// rewrites the file when KEEL_UPDATE_GOLDEN=1.
+func golden(t *testing.T, name string, write func(w io.Writer) error) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "golden", name)
+	if updateGolden {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (regenerate with KEEL_UPDATE_GOLDEN=1)", err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Errorf("%s differs from the golden file (KEEL_UPDATE_GOLDEN=1 to accept):\n%s", name, lineDiff(string(want), b.String()))
+	}
+}
+
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var out []string
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			out = append(out, "- "+a, "+ "+b)
+		}
+		if len(out) > 40 {
+			break
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// A converged host plans nothing: the vdo-thick capture against its own
+// desired state, and the regrown split pool.
+func TestSecondPlanIsEmpty(t *testing.T) {
+	for _, c := range [][2]string{{"vdo-thick", "vdo-thick"}, {"vdo-split-regrown", "vdo-split"}, {"bcache", "bcache"}} {
+		h := replayHost(t, c[0])
+		r := Plan(loadDesired(t, c[1], h), h)
+		if len(r.Actions) != 0 {
+			t.Errorf("%s against %s: %d actions, want none: %+v", c[0], c[1], len(r.Actions), r.Actions)
+		}
+		for _, f := range r.Findings {
+			if f.Severity >= Warning {
+				t.Errorf("%s against %s: %s", c[0], c[1], f.Key())
+			}
+		}
+	}
+}
+
+// The plan is deterministic: the same input gives byte-identical output.
+func TestPlanDeterministic(t *testing.T) {
+	h := replayHost(t, "vdo-split-grown")
+	d := loadDesired(t, "vdo-split", h)
+	var first []byte
+	for i := 0; i < 5; i++ {
+		var b bytes.Buffer
+		if err := NewPlanReport(HostInfo{}, Plan(d, h)).WriteJSON(&b); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = b.Bytes()
+		} else if !bytes.Equal(first, b.Bytes()) {
+			t.Fatal("plan output differs between runs")
+		}
+	}
+}
