@@ -267,7 +267,12 @@ func (a *Agent) Pass(ctx context.Context, maintenance, dryRun bool) (PassResult,
 	}
 	out.Host = h
 	a.Exec.SetMode(maintenance, dryRun)
-	rep, err := a.Exec.Apply(ctx, res.Actions, res.Findings)
+	apply := a.Exec.Apply
+	actions := res.Actions
+	if cut := untilLVMConf(actions); !dryRun && len(cut) < len(actions) {
+		actions, apply = cut, a.Exec.ApplySubset // the rest is re-planned, not dropped
+	}
+	rep, err := apply(ctx, actions, res.Findings)
 	out.Report = rep
 	if err != nil {
 		return out, err
@@ -291,6 +296,19 @@ func (a *Agent) Pass(ctx context.Context, maintenance, dryRun bool) (PassResult,
 	out.Findings = append(out.Findings, rep.Findings...)
 	sort.SliceStable(out.Findings, func(i, j int) bool { return out.Findings[i].Key() < out.Findings[j].Key() })
 	return out, nil
+}
+
+// untilLVMConf cuts the actions after an lvm.conf change: what LVM sees
+// depends on scan_lvs and the filter, so everything planned behind it was
+// planned against a view that no longer holds (a VG on an LV is invisible
+// while scan_lvs is 0, and would look missing). Converge re-plans.
+func untilLVMConf(actions []reconcile.Action) []reconcile.Action {
+	for i, x := range actions {
+		if x.Kind == reconcile.KindLVMConf {
+			return actions[:i+1]
+		}
+	}
+	return actions
 }
 
 // lastRun returns the last result of an action that was attempted.
