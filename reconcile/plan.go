@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -157,6 +158,8 @@ func (p *planner) level(kind, object string, percent, alert float64) {
 	if percent < 0 {
 		return
 	}
+	// Two decimals, as LVM reports data_percent.
+	percent = math.Round(percent*100) / 100
 	p.levels = append(p.levels, Level{Kind: kind, Object: object, Percent: percent, Alert: alert})
 }
 
