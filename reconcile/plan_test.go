@@ -334,3 +334,33 @@ func TestPlanDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// When the fast PVs lack room for the journal's extents, the planner says
+// how much is missing and plans no pvmove. The grown split pool's capture is
+// used with its NVMe PV marked nearly full in the observed model.
+func TestJournalMoveWithoutRoom(t *testing.T) {
+	h := replayHost(t, "vdo-split-grown")
+	fast := h.PVs["/dev/nvme0n1"]
+	if fast == nil {
+		t.Fatal("capture has no /dev/nvme0n1 PV")
+	}
+	fast.PEAlloc = fast.PECount - 10
+	r := Plan(loadDesired(t, "vdo-split", h), h)
+	var got *Finding
+	for i, f := range r.Findings {
+		if f.ID == "vdo.layout.journal_off_fast" {
+			got = &r.Findings[i]
+		}
+	}
+	if got == nil {
+		t.Fatal("no vdo.layout.journal_off_fast finding")
+	}
+	if want := "the fast PVs lack 92M (23 extents) of free space for the 33 extents holding the journal"; !strings.Contains(got.Remedy, want) {
+		t.Errorf("remedy %q lacks %q", got.Remedy, want)
+	}
+	for _, a := range r.Actions {
+		if strings.HasPrefix(a.ID, "vdo.layout.journal_off_fast:") {
+			t.Errorf("planned %s without room on the fast PVs", a.ID)
+		}
+	}
+}
