@@ -91,6 +91,37 @@ else
 fi
 diff /etc/lvm/lvm.conf.stock /etc/lvm/lvm.conf >"$OUT/lvm.conf.diff"
 
+echo "== 3b. maintenance: a new max_discard needs the pool stopped"
+cp /etc/keel/vdo-on-bcache.cue /tmp/vdo-on-bcache.cue.orig
+sed -i 's/maxDiscard: "16M"/maxDiscard: "8M"/' /etc/keel/vdo-on-bcache.cue
+rc=0
+"$KEEL" apply -c /etc/keel >"$OUT/apply3b-1.txt" 2>&1 || rc=$?
+cat "$OUT/apply3b-1.txt"
+[ $rc = 1 ] && grep -q '^skipped *vdo.vdosettings' "$OUT/apply3b-1.txt" &&
+	pass "maintenance action skipped without --maintenance (exit 1)" || flunk "without --maintenance: exit $rc"
+lvcreate -q -y -L 64M -n busy vdovg >/dev/null && exec 3</dev/vdovg/busy
+rc=0
+"$KEEL" apply -c /etc/keel --maintenance --command-log "$OUT/apply3b-2.cmds" >"$OUT/apply3b-2.txt" 2>&1 || rc=$?
+exec 3<&-
+cat "$OUT/apply3b-2.txt"
+if [ $rc = 1 ] && grep -q 'refused.*vdovg/busy is open' "$OUT/apply3b-2.txt" && [ -z "$(mutating "$OUT/apply3b-2.cmds")" ]; then
+	pass "maintenance refused while an LV on the pool is open, nothing run"
+else
+	flunk "maintenance with an open LV: exit $rc"
+fi
+rc=0
+"$KEEL" apply -c /etc/keel --maintenance --command-log "$OUT/apply3b-3.cmds" >"$OUT/apply3b-3.txt" 2>&1 || rc=$?
+cat "$OUT/apply3b-3.txt"
+dmsetup table vdolab-vdopool-vpool >"$OUT/vdo-table-after.txt" 2>&1
+if [ $rc = 0 ] && grep -q 'maxDiscard 2048 ' "$OUT/vdo-table-after.txt" && [ "$(lvs --noheadings -o lv_active vdovg/busy | tr -d ' ')" = active ]; then
+	pass "maintenance applied: maxDiscard 2048 blocks, stacked VG active again"
+else
+	flunk "maintenance: exit $rc, $(cat "$OUT/vdo-table-after.txt")"
+fi
+mutating "$OUT/apply3b-3.cmds" >"$OUT/apply3b-3.mutating"
+lvremove -q -y vdovg/busy >/dev/null
+cp /tmp/vdo-on-bcache.cue.orig /etc/keel/vdo-on-bcache.cue
+
 echo "== 4. an invalid desired state changes nothing"
 mkdir -p /tmp/bad
 cp /etc/keel/*.cue /tmp/bad/
