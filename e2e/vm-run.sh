@@ -32,6 +32,8 @@
 # Exit status: the script's, 124 when the timeout fired, 125 when the guest
 # wrote no exit code (panic, crash), 2 when the guest could not be started.
 # qemu runs under `flock /tmp/keel-qemu.lock`: one guest at a time per machine.
+# Waiting launchers line up first-come first-served (tickets in
+# /tmp/keel-qemu.queue), since flock alone wakes an arbitrary waiter.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -95,8 +97,35 @@ fi
 
 image=$("$here/image/build.sh" "$flavour") || die "building the $flavour guest failed"
 
+# Fair queue in front of the lock: wait until this launcher's ticket is the
+# oldest one whose owner is still alive, then take the lock as usual.
+queue=/tmp/keel-qemu.queue
+ticket=
+wait_turn() {
+	mkdir -p "$queue"
+	ticket=$queue/$(date +%s%N)-$$
+	: >"$ticket"
+	local deadline=$(($(date +%s) + lock_wait)) f first
+	while :; do
+		first=
+		for f in $(ls "$queue" 2>/dev/null | sort); do
+			if kill -0 "${f##*-}" 2>/dev/null; then
+				first=$f
+				break
+			fi
+			rm -f "$queue/$f"
+		done
+		[ "$first" != "${ticket##*/}" ] || return 0
+		[ "$(date +%s)" -lt "$deadline" ] || die "waited ${lock_wait}s for other guests"
+		sleep 1
+	done
+}
+
 cleanup_dirs=()
-cleanup() { [ ${#cleanup_dirs[@]} -eq 0 ] || rm -rf "${cleanup_dirs[@]}"; }
+cleanup() {
+	[ -z "$ticket" ] || rm -f "$ticket"
+	[ ${#cleanup_dirs[@]} -eq 0 ] || rm -rf "${cleanup_dirs[@]}"
+}
 trap cleanup EXIT
 if [ -z "$share" ]; then
 	share=$(mktemp -d "${TMPDIR:-/tmp}/keel-vm-share.XXXXXX")
@@ -200,6 +229,7 @@ kvm_works() {
 	fi
 	[ "$(cat "$probe")" = ok ]
 }
+wait_turn
 case $accel in
 kvm) accel_args=(-accel kvm -cpu host) ;;
 tcg) accel_args=(-accel tcg,thread=multi) ;;
