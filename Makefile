@@ -26,7 +26,7 @@ lint:
 
 ## demo: keel doing its main job on bundled real data (snapshots captured in the test guest)
 demo: build
-	./e2e/demo.sh $(BIN)
+	./examples/demo.sh $(BIN)
 
 ## e2e: the real-kernel suite in the qemu test guest (see docs/testing.md)
 e2e:

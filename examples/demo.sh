@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The README's demo: keel doing its main job on bundled real data. Every node
+# snapshot under examples/nodes/ was recorded by `keel snapshot` in the qemu
+# test guest (Debian trixie kernel, lvm2 2.03.31, vdo 8.3.1.1).
+set -u
+keel=${1:-bin/keel}
+cd "$(dirname "$0")/.."
+
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; printf '(exit %d)\n' "$?"; }
+
+echo "keel demo: desired state in examples/*.cue, real hosts in examples/nodes/*.txtar"
+for f in examples/*.cue; do
+	step "$keel" vet "$f" || exit 1
+done
+step "$keel" status --node examples/nodes/vdo-thick.txtar
+# A pool built with LVM's defaults, judged against the reference rules:
+# ten threads, max_discard 1, a virtual size the pool cannot back.
+step "$keel" check --audit --node examples/nodes/vdo-defaults.txtar
+# The VDO article's lab, declared, against the host as captured.
+step "$keel" check -c examples/proxmox-vdo-thick.cue --node examples/nodes/vdo-thick.txtar
+step "$keel" plan -c examples/proxmox-vdo-thick.cue --node examples/nodes/vdo-thick.txtar
+step "$keel" recommend --cpus 16 --size 40G
+exit 0
