@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/cmd/keel/internal/testsock"
 	"github.com/keel-storage/keel/probes"
 )
 
@@ -28,22 +28,11 @@ func TestDaemonLifecycle(t *testing.T) {
 	os.WriteFile(cfg, []byte("lvm: scanLVs: false\n"), 0o644)
 	prom := filepath.Join(t.TempDir(), "keel.prom")
 
-	sock := filepath.Join(t.TempDir(), "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	sock, recv := testsock.Listen(t)
 	t.Setenv("NOTIFY_SOCKET", sock)
 	next := func() string {
 		t.Helper()
-		buf := make([]byte, 4096)
-		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		n, err := conn.Read(buf)
-		if err != nil {
-			t.Fatalf("no notification: %v", err)
-		}
-		return string(buf[:n])
+		return string(recv())
 	}
 
 	a := New([]string{dir}, Wiring{Source: probes.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})

@@ -4,36 +4,22 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/cmd/keel/internal/testsock"
 )
 
 // fakeJournal listens where journald would and decodes native-protocol
 // datagrams into field maps.
 func fakeJournal(t *testing.T) (string, func() map[string]string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "socket")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	next := func() map[string]string {
+	path, next := testsock.Listen(t)
+	return path, func() map[string]string {
 		t.Helper()
-		buf := make([]byte, 1<<16)
-		conn.SetReadDeadline(time.Now().Add(2 * time.Second))
-		n, err := conn.Read(buf)
-		if err != nil {
-			t.Fatalf("no datagram: %v", err)
-		}
-		return decode(t, buf[:n])
+		return decode(t, next())
 	}
-	return path, next
 }
 
 func decode(t *testing.T, b []byte) map[string]string {

@@ -1,33 +1,22 @@
 package notify
 
 import (
-	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/keel-storage/keel/cmd/keel/internal/testsock"
 )
 
 func fakeSystemd(t *testing.T) func() string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	path, next := testsock.Listen(t)
 	t.Setenv("NOTIFY_SOCKET", path)
 	return func() string {
 		t.Helper()
-		buf := make([]byte, 4096)
-		conn.SetReadDeadline(time.Now().Add(2 * time.Second))
-		n, err := conn.Read(buf)
-		if err != nil {
-			t.Fatalf("no notification: %v", err)
-		}
-		return string(buf[:n])
+		return string(next())
 	}
 }
 
