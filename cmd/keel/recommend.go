@@ -130,7 +130,7 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&sizeFlag{v: &o.slab}, "slab-size", "slab `SIZE`, a power of two 128M..32G (default 2G)")
 	fs.Var(&sizeFlag{v: &o.cacheMiB}, "block-map-cache", "block map cache `SIZE` (default 128M)")
 	fs.BoolVar(&o.sparse, "sparse", false, "sparse UDS index")
-	fs.Uint64Var(&o.maxDiscard, "max-discard", 0, "max_discard in 4K `BLOCKS` for the lvcreate line (0: LVM's default)")
+	fs.Uint64Var(&o.maxDiscard, "max-discard", 4096, "max_discard in 4K `BLOCKS` for the lvcreate line (LVM's own default of 1 makes discards burn a core)")
 	fs.BoolVar(&o.overcommit, "overcommit", false, "allow a --virtual-size above the thick limit")
 	fs.BoolVar(&o.split, "split", false, "plan a split pool: head and tail on fast PVs, slabs on slow PVs")
 	ext := &sizeFlag{v: &o.extent}
