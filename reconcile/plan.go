@@ -85,6 +85,8 @@ type planner struct {
 	lvByDM map[string]*probes.LV
 	// stacked caches stackedVGs.
 	stacked map[string][]string
+	// vdoSeen caches observeVDO by "vg/pool|lv".
+	vdoSeen map[string]observedVDO
 }
 
 // plannedAction carries the ordering phase next to the action.
@@ -104,7 +106,7 @@ const (
 )
 
 func newPlanner(h *probes.Host) *planner {
-	p := &planner{h: h, pvIndex: map[string]string{}, lvByDM: map[string]*probes.LV{}}
+	p := &planner{h: h, pvIndex: map[string]string{}, lvByDM: map[string]*probes.LV{}, vdoSeen: map[string]observedVDO{}}
 	for _, lv := range h.LVs {
 		if lv.DMName != "" {
 			p.lvByDM[lv.DMName] = lv

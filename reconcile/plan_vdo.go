@@ -34,13 +34,25 @@ type observedVDO struct {
 	cacheBlock uint64
 }
 
+// observeVDO settles what the planner reads from one pool (cached: the
+// layout arithmetic is the planner's largest fixed cost per pool).
 func (p *planner) observeVDO(pool *probes.VDOPool, lvName string) observedVDO {
+	if lvName == "" && len(pool.VDOLVs) > 0 {
+		lvName = strings.TrimPrefix(pool.VDOLVs[0], pool.VG+"/")
+	}
+	key := pool.LV + "|" + lvName
+	if o, ok := p.vdoSeen[key]; ok {
+		return o
+	}
+	o := p.computeObservedVDO(pool, lvName)
+	p.vdoSeen[key] = o
+	return o
+}
+
+func (p *planner) computeObservedVDO(pool *probes.VDOPool, lvName string) observedVDO {
 	o := observedVDO{pool: pool, extent: defaultExtentBytes}
 	if vg := p.h.VGs[pool.VG]; vg != nil && vg.ExtentSize > 0 {
 		o.extent = vg.ExtentSize
-	}
-	if lvName == "" && len(pool.VDOLVs) > 0 {
-		lvName = strings.TrimPrefix(pool.VDOLVs[0], pool.VG+"/")
 	}
 	if lvName != "" {
 		o.lv = p.h.LVs[pool.VG+"/"+lvName]
