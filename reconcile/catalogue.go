@@ -18,6 +18,8 @@ type Rule struct {
 var Catalogue = []Rule{
 	{"activation.pvscan_on_lvs", Error, "VG on an LV is not autoactivated at boot",
 		"A declared VG sits on an LV, and no udev rule sets LVM_PVSCAN_ON_LVS=1 for that LV, so lvm2's rules skip it at boot."},
+	{"activation.udev_rule", Warning, "keel's PV-scan udev rule is missing or stale",
+		"The udev rule that sets LVM_PVSCAN_ON_LVS=1 for the declared LVs under stacked VGs is absent or differs from what the desired state generates."},
 	{"bcache.cache_mode", Warning, "bcache cache mode differs",
 		"The backing device's cache_mode is not the declared one."},
 	{"bcache.missing", Error, "bcache backing device not registered",
@@ -26,6 +28,8 @@ var Catalogue = []Rule{
 		"The backing device reports state 'no cache' while a cache set is declared, or 'inconsistent'."},
 	{"bcache.tunable", Warning, "bcache tunable differs",
 		"A per-device tunable (sequential_cutoff, writeback_*, congested thresholds) is not the declared value; the kernel resets them at every registration."},
+	{"bcache.udev_rule", Warning, "keel's bcache udev rule is missing or stale",
+		"The udev rule that sets the declared bcache tunables at registration is absent or differs from what the desired state generates."},
 	{"lv.absent", Info, "LV declared absent still exists",
 		"An LV listed in absent exists; keel removes it safely (rename, zero or discard in steps, lvremove)."},
 	{"lvm.devices_file", Warning, "lvm devices file setting differs",

@@ -1,0 +1,290 @@
+package activation
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/schema"
+)
+
+// The node snapshot of the VDO-on-bcache scenario, captured in the test
+// guest: vdosplit on /dev/bcache0 (backing sda) and the NVMe, the VDO LV
+// vdosplit/vdolv, and vdovg stacked on it.
+const bcacheNode = "../../examples/nodes/vdo-on-bcache.txtar"
+
+func probeNode(t testing.TB, name string) (*probes.Host, probes.Source) {
+	t.Helper()
+	s, err := probes.ReadSnapshotFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := probes.Replay(s)
+	h, err := probes.Probe(context.Background(), src)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return h, src
+}
+
+func i64(v int64) *int64 { return &v }
+
+// stack declares what the snapshot holds, in the example's shape.
+func stack() *schema.Config {
+	return &schema.Config{
+		Bcache: map[string]schema.Bcache{"bcache0": {
+			Backing: "/dev/sda", CacheMode: "writeback", SequentialCutoff: i64(0), WritebackPercent: i64(40),
+			WritebackRate: i64(81920), WritebackRateMinimum: i64(20480),
+			CongestedReadThresholdUs: i64(0), CongestedWriteThresholdUs: i64(0),
+		}},
+		VolumeGroups: map[string]schema.VolumeGroup{
+			"vdosplit": {PVs: []string{"/dev/bcache0", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"},
+				VDOPools: map[string]schema.VDOPool{"pool": {LV: "vdolv"}}},
+			"vdovg": {PVs: []string{"/dev/vdosplit/vdolv"}},
+		},
+	}
+}
+
+func TestOrderStacksBottomUp(t *testing.T) {
+	cfg := stack()
+	cfg.VolumeGroups["top"] = schema.VolumeGroup{PVs: []string{"/dev/mapper/vdovg-data"}}
+	cfg.VolumeGroups["alone"] = schema.VolumeGroup{PVs: []string{"/dev/sdz"}}
+	got, err := Order(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range got {
+		names = append(names, l.VG)
+	}
+	if want := []string{"alone", "vdosplit", "vdovg", "top"}; !slices.Equal(names, want) {
+		t.Errorf("order %v, want %v", names, want)
+	}
+	if got[2].Depth != 1 || !slices.Equal(got[2].Lowers, []string{"vdosplit/vdolv"}) || got[3].Depth != 2 {
+		t.Errorf("layers %+v", got)
+	}
+}
+
+func TestOrderRefusesCycle(t *testing.T) {
+	cfg := &schema.Config{VolumeGroups: map[string]schema.VolumeGroup{
+		"a": {PVs: []string{"/dev/b/lv"}}, "b": {PVs: []string{"/dev/a/lv"}}}}
+	if _, err := Order(cfg); err == nil || !strings.Contains(err.Error(), "stacking cycle") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestLVPathMapperName(t *testing.T) {
+	cfg := &schema.Config{VolumeGroups: map[string]schema.VolumeGroup{"vdo-lab": {}}}
+	if lv, ok := lvPath(cfg, "/dev/mapper/vdo--lab-my--lv"); !ok || lv != "vdo-lab/my-lv" {
+		t.Errorf("got %q %v", lv, ok)
+	}
+	if _, ok := lvPath(cfg, "/dev/disk/by-id/nvme-x"); ok {
+		t.Error("by-id path taken for an LV")
+	}
+	if _, ok := lvPath(cfg, "/dev/other/lv"); ok {
+		t.Error("LV of an undeclared VG taken for a declared one")
+	}
+}
+
+func TestComputeConvergedSnapshot(t *testing.T) {
+	h, _ := probeNode(t, bcacheNode)
+	p, err := Compute(stack(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Done() || len(p.Steps) != 2 || p.Steps[0].VG != "vdosplit" || p.Steps[1].VG != "vdovg" {
+		t.Errorf("plan %+v", p)
+	}
+	if b := p.Blocked(); len(b) != 0 {
+		t.Errorf("blocked: %q", b)
+	}
+}
+
+// After a boot where lvm2 skipped the PV on the VDO LV: the upper VG's LV is
+// inactive. keel autoactivates it, and only it.
+func TestComputeUpperInactive(t *testing.T) {
+	h, _ := probeNode(t, bcacheNode)
+	h.LVs["vdovg/vm-100-disk-0"].Active = false
+	p, _ := Compute(stack(), h)
+	run := p.Runnable()
+	if p.Done() || len(run) != 1 || run[0].VG != "vdovg" {
+		t.Fatalf("runnable %+v", run)
+	}
+	if want := [][]string{{"vgchange", "-aay", "vdovg"}}; !slices.EqualFunc(run[0].Commands, want, slices.Equal) {
+		t.Errorf("commands %q", run[0].Commands)
+	}
+	// An LV with autoactivation off (a Proxmox guest disk) is left alone.
+	h.LVs["vdovg/vm-100-disk-0"].Fields["lv_autoactivation"] = ""
+	if p, _ := Compute(stack(), h); !p.Done() {
+		t.Errorf("guest disk without autoactivation blocks: %+v", p)
+	}
+}
+
+// LVM has not read the label on the VDO LV: pvscan it, then activate.
+func TestComputeUpperNotScanned(t *testing.T) {
+	h, _ := probeNode(t, bcacheNode)
+	delete(h.PVs, "/dev/vdosplit/vdolv")
+	delete(h.VGs, "vdovg")
+	for k, lv := range h.LVs {
+		if lv.VG == "vdovg" {
+			delete(h.LVs, k)
+		}
+	}
+	p, _ := Compute(stack(), h)
+	run := p.Runnable()
+	want := [][]string{{"pvscan", "--cache", "/dev/vdosplit/vdolv"}, {"vgchange", "-aay", "vdovg"}}
+	if len(run) != 1 || !slices.EqualFunc(run[0].Commands, want, slices.Equal) {
+		t.Errorf("runnable %+v", run)
+	}
+}
+
+// The slow disk behind bcache0 is gone: nothing is runnable, and the
+// reasons name the missing PV at each level.
+func TestComputeSlowDiskMissing(t *testing.T) {
+	h, _ := probeNode(t, bcacheNode)
+	delete(h.PVs, "/dev/bcache0")
+	h.VGs["vdosplit"].Attr = "wz-pn-"
+	for _, lv := range h.LVs {
+		lv.Active = false
+	}
+	p, _ := Compute(stack(), h)
+	if p.Done() || len(p.Runnable()) != 0 {
+		t.Fatalf("plan %+v", p)
+	}
+	b := p.Blocked()
+	if len(b) != 2 {
+		t.Fatalf("blocked %q", b)
+	}
+	if want := "vdosplit incomplete: PV /dev/bcache0 is missing: bcache device bcache0 (backing /dev/sda) is not registered"; b[0] != want {
+		t.Errorf("lower:\n got %s\nwant %s", b[0], want)
+	}
+	if want := "vdovg incomplete: PV /dev/vdosplit/vdolv is not active because vdosplit incomplete: PV /dev/bcache0"; !strings.HasPrefix(b[1], want) {
+		t.Errorf("upper:\n got %s\nwant %s…", b[1], want)
+	}
+}
+
+func TestComputeVGNotCreated(t *testing.T) {
+	h, _ := probeNode(t, bcacheNode)
+	cfg := stack()
+	cfg.VolumeGroups["newvg"] = schema.VolumeGroup{PVs: []string{"/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"}}
+	p, _ := Compute(cfg, h)
+	if p.Done() || !slices.ContainsFunc(p.Blocked(), func(s string) bool { return strings.HasPrefix(s, "vg newvg not found on its PVs") }) {
+		t.Errorf("blocked %q", p.Blocked())
+	}
+}
+
+// The generated DM_UUID must be the one udev sees: the snapshot's
+// /dev/disk/by-id/dm-uuid-… link (made by udev from DM_UUID) points at the
+// VDO LV's dm device.
+func TestPVScanRuleMatchesRealDMUUID(t *testing.T) {
+	h, src := probeNode(t, bcacheNode)
+	files, err := Rules(stack(), h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := files[0]
+	if pv.Path != PVScanRule {
+		t.Fatalf("path %s", pv.Path)
+	}
+	var rules []string
+	for _, l := range strings.Split(pv.Content, "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			rules = append(rules, l)
+		}
+	}
+	if len(rules) != 1 || !strings.HasSuffix(rules[0], `ENV{LVM_PVSCAN_ON_LVS}="1"`) {
+		t.Fatalf("rules %q", rules)
+	}
+	_, after, _ := strings.Cut(rules[0], `ENV{DM_UUID}=="`)
+	uuid, _, _ := strings.Cut(after, `"`)
+	target, err := src.FS.Readlink("/dev/disk/by-id/dm-uuid-" + uuid)
+	if err != nil {
+		t.Fatalf("udev made no link for %s: %v", uuid, err)
+	}
+	if q := h.Queues[path.Base(target)]; q == nil || q.DMName != "vdosplit-vdolv" {
+		t.Errorf("dm-uuid %s is %s (%+v), not the VDO LV", uuid, target, q)
+	}
+	// The guest disk's LV is not matched by anything.
+	guest := h.LVs["vdovg/vm-100-disk-0"]
+	if strings.Contains(pv.Content, guest.DMName) || strings.Contains(pv.Content, strings.ReplaceAll(guest.UUID, "-", "")) {
+		t.Errorf("guest LV matched:\n%s", pv.Content)
+	}
+}
+
+func TestPVScanRuleByNameBeforeCreation(t *testing.T) {
+	cfg := stack()
+	files, err := Rules(cfg, &probes.Host{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(files[0].Content, `ENV{DM_NAME}=="vdosplit-vdolv", ENV{LVM_PVSCAN_ON_LVS}="1"`) {
+		t.Errorf("content:\n%s", files[0].Content)
+	}
+	if len(files[1].Notes) != 1 || !strings.Contains(files[1].Notes[0], "not registered") {
+		t.Errorf("bcache notes %q", files[1].Notes)
+	}
+}
+
+func TestBcacheRuleFromSnapshot(t *testing.T) {
+	h, _ := probeNode(t, bcacheNode)
+	files, _ := Rules(stack(), h, nil)
+	b := files[1]
+	var uuid string
+	for u, dev := range h.Bcache {
+		if dev.Backing == "sda" {
+			uuid = u
+		}
+	}
+	want := `SUBSYSTEM=="block", ACTION=="add|change", KERNEL=="bcache[0-9]*", ENV{CACHED_UUID}=="` + uuid + `", ` +
+		`ATTR{bcache/cache_mode}="writeback", ATTR{bcache/sequential_cutoff}="0", ATTR{bcache/writeback_percent}="40", ` +
+		`ATTR{bcache/writeback_rate_minimum}="20480", ATTR{bcache/writeback_rate}="81920", ` +
+		`ATTR{bcache/cache/congested_read_threshold_us}="0", ATTR{bcache/cache/congested_write_threshold_us}="0"`
+	if uuid == "" || !strings.Contains(b.Content, want+"\n") || len(b.Notes) != 0 {
+		t.Errorf("bcache rule:\n%s\nwant line:\n%s", b.Content, want)
+	}
+	// A by-id backing resolves through the resolver.
+	cfg := stack()
+	bc := cfg.Bcache["bcache0"]
+	bc.Backing = "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_hdd1"
+	cfg.Bcache["bcache0"] = bc
+	files, _ = Rules(cfg, h, func(p string) string {
+		if p == bc.Backing {
+			return "sda"
+		}
+		return ""
+	})
+	if !strings.Contains(files[1].Content, uuid) {
+		t.Errorf("by-id backing not resolved:\n%s", files[1].Content)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	h, _ := probeNode(t, bcacheNode)
+	files, _ := Rules(stack(), h, nil)
+	installed := map[string]string{PVScanRule: files[0].Content, BcacheRule: files[1].Content + "# edited\n"}
+	read := func(p string) ([]byte, error) {
+		if c, ok := installed[p]; ok {
+			return []byte(c), nil
+		}
+		return nil, fs.ErrNotExist
+	}
+	d := Compare(files, read)
+	if len(d) != 1 || d[0].FindingID() != "bcache.udev_rule" || d[0].Missing {
+		t.Fatalf("drift %+v", d)
+	}
+	delete(installed, PVScanRule)
+	d = Compare(files, read)
+	if len(d) != 2 || d[0].FindingID() != "activation.udev_rule" || !d[0].Missing || !strings.Contains(d[0].Message(), "not installed") {
+		t.Errorf("drift %+v", d)
+	}
+	// Nothing declared and nothing installed is not drift.
+	empty, _ := Rules(&schema.Config{}, h, nil)
+	if d := Compare(empty, func(string) ([]byte, error) { return nil, errors.New("absent") }); len(d) != 0 {
+		t.Errorf("empty desired state drifts: %+v", d)
+	}
+}

@@ -1,0 +1,386 @@
+// Package activation decides how keel brings a declared storage stack up at
+// boot (keel activate) and generates the udev rules that let the kernel and
+// lvm2 do most of it by themselves: one that makes lvm2 scan keel's own LVs
+// as PVs, and one that sets each declared bcache device's tunables when the
+// kernel registers it. Everything here is pure: it reads a desired state and
+// an observed probes.Host and returns steps, messages and file contents.
+package activation
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/schema"
+)
+
+// Layer is one declared VG and its place in the stacking graph.
+type Layer struct {
+	VG string
+	// Depth is 0 for a VG on disks, 1 + the deepest lower VG otherwise.
+	Depth int
+	// Lowers are the "vg/lv" of the declared LVs the VG uses as PVs.
+	Lowers []string
+}
+
+// lvPath splits a declared PV path that names an LV of a declared VG
+// ("/dev/vg/lv" or "/dev/mapper/vg-lv") into "vg/lv".
+func lvPath(cfg *schema.Config, path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, "/dev/")
+	if !ok {
+		return "", false
+	}
+	if m, ok := strings.CutPrefix(rest, "mapper/"); ok {
+		for vg := range cfg.VolumeGroups {
+			prefix := dmEscape(vg) + "-"
+			if lv, ok := strings.CutPrefix(m, prefix); ok && lv != "" && !strings.Contains(strings.ReplaceAll(lv, "--", ""), "-") {
+				return vg + "/" + strings.ReplaceAll(lv, "--", "-"), true
+			}
+		}
+		return "", false
+	}
+	vg, lv, ok := strings.Cut(rest, "/")
+	if !ok || strings.Contains(lv, "/") || vg == "disk" {
+		return "", false
+	}
+	if _, declared := cfg.VolumeGroups[vg]; !declared {
+		return "", false
+	}
+	return vg + "/" + lv, true
+}
+
+// dmEscape doubles dashes as device-mapper names do for VG and LV names.
+func dmEscape(s string) string { return strings.ReplaceAll(s, "-", "--") }
+
+// DMName returns the device-mapper name LVM gives vg/lv ("vdolab-vdolv").
+func DMName(vgLV string) string {
+	vg, lv, _ := strings.Cut(vgLV, "/")
+	return dmEscape(vg) + "-" + dmEscape(lv)
+}
+
+// Order returns the declared VGs bottom-up: every VG after each declared VG
+// holding an LV it uses as a PV; VGs of the same depth by name. A cycle is
+// an error naming the VGs in it (the schema should already refuse one).
+func Order(cfg *schema.Config) ([]Layer, error) {
+	lowers := map[string][]string{}
+	for name, vg := range cfg.VolumeGroups {
+		for _, pv := range vg.PVs {
+			if lv, ok := lvPath(cfg, pv); ok {
+				lowers[name] = append(lowers[name], lv)
+			}
+		}
+		slices.Sort(lowers[name])
+	}
+	depth := map[string]int{}
+	visiting := map[string]bool{}
+	var visit func(string, []string) (int, error)
+	visit = func(vg string, path []string) (int, error) {
+		if d, ok := depth[vg]; ok {
+			return d, nil
+		}
+		if visiting[vg] {
+			return 0, fmt.Errorf("vg %s: stacking cycle %s", vg, strings.Join(append(path, vg), " -> "))
+		}
+		visiting[vg] = true
+		d := 0
+		for _, lv := range lowers[vg] {
+			lower, _, _ := strings.Cut(lv, "/")
+			ld, err := visit(lower, append(path, vg))
+			if err != nil {
+				return 0, err
+			}
+			d = max(d, ld+1)
+		}
+		visiting[vg] = false
+		depth[vg] = d
+		return d, nil
+	}
+	var out []Layer
+	for name := range cfg.VolumeGroups {
+		d, err := visit(name, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Layer{VG: name, Depth: d, Lowers: lowers[name]})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Depth != out[j].Depth {
+			return out[i].Depth < out[j].Depth
+		}
+		return out[i].VG < out[j].VG
+	})
+	return out, nil
+}
+
+// Status is where a VG stands in the activation.
+type Status int
+
+const (
+	// Active: the VG is complete and every LV lvm2 would autoactivate is active.
+	Active Status = iota
+	// Activate: every PV is present; the step's commands bring the VG up.
+	Activate
+	// Waiting: a PV is missing; Reason says which and why.
+	Waiting
+)
+
+var statusNames = [...]string{"active", "activate", "waiting"}
+
+// String returns the status in lower case.
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return "unknown"
+}
+
+// Step is the state of one declared VG and what to run for it.
+type Step struct {
+	Layer
+	Status Status
+	// Commands are argv lists to run, in order, when Status is Activate.
+	Commands [][]string
+	// Reason explains a Waiting step, naming the missing PV and why
+	// ("vdovg incomplete: PV /dev/vdolab/vdolv is not active because …").
+	Reason string
+}
+
+// Plan is the activation state of the whole declared stack.
+type Plan struct {
+	Steps []Step
+}
+
+// Done reports whether every declared VG is active.
+func (p Plan) Done() bool {
+	for _, s := range p.Steps {
+		if s.Status != Active {
+			return false
+		}
+	}
+	return true
+}
+
+// Runnable returns the Activate steps whose lower VGs are all active, in
+// order: what to run now.
+func (p Plan) Runnable() []Step {
+	active := map[string]bool{}
+	for _, s := range p.Steps {
+		active[s.VG] = s.Status == Active
+	}
+	var out []Step
+	for _, s := range p.Steps {
+		if s.Status != Activate {
+			continue
+		}
+		ok := true
+		for _, lv := range s.Lowers {
+			vg, _, _ := strings.Cut(lv, "/")
+			ok = ok && active[vg]
+		}
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Blocked returns the reasons of every step that is not active, bottom-up.
+func (p Plan) Blocked() []string {
+	var out []string
+	for _, s := range p.Steps {
+		switch s.Status {
+		case Waiting:
+			out = append(out, s.Reason)
+		case Activate:
+			out = append(out, fmt.Sprintf("vg %s: not active yet (%s)", s.VG, joinArgv(s.Commands)))
+		}
+	}
+	return out
+}
+
+func joinArgv(cmds [][]string) string {
+	parts := make([]string, len(cmds))
+	for i, c := range cmds {
+		parts[i] = strings.Join(c, " ")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// index resolves declared PV paths to observed PVs.
+type index struct {
+	h      *probes.Host
+	byPath map[string]*probes.PV
+}
+
+func newIndex(h *probes.Host) index {
+	ix := index{h: h, byPath: map[string]*probes.PV{}}
+	for name, pv := range h.PVs {
+		ix.byPath[name] = pv
+		if pv.Device != "" {
+			ix.byPath["/dev/"+pv.Device] = pv
+		}
+		for _, id := range pv.ByID {
+			ix.byPath["/dev/disk/by-id/"+strings.TrimPrefix(id, "/dev/disk/by-id/")] = pv
+		}
+	}
+	for key, lv := range h.LVs {
+		if lv.DMName == "" {
+			continue
+		}
+		if pv, ok := h.PVs["/dev/mapper/"+lv.DMName]; ok {
+			ix.byPath["/dev/"+key] = pv
+		}
+		if pv, ok := h.PVs["/dev/"+key]; ok {
+			ix.byPath["/dev/mapper/"+lv.DMName] = pv
+		}
+	}
+	return ix
+}
+
+// missingPV reports whether an observed PV is present and readable: LVM
+// marks a missing PV with 'm' in pv_attr, and names it "[unknown]".
+func missingPV(pv *probes.PV) bool {
+	return pv == nil || strings.HasPrefix(pv.Name, "[unknown") || (len(pv.Attr) >= 3 && pv.Attr[2] == 'm')
+}
+
+// Compute returns the activation state of the declared stack on the host:
+// one step per declared VG, bottom-up. It never plans a create: a VG or LV
+// that does not exist is a Waiting step (keel apply creates, keel activate
+// only activates).
+func Compute(cfg *schema.Config, h *probes.Host) (Plan, error) {
+	layers, err := Order(cfg)
+	if err != nil {
+		return Plan{}, err
+	}
+	ix := newIndex(h)
+	reasons := map[string]string{} // VG → why it is not active
+	var plan Plan
+	for _, l := range layers {
+		st := Step{Layer: l}
+		want := cfg.VolumeGroups[l.VG]
+		vg := h.VGs[l.VG]
+		var missing []string
+		var needScan []string
+		for _, path := range want.PVs {
+			pv := ix.byPath[path]
+			if lv, ok := lvPath(cfg, path); ok {
+				why := lvNotReady(h, lv, reasons)
+				if why != "" {
+					missing = append(missing, fmt.Sprintf("PV %s is not active because %s", path, why))
+					continue
+				}
+				if pv == nil || pv.VG != l.VG {
+					// The LV is active but LVM has not read its label
+					// yet: lvm2's udev rules skipped it (a PV on an LV).
+					needScan = append(needScan, "/dev/"+lv)
+				}
+				continue
+			}
+			if missingPV(pv) {
+				missing = append(missing, fmt.Sprintf("PV %s is missing: %s", path, deviceWhy(cfg, h, path)))
+			}
+		}
+		switch {
+		case len(missing) > 0 && vg != nil:
+			st.Status, st.Reason = Waiting, fmt.Sprintf("%s incomplete: %s", l.VG, strings.Join(missing, "; "))
+		case len(missing) > 0:
+			st.Status, st.Reason = Waiting, fmt.Sprintf("vg %s not found: %s", l.VG, strings.Join(missing, "; "))
+		case vg == nil && len(needScan) == 0:
+			st.Status, st.Reason = Waiting, fmt.Sprintf("vg %s not found on its PVs %s (keel apply creates it when create is true)", l.VG, strings.Join(want.PVs, ", "))
+		case len(vg2partial(vg)) > 0:
+			st.Status, st.Reason = Waiting, fmt.Sprintf("%s incomplete: %s", l.VG, strings.Join(vg2partial(vg), "; "))
+		default:
+			inactive := inactiveLVs(h, l.VG)
+			if vg != nil && len(inactive) == 0 && len(needScan) == 0 {
+				st.Status = Active
+				break
+			}
+			st.Status = Activate
+			for _, dev := range needScan {
+				st.Commands = append(st.Commands, []string{"pvscan", "--cache", dev})
+			}
+			// -aay: what lvm2's own autoactivation would have done, so an
+			// LV created with --setautoactivation n (Proxmox guest disks)
+			// stays inactive here too.
+			st.Commands = append(st.Commands, []string{"vgchange", "-aay", l.VG})
+			if len(inactive) > 0 {
+				st.Reason = fmt.Sprintf("vg %s: inactive LVs %s", l.VG, strings.Join(inactive, ", "))
+			} else {
+				st.Reason = fmt.Sprintf("vg %s: LVM has not scanned %s", l.VG, strings.Join(needScan, ", "))
+			}
+		}
+		if st.Status != Active {
+			reasons[l.VG] = st.Reason
+		}
+		plan.Steps = append(plan.Steps, st)
+	}
+	return plan, nil
+}
+
+// vg2partial lists the PVs LVM itself reports missing in a VG it knows.
+func vg2partial(vg *probes.VG) []string {
+	if vg == nil {
+		return nil
+	}
+	var out []string
+	for _, name := range vg.PVs {
+		if strings.HasPrefix(name, "[unknown") {
+			out = append(out, "a PV is missing (LVM names it "+name+")")
+		}
+	}
+	if len(out) == 0 && len(vg.Attr) >= 4 && vg.Attr[3] == 'p' {
+		out = append(out, "LVM reports the VG partial")
+	}
+	return out
+}
+
+// inactiveLVs lists the VG's visible LVs that lvm2 would autoactivate and
+// that are not active. A vdo-pool LV has no device of its own (its _vdata
+// is what is active), so it is left out.
+func inactiveLVs(h *probes.Host, vg string) []string {
+	var out []string
+	for key, lv := range h.LVs {
+		if lv.VG != vg || lv.Hidden || lv.Active || lv.SegType == "vdo-pool" {
+			continue
+		}
+		if lv.Fields["lv_autoactivation"] != "enabled" {
+			continue
+		}
+		out = append(out, key)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// lvNotReady says why a lower LV cannot serve as a PV yet, or "".
+func lvNotReady(h *probes.Host, lv string, reasons map[string]string) string {
+	vg, _, _ := strings.Cut(lv, "/")
+	o := h.LVs[lv]
+	switch {
+	case o == nil && reasons[vg] != "":
+		return reasons[vg]
+	case o == nil:
+		return fmt.Sprintf("LV %s does not exist", lv)
+	case o.Active:
+		return ""
+	case reasons[vg] != "":
+		return reasons[vg]
+	default:
+		return fmt.Sprintf("LV %s is inactive", lv)
+	}
+}
+
+// deviceWhy explains a missing disk PV: a declared bcache device that is
+// not registered, or a device that is not there.
+func deviceWhy(cfg *schema.Config, h *probes.Host, path string) string {
+	name := strings.TrimPrefix(path, "/dev/")
+	if b, ok := cfg.Bcache[name]; ok {
+		return fmt.Sprintf("bcache device %s (backing %s) is not registered", name, b.Backing)
+	}
+	if strings.HasPrefix(name, "bcache") {
+		return "no such bcache device is registered"
+	}
+	return "no such device, or it carries no LVM label"
+}
