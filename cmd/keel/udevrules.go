@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/activation"
+	"github.com/keel-storage/keel/schema"
+)
+
+func init() {
+	register(command{name: "udev-rules", summary: "generate, check or install keel's udev rules (PV scan on LVs, bcache tunables)", run: runUdevRules})
+}
+
+// runUdevRules implements keel udev-rules. Exit 0: printed, written, or
+// (with --check) installed files match; 1: --check found drift, or the
+// desired state is invalid; 2: keel could not run (probe, write).
+func runUdevRules(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("udev-rules", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var configs multiFlag
+	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+	node := fs.String("node", "", "generate for the node `SNAPSHOT` instead of this host")
+	check := fs.Bool("check", false, "compare the installed files with the generated ones; exit 1 on drift")
+	write := fs.Bool("write", false, "install the generated files (atomic rename) and reload udev's rules")
+	root := fs.String("root", "/", "install under `DIR` instead of / (packaging, tests); udev is reloaded only for /")
+	timeout := fs.Duration("timeout", time.Minute, "per-command timeout")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: keel udev-rules [-c PATH] [--node SNAPSHOT] [--check | --write [--root DIR]]")
+		fmt.Fprintln(stderr, "\nPrints the two udev rules files keel keeps from the desired state:")
+		fmt.Fprintln(stderr, "  "+activation.PVScanRule+"  LVM_PVSCAN_ON_LVS=1 for keel's LVs under stacked VGs")
+		fmt.Fprintln(stderr, "  "+activation.BcacheRule+"          the declared bcache tunables, set at registration")
+		fmt.Fprintln(stderr, "Exit status: 0 ok, 1 drift (--check) or invalid desired state, 2 could not run.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitError
+	}
+	if fs.NArg() != 0 || (*check && *write) || (*write && *node != "") {
+		fs.Usage()
+		return exitError
+	}
+	cfg, err := schema.Load(configPaths(configs)...)
+	if err != nil {
+		fmt.Fprintf(stderr, "keel udev-rules: %s\n", describeLoadError(err))
+		return exitFindings
+	}
+	src, err := probes.NodeSource(*node, *timeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "keel udev-rules: %v\n", err)
+		return exitError
+	}
+	ctx := context.Background()
+	h, err := probes.Probe(ctx, src)
+	if err != nil {
+		fmt.Fprintf(stderr, "keel udev-rules: %v\n", err)
+		return exitError
+	}
+	files, err := activation.Rules(cfg, h, linkResolver(src.FS))
+	if err != nil {
+		fmt.Fprintf(stderr, "keel udev-rules: %v\n", err)
+		return exitFindings
+	}
+	for _, f := range files {
+		for _, n := range f.Notes {
+			fmt.Fprintf(stderr, "keel udev-rules: %s\n", n)
+		}
+	}
+	switch {
+	case *check:
+		drift := activation.Compare(files, src.FS.ReadFile)
+		for _, d := range drift {
+			fmt.Fprintf(stdout, "%-8s %s %s: %s\n", "warning", d.FindingID(), d.File.Path, d.Message())
+		}
+		if len(drift) > 0 {
+			return exitFindings
+		}
+		fmt.Fprintln(stdout, "udev rules in sync")
+		return exitOK
+	case *write:
+		written, err := installRules(ctx, files, *root, src.Runner)
+		for _, p := range written {
+			fmt.Fprintf(stdout, "wrote %s\n", p)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "keel udev-rules: %v\n", err)
+			return exitError
+		}
+		if len(written) == 0 {
+			fmt.Fprintln(stdout, "udev rules in sync")
+		}
+		return exitOK
+	}
+	for i, f := range files {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "==> %s <==\n%s", f.Path, f.Content)
+	}
+	return exitOK
+}
+
+// configPaths returns the -c paths, or the default desired-state path.
+func configPaths(configs []string) []string {
+	if len(configs) == 0 {
+		return []string{schema.DefaultPath}
+	}
+	return configs
+}
+
+// linkResolver resolves /dev/disk/by-… links through the probe's file root,
+// so a by-id backing device names its kernel device.
+func linkResolver(fsys probes.FS) activation.Resolver {
+	return func(p string) string {
+		if !strings.HasPrefix(p, "/dev/disk/") {
+			return ""
+		}
+		target, err := fsys.Readlink(p)
+		if err != nil {
+			return ""
+		}
+		return path.Base(target)
+	}
+}
+
+// installRules writes each file whose content under root differs, by a
+// temporary file and a rename, and reloads udev's rules when root is "/"
+// and anything changed. It returns the paths it wrote.
+func installRules(ctx context.Context, files []activation.RuleFile, root string, r probes.Runner) ([]string, error) {
+	var written []string
+	for _, f := range files {
+		dst := filepath.Join(root, f.Path)
+		if old, err := os.ReadFile(dst); err == nil && string(old) == f.Content {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return written, fmt.Errorf("udev rule %s: %w", f.Path, err)
+		}
+		tmp := dst + ".keel-tmp"
+		if err := os.WriteFile(tmp, []byte(f.Content), 0o644); err != nil {
+			return written, fmt.Errorf("udev rule %s: %w", f.Path, err)
+		}
+		if err := os.Rename(tmp, dst); err != nil {
+			os.Remove(tmp)
+			return written, fmt.Errorf("udev rule %s: %w", f.Path, err)
+		}
+		written = append(written, f.Path)
+	}
+	if len(written) > 0 && filepath.Clean(root) == "/" {
+		c := probes.Cmd{Name: "udevadm", Args: []string{"control", "--reload"}}
+		res, err := r.Run(ctx, c)
+		if err == nil {
+			err = res.Err(c)
+		}
+		if err != nil {
+			return written, fmt.Errorf("udev rules: reload: %w", err)
+		}
+	}
+	return written, nil
+}
