@@ -245,20 +245,9 @@ func (x *activator) syncRules(ctx context.Context) {
 // activateReplay computes the activation plan on a node snapshot and
 // prints it: what keel activate would run now, and what blocks.
 func activateReplay(configs []string, node string, stdout, stderr io.Writer) int {
-	cfg, err := schema.Load(configPaths(configs)...)
-	if err != nil {
-		fmt.Fprintf(stderr, "keel activate: %s\n", describeLoadError(err))
-		return exitFindings
-	}
-	src, err := probes.NodeSource(node, time.Minute)
-	if err != nil {
-		fmt.Fprintf(stderr, "keel activate: %v\n", err)
-		return exitError
-	}
-	h, err := probes.Probe(context.Background(), src)
-	if err != nil {
-		fmt.Fprintf(stderr, "keel activate: %v\n", err)
-		return exitError
+	cfg, _, h, code := loadAndProbe("activate", configs, node, time.Minute, stderr)
+	if cfg == nil {
+		return code
 	}
 	plan, err := activation.Compute(cfg, h)
 	if err != nil {

@@ -52,22 +52,11 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitError
 	}
-	cfg, err := schema.Load(configPaths(configs)...)
-	if err != nil {
-		fmt.Fprintf(stderr, "keel udev-rules: %s\n", describeLoadError(err))
-		return exitFindings
-	}
-	src, err := probes.NodeSource(*node, *timeout)
-	if err != nil {
-		fmt.Fprintf(stderr, "keel udev-rules: %v\n", err)
-		return exitError
+	cfg, src, h, code := loadAndProbe("udev-rules", configs, *node, *timeout, stderr)
+	if cfg == nil {
+		return code
 	}
 	ctx := context.Background()
-	h, err := probes.Probe(ctx, src)
-	if err != nil {
-		fmt.Fprintf(stderr, "keel udev-rules: %v\n", err)
-		return exitError
-	}
 	files, err := activation.Rules(cfg, h, linkResolver(src.FS))
 	if err != nil {
 		fmt.Fprintf(stderr, "keel udev-rules: %v\n", err)
@@ -110,6 +99,26 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "==> %s <==\n%s", f.Path, f.Content)
 	}
 	return exitOK
+}
+
+// loadAndProbe loads the desired state and probes the host (or replays
+// node). On failure it prints why and returns a nil config and the exit
+// code: 1 for an invalid desired state, 2 for a failed probe.
+func loadAndProbe(name string, configs []string, node string, timeout time.Duration, stderr io.Writer) (*schema.Config, probes.Source, *probes.Host, int) {
+	cfg, err := schema.Load(configPaths(configs)...)
+	if err != nil {
+		fmt.Fprintf(stderr, "keel %s: %s\n", name, describeLoadError(err))
+		return nil, probes.Source{}, nil, exitFindings
+	}
+	src, err := probes.NodeSource(node, timeout)
+	if err == nil {
+		var h *probes.Host
+		if h, err = probes.Probe(context.Background(), src); err == nil {
+			return cfg, src, h, exitOK
+		}
+	}
+	fmt.Fprintf(stderr, "keel %s: %v\n", name, err)
+	return nil, probes.Source{}, nil, exitError
 }
 
 // configPaths returns the -c paths, or the default desired-state path.
