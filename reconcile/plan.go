@@ -106,7 +106,8 @@ const (
 )
 
 func newPlanner(h *probes.Host) *planner {
-	p := &planner{h: h, pvIndex: map[string]string{}, lvByDM: map[string]*probes.LV{}, vdoSeen: map[string]observedVDO{}}
+	p := &planner{h: h, pvIndex: map[string]string{}, lvByDM: make(map[string]*probes.LV, len(h.LVs)),
+		vdoSeen: map[string]observedVDO{}}
 	for _, lv := range h.LVs {
 		if lv.DMName != "" {
 			p.lvByDM[lv.DMName] = lv
@@ -121,13 +122,10 @@ func newPlanner(h *probes.Host) *planner {
 			p.pvIndex[id] = name
 			p.pvIndex["/dev/disk/by-id/"+strings.TrimPrefix(id, "/dev/disk/by-id/")] = name
 		}
-	}
-	for key, lv := range h.LVs {
-		path := "/dev/" + key
-		if pv, ok := h.PVs[path]; ok {
-			p.pvIndex["/dev/mapper/"+lv.DMName] = pv.Name
-		} else if pv, ok := h.PVs["/dev/mapper/"+lv.DMName]; ok {
-			p.pvIndex[path] = pv.Name
+		// A PV on an LV is known as /dev/<vg>/<lv> and /dev/mapper/<dm name>.
+		if lv := p.lvOfPV(pv); lv != nil {
+			p.pvIndex["/dev/"+lv.FullName] = name
+			p.pvIndex["/dev/mapper/"+lv.DMName] = name
 		}
 	}
 	return p
