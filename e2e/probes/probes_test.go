@@ -36,7 +36,7 @@ step lvextend -q -L +4G vdosplit/pool "$hd" && rec vdo-split-grown || exit 1
 stack_teardown "$nv" "$hd" "$ssd"
 stack_thin "$nv" && rec thin || exit 1
 stack_teardown "$nv" "$hd" "$ssd"
-stack_bcache "$ssd" "$hd" && bcache_tunables && rec bcache || exit 1
+stack_bcache "$ssd" "$hd" && bcache_tunables "$ssd" && rec bcache || exit 1
 exit 0
 `
 
