@@ -142,6 +142,22 @@ var scenarios = []scenario{
 		name: "pve", snapshot: "pve", desired: "vdo-thick",
 		want: []string{"pve.discard_on_remove@pve:vdostore", "vdo.slab_remainder@vdolab/vdopool"},
 	},
+	{
+		name: "vdo-defaults-live", snapshot: "vdo-defaults", desired: "vdo-defaults-live",
+		want: []string{"lvm.global_filter@lvm.conf", "lvm.scan_lvs@lvm.conf", "vdo.compression@vdodef/vdopool",
+			"vdo.slab_remainder@vdodef/vdopool"},
+		actions: []string{"lvm.conf:lvm.conf", "vdo.compression:vdodef/vdopool"},
+	},
+	{
+		name: "vdo-thick-absent", snapshot: "vdo-thick", desired: "vdo-thick-absent",
+		want:    []string{"lv.absent@vdovg/vm-100-disk-0", "vdo.slab_remainder@vdolab/vdopool"},
+		actions: []string{"lv.absent:vdovg/vm-100-disk-0"},
+	},
+	{
+		name: "thin-grow", snapshot: "thin", desired: "thin-grow",
+		want:    []string{"thin.metadata_size@thinvg/tp"},
+		actions: []string{"thin.metadata_size:thinvg/tp"},
+	},
 	{name: "audit-vdo-defaults", snapshot: "vdo-defaults"},
 	{name: "audit-vdo-thick", snapshot: "vdo-thick"},
 	{name: "audit-thin", snapshot: "thin"},
