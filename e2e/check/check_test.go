@@ -85,6 +85,11 @@ stack_teardown "$nv" "$hd" "$ssd"
 run stack_vdo_thick "$nv"
 check vdo-thick "$D/vdo-thick.cue"
 "$KEEL" plan -c "$D/vdo-thick.cue" --format json >"$OUT/vdo-thick.plan.json"
+# What a boot leaves without LVM_PVSCAN_ON_LVS: the VDO LV active, the VG on
+# it not. Recorded as a node snapshot for the host-side tests too.
+run vgchange -an vdovg
+check vdo-thick-inactive "$D/vdo-thick.cue"
+"$KEEL" snapshot -o "$OUT/vdo-thick-inactive.txtar"
 stack_teardown "$nv" "$hd" "$ssd"
 exit $fail
 `
@@ -139,6 +144,7 @@ func TestCheckOnRealStacks(t *testing.T) {
 		{"bcache", 0, []string{}},
 		{"bcache-defaults", 1, nil}, // checked below: exactly one bcache.tunable
 		{"vdo-thick", 0, []string{"vdo.slab_remainder@vdolab/vdopool"}},
+		{"vdo-thick-inactive", 1, []string{"activation.pvscan_on_lvs@vdovg", "vdo.slab_remainder@vdolab/vdopool"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -183,6 +189,16 @@ func TestCheckOnRealStacks(t *testing.T) {
 	}
 	if err := json.Unmarshal(plan, &pr); err != nil || len(pr.Actions) != 0 {
 		t.Errorf("plan for the converged vdo-thick stack: %d actions (err %v), want none:\n%s", len(pr.Actions), err, plan)
+	}
+	if dir := os.Getenv("KEEL_CHECK_SNAPSHOT_DIR"); dir != "" {
+		// Keep the inactive-VG capture for reconcile/testdata/snapshots.
+		b, err := r.File("vdo-thick-inactive.txtar")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "vdo-thick-inactive.txtar"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if !strings.Contains(r.Output, "+ pvmove -n vdosplit/pool_vdata ") {
 		t.Errorf("the guest did not run keel's pvmove:\n%s", r.Output)
