@@ -40,6 +40,9 @@ fixtures:
 bench:
 	./e2e/bench.sh
 
+## deb: the Debian package in dist/ (dpkg-deb, offline; see docs/packaging.md)
+deb: ; ./packaging/build-deb.sh dist
+
 ## deps: install what the tests need (Debian packages, staticcheck, cue); needs root
 deps:
 	./.ci/install-deps

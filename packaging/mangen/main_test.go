@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// buildKeel builds the real keel binary: the pages must say what it says.
+func buildKeel(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "keel")
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/keel").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestCollectFromBinary(t *testing.T) {
+	cmds, version, err := Collect(buildKeel(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version == "" {
+		t.Error("no version")
+	}
+	var names []string
+	var activate *Command
+	for i, c := range cmds {
+		names = append(names, c.Name)
+		if c.Name == "activate" {
+			activate = &cmds[i]
+		}
+	}
+	for _, want := range []string{"activate", "apply", "check", "run", "udev-rules", "vet"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("command %s missing from %v", want, names)
+		}
+	}
+	if activate == nil {
+		t.Fatal("no activate")
+	}
+	if !strings.HasPrefix(activate.Synopsis, "keel activate ") {
+		t.Errorf("synopsis %q", activate.Synopsis)
+	}
+	var timeout Flag
+	for _, f := range activate.Flags {
+		if f.Name == "timeout" {
+			timeout = f
+		}
+	}
+	if timeout.Arg != "duration" || !strings.Contains(timeout.Doc, "default 2m0s") {
+		t.Errorf("timeout flag %+v", timeout)
+	}
+	page := Page(*activate, version)
+	for _, want := range []string{".TH KEEL-ACTIVATE 8", ".SH OPTIONS", `.BI \-timeout " duration"`, ".SH DESCRIPTION"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q:\n%s", want, page)
+		}
+	}
+	comp := Completion(cmds)
+	if !strings.Contains(comp, `activate) COMPREPLY=($(compgen -W "-c --log-level`) {
+		t.Errorf("completion:\n%s", comp)
+	}
+	if bash, err := exec.LookPath("bash"); err == nil {
+		cmd := exec.Command(bash, "-n")
+		cmd.Stdin = strings.NewReader(comp)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("bash -n: %v\n%s", err, out)
+		}
+	}
+}
+
+func TestRoffEscape(t *testing.T) {
+	for in, want := range map[string]string{".hidden": `\&.hidden`, `a\b`: `a\eb`, "--x": `\-\-x`, "'q": `\&'q`} {
+		if got := roffEscape(in); got != want {
+			t.Errorf("roffEscape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
