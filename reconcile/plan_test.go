@@ -42,14 +42,14 @@ func replayHost(t testing.TB, name string) *probes.Host {
 	return h
 }
 
-// loadDesired loads testdata/desired/<name>.cue. The bcache desired state
-// is a template (bcache.cue.in) filled in with the UUIDs of h's bcache
+// loadDesired loads testdata/desired/<name>.cue. The bcache desired states
+// are templates (<name>.cue.in) filled in with the UUIDs of h's bcache
 // device and cache set, which change with every capture.
 func loadDesired(t testing.TB, name string, h *probes.Host) *schema.Config {
 	t.Helper()
 	path := filepath.Join("testdata", "desired", name+".cue")
-	if name == "bcache" {
-		path = instantiateBcache(t, h)
+	if _, err := os.Stat(path + ".in"); err == nil {
+		path = instantiateBcache(t, h, path+".in")
 	}
 	d, err := schema.NewLoader().Load(path)
 	if err != nil {
@@ -58,19 +58,20 @@ func loadDesired(t testing.TB, name string, h *probes.Host) *schema.Config {
 	return d.Config
 }
 
-func instantiateBcache(t testing.TB, h *probes.Host) string {
+// instantiateBcache fills a bcache template with h's UUIDs.
+func instantiateBcache(t testing.TB, h *probes.Host, tmplPath string) string {
 	t.Helper()
 	if len(h.Bcache) != 1 {
 		t.Fatalf("want one bcache device in the snapshot, have %d", len(h.Bcache))
 	}
-	tmpl, err := os.ReadFile(filepath.Join("testdata", "desired", "bcache.cue.in"))
+	tmpl, err := os.ReadFile(tmplPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range h.Bcache {
 		tmpl = []byte(strings.NewReplacer("@BACKING@", b.UUID, "@CSET@", b.CacheSet).Replace(string(tmpl)))
 	}
-	path := filepath.Join(t.TempDir(), "bcache.cue")
+	path := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(tmplPath), ".in"))
 	if err := os.WriteFile(path, tmpl, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +158,33 @@ var scenarios = []scenario{
 		name: "thin-grow", snapshot: "thin", desired: "thin-grow",
 		want:    []string{"thin.metadata_size@thinvg/tp"},
 		actions: []string{"thin.metadata_size:thinvg/tp"},
+	},
+	{
+		name: "vdo-thick-drift", snapshot: "vdo-thick", desired: "vdo-thick-drift",
+		want: []string{"vdo.block_map_cache@vdolab/vdopool", "vdo.index_memory@vdolab/vdopool", "vdo.slab_remainder@vdolab/vdopool",
+			"vdo.slab_size@vdolab/vdopool", "vdo.usage@vdolab/vdopool"},
+		actions: []string{"vdo.vdosettings:vdolab/vdopool", "vdo.index_memory:vdolab/vdopool", "vdo.slab_size:vdolab/vdopool"},
+	},
+	{
+		name: "vdo-defaults-overcommit", snapshot: "vdo-defaults", desired: "vdo-defaults-overcommit",
+		want:    []string{"vdo.overcommit@vdodef/vdolv", "vdo.slab_remainder@vdodef/vdopool"},
+		actions: []string{"vdo.overcommit:vdodef/vdolv"},
+	},
+	{
+		name: "thin-drift", snapshot: "thin", desired: "thin-drift",
+		want: []string{"thin.chunk_size@thinvg/tp", "thin.data_usage@thinvg/tp", "thin.metadata_usage@thinvg/tp",
+			"thin.missing@thinvg/tpnew", "thin.stripe_alignment@thinvg/tp"},
+		actions: []string{"thin.create:thinvg/tpnew", "thin.chunk_size:thinvg/tp", "thin.stripe_alignment:thinvg/tp"},
+	},
+	{
+		name: "vdo-split-create", snapshot: "vdo-split", desired: "vdo-split-create",
+		want:    []string{"vdo.missing@vdosplit/pool2", "vdo.slab_remainder@vdosplit/pool"},
+		actions: []string{"vdo.create:vdosplit/pool2"},
+	},
+	{
+		name: "bcache-drift", snapshot: "bcache", desired: "bcache-drift",
+		want:    []string{"bcache.cache_mode@bcache:@UUID@", "bcache.missing@bcache:gone"},
+		actions: []string{"bcache.cache_mode:bcache:@UUID@"},
 	},
 	{name: "audit-vdo-defaults", snapshot: "vdo-defaults"},
 	{name: "audit-vdo-thick", snapshot: "vdo-thick"},
