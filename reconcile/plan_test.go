@@ -186,6 +186,12 @@ var scenarios = []scenario{
 		want:    []string{"bcache.cache_mode@bcache:@UUID@", "bcache.missing@bcache:gone"},
 		actions: []string{"bcache.cache_mode:bcache:@UUID@"},
 	},
+	{
+		name: "vdo-split-wrong-fast", snapshot: "vdo-split", desired: "vdo-split-wrong-fast",
+		want: []string{"vdo.layout.head_off_fast@vdosplit/pool", "vdo.layout.journal_off_fast@vdosplit/pool",
+			"vdo.slab_remainder@vdosplit/pool"},
+		actions: []string{"vdo.layout.journal_off_fast:vdosplit/pool", "vdo.layout.head_off_fast:vdosplit/pool"},
+	},
 	{name: "audit-vdo-defaults", snapshot: "vdo-defaults"},
 	{name: "audit-vdo-thick", snapshot: "vdo-thick"},
 	{name: "audit-thin", snapshot: "thin"},
