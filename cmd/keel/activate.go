@@ -87,16 +87,25 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	act := &activator{a: a, src: src, log: log, poll: *poll, runs: map[string]int{}}
 	start := time.Now()
 	_ = notify.Status("activating the declared storage stack")
-	plan, err := act.run(ctx, start.Add(*timeout))
-	if err != nil {
+	plan, computed, err := act.run(ctx, start.Add(*timeout))
+	if !computed {
+		if err == nil {
+			err = errors.New("no probe of the host succeeded")
+		}
 		log.Error("activation failed", "err", err)
 		fmt.Fprintf(stderr, "keel activate: %v\n", err)
 		return exitError
 	}
-	if !plan.Done() {
+	if !plan.Done() || err != nil {
 		for _, r := range plan.Blocked() {
 			log.Error("stack incomplete", "reason", r)
 			fmt.Fprintf(stderr, "keel activate: %s\n", r)
+		}
+		if err != nil {
+			// The last probe failed after earlier ones worked: the plan is
+			// stale, so the stack is not known to be up.
+			log.Error("last probe failed", "err", err)
+			fmt.Fprintf(stderr, "keel activate: last probe: %v\n", err)
 		}
 		_ = notify.Status("stack incomplete: " + strings.Join(plan.Blocked(), "; "))
 		return exitFindings
@@ -126,59 +135,69 @@ type activator struct {
 
 // run loops until the stack is up or the deadline passes: probe, re-apply
 // the live lvm.conf and bcache actions, run the activation commands of the
-// lowest runnable VGs, wait for devices. It returns the last plan.
-func (x *activator) run(ctx context.Context, deadline time.Time) (activation.Plan, error) {
+// lowest runnable VGs, wait for devices. It returns the last plan, whether
+// one was computed at all, and the last probe error (at boot, lvm can fail
+// while devices are still appearing: that is waited out like a missing PV).
+func (x *activator) run(ctx context.Context, deadline time.Time) (plan activation.Plan, computed bool, probeErr error) {
 	cfg := x.a.Desired()
-	var plan activation.Plan
 	for pass := 0; ; pass++ {
 		h, err := probes.Probe(ctx, x.src)
-		if err != nil {
-			return plan, err
-		}
-		x.host = h
-		if n := x.applyLive(ctx, h); n > 0 {
+		if err == nil && x.applyLive(ctx, h) > 0 {
 			// lvm.conf or sysfs changed what LVM and bcache show.
-			if h, err = probes.Probe(ctx, x.src); err != nil {
-				return plan, err
-			}
-			x.host = h
-		}
-		if plan, err = activation.Compute(cfg, h); err != nil {
-			return plan, err
-		}
-		if plan.Done() {
-			return plan, nil
+			h, err = probes.Probe(ctx, x.src)
 		}
 		ran := 0
-		for _, s := range plan.Runnable() {
-			for _, argv := range s.Commands {
-				key := strings.Join(argv, " ")
-				if x.runs[key] >= maxCommandRuns {
-					continue
-				}
-				x.runs[key]++
-				ran++
-				x.log.Info("activating", "vg", s.VG, "depth", s.Depth, "command", key, "why", s.Reason)
-				if err := x.exec(ctx, argv); err != nil {
-					x.log.Warn("activation command failed", "vg", s.VG, "command", key, "err", err)
-				}
+		if err != nil {
+			probeErr = err
+			x.log.Warn("probe failed; retrying", "err", err)
+		} else {
+			probeErr, x.host = nil, h
+			var cerr error
+			if plan, cerr = activation.Compute(cfg, h); cerr != nil {
+				return plan, false, cerr
 			}
+			computed = true
+			if plan.Done() {
+				return plan, true, nil
+			}
+			ran = x.runCommands(ctx, plan)
 		}
 		if ran > 0 {
 			continue
 		}
 		if !time.Now().Before(deadline) {
-			return plan, nil
+			return plan, computed, probeErr
 		}
-		if pass == 0 || pass%10 == 0 {
+		if computed && (pass == 0 || pass%10 == 0) {
 			x.log.Info("waiting for devices", "blocked", strings.Join(plan.Blocked(), "; "))
 		}
 		select {
 		case <-ctx.Done():
-			return plan, ctx.Err()
+			return plan, computed, ctx.Err()
 		case <-time.After(x.poll):
 		}
 	}
+}
+
+// runCommands runs the commands of the runnable steps, each at most
+// maxCommandRuns times per keel activate, and returns how many ran.
+func (x *activator) runCommands(ctx context.Context, plan activation.Plan) int {
+	ran := 0
+	for _, s := range plan.Runnable() {
+		for _, argv := range s.Commands {
+			key := strings.Join(argv, " ")
+			if x.runs[key] >= maxCommandRuns {
+				continue
+			}
+			x.runs[key]++
+			ran++
+			x.log.Info("activating", "vg", s.VG, "depth", s.Depth, "command", key, "why", s.Reason)
+			if err := x.exec(ctx, argv); err != nil {
+				x.log.Warn("activation command failed", "vg", s.VG, "command", key, "err", err)
+			}
+		}
+	}
+	return ran
 }
 
 func (x *activator) exec(ctx context.Context, argv []string) error {
