@@ -209,10 +209,20 @@ func (d *Daemon) pass(ctx context.Context, why string) string {
 			d.Log.Warn("action not converged", "action", r.Action.ID, "object", r.Action.Object, "status", string(r.Status), "detail", r.Detail)
 		}
 	}
+	if ctx.Err() != nil {
+		return "stopping" // an interrupted pass says nothing about the host
+	}
+	findings := res.Findings
 	if err != nil {
 		d.Log.Error("reconcile pass failed", "why", why, "err", err)
+		if !errors.Is(err, ErrNoDesiredState) {
+			// A failed probe is not a host without findings: keep the last
+			// known ones (raising nothing, clearing nothing) and refresh
+			// only config.invalid.
+			findings = keepFindings(d.tracker.Active(), res.Findings)
+		}
 	}
-	ts := d.tracker.Update(res.Findings)
+	ts := d.tracker.Update(findings)
 	alerts.Log(d.Log, ts)
 	var desiredAlerts schema.Alerts
 	if cfg := d.Agent.Desired(); cfg != nil {
@@ -223,7 +233,7 @@ func (d *Daemon) pass(ctx context.Context, why string) string {
 			d.Log.Error("alert hook failed", "err", herr)
 		}
 	}
-	d.metrics.Pass(time.Now(), err, statuses, res.Findings)
+	d.metrics.Pass(time.Now(), err, statuses, findings)
 	textfile := d.Textfile
 	if textfile == "" {
 		textfile = desiredAlerts.Textfile
@@ -233,15 +243,32 @@ func (d *Daemon) pass(ctx context.Context, why string) string {
 			d.Log.Error("metrics textfile", "path", textfile, "err", werr)
 		}
 	}
-	s := statusLine(res, err)
+	s := statusLine(res, findings, err)
 	d.Log.Info("pass done", "why", why, "took", time.Since(start).Round(time.Millisecond).String(), "status", s)
 	return s
 }
 
+// keepFindings returns the previous findings with config.invalid taken
+// from the current pass.
+func keepFindings(prev, cur []reconcile.Finding) []reconcile.Finding {
+	var out []reconcile.Finding
+	for _, f := range prev {
+		if f.ID != ConfigInvalidID {
+			out = append(out, f)
+		}
+	}
+	for _, f := range cur {
+		if f.ID == ConfigInvalidID {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // statusLine is the one-line STATUS= summary.
-func statusLine(res PassResult, err error) string {
+func statusLine(res PassResult, findings []reconcile.Finding, err error) string {
 	counts := map[reconcile.Severity]int{}
-	for _, f := range res.Findings {
+	for _, f := range findings {
 		counts[f.Severity]++
 	}
 	s := fmt.Sprintf("%d actions converged, %d stuck; findings: %d critical, %d error, %d warning",

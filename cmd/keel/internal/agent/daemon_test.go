@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/testsock"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile"
 )
 
 // The daemon against a node snapshot recorded in the test guest: READY
@@ -100,4 +101,16 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
+}
+
+func TestKeepFindingsOnFailedPass(t *testing.T) {
+	prev := []reconcile.Finding{{ID: "reconcile.stuck", Object: "bcache:x"}, {ID: ConfigInvalidID, Object: "/etc/keel"}}
+	got := keepFindings(prev, nil)
+	if len(got) != 1 || got[0].ID != "reconcile.stuck" {
+		t.Fatalf("%+v", got)
+	}
+	got = keepFindings(prev[:1], []reconcile.Finding{{ID: ConfigInvalidID, Object: "/etc/keel"}})
+	if len(got) != 2 {
+		t.Fatalf("%+v", got)
+	}
 }
