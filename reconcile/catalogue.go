@@ -17,7 +17,7 @@ type Rule struct {
 // meaning once released; a retired ID is not reused.
 var Catalogue = []Rule{
 	{"activation.pvscan_on_lvs", Error, "VG on an LV is not autoactivated at boot",
-		"A declared VG sits on an LV, and no udev rule sets LVM_PVSCAN_ON_LVS=1 for that LV, so lvm2's rules skip it at boot."},
+		"A VG on an LV is inactive while that LV is active: lvm2's udev rules skip PVs on LVs at boot unless LVM_PVSCAN_ON_LVS=1 is set for the LV."},
 	{"activation.udev_rule", Warning, "keel's PV-scan udev rule is missing or stale",
 		"The udev rule that sets LVM_PVSCAN_ON_LVS=1 for the declared LVs under stacked VGs is absent or differs from what the desired state generates."},
 	{"bcache.cache_mode", Warning, "bcache cache mode differs",
