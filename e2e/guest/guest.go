@@ -151,6 +151,18 @@ func New(t testing.TB, spec Spec) *Machine {
 	return &Machine{spec: spec, diskDir: t.TempDir()}
 }
 
+// Detach leaves the disk with the given serial out of the machine's later
+// boots, as if it had died; its image stays, so nothing else changes.
+func (m *Machine) Detach(serial string) {
+	disks := m.spec.Disks[:0:0]
+	for _, d := range m.spec.Disks {
+		if d.Serial != serial {
+			disks = append(disks, d)
+		}
+	}
+	m.spec.Disks = disks
+}
+
 // Run boots a fresh machine for spec once, runs spec.Script, and returns the
 // result. A guest that times out, crashes or cannot start fails the test
 // with the console tail; a scenario that exits non-zero does not (check

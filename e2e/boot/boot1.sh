@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Boot 1 of the reboot test (e2e/boot): install keel's .deb, build the
+# VDO-on-bcache stack with a stacked VG from blank disks (keel apply), write
+# data and keep its checksum, install keel's udev rules, enable the units and
+# a pve-guests stand-in. Disks: nvme0 20G, hdd1 60G (slow), ssd2 8G (cache).
+set -uo pipefail
+. "$SHARE/stacks.sh"
+nv=$(disk nvme0) hd=$(disk hdd1) ssd=$(disk ssd2)
+fail=0
+pass() { echo "PASS: $*"; }
+flunk() { echo "FAIL: $*"; fail=1; }
+
+rc=0
+dpkg -i "$SHARE/keel.deb" >"$OUT/dpkg.txt" 2>&1 || rc=$?
+cat "$OUT/dpkg.txt"
+[ $rc = 0 ] && pass "dpkg -i keel.deb" || flunk "dpkg -i exit $rc"
+# No desired state yet: the postinst must have enabled and started nothing.
+if ! systemctl is-enabled -q keel.service && ! systemctl is-enabled -q keel-activate.service && ! systemctl is-active -q keel.service; then
+	pass "postinst without a desired state: nothing enabled or started"
+else
+	flunk "postinst enabled or started a unit without a desired state"
+fi
+# dpkg -L: the guest image's dpkg excludes /usr/share/man from unpacking.
+dpkg -L keel | grep -q '/usr/share/man/man8/keel-activate.8.gz' && dpkg -L keel | grep -q '/usr/share/bash-completion/completions/keel' &&
+	pass "package lists the man pages and the bash completion" || flunk "no man page or completion in the package"
+
+lvm_conf_save
+stack_bcache "$ssd" "$hd" || flunk "make-bcache"
+uuid=$(cat /sys/block/bcache0/bcache/backing_dev_uuid)
+# The planner resolves a by-id backing path only for an LVM PV: name the
+# backing device by its UUID (as e2e/apply does).
+sed "s|\"/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_hdd1\"|\"$uuid\"|" "$SHARE/desired.cue" >/etc/keel/keel.cue
+chmod 644 /etc/keel/keel.cue
+rc=0
+keel apply -c /etc/keel -v >"$OUT/apply.txt" 2>"$OUT/apply.err" || rc=$?
+cat "$OUT/apply.txt"
+[ $rc = 0 ] && pass "keel apply converged the stack" || { flunk "keel apply exit $rc"; tail -20 "$OUT/apply.err"; }
+
+lvcreate -q -y -L 256M -n data vdovg >/dev/null || flunk "lvcreate vdovg/data"
+dd if=/dev/urandom of=/dev/vdovg/data bs=1M count=64 oflag=direct status=none || flunk "write data"
+head -c 64M /dev/vdovg/data | sha256sum | cut -d' ' -f1 >/root/data.sha256
+cp /root/data.sha256 "$OUT/"
+
+rc=0
+keel udev-rules --write >"$OUT/udev-write.txt" 2>&1 || rc=$?
+cat "$OUT/udev-write.txt"
+cp /etc/udev/rules.d/*keel* "$OUT/" 2>/dev/null
+[ $rc = 0 ] && grep -q LVM_PVSCAN_ON_LVS /etc/udev/rules.d/68-keel-pvscan-on-lvs.rules &&
+	grep -q "CACHED_UUID}==\"$uuid\"" /etc/udev/rules.d/70-keel-bcache.rules &&
+	pass "udev rules written" || flunk "udev rules: exit $rc"
+rc=0
+keel udev-rules --check >"$OUT/udev-check.txt" 2>&1 || rc=$?
+[ $rc = 0 ] && pass "udev rules in sync after --write" || flunk "udev-rules --check exit $rc: $(cat "$OUT/udev-check.txt")"
+
+install -m 644 "$SHARE/pve-guests.service" /etc/systemd/system/pve-guests.service
+# A short bound for the test's third boot, where the slow disk is gone.
+mkdir -p /etc/systemd/system/keel-activate.service.d
+printf '[Service]\nExecStart=\nExecStart=/usr/bin/keel activate --timeout 20s\n' >/etc/systemd/system/keel-activate.service.d/e2e.conf
+systemctl daemon-reload
+# What the postinst does once a desired state exists.
+dpkg-reconfigure keel >"$OUT/reconfigure.txt" 2>&1 || flunk "dpkg-reconfigure keel"
+systemctl enable -q pve-guests.service
+systemctl is-enabled -q keel-activate.service && systemctl is-enabled -q keel.service &&
+	pass "postinst with a desired state enabled both units" || flunk "units not enabled"
+[ -L /etc/systemd/system/pve-guests.service.requires/keel-activate.service ] &&
+	pass "pve-guests requires keel-activate" || flunk "no RequiredBy link: $(ls -la /etc/systemd/system/ | grep requires)"
+systemctl list-dependencies --after pve-guests.service --plain 2>/dev/null | grep -q keel-activate &&
+	pass "pve-guests ordered after keel-activate" || flunk "pve-guests not ordered after keel-activate"
+lvmconfig --typeconfig full devices/scan_lvs >"$OUT/scan_lvs.txt"
+sync
+exit $fail

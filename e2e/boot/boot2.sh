@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Boot 2 (a cold reboot over the same disks): the stacked VG must have been
+# active before the pve-guests stand-in ran, the bcache tunables back, lvm.conf
+# intact, keel.service READY, keel's entries in the journal, the data intact.
+set -uo pipefail
+fail=0
+pass() { echo "PASS: $*"; }
+flunk() { echo "FAIL: $*"; fail=1; }
+
+systemctl status --no-pager keel-activate.service pve-guests.service keel.service >"$OUT/status.txt" 2>&1
+systemctl is-active -q keel-activate.service && pass "keel-activate active" || flunk "keel-activate: $(systemctl is-active keel-activate.service)"
+if [ -s /var/lib/standin/ran ] && [ "$(sed -n 2p /var/lib/standin/ran | tr -d ' ')" = active ]; then
+	pass "vdovg/data was active when the pve-guests stand-in ran"
+else
+	flunk "stand-in saw: $(cat /var/lib/standin/ran 2>&1)"
+fi
+# The ordering, from systemd's own timestamps.
+a=$(systemctl show -P ActiveEnterTimestampMonotonic keel-activate.service)
+g=$(systemctl show -P ExecMainStartTimestampMonotonic pve-guests.service)
+[ "$a" -gt 0 ] && [ "$g" -ge "$a" ] && pass "pve-guests started ${g}us >= keel-activate ready ${a}us" || flunk "order: activate $a, guests $g"
+s=$(systemctl show -P ExecMainStartTimestampMonotonic keel-activate.service)
+echo "activate_start_to_ready_ms=$(((a - s) / 1000))" | tee "$OUT/activate-ready.txt"
+
+[ "$(cat /sys/block/bcache0/bcache/sequential_cutoff)" = 0.0k ] && [ "$(cat /sys/block/bcache0/bcache/writeback_percent)" = 40 ] &&
+	pass "bcache tunables back (sequential_cutoff 0.0k, writeback_percent 40)" || flunk "bcache: $(cat /sys/block/bcache0/bcache/sequential_cutoff) $(cat /sys/block/bcache0/bcache/writeback_percent)"
+cset=$(basename "$(readlink -f /sys/block/bcache0/bcache/cache)")
+cat "/sys/fs/bcache/$cset/congested_read_threshold_us" "/sys/fs/bcache/$cset/congested_write_threshold_us" >"$OUT/congested.txt" 2>&1
+[ "$(tr '\n' ' ' <"$OUT/congested.txt")" = "0 0 " ] && pass "cache-set congested thresholds 0 0" || flunk "congested: $(cat "$OUT/congested.txt")"
+# Who set them: keel-activate logs a "boot action" when it had to write sysfs;
+# none means keel's udev rule did it at registration.
+journalctl -b -u keel-activate.service -o cat >"$OUT/activate.journal" 2>&1
+if grep -q 'boot action.*bcache' "$OUT/activate.journal"; then
+	echo "NOTE: keel-activate re-applied bcache tunables (the udev rule did not)"
+else
+	pass "keel-activate had no bcache tunable to write: the udev rule set them at registration"
+fi
+[ "$(lvmconfig --typeconfig full devices/scan_lvs)" = scan_lvs=1 ] && pass "lvm.conf intact (scan_lvs=1)" || flunk "lvm.conf: $(lvmconfig --typeconfig full devices/scan_lvs)"
+
+systemctl is-active -q keel.service && pass "keel.service active (Type=notify: READY received)" || flunk "keel.service: $(systemctl is-active keel.service); $(journalctl -b -u keel.service -o cat | tail -5)"
+journalctl -b -o json SYSLOG_IDENTIFIER=keel-activate >"$OUT/activate.json" 2>&1
+journalctl -b -o json SYSLOG_IDENTIFIER=keel >"$OUT/keel.json" 2>&1
+grep -q '"MESSAGE":"stack active"' "$OUT/activate.json" && grep -q '"TOOK":' "$OUT/activate.json" &&
+	pass "journal: keel-activate's structured 'stack active' entry" || flunk "no structured keel-activate entry"
+[ -s "$OUT/keel.json" ] && pass "journal: $(wc -l <"$OUT/keel.json") keel.service entries" || flunk "no keel.service entries"
+grep -o '"MESSAGE":"activating[^"]*"\|"COMMAND":"[^"]*"' "$OUT/activate.json" >"$OUT/activate-commands.txt" || true
+echo "keel-activate ran: $(tr '\n' ' ' <"$OUT/activate-commands.txt")"
+
+sum=$(head -c 64M /dev/vdovg/data | sha256sum | cut -d' ' -f1)
+[ "$sum" = "$(cat /root/data.sha256)" ] && pass "data checksum matches" || flunk "checksum $sum != $(cat /root/data.sha256)"
+rm -f /var/lib/standin/ran
+journalctl -b -o short-monotonic -u keel-activate.service -u pve-guests.service -u keel.service >"$OUT/units.journal" 2>&1
+sync
+exit $fail

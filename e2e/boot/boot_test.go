@@ -1,0 +1,96 @@
+//go:build e2e
+
+// Package boot proves that a reboot is boring, on a real kernel in the
+// systemd flavour of the test guest, over three cold boots of one machine:
+//
+//  1. install keel's .deb, build examples/vdo-on-bcache.cue (bcache in front
+//     of the slow disk, a split VDO pool, vdovg stacked on the VDO LV) with
+//     keel apply, write data, install keel's udev rules, enable the units and
+//     a pve-guests stand-in (boot1.sh);
+//  2. reboot: vdovg is active before the stand-in runs, the bcache tunables
+//     are back, lvm.conf is intact, keel.service is READY, the journal holds
+//     keel's structured entries, the data's checksum matches (boot2.sh);
+//  3. reboot without the slow disk: keel-activate fails naming it and the
+//     stand-in does not start (boot3.sh).
+package boot
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keel-storage/keel/e2e/guest"
+)
+
+// verdicts fails the test for every FAIL: line and logs the PASS: lines.
+func verdicts(t *testing.T, boot string, r *guest.Result) {
+	t.Helper()
+	for _, line := range strings.Split(r.Output, "\n") {
+		switch {
+		case strings.HasPrefix(line, "PASS: "):
+			t.Logf("%s: %s", boot, line)
+		case strings.HasPrefix(line, "FAIL: "):
+			t.Errorf("%s: %s", boot, line)
+		}
+	}
+	if r.ExitCode != 0 {
+		t.Errorf("%s: scenario exit %d", boot, r.ExitCode)
+	}
+}
+
+func TestRebootIsBoring(t *testing.T) {
+	root := guest.RepoRoot(t)
+	// read returns a repository file; the scripts are read at each boot.
+	read := func(rel string) []byte {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatalf("boot test input: %v", err)
+		}
+		return b
+	}
+	debDir := t.TempDir()
+	build := exec.Command(filepath.Join(root, "packaging", "build-deb.sh"), debDir)
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	if err != nil {
+		t.Fatalf("build-deb.sh: %v\n%s", err, out)
+	}
+	deb := strings.TrimSpace(string(out[strings.LastIndexByte(strings.TrimSpace(string(out)), '\n')+1:]))
+	debBytes, err := os.ReadFile(deb)
+	if err != nil {
+		t.Fatalf("the .deb: %v\n%s", err, out)
+	}
+	m := guest.New(t, guest.Spec{
+		Flavour: guest.Systemd,
+		Disks: []guest.Disk{
+			{Kind: guest.NVMe, Size: "20G", Serial: "nvme0"},
+			{Kind: guest.HDD, Size: "60G", Serial: "hdd1"},
+			{Kind: guest.SSD, Size: "8G", Serial: "ssd2"},
+		},
+		Files: map[string][]byte{
+			"keel.deb":           debBytes,
+			"stacks.sh":          read("e2e/scenarios/stacks.sh"),
+			"desired.cue":        read("examples/vdo-on-bcache.cue"),
+			"pve-guests.service": read("e2e/boot/pve-guests.service"),
+		},
+		Mem:     "3G",
+		Timeout: 10 * time.Minute,
+	})
+	r1 := m.Boot(t, string(read("e2e/boot/boot1.sh")))
+	verdicts(t, "boot 1", r1)
+	if !strings.Contains(r1.Output, "PASS: keel apply converged the stack") {
+		t.FailNow() // no stack to reboot
+	}
+	r2 := m.Boot(t, string(read("e2e/boot/boot2.sh")))
+	verdicts(t, "boot 2", r2)
+	if ms := regexp.MustCompile(`activate_start_to_ready_ms=(\d+)`).FindStringSubmatch(r2.Output); ms != nil {
+		t.Logf("keel-activate start to READY: %s ms (guest wall %.1fs)", ms[1], r2.Wall.Seconds())
+	}
+	m.Detach("hdd1")
+	r3 := m.Boot(t, string(read("e2e/boot/boot3.sh")))
+	verdicts(t, "boot 3", r3)
+}
