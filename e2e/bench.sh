@@ -38,10 +38,8 @@ else
 fi
 has() { case ",$parts," in *",$1,"*) return 0 ;; esac; return 1; }
 log() { printf '[bench %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-failed=""
 fail() {
 	log "part $1 failed: $2"
-	failed="$failed $1"
 	echo "$2" >"$raw/$1.failed"
 }
 now() { date +%s%N; }
@@ -76,6 +74,40 @@ if ! CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.Version=$(git desc
 	log "keel does not build"
 	exit 2
 fi
+
+# --- the real kernel: keel check vs probe commands, the daemon ----------
+guest_parts() {
+	if has guest; then
+		log "guest: one boot (daemon window ${daemon}s); waits for the qemu lock"
+		printf 'ROUNDS=%s\nDAEMON_SECONDS=%s\nREACT_ROUNDS=%s\n' "$guest_rounds" "$daemon" "$react" >"$raw/bench.env"
+		rm -rf "$raw/share"
+		mkdir -p "$raw/share"
+		e2e/vm-run.sh --mem 3G --timeout $((daemon + 1500)) --keel "$keel" --share "$raw/share" --quiet \
+			--nvme 20G --hdd 60G:hdd1 --ssd 8G:ssd2 \
+			e2e/bench/guest.sh e2e/scenarios/stacks.sh examples/vdo-on-bcache.cue e2e/apply/desired/bcache.cue \
+			"$raw/bench.env" >"$raw/guest-vm.txt" 2>&1
+		rc=$?
+		cp "$raw/share/guest.log" "$raw/guest.txt" 2>/dev/null
+		[ $rc = 0 ] || fail guest "vm-run exit $rc: $(tail -5 "$raw/guest.txt" 2>/dev/null)"
+	fi
+
+	# --- boot: a bare boot, and keel-activate start to READY ----------------
+	if has boot; then
+		log "boot: BenchmarkBootFast x$boots"
+		KEEL_E2E_BIN=$keel go test -tags e2e -run '^$' -bench BootFast -benchtime 1x -count "$boots" -timeout 90m \
+			./e2e/guest/ >"$raw/bootfast.txt" 2>&1 || fail boot "BenchmarkBootFast: $(tail -3 "$raw/bootfast.txt")"
+		if [ -e e2e/boot/boot_test.go ]; then
+			log "boot: e2e/boot TestRebootIsBoring (three systemd boots)"
+			KEEL_E2E_BIN=$keel go test -tags e2e -count=1 -v -run TestRebootIsBoring -timeout 90m \
+				./e2e/boot/ >"$raw/boot.txt" 2>&1 || fail boot "e2e/boot: $(grep -m3 -E 'FAIL|Error' "$raw/boot.txt")"
+		fi
+	fi
+}
+
+# The guest parts wait for the machine-wide qemu lock behind other jobs'
+# guests, so they start first and run alongside the host parts.
+guest_parts &
+guest_pid=$!
 
 # --- configuration: keel vet against cue vet, interleaved ---------------
 if has config; then
@@ -138,34 +170,6 @@ if has check; then
 	done
 fi
 
-# --- the real kernel: keel check vs probe commands, the daemon ----------
-if has guest; then
-	log "guest: one boot (daemon window ${daemon}s); waits for the qemu lock"
-	printf 'ROUNDS=%s\nDAEMON_SECONDS=%s\nREACT_ROUNDS=%s\n' "$guest_rounds" "$daemon" "$react" >"$raw/bench.env"
-	rm -rf "$raw/share"
-	mkdir -p "$raw/share"
-	e2e/vm-run.sh --mem 3G --timeout $((daemon + 1500)) --keel "$keel" --share "$raw/share" --quiet \
-		--nvme 20G --hdd 60G:hdd1 --ssd 8G:ssd2 \
-		e2e/bench/guest.sh e2e/scenarios/stacks.sh examples/vdo-on-bcache.cue e2e/apply/desired/bcache.cue \
-		"$raw/bench.env" >"$raw/guest-vm.txt" 2>&1
-	rc=$?
-	cp "$raw/share/guest.log" "$raw/guest.txt" 2>/dev/null
-	cp "$raw/share/versions.txt" "$raw/guest-versions.txt" 2>/dev/null
-	[ $rc = 0 ] || fail guest "vm-run exit $rc: $(tail -5 "$raw/guest.txt" 2>/dev/null)"
-fi
-
-# --- boot: a bare boot, and keel-activate start to READY ----------------
-if has boot; then
-	log "boot: BenchmarkBootFast x$boots"
-	KEEL_E2E_BIN=$keel go test -tags e2e -run '^$' -bench BootFast -benchtime 1x -count "$boots" -timeout 90m \
-		./e2e/guest/ >"$raw/bootfast.txt" 2>&1 || fail boot "BenchmarkBootFast: $(tail -3 "$raw/bootfast.txt")"
-	if [ -e e2e/boot/boot_test.go ]; then
-		log "boot: e2e/boot TestRebootIsBoring (three systemd boots)"
-		KEEL_E2E_BIN=$keel go test -tags e2e -count=1 -v -run TestRebootIsBoring -timeout 90m \
-			./e2e/boot/ >"$raw/boot.txt" 2>&1 || fail boot "e2e/boot: $(grep -m3 -E 'FAIL|Error' "$raw/boot.txt")"
-	fi
-fi
-
 # --- removal: zero-out against blkdiscard --zeroout and dd --------------
 if has wipe; then
 	if [ "$(id -u)" != 0 ]; then
@@ -178,10 +182,13 @@ if has wipe; then
 	fi
 fi
 
+wait "$guest_pid"
+failed=$(cd "$raw" && ls *.failed 2>/dev/null | sed 's/\.failed$//' | tr '\n' ' ')
+failed=${failed% }
 {
 	echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "wall_seconds=$((($(now) - start) / 1000000000))"
-	echo "failed=${failed# }"
+	echo "failed=$failed"
 } >>"$raw/meta.txt"
 
 log "writing $report"
@@ -189,7 +196,7 @@ go run ./e2e/bench/report -raw "$raw" -o "$report"
 rc=$?
 log "report: $report (raw outputs: $raw)"
 if [ -n "$failed" ]; then
-	log "parts that could not run:$failed"
+	log "parts that could not run: $failed"
 	exit 2
 fi
 exit $rc

@@ -231,7 +231,7 @@ func (r *report) text() string {
 		{"test guest", r.guestVersions()},
 		{"load average (1/5/15 min)", fmt.Sprintf("before %s, after %s (a shared machine: other jobs ran alongside)", m["load_before"], m["load_after"])},
 		{"mode", fmt.Sprintf("BENCH_QUICK=%s; Go benchmarks -count %s; process timings %s rounds; guest rounds %s; daemon window %s s; wipe %s", m["quick"], m["count"], m["rounds"], m["guest_rounds"], m["daemon_seconds"], m["wipe"])},
-		{"parts", m["parts"]},
+		{"parts", m["parts"] + " (the guest parts — guest, boot — wait for the machine-wide qemu lock and run alongside the host parts)"},
 		{"wall time of the run", m["wall_seconds"] + " s"},
 	}
 	if f := m["failed"]; f != "" {
