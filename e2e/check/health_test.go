@@ -24,7 +24,8 @@ lvm_conf_save
 stack_vdo_thick "$nv" || exit 1
 step lvcreate -y --type thin-pool --chunksize 512k -Z n -L 2G -n tpv vdovg || exit 1
 step pvcreate -q "$hd" && step vgcreate -q thinvg "$hd" || exit 1
-step lvcreate -y --type thin-pool --chunksize 64k -Z n --errorwhenfull y -L 64M -n tpfull thinvg || exit 1
+step lvcreate -y --type thin-pool --chunksize 64k -Z n -L 64M -n tpfull thinvg || exit 1
+step lvchange --errorwhenfull y thinvg/tpfull || exit 1
 step lvcreate -y -V 1G -n t1 --thinpool tpfull thinvg || exit 1
 # Write past the pool's end: with --errorwhenfull y the writes fail at once.
 dd if=/dev/urandom of=/dev/thinvg/t1 bs=1M count=96 oflag=direct status=none || echo "dd failed as expected"
