@@ -136,6 +136,11 @@ func (a *Agent) wipeLV(ctx context.Context, r probes.Runner, s reconcile.WipeSpe
 		return fmt.Errorf("wipe %s/%s: %w", s.VG, s.LV, err)
 	}
 	rm := &wipe.Remover{Exec: runnerExec{r}, Step: s.StepMax, Log: a.Log.Named("wipe")}
+	// An exclusive open of each LV proves nobody holds it before anything
+	// is renamed; the open count in the probe can miss a plain opener.
+	if err := rm.Check(targets); err != nil {
+		return fmt.Errorf("wipe %s/%s: %w", s.VG, s.LV, err)
+	}
 	return rm.Remove(ctx, targets)
 }
 
