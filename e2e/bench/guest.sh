@@ -73,7 +73,7 @@ for r in $(seq "$ROUNDS"); do
 	"$K" check -c /etc/keel >/dev/null 2>&1
 	t1=$(now)
 	echo "check $(secs "$t0" "$t1")"
-	"$K" snapshot -v -o /dev/null 2>&1 | awk '/probe pass/ { print "pass", $4 }'
+	"$K" snapshot -v -o /dev/null 2>&1 | awk '/probe pass/ { print "pass", $5 }'
 done
 
 echo "== the daemon on the converged host"
@@ -113,6 +113,7 @@ echo "daemon-window $(secs "$t0" "$t1")"
 echo "daemon-cpu $(awk -v a="$k0" -v b="$k1" -v hz="$hz" 'BEGIN { printf "%.3f", (b - a) / hz }')"
 echo "daemon-passes $((p1 - p0))"
 echo "daemon-commands $(wc -l <"$OUT/daemon-window.cmds")"
+echo "daemon-commands-total $(wc -l </tmp/keel-shim.log)" # the shim works: the first pass ran through it
 echo "daemon-mutating $mut"
 echo "daemon-actions $((a1 - a0))"
 echo "daemon-hwm-kib $(awk '/^VmHWM/ { print $2 }' "/proc/$dpid/status")"
