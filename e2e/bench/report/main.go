@@ -273,7 +273,11 @@ func (r *report) guestVersions() string {
 	if v := regexp.MustCompile(`vdoformat version is:?\s*(\S+)`).FindStringSubmatch(g); v != nil {
 		parts = append(parts, "vdo "+v[1])
 	}
-	parts = append(parts, "qemu TCG unless KVM works (docs/testing.md): guest figures compare with each other, not with bare metal")
+	accel := "TCG unless KVM works (docs/testing.md)"
+	if a := regexp.MustCompile(`accel=(\S+)`).FindStringSubmatch(r.read("guest-vm.txt")); a != nil {
+		accel = a[1]
+	}
+	parts = append(parts, "qemu accel "+accel+": guest figures compare with each other, not with bare metal")
 	return strings.Join(parts, ", ")
 }
 
