@@ -772,7 +772,9 @@ func (r *report) wipe() {
 	r.p("device, interleaved in rotating order; each run starts from a device filled with written blocks\n")
 	r.p("(not timed) and checks that the first and last 4 KiB read back as zeroes. Times are whole\n")
 	r.p("processes. Both keel and blkdiscard issue the same ioctls, so where the ranges overlap read a\n")
-	r.p("lead as \"no slower\", not as a real gain. The engine's own cost per step is `BenchmarkStepLoop`\n")
+	r.p("lead as \"no slower\", not as a real gain. In the offload path a whole run takes about a tenth of\n")
+	r.p("a second, so process start (a Go binary against a small C one) and scheduling on the shared\n")
+	r.p("machine weigh as much as the ioctls. The engine's own cost per step is `BenchmarkStepLoop`\n")
 	r.p("below. Discard on a VDO-backed LV with max_discard 1 is slow in the guest (4 KiB per request):\n")
 	r.p("see docs/removal.md.\n\n")
 }
