@@ -426,7 +426,7 @@ func (r *report) scale() {
 				r.p("| %s | %d | missing | | |\n", kind, n)
 				continue
 			}
-			r.p("| %s | %s | %s | %s | %s |\n", kind, qty(float64(n)), summarize(b.values["ns/op"]).spread(dur),
+			r.p("| %s | %d,%03d | %s | %s | %s |\n", kind, n/1000, n%1000, summarize(b.values["ns/op"]).spread(dur),
 				qty(summarize(b.values["B/op"]).med), qty(summarize(b.values["allocs/op"]).med))
 		}
 	}
@@ -454,6 +454,9 @@ func (r *report) scale() {
 			}
 		}
 	}
+	r.p("\nWhere the time ratio exceeds 50 while the allocation ratio stays under it, the extra time is\n")
+	r.p("most likely the garbage collector working through a heap of about a gigabyte at 50,000 LVs (see\n")
+	r.p("B/op), not code whose work grows faster than the LVs; compare the 10k/1k column.\n")
 	p := summarize(get("plan", 10000).values["ns/op"])
 	r.addTarget("plan of 10,000 LVs (64 VDO pools, 64 bcache)", "< 20 ms", p.spread(dur), p.med < 20e6)
 	r.p("\nThe plan's cost is per pool and per bcache device (layout arithmetic, thread layout, RAM bill),\n")
