@@ -455,7 +455,7 @@ func (r *report) scale() {
 		}
 	}
 	r.p("\nWhere the time ratio exceeds 50 while the allocation ratio stays under it, the extra time is\n")
-	r.p("most likely the garbage collector working through a heap of about a gigabyte at 50,000 LVs (see\n")
+	r.p("most likely the garbage collector: a pass at 50,000 LVs allocates about a gigabyte (see\n")
 	r.p("B/op), not code whose work grows faster than the LVs; compare the 10k/1k column.\n")
 	p := summarize(get("plan", 10000).values["ns/op"])
 	r.addTarget("plan of 10,000 LVs (64 VDO pools, 64 bcache)", "< 20 ms", p.spread(dur), p.med < 20e6)
