@@ -583,6 +583,17 @@ func (r *report) guest() {
 				fullreport = id
 			}
 		}
+		var sums []float64
+		for i := range check {
+			sum := 0.0
+			for _, id := range ids {
+				if i < len(probe[id]) {
+					sum += probe[id][i]
+				}
+			}
+			sums = append(sums, sum)
+		}
+		r.p("| all of the above one after another (sum per round) | %s |\n", summarize(sums).spread(sec))
 		cs := summarize(check)
 		r.p("| **`keel check` (whole process)** | %s |\n", cs.spread(sec))
 		r.p("| keel's probe pass in-process (`keel snapshot -v`) | %s |\n\n", summarize(pass).spread(sec))
