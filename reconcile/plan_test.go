@@ -206,6 +206,14 @@ var scenarios = []scenario{
 		name: "vdo-thick-inactive", snapshot: "vdo-thick-inactive", desired: "vdo-thick",
 		want: []string{"activation.pvscan_on_lvs@vdovg", "vdo.slab_remainder@vdolab/vdopool"},
 	},
+	{
+		// Captured by e2e/check: a thin pool made by hand in the VG on VDO,
+		// and a 64M pool written past its end (out_of_data_space).
+		name: "thin-health", snapshot: "thin-health", desired: "thin-on-vdo",
+		want: []string{"thin.data_usage@thinvg/tpfull", "thin.health@thinvg/tpfull", "thin.on_vdo@vdovg/tpv",
+			"vdo.slab_remainder@vdolab/vdopool"},
+	},
+	{name: "audit-thin-health", snapshot: "thin-health"},
 	{name: "audit-vdo-defaults", snapshot: "vdo-defaults"},
 	{name: "audit-vdo-thick", snapshot: "vdo-thick"},
 	{name: "audit-thin", snapshot: "thin"},
