@@ -38,8 +38,8 @@ cat "$OUT/apply.txt"
 
 lvcreate -q -y -L 256M -n data vdovg >/dev/null || flunk "lvcreate vdovg/data"
 dd if=/dev/urandom of=/dev/vdovg/data bs=1M count=64 oflag=direct status=none || flunk "write data"
-head -c 64M /dev/vdovg/data | sha256sum | cut -d' ' -f1 >/root/data.sha256
-cp /root/data.sha256 "$OUT/"
+mkdir -p /var/lib/keel-e2e && head -c 64M /dev/vdovg/data | sha256sum | cut -d' ' -f1 >/var/lib/keel-e2e/data.sha256
+cp /var/lib/keel-e2e/data.sha256 "$OUT/"
 
 rc=0
 keel udev-rules --write >"$OUT/udev-write.txt" 2>&1 || rc=$?

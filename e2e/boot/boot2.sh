@@ -46,7 +46,7 @@ grep -o '"MESSAGE":"activating[^"]*"\|"COMMAND":"[^"]*"' "$OUT/activate.json" >"
 echo "keel-activate ran: $(tr '\n' ' ' <"$OUT/activate-commands.txt")"
 
 sum=$(head -c 64M /dev/vdovg/data | sha256sum | cut -d' ' -f1)
-[ "$sum" = "$(cat /root/data.sha256)" ] && pass "data checksum matches" || flunk "checksum $sum != $(cat /root/data.sha256)"
+[ "$sum" = "$(cat /var/lib/keel-e2e/data.sha256)" ] && pass "data checksum matches" || flunk "checksum $sum != $(cat /var/lib/keel-e2e/data.sha256)"
 rm -f /var/lib/standin/ran
 journalctl -b -o short-monotonic -u keel-activate.service -u pve-guests.service -u keel.service >"$OUT/units.journal" 2>&1
 sync
