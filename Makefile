@@ -6,7 +6,7 @@ LDFLAGS     := -s -w -X main.Version=$(VERSION)
 GOBIN       := $(shell $(GO) env GOPATH)/bin
 STATICCHECK ?= $(GOBIN)/staticcheck
 
-.PHONY: all build test lint demo e2e fixtures bench check deps clean
+.PHONY: all build test lint demo e2e fixtures bench check deps deb clean
 
 all: build
 
@@ -51,4 +51,4 @@ deps:
 check: deps lint test e2e
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
