@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,9 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 	Summary  Summary   `json:"summary"`
 	Levels   []Level   `json:"levels"`
+	// NotEvaluated lists catalogue IDs this check did not judge
+	// (OutsidePlanIDs): absent from Findings does not mean passed for these.
+	NotEvaluated []string `json:"notEvaluated,omitempty"`
 }
 
 // HostInfo names the checked host and how it was judged.
@@ -54,6 +58,13 @@ type Level struct {
 	Alert float64 `json:"alert"`
 }
 
+// OutsidePlanIDs are the catalogue IDs the planner does not judge: keel's
+// generated udev rules are files, not part of the observed model. `keel
+// udev-rules --check` judges them and `keel activate` rewrites them at every
+// boot; a report lists them as not evaluated so that JUnit shows them as
+// skipped, never as passed.
+var OutsidePlanIDs = []string{"activation.udev_rule", "bcache.udev_rule"}
+
 // NewReport sorts findings and levels into output order and summarises them.
 func NewReport(host HostInfo, findings []Finding, levels []Level) Report {
 	fs := append([]Finding(nil), findings...)
@@ -85,7 +96,7 @@ func NewReport(host HostInfo, findings []Finding, levels []Level) Report {
 	if ls == nil {
 		ls = []Level{}
 	}
-	return Report{Host: host, Findings: fs, Summary: s, Levels: ls}
+	return Report{Host: host, Findings: fs, Summary: s, Levels: ls, NotEvaluated: slices.Clone(OutsidePlanIDs)}
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -132,6 +143,7 @@ type junitSuites struct {
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
+	Skipped  int          `xml:"skipped,attr,omitempty"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
@@ -139,6 +151,7 @@ type junitSuite struct {
 	Name     string      `xml:"name,attr"`
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr,omitempty"`
 	Cases    []junitCase `xml:"testcase"`
 }
 
@@ -146,7 +159,12 @@ type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitFailure struct {
@@ -182,12 +200,15 @@ func (r Report) WriteJUnit(w io.Writer) error {
 		if failing {
 			c.Failure = &junitFailure{Message: rule.Title, Type: rule.Severity.String(), Text: fail.String()}
 			suite.Failures++
+		} else if slices.Contains(r.NotEvaluated, rule.ID) {
+			c.Skipped = &junitSkipped{Message: "not evaluated by this check"}
+			suite.Skipped++
 		}
 		c.SystemOut = out.String()
 		suite.Cases = append(suite.Cases, c)
 	}
 	suite.Tests = len(suite.Cases)
-	doc := junitSuites{Name: "keel", Tests: suite.Tests, Failures: suite.Failures, Suites: []junitSuite{suite}}
+	doc := junitSuites{Name: "keel", Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped, Suites: []junitSuite{suite}}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
