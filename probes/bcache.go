@@ -9,10 +9,12 @@ import (
 
 // Bcache is one bcache backing device, keyed by its backing_dev_uuid.
 type Bcache struct {
-	UUID     string // backing_dev_uuid
-	Device   string // bcacheN, informative only: it changes between boots
-	Backing  string // kernel name of the backing device (backing_dev_name)
-	CacheSet string // UUID of the attached cache set, "" when detached
+	UUID    string // backing_dev_uuid
+	Device  string // bcacheN, informative only: it changes between boots
+	Backing string // kernel name of the backing device (backing_dev_name)
+	// BackingByID are the /dev/disk/by-id names of the backing device, sorted.
+	BackingByID []string
+	CacheSet    string // UUID of the attached cache set, "" when detached
 	// CacheMode is the selected mode: writethrough, writeback, writearound or none.
 	CacheMode             string
 	SequentialCutoff      uint64 // bytes

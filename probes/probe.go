@@ -378,6 +378,8 @@ func (v *sysfsView) apply(h *Host) {
 		if key == "" {
 			key = "unknown:" + b.Device
 		}
+		b.BackingByID = append([]string(nil), v.byID[b.Backing]...)
+		sort.Strings(b.BackingByID)
 		h.Bcache[key] = b
 	}
 	for _, c := range v.cacheSets {

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,12 +37,18 @@ func hprint(v uint64) string {
 
 func bcacheObject(uuid string) string { return "bcache:" + uuid }
 
-// findBcache resolves a declared backing device: a bcache backing UUID, or
-// /dev/<kernel name>. /dev/disk/by-id paths resolve only when the probe
-// reports the backing device's kernel name under that link's target.
+// findBcache resolves a declared backing device: a bcache backing UUID,
+// a /dev/disk/by-id path of the backing device, or /dev/<kernel name>.
 func (p *planner) findBcache(backing string) *probes.Bcache {
 	if b := p.h.Bcache[backing]; b != nil {
 		return b
+	}
+	if id, ok := strings.CutPrefix(backing, "/dev/disk/by-id/"); ok {
+		for _, uuid := range sortedKeys(p.h.Bcache) {
+			if b := p.h.Bcache[uuid]; slices.Contains(b.BackingByID, id) {
+				return b
+			}
+		}
 	}
 	name := strings.TrimPrefix(backing, "/dev/")
 	if pv := p.resolvePV(backing); pv != "" && p.h.PVs[pv] != nil {
