@@ -40,6 +40,10 @@ type Agent struct {
 	// SkipOwnerCheck disables the root-ownership check of the desired
 	// state (tests only).
 	SkipOwnerCheck bool
+	// WipeStarted and WipeFinished, when set, see each safe removal's
+	// progress (the daemon publishes it as metrics).
+	WipeStarted  func(t wipe.Target, p *wipe.Progress)
+	WipeFinished func(t wipe.Target)
 
 	desired     *schema.Config
 	configError *reconcile.Finding
@@ -136,6 +140,12 @@ func (a *Agent) wipeLV(ctx context.Context, r probes.Runner, s reconcile.WipeSpe
 		return fmt.Errorf("wipe %s/%s: %w", s.VG, s.LV, err)
 	}
 	rm := &wipe.Remover{Exec: runnerExec{r}, Step: s.StepMax, Log: a.Log.Named("wipe")}
+	if a.WipeStarted != nil {
+		rm.Started = func(t wipe.Target, _ wipe.Mode, p *wipe.Progress) { a.WipeStarted(t, p) }
+	}
+	if a.WipeFinished != nil {
+		rm.Finished = func(t wipe.Target, _ wipe.Mode, _ *wipe.Progress, _ error) { a.WipeFinished(t) }
+	}
 	// An exclusive open of each LV proves nobody holds it before anything
 	// is renamed; the open count in the probe can miss a plain opener.
 	if err := rm.Check(targets); err != nil {

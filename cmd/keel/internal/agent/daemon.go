@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/keel-storage/keel/reconcile/wipe"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -40,6 +42,9 @@ type Daemon struct {
 
 	tracker *alerts.Tracker
 	metrics *alerts.Metrics
+	// wipeTextfile is the textfile path publishWipes writes to while a
+	// safe removal runs (set when it starts).
+	wipeTextfile atomic.Value
 }
 
 type trigger struct {
@@ -61,6 +66,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.tracker = alerts.NewTracker()
 	d.metrics = alerts.NewMetrics()
+	d.Agent.WipeStarted = func(t wipe.Target, p *wipe.Progress) {
+		d.wipeTextfile.Store(d.textfile()) // read here, on the pass's goroutine
+		d.metrics.WipeStarted(t.VG, t.LV, func() (uint64, uint64, float64) {
+			s := p.Stat()
+			return s.Done, s.Total, s.Rate
+		})
+	}
+	d.Agent.WipeFinished = func(t wipe.Target) { d.metrics.WipeFinished(t.VG, t.LV) }
+	go d.publishWipes(ctx, 5*time.Second)
 	triggers := make(chan trigger, 64)
 	send := func(t trigger) {
 		select {
@@ -234,11 +248,7 @@ func (d *Daemon) pass(ctx context.Context, why string) string {
 		}
 	}
 	d.metrics.Pass(time.Now(), err, statuses, findings)
-	textfile := d.Textfile
-	if textfile == "" {
-		textfile = desiredAlerts.Textfile
-	}
-	if textfile != "" {
+	if textfile := d.textfile(); textfile != "" {
 		if werr := d.metrics.WriteTextfile(textfile); werr != nil {
 			d.Log.Error("metrics textfile", "path", textfile, "err", werr)
 		}
@@ -278,4 +288,39 @@ func statusLine(res PassResult, findings []reconcile.Finding, err error) string 
 		s = "last pass failed (see the log); " + s
 	}
 	return s
+}
+
+// textfile is where the metrics go: --textfile, else alerts.textfile of the
+// desired state in force ("" for none).
+func (d *Daemon) textfile() string {
+	if d.Textfile != "" {
+		return d.Textfile
+	}
+	if cfg := d.Agent.Desired(); cfg != nil {
+		return cfg.Alerts.Textfile
+	}
+	return ""
+}
+
+// publishWipes rewrites the metrics textfile every interval while a safe
+// removal is in progress, so its keel_wipe_* progress is visible before the
+// pass that runs it ends.
+func (d *Daemon) publishWipes(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if d.metrics.WipesInFlight() == 0 {
+				continue
+			}
+			if path, _ := d.wipeTextfile.Load().(string); path != "" {
+				if err := d.metrics.WriteTextfile(path); err != nil {
+					d.Log.Error("metrics textfile", "path", path, "err", err)
+				}
+			}
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package alerts
 
 import (
+	"sync"
 	"time"
 
 	"github.com/keel-storage/keel/reconcile"
@@ -20,6 +21,9 @@ type Metrics struct {
 	findings           *prometheus.GaugeVec
 	findingsBySeverity *prometheus.GaugeVec
 	stuck              prometheus.Gauge
+
+	mu    sync.Mutex
+	wipes map[[2]string]func() (done, total uint64, rate float64)
 }
 
 // NewMetrics registers every metric.
@@ -46,7 +50,7 @@ func NewMetrics() *Metrics {
 			Help: "Actions marked stuck (reconcile.stuck findings)."}),
 	}
 	m.reg.MustRegister(m.reloadOK, m.reloadTime, m.reconcileTime, m.reconcileErrors, m.passes,
-		m.actions, m.findings, m.findingsBySeverity, m.stuck)
+		m.actions, m.findings, m.findingsBySeverity, m.stuck, wipeCollector{m})
 	for _, s := range []string{"info", "warning", "error", "critical"} {
 		m.findingsBySeverity.WithLabelValues(s)
 	}
@@ -99,4 +103,58 @@ func (m *Metrics) Pass(at time.Time, err error, statuses map[string]int, finding
 // renamed into place; node_exporter reads only *.prom names).
 func (m *Metrics) WriteTextfile(path string) error {
 	return prometheus.WriteToTextfile(path, m.reg)
+}
+
+var (
+	wipeDoneDesc = prometheus.NewDesc("keel_wipe_bytes_done",
+		"Bytes zeroed or discarded so far by a safe removal in progress.", []string{"vg", "lv"}, nil)
+	wipeTotalDesc = prometheus.NewDesc("keel_wipe_bytes_total",
+		"Bytes a safe removal in progress has to zero or discard.", []string{"vg", "lv"}, nil)
+	wipeRateDesc = prometheus.NewDesc("keel_wipe_bytes_per_second",
+		"Rate of a safe removal in progress so far.", []string{"vg", "lv"}, nil)
+)
+
+// WipeStarted publishes a safe removal of vg/lv in progress: stat is read at
+// every gather until WipeFinished. The series exist only while it runs.
+func (m *Metrics) WipeStarted(vg, lv string, stat func() (done, total uint64, rate float64)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.wipes == nil {
+		m.wipes = map[[2]string]func() (uint64, uint64, float64){}
+	}
+	m.wipes[[2]string{vg, lv}] = stat
+}
+
+// WipeFinished removes the progress series of vg/lv.
+func (m *Metrics) WipeFinished(vg, lv string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.wipes, [2]string{vg, lv})
+}
+
+// WipesInFlight returns the number of safe removals in progress.
+func (m *Metrics) WipesInFlight() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.wipes)
+}
+
+// wipeCollector reads the progress of every wipe in flight at gather time.
+type wipeCollector struct{ m *Metrics }
+
+func (c wipeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- wipeDoneDesc
+	ch <- wipeTotalDesc
+	ch <- wipeRateDesc
+}
+
+func (c wipeCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	for k, stat := range c.m.wipes {
+		done, total, rate := stat()
+		ch <- prometheus.MustNewConstMetric(wipeDoneDesc, prometheus.GaugeValue, float64(done), k[0], k[1])
+		ch <- prometheus.MustNewConstMetric(wipeTotalDesc, prometheus.GaugeValue, float64(total), k[0], k[1])
+		ch <- prometheus.MustNewConstMetric(wipeRateDesc, prometheus.GaugeValue, rate, k[0], k[1])
+	}
 }
