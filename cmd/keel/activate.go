@@ -21,7 +21,6 @@ import (
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/executor"
 	"github.com/keel-storage/keel/reconcile/lvmconf"
-	"github.com/keel-storage/keel/schema"
 )
 
 func init() {
@@ -41,7 +40,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("activate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var configs multiFlag
-	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "say what activation would do on the node `SNAPSHOT`; run nothing")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up when the stack is not up after this long")
 	poll := fs.Duration("poll", time.Second, "re-probe this often while waiting for devices")
@@ -58,11 +57,8 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "invalid desired state, 2 could not run.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitError
+	if code, ok := parseArgs(fs, args, exitError); !ok {
+		return code
 	}
 	lvl := hclog.LevelFromString(*level)
 	if fs.NArg() != 0 || lvl == hclog.NoLevel || *timeout <= 0 || *poll <= 0 {

@@ -33,7 +33,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var configs multiFlag
-	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "replay the node `SNAPSHOT` instead of probing this host (implies --dry-run)")
 	dryRun := fs.Bool("dry-run", false, "say what would run, run nothing")
 	maint := fs.Bool("maintenance", false, "also apply maintenance actions (the pool is stopped; refused while any LV on it is open)")
@@ -48,11 +48,8 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "2 could not run (invalid desired state, failed probe).")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitError
+	if code, ok := parseArgs(fs, args, exitError); !ok {
+		return code
 	}
 	if fs.NArg() != 0 || (*format != "text" && *format != "json") {
 		fs.Usage()

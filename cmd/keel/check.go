@@ -75,7 +75,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var configs multiFlag
-	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "replay the node `SNAPSHOT` instead of probing this host")
 	audit := fs.Bool("audit", false, "judge the host against keel's reference rules, without a desired state")
 	format := fs.String("format", "text", "output `format`: text, json, junit or prometheus")
@@ -87,11 +87,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Exit status: 0 nothing at warning or above, 1 findings at warning or above, 2 could not check.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitError
+	if code, ok := parseArgs(fs, args, exitError); !ok {
+		return code
 	}
 	write, ok := checkFormats[*format]
 	if !ok || fs.NArg() != 0 || (*audit && len(configs) > 0) {

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/keel-storage/keel/schema"
 )
 
 // Exit codes shared by every subcommand. Subcommands document any extra
@@ -71,4 +75,25 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  %-10s %s\n", "version", "print keel's version")
 	fmt.Fprintln(w, "\nRun 'keel <command> -h' for a command's flags.")
+}
+
+// parseArgs parses a subcommand's flags. ok is false when the command must
+// return code at once: exitOK after -h, bad otherwise (the flag package has
+// already printed the problem and the usage).
+func parseArgs(fs *flag.FlagSet, args []string, bad int) (code int, ok bool) {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK, false
+	default:
+		return bad, false
+	}
+}
+
+// desiredFlag registers -c, the desired-state path every command that reads
+// the desired state takes.
+func desiredFlag(fs *flag.FlagSet, configs *multiFlag) {
+	fs.Var(configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
 }

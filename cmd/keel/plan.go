@@ -1,14 +1,12 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/keel-storage/keel/reconcile"
-	"github.com/keel-storage/keel/schema"
 )
 
 func init() {
@@ -22,7 +20,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var configs multiFlag
-	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "replay the node `SNAPSHOT` instead of probing this host")
 	format := fs.String("format", "text", "output `format`: text or json")
 	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout of the probe")
@@ -32,11 +30,8 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Exit status: 0 plan printed, 2 could not plan.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitError
+	if code, ok := parseArgs(fs, args, exitError); !ok {
+		return code
 	}
 	if fs.NArg() != 0 || (*format != "text" && *format != "json") {
 		fs.Usage()

@@ -154,11 +154,8 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "number is bytes. Exit status: 0 ok, 1 invalid input or virtual size above the thick limit.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitFindings
+	if code, ok := parseArgs(fs, args, exitFindings); !ok {
+		return code
 	}
 	if fs.NArg() != 0 {
 		fmt.Fprintf(stderr, "keel recommend: unexpected argument %q\n", fs.Arg(0))

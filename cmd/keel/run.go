@@ -16,7 +16,6 @@ import (
 	"github.com/keel-storage/keel/cmd/keel/internal/logging"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile/lvmconf"
-	"github.com/keel-storage/keel/schema"
 )
 
 func init() {
@@ -29,7 +28,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var configs multiFlag
-	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+	desiredFlag(fs, &configs)
 	resync := fs.Duration("resync", 5*time.Minute, "pass at least this often, events or not")
 	textfile := fs.String("textfile", "", "write Prometheus metrics to `FILE` (overrides alerts.textfile)")
 	lvmConf := fs.String("lvm-conf", lvmconf.DefaultPath, "the lvm.conf to keep and watch")
@@ -44,11 +43,8 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "when stderr is the journal, else to stderr. See docs/daemon.md.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitError
+	if code, ok := parseArgs(fs, args, exitError); !ok {
+		return code
 	}
 	lvl := hclog.LevelFromString(*level)
 	if fs.NArg() != 0 || lvl == hclog.NoLevel {

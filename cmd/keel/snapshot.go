@@ -32,8 +32,8 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: keel snapshot [-o FILE] [--node SNAPSHOT] [--timeout D] [-v] [--verify]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitFindings
+	if code, ok := parseArgs(fs, args, exitFindings); !ok {
+		return code
 	}
 	if fs.NArg() != 0 {
 		fs.Usage()

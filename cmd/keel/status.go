@@ -28,8 +28,8 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: keel status [--node SNAPSHOT] [--format text|json]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitFindings
+	if code, ok := parseArgs(fs, args, exitFindings); !ok {
+		return code
 	}
 	if fs.NArg() != 0 || (*format != "text" && *format != "json") {
 		fs.Usage()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,7 +27,7 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("udev-rules", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var configs multiFlag
-	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "generate for the node `SNAPSHOT` instead of this host")
 	check := fs.Bool("check", false, "compare the installed files with the generated ones; exit 1 on drift")
 	write := fs.Bool("write", false, "install the generated files (atomic rename) and reload udev's rules")
@@ -42,11 +41,8 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Exit status: 0 ok, 1 drift (--check) or invalid desired state, 2 could not run.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitError
+	if code, ok := parseArgs(fs, args, exitError); !ok {
+		return code
 	}
 	if fs.NArg() != 0 || (*check && *write) || (*write && *node != "") {
 		fs.Usage()

@@ -24,7 +24,7 @@ func runVet(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vet", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var configs multiFlag
-	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+	desiredFlag(fs, &configs)
 	printEffective := fs.Bool("print", false, "print the effective desired state, every default filled in")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: keel vet [-c PATH] [--print] [PATH ...]")
@@ -32,11 +32,8 @@ func runVet(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Exit status: 0 valid, 1 invalid (problems on stderr), 2 unreadable.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitError
+	if code, ok := parseArgs(fs, args, exitError); !ok {
+		return code
 	}
 	paths := append([]string(configs), fs.Args()...)
 	d, err := schema.NewLoader().Load(paths...)

@@ -37,7 +37,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("wipe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var configs multiFlag
-	fs.Var(&configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "plan against the node `SNAPSHOT` instead of this host (implies --dry-run)")
 	modeFlag := fs.String("mode", "", "zeroout or discard (default: removal.mode of the desired state)")
 	stepFlag := fs.String("step", "", "step `SIZE` of one ioctl (default: removal.step); zeroout caps it at write_zeroes_max_bytes")
@@ -52,11 +52,8 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "(nothing changed), 2 failed.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitFindings
+	if code, ok := parseArgs(fs, args, exitFindings); !ok {
+		return code
 	}
 	names := fs.Args()
 	cfg, err := schema.Load(configs...)
