@@ -736,7 +736,7 @@ func (r *report) boot() {
 	}
 	r.p("`keel-activate` start to READY in the systemd guest (`e2e/boot`, TestRebootIsBoring: the second\n")
 	r.p("of three boots of one machine, with the stack of `examples/vdo-on-bcache.cue` already built):\n")
-	r.p("%s (whole boot %s).\n\n", summarize(ready).spread(func(v float64) string { return dur(v * 1e6) }),
+	r.p("%s (the harness's wall time for that boot, a queue wait for the qemu lock possibly included: %s).\n\n", summarize(ready).spread(func(v float64) string { return dur(v * 1e6) }),
 		summarize(wall).spread(func(s float64) string { return dur(s * 1e9) }))
 }
 
