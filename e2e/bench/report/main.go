@@ -559,7 +559,8 @@ func (r *report) guest() {
 		r.p("VDO pool with its middle on bcache0, a VG stacked on the VDO LV; `keel check` exit afterwards: %s).\n", checkExit)
 		r.p("The probe commands are the ones keel's own command log lists for a pass; each round runs every one\n")
 		r.p("of them alone, then one whole `keel check -c /etc/keel` process, then `keel snapshot -v` for the\n")
-		r.p("in-process probe pass. keel runs from the guest's RAM root, not the 9p share.\n\n")
+		r.p("in-process probe pass. keel runs from the guest's RAM root, not the 9p share (paging the static\n")
+		r.p("binary in over 9p under TCG costs seconds and once made a probe pass look seven times slower).\n\n")
 		r.p("| command | wall time |\n|---|---|\n")
 		slowest, slowMed := "", 0.0
 		ids := make([]string, 0, len(probeArgv))
@@ -706,6 +707,8 @@ func (r *report) guest() {
 
 func (r *report) boot() {
 	r.p("## Boot (test guest)\n\n")
+	r.p("Building the guest image itself is not part of `make bench`: `e2e/image/build.sh` records its own\n")
+	r.p("build time as `build_seconds` in the cache directory's `versions.txt` (docs/testing.md).\n\n")
 	bf := findBench(parseBench(r.read("bootfast.txt")), "BenchmarkBootFast")
 	if bf == nil {
 		r.p("Bare boot: %s.\n\n", r.notRun("boot"))
