@@ -28,7 +28,7 @@ for i in 1 2 3 4 5; do
 	echo "fullreport $(awk -v a=$t0 -v b=$t1 'BEGIN{print b-a}')"
 	t0=$(date +%s.%N); "$KEEL" status --format json >/dev/null; t1=$(date +%s.%N)
 	echo "keel $(awk -v a=$t0 -v b=$t1 'BEGIN{print b-a}')"
-	"$KEEL" snapshot -v -o /dev/null 2>&1 | awk '/probe pass/{print "pass", $4}'
+	"$KEEL" snapshot -v -o /dev/null 2>&1 | awk '/probe pass/{print "pass", $5}'
 done
 exit 0
 `
