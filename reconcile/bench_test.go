@@ -11,6 +11,7 @@ import (
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/vdo"
 )
 
 // benchBase is the capture the synthetic hosts are grown from: a split VDO
@@ -247,7 +248,7 @@ func synthDesired(h *probes.Host, pool *probes.VDOPool, bc *probes.Bcache) *sche
 		c.VolumeGroups[vg] = schema.VolumeGroup{PVs: h.VGs[pool.VG].PVs, VDOPools: map[string]schema.VDOPool{
 			pool.Name: {LV: lv, Size: "13G", VirtualSize: "30G", Overcommit: true, SlabSize: "2G", IndexMemory: "256M",
 				Compression: true, Deduplication: true, MaxDiscard: "16M", BlockMapCache: "128M",
-				Threads:          schema.Threads{Logical: 4, Physical: 4, Hash: 2, CPU: 3, Bio: 2, Ack: 1},
+				Threads:          schema.Threads{Threads: vdo.ReferenceThreads},
 				UsedPercentAlert: 90},
 		}}
 	}

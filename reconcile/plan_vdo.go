@@ -158,8 +158,7 @@ func (p *planner) desiredVDO(vgName, poolName string, want schema.VDOPool, slabs
 		}
 		d.Threads = vdo.AutoThreadsCache(p.h.CPUs, slabs, cache)
 	} else {
-		t := want.Threads
-		d.Threads = vdo.Threads{Logical: t.Logical, Physical: t.Physical, Hash: t.Hash, CPU: t.CPU, Bio: t.Bio, Ack: t.Ack}
+		d.Threads = want.Threads.Threads
 	}
 	return d, nil
 }

@@ -67,7 +67,7 @@ func (c *checker) vdoPool(vg, name string, p VDOPool) {
 			vg, name, t.Physical, layout.Slabs), path("threads", "physical")...)
 		return
 	}
-	vt := vdo.Threads{Logical: t.Logical, Physical: t.Physical, Hash: t.Hash, CPU: t.CPU, Bio: t.Bio, Ack: t.Ack}
+	vt := t.Threads
 	if err := vt.Validate(layout.Slabs, cache/vdo.BlockSize); err != nil {
 		c.at("vdo", fmt.Sprintf("vdo pool %s/%s: %v", vg, name, err), path("threads")...)
 	}

@@ -3,6 +3,8 @@
 // that CUE cannot express, and the Go form of a validated desired state.
 package schema
 
+import "github.com/keel-storage/keel/schema/vdo"
+
 // Config is a host's whole desired storage stack, decoded from CUE after
 // validation with every default filled in. Field names follow the CUE schema
 // (schema/keel.cue); maps are keyed by the object's name.
@@ -67,15 +69,11 @@ type VDOPool struct {
 }
 
 // Threads is a VDO thread layout. Auto means one thread per CPU, spread as the
-// reference layout does; otherwise the counts are explicit.
+// reference layout does (schema/vdo.AutoThreads); otherwise the counts are
+// explicit.
 type Threads struct {
-	Auto     bool `json:"-"`
-	Logical  int  `json:"logical"`
-	Physical int  `json:"physical"`
-	Hash     int  `json:"hash"`
-	CPU      int  `json:"cpu"`
-	Bio      int  `json:"bio"`
-	Ack      int  `json:"ack"`
+	Auto bool `json:"-"`
+	vdo.Threads
 }
 
 // Split declares the fast PVs of a split VDO pool.

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/schema/vdo"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/bad")
@@ -68,7 +70,7 @@ func TestLabExampleDecodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := cfg.VolumeGroups["vdolab"].VDOPools["vdopool"]
-	want := Threads{Logical: 4, Physical: 4, Hash: 2, CPU: 3, Bio: 2, Ack: 1}
+	want := Threads{Threads: vdo.Threads{Logical: 4, Physical: 4, Hash: 2, CPU: 3, Bio: 2, Ack: 1}}
 	if p.Threads != want {
 		t.Errorf("threads = %+v, want %+v", p.Threads, want)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/keel-storage/keel/schema/vdo"
 )
 
 // UnmarshalJSON reads the CUE form of threads: the string "auto" or an object
@@ -21,13 +23,11 @@ func (t *Threads) UnmarshalJSON(b []byte) error {
 		*t = Threads{Auto: true}
 		return nil
 	}
-	type counts Threads // no methods: plain decoding
-	var c counts
+	var c vdo.Threads
 	if err := json.Unmarshal(b, &c); err != nil {
 		return fmt.Errorf("threads: %w", err)
 	}
-	*t = Threads(c)
-	t.Auto = false
+	*t = Threads{Threads: c}
 	return nil
 }
 
@@ -37,6 +37,5 @@ func (t Threads) MarshalJSON() ([]byte, error) {
 	if t.Auto {
 		return []byte(`"auto"`), nil
 	}
-	type counts Threads
-	return json.Marshal(counts(t))
+	return json.Marshal(t.Threads)
 }
