@@ -16,25 +16,6 @@ const (
 	bcacheDefaultWritebackPercent = 10
 )
 
-// hprint formats a byte count as bcache's sysfs shows it (bch_hprint in
-// drivers/md/bcache/util.c): 1024-based, one decimal, at least one
-// division, e.g. 0 → "0.0k", 4194304 → "4.0M".
-func hprint(v uint64) string {
-	const units = "kMGTPEZY"
-	u := -1
-	var t uint64
-	q := v
-	for {
-		u++
-		t = q & 1023
-		q >>= 10
-		if q < 1000 {
-			break
-		}
-	}
-	return fmt.Sprintf("%d.%d%c", q, t*10/1024, units[u])
-}
-
 func bcacheObject(uuid string) string { return "bcache:" + uuid }
 
 // findBcache resolves a declared backing device: a bcache backing UUID,
@@ -96,7 +77,7 @@ func (p *planner) planBcache(name string, want schema.Bcache) {
 		}
 	}
 	if v := want.SequentialCutoff; v != nil {
-		add("sequential_cutoff", dir+"sequential_cutoff", v, b.Tunables["sequential_cutoff"], hprint(uint64(*v)))
+		add("sequential_cutoff", dir+"sequential_cutoff", v, b.Tunables["sequential_cutoff"], probes.Hprint(*v))
 	}
 	if v := want.WritebackPercent; v != nil {
 		add("writeback_percent", dir+"writeback_percent", v, strconv.Itoa(b.WritebackPercent), strconv.FormatInt(*v, 10))
@@ -104,7 +85,7 @@ func (p *planner) planBcache(name string, want schema.Bcache) {
 	// With writeback_percent above 0 the kernel's rate controller moves
 	// writeback_rate itself, so a different reading is not drift.
 	if v := want.WritebackRate; v != nil && b.WritebackPercent == 0 {
-		add("writeback_rate", dir+"writeback_rate", v, b.Tunables["writeback_rate"], hprint(uint64(*v)*512))
+		add("writeback_rate", dir+"writeback_rate", v, b.Tunables["writeback_rate"], probes.Hprint(*v*512))
 	}
 	if v := want.WritebackRateMinimum; v != nil {
 		add("writeback_rate_minimum", dir+"writeback_rate_minimum", v, strconv.FormatUint(b.WritebackRateMinimum, 10), strconv.FormatInt(*v, 10))

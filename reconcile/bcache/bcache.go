@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
 )
 
@@ -48,32 +49,6 @@ var ErrBadValue = errors.New("bcache tunables are written as plain decimals")
 
 // CacheModes are the values cache_mode accepts.
 var CacheModes = []string{"writethrough", "writeback", "writearound", "none"}
-
-// Hprint formats v as the kernel's bch_hprint (drivers/md/bcache/util.c)
-// does: divide by 1024 at least once and while the quotient has more than
-// three digits, and print one decimal digit taken from the last remainder,
-// truncated, with units k, M, G, T, P, E, Z, Y.
-func Hprint(v int64) string {
-	const units = "?kMGTPEZY"
-	q := uint64(v)
-	if v < 0 {
-		q = uint64(-v)
-	}
-	u, t := 0, uint64(0)
-	for {
-		u++
-		t = q & 1023
-		q >>= 10
-		if q < 1000 {
-			break
-		}
-	}
-	sign := ""
-	if v < 0 {
-		sign = "-"
-	}
-	return fmt.Sprintf("%s%d.%d%c", sign, q, t*10/1024, units[u])
-}
 
 // SelectedMode returns the bracketed entry of a cache_mode read-back.
 func SelectedMode(readBack string) (string, error) {
@@ -102,9 +77,9 @@ func Expected(attr, want string) (string, error) {
 	}
 	switch attr {
 	case "sequential_cutoff":
-		return Hprint(n), nil
+		return probes.Hprint(n), nil
 	case "writeback_rate":
-		return Hprint(n << 9), nil // sectors written, bytes read
+		return probes.Hprint(n << 9), nil // sectors written, bytes read
 	}
 	return want, nil
 }
