@@ -114,14 +114,26 @@ bcache_show() {
 
 # bcache_reregister SSD HDD: stop and unregister, then register both again,
 # which resets the tunables as a reboot does.
+# bcache_register DEV: registers DEV with the kernel unless it already is
+# (udev's bcache rule can register a device as soon as it is released).
+bcache_register() {
+	local dev
+	dev=$(readlink -f "$1")
+	echo "$dev" >/sys/fs/bcache/register 2>/dev/null && return 0
+	[ -e "/sys/block/${dev##*/}/bcache" ]
+}
+
 bcache_reregister() {
 	local ssd=$1 hdd=$2 cset i
 	cset=$(bcache_cset "$ssd")
 	echo 1 >/sys/block/bcache0/bcache/stop
 	echo 1 >"/sys/fs/bcache/$cset/unregister"
 	for i in $(seq 50); do [ ! -e "/sys/fs/bcache/$cset" ] && [ ! -e /sys/block/bcache0 ] && break; sleep 0.1; done
-	echo "$(readlink -f "$ssd")" >/sys/fs/bcache/register
-	echo "$(readlink -f "$hdd")" >/sys/fs/bcache/register
+	# Releasing the devices makes udev probe them again, and bcache-tools'
+	# rule may register them before we do: then register says EBUSY.
+	udevadm settle
+	bcache_register "$ssd"
+	bcache_register "$hdd"
 	udevadm settle
 	for i in $(seq 50); do [ -e /sys/block/bcache0/bcache ] && break; sleep 0.1; done
 	[ -e /sys/block/bcache0/bcache ]
