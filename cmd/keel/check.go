@@ -43,11 +43,7 @@ func judge(configs []string, node string, audit bool, timeout time.Duration) (ju
 		d, err := schema.NewLoader().Load(configs...)
 		var invalid *schema.Error
 		if errors.As(err, &invalid) {
-			var b bytes.Buffer
-			for _, p := range invalid.Problems {
-				fmt.Fprintln(&b, p.String())
-			}
-			return judged{}, fmt.Errorf("invalid desired state (%d problems):\n%s", len(invalid.Problems), b.String())
+			return judged{}, fmt.Errorf("invalid desired state (%d problems):\n%w", len(invalid.Problems), invalid)
 		}
 		if err != nil {
 			return judged{}, fmt.Errorf("desired state: %w", err)

@@ -40,9 +40,7 @@ func runVet(args []string, stdout, stderr io.Writer) int {
 	var invalid *schema.Error
 	switch {
 	case errors.As(err, &invalid):
-		for _, p := range invalid.Problems {
-			fmt.Fprintln(stderr, p.String())
-		}
+		fmt.Fprintln(stderr, invalid) // one file:line:col line per problem
 		fmt.Fprintf(stderr, "keel vet: %d problem(s)\n", len(invalid.Problems))
 		return exitFindings
 	case err != nil:

@@ -59,9 +59,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 	cfg, err := schema.Load(configs...)
 	var invalid *schema.Error
 	if errors.As(err, &invalid) {
-		for _, p := range invalid.Problems {
-			fmt.Fprintln(stderr, p.String())
-		}
+		fmt.Fprintln(stderr, invalid) // one file:line:col line per problem
 		fmt.Fprintf(stderr, "keel wipe: the desired state is invalid (%d problem(s))\n", len(invalid.Problems))
 		return exitFindings
 	} else if err != nil {
