@@ -21,6 +21,9 @@ type Host struct {
 	DM        map[string]*DMDevice // device-mapper devices by dm name
 	LVMConfig LVMConfig
 	Proxmox   *Proxmox // nil when /etc/pve/storage.cfg does not exist
+	// KeelFiles are the files keel generates and keeps in sync (its udev
+	// rules, UdevRulePaths), as the host has them, by path.
+	KeelFiles map[string]*KeelFile
 
 	// Errors lists what could not be probed for the host as a whole;
 	// per-object problems are in each object's Errors.
@@ -172,6 +175,20 @@ type LVMConfig struct {
 	// LVMConf is the raw text of /etc/lvm/lvm.conf ("" if unreadable).
 	LVMConf string
 	Errors  []string
+}
+
+// KeelFile is a file keel generates from the desired state, as read from
+// the host. Exactly one of Content (the file exists), Missing or Unknown
+// describes it.
+type KeelFile struct {
+	Path    string
+	Content string
+	// Missing is true when the file does not exist.
+	Missing bool
+	// Unknown says why the content is not known: the file could not be
+	// read, or a replayed snapshot did not record it. A planner must not
+	// judge an unknown file.
+	Unknown string
 }
 
 // Proxmox is what /etc/pve/storage.cfg says.

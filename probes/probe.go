@@ -34,6 +34,13 @@ const (
 	devMapperPrefix = "/dev/mapper/"
 )
 
+// UdevRulePaths are keel's generated udev rules files, read by every pass so
+// the planner can judge them: the rule that lets LVM scan keel's LVs as PVs
+// (68 sorts before lvm2's 69-dm-lvm.rules, which reads LVM_PVSCAN_ON_LVS)
+// and the rule that sets bcache tunables at registration (70 sorts after
+// bcache-tools' 69-bcache.rules, which registers the devices).
+var UdevRulePaths = []string{"/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules", "/etc/udev/rules.d/70-keel-bcache.rules"}
+
 // queueFiles are read from /sys/block/<dev>/queue/.
 var queueFiles = []string{"rotational", "logical_block_size", "physical_block_size", "write_zeroes_max_bytes",
 	"discard_max_bytes", "discard_max_hw_bytes", "discard_granularity"}
@@ -63,7 +70,7 @@ func run(ctx context.Context, src Source, c Cmd) ([]byte, error) {
 func Probe(ctx context.Context, src Source) (*Host, error) {
 	h := &Host{PVs: map[string]*PV{}, VGs: map[string]*VG{}, LVs: map[string]*LV{}, VDOPools: map[string]*VDOPool{},
 		ThinPools: map[string]*ThinPool{}, Bcache: map[string]*Bcache{}, CacheSets: map[string]*CacheSet{},
-		Queues: map[string]*Queue{}, DM: map[string]*DMDevice{}}
+		Queues: map[string]*Queue{}, DM: map[string]*DMDevice{}, KeelFiles: map[string]*KeelFile{}}
 	cmds := []Cmd{fullReportCmd, dmTableCmd, dmStatusCmd, lvmConfigCmd}
 	outs := make([]cmdOut, len(cmds))
 	var wg sync.WaitGroup
@@ -81,6 +88,7 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		defer wg.Done()
 		sys = readSysfs(src.FS)
 		probeHostFiles(src.FS, h)
+		probeKeelFiles(src.FS, h)
 	}()
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -186,6 +194,23 @@ func probeHostFiles(fsys FS, h *Host) {
 		h.Proxmox = &Proxmox{Errors: []string{err.Error()}}
 	} else {
 		h.Proxmox = p
+	}
+}
+
+// probeKeelFiles reads the files keel generates. A file a replayed snapshot
+// did not record (captured before keel read it) is unknown, not missing.
+func probeKeelFiles(fsys FS, h *Host) {
+	for _, p := range UdevRulePaths {
+		f := &KeelFile{Path: p}
+		switch b, err := fsys.ReadFile(p); {
+		case err == nil:
+			f.Content = string(b)
+		case isNotExist(err):
+			f.Missing = true
+		default:
+			f.Unknown = err.Error()
+		}
+		h.KeelFiles[p] = f
 	}
 }
 

@@ -92,7 +92,20 @@ func TestReplayAllSnapshots(t *testing.T) {
 				t.Errorf("host facts missing: kernel %q, %d CPUs, memory %d, %d queues, %d lvm settings",
 					h.Kernel, h.CPUs, h.Memory.TotalBytes, len(h.Queues), len(h.LVMConfig.Values))
 			}
-			again, err := rec.Snapshot(snap.Host, snap.Version, snap.Time).MarshalText()
+			// Snapshots captured before keel read its udev rules files
+			// lack them: the pass must call them unknown, and re-recording
+			// adds exactly those reads.
+			re := rec.Snapshot(snap.Host, snap.Version, snap.Time)
+			for _, p := range UdevRulePaths {
+				if _, ok := snap.Files[OpFile+p]; ok {
+					continue
+				}
+				if f := h.KeelFiles[p]; f == nil || !strings.Contains(f.Unknown, "was not recorded") {
+					t.Errorf("%s not in the snapshot: want it unknown, got %+v", p, f)
+				}
+				delete(re.Files, OpFile+p)
+			}
+			again, err := re.MarshalText()
 			if err != nil {
 				t.Fatal(err)
 			}

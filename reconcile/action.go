@@ -45,6 +45,9 @@ const (
 	KindLVMConf Kind = "lvmconf"
 	// KindWipe zeroes or discards an LV in steps, then removes it.
 	KindWipe Kind = "wipe"
+	// KindFile replaces Files atomically (a temporary file renamed over
+	// each), then runs Commands (e.g. udevadm control --reload).
+	KindFile Kind = "file"
 	// KindNone is a report-only action (immutable drift): nothing runs.
 	KindNone Kind = "none"
 )
@@ -61,7 +64,8 @@ type Action struct {
 	Class   Class  `json:"class"`
 	Object  string `json:"object"`
 	Summary string `json:"summary"`
-	// Commands are the exact argv lists a KindCommand action runs.
+	// Commands are the exact argv lists a KindCommand action runs (and a
+	// KindFile action runs after its writes).
 	Commands [][]string `json:"commands,omitempty"`
 	// Writes are the sysfs writes of a KindSysfs action.
 	Writes []SysfsWrite `json:"writes,omitempty"`
@@ -69,6 +73,8 @@ type Action struct {
 	LVMConf *LVMConfChange `json:"lvmconf,omitempty"`
 	// Wipe is the removal a KindWipe action performs.
 	Wipe *WipeSpec `json:"wipe,omitempty"`
+	// Files are the files a KindFile action writes.
+	Files []FileWrite `json:"files,omitempty"`
 	// Remedies lists the keys (Finding.Key) of the findings this action
 	// clears; the executor checks them after re-probing.
 	Remedies []string `json:"remedies,omitempty"`
@@ -79,6 +85,13 @@ type Action struct {
 type SysfsWrite struct {
 	Path  string `json:"path"`
 	Value string `json:"value"`
+}
+
+// FileWrite is the whole content of one file keel generates.
+type FileWrite struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	Mode    uint32 `json:"mode"` // permission bits, e.g. 0o644
 }
 
 // LVMConfChange lists the lvm.conf settings to assert; nil fields are left alone.

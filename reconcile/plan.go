@@ -17,6 +17,11 @@ type Result struct {
 	Findings []Finding
 	Actions  []Action
 	Levels   []Level
+	// NotEvaluated lists catalogue IDs this pass could not judge (keel's
+	// udev rules files when the probe could not read them, and always in
+	// an audit, which has no desired state to generate them from): absent
+	// from Findings does not mean passed for these.
+	NotEvaluated []string
 }
 
 // Plan compares the desired state with the observed host and returns what
@@ -39,6 +44,7 @@ func Plan(desired *schema.Config, host *probes.Host) Result {
 	}
 	p.planVDOMemory()
 	p.planStacking()
+	p.planUdevRules()
 	return p.result()
 }
 
@@ -66,6 +72,7 @@ func Audit(host *probes.Host) Result {
 	}
 	p.planVDOMemory()
 	p.planStacking()
+	p.notEvaluated = append(p.notEvaluated, udevRuleIDs...)
 	return p.result()
 }
 
@@ -75,9 +82,10 @@ type planner struct {
 	h     *probes.Host
 	audit bool
 
-	findings []Finding
-	actions  []plannedAction
-	levels   []Level
+	findings     []Finding
+	actions      []plannedAction
+	levels       []Level
+	notEvaluated []string
 	// pvIndex maps every name a PV is known by (LVM name, kernel name,
 	// /dev/disk/by-id path, /dev/mapper path) to its LVM name.
 	pvIndex map[string]string
@@ -175,7 +183,7 @@ func (p *planner) result() Result {
 		}
 		return a.ID < b.ID
 	})
-	r := Result{Findings: p.findings, Levels: p.levels}
+	r := Result{Findings: p.findings, Levels: p.levels, NotEvaluated: p.notEvaluated}
 	for _, a := range p.actions {
 		r.Actions = append(r.Actions, a.Action)
 	}

@@ -262,7 +262,7 @@ func TestPlanScenarios(t *testing.T) {
 			}
 			checkInvariants(t, r)
 			rep := NewReport(HostInfo{Name: h.Hostname, Mode: map[bool]string{true: "audit", false: "desired"}[s.desired == ""],
-				CPUs: h.CPUs, MemoryBytes: h.Memory.TotalBytes}, r.Findings, r.Levels)
+				CPUs: h.CPUs, MemoryBytes: h.Memory.TotalBytes}, r.Findings, r.Levels, r.NotEvaluated)
 			golden(t, s.name+".txt", rep.WriteText)
 			golden(t, s.name+".json", rep.WriteJSON)
 			golden(t, s.name+".junit.xml", rep.WriteJUnit)

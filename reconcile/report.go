@@ -20,7 +20,7 @@ type Report struct {
 	Summary  Summary   `json:"summary"`
 	Levels   []Level   `json:"levels"`
 	// NotEvaluated lists catalogue IDs this check did not judge
-	// (OutsidePlanIDs): absent from Findings does not mean passed for these.
+	// (Result.NotEvaluated): absent from Findings does not mean passed for these.
 	NotEvaluated []string `json:"notEvaluated,omitempty"`
 }
 
@@ -58,15 +58,10 @@ type Level struct {
 	Alert float64 `json:"alert"`
 }
 
-// OutsidePlanIDs are the catalogue IDs the planner does not judge: keel's
-// generated udev rules are files, not part of the observed model. `keel
-// udev-rules --check` judges them and `keel activate` rewrites them at every
-// boot; a report lists them as not evaluated so that JUnit shows them as
-// skipped, never as passed.
-var OutsidePlanIDs = []string{"activation.udev_rule", "bcache.udev_rule"}
-
 // NewReport sorts findings and levels into output order and summarises them.
-func NewReport(host HostInfo, findings []Finding, levels []Level) Report {
+// notEvaluated lists the catalogue IDs the pass did not judge
+// (Result.NotEvaluated).
+func NewReport(host HostInfo, findings []Finding, levels []Level, notEvaluated []string) Report {
 	fs := append([]Finding(nil), findings...)
 	SortFindings(fs)
 	ls := append([]Level(nil), levels...)
@@ -96,7 +91,7 @@ func NewReport(host HostInfo, findings []Finding, levels []Level) Report {
 	if ls == nil {
 		ls = []Level{}
 	}
-	return Report{Host: host, Findings: fs, Summary: s, Levels: ls, NotEvaluated: slices.Clone(OutsidePlanIDs)}
+	return Report{Host: host, Findings: fs, Summary: s, Levels: ls, NotEvaluated: slices.Clone(notEvaluated)}
 }
 
 // WriteJSON writes the report as indented JSON.

@@ -43,7 +43,7 @@ func sampleReport() Report {
 	}
 	ls := []Level{{Kind: "vdo_used", Object: "vdolab/vdopool", Percent: 40.04, Alert: 90},
 		{Kind: "thin_data", Object: "vg0/tp", Percent: 0, Alert: 80}}
-	return NewReport(HostInfo{Name: "guest", Mode: "desired", CPUs: 2, MemoryBytes: 2 << 30}, fs, ls)
+	return NewReport(HostInfo{Name: "guest", Mode: "desired", CPUs: 2, MemoryBytes: 2 << 30}, fs, ls, []string{"activation.udev_rule", "bcache.udev_rule"})
 }
 
 func TestNewReportOrderAndSummary(t *testing.T) {
@@ -62,13 +62,13 @@ func TestNewReportOrderAndSummary(t *testing.T) {
 	if r.Levels[0].Kind != "thin_data" {
 		t.Errorf("levels not sorted: %+v", r.Levels)
 	}
-	if !NewReport(HostInfo{}, []Finding{{ID: "lv.absent", Severity: Info}}, nil).Summary.OK {
+	if !NewReport(HostInfo{}, []Finding{{ID: "lv.absent", Severity: Info}}, nil, nil).Summary.OK {
 		t.Error("a report with only info findings is not OK")
 	}
 }
 
 func TestReportJSONValidatesAgainstSchema(t *testing.T) {
-	for _, r := range []Report{sampleReport(), NewReport(HostInfo{Name: "h", Mode: "audit"}, nil, nil)} {
+	for _, r := range []Report{sampleReport(), NewReport(HostInfo{Name: "h", Mode: "audit"}, nil, nil, nil)} {
 		var b bytes.Buffer
 		if err := r.WriteJSON(&b); err != nil {
 			t.Fatal(err)

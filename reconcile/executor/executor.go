@@ -94,6 +94,9 @@ type SysfsApplier func(ctx context.Context, a reconcile.Action) error
 // LVMConfApplier edits lvm.conf as the action says; see reconcile/lvmconf.
 type LVMConfApplier func(ctx context.Context, change reconcile.LVMConfChange) error
 
+// FileApplier replaces whole files atomically; see DirFiles.
+type FileApplier func(ctx context.Context, files []reconcile.FileWrite) error
+
 // Wiper performs a safe removal; see reconcile/wipe.
 type Wiper func(ctx context.Context, spec reconcile.WipeSpec) error
 
@@ -155,6 +158,7 @@ type Executor struct {
 	Reprobe Reprobe
 	Sysfs   SysfsApplier
 	LVMConf LVMConfApplier
+	Files   FileApplier
 	Wipe    Wiper
 	Clock   Clock
 	Log     hclog.Logger
@@ -485,6 +489,14 @@ func (e *Executor) apply(ctx context.Context, a reconcile.Action, res *Result) e
 			return fmt.Errorf("action %s: no lvm.conf applier or change", a.ID)
 		}
 		return e.LVMConf(ctx, *a.LVMConf)
+	case reconcile.KindFile:
+		if e.Files == nil || len(a.Files) == 0 {
+			return fmt.Errorf("action %s: no file applier or files", a.ID)
+		}
+		if err := e.Files(ctx, a.Files); err != nil {
+			return err
+		}
+		return e.runCommands(ctx, a, res)
 	case reconcile.KindWipe:
 		if e.Wipe == nil || a.Wipe == nil {
 			return fmt.Errorf("action %s: no wiper or wipe spec", a.ID)

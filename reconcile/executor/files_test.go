@@ -1,0 +1,58 @@
+package executor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/keel-storage/keel/reconcile"
+)
+
+func TestFileActionWritesThenReloads(t *testing.T) {
+	root := t.TempDir()
+	f := reconcile.Finding{ID: "bcache.udev_rule", Severity: reconcile.Warning, Object: "udev:/etc/udev/rules.d/70-keel-bcache.rules"}
+	h := &host{present: map[string]reconcile.Finding{f.Key(): f}, applied: map[string]int{}, fixAfter: 1}
+	r := &recRunner{fail: map[string]bool{}}
+	e := New(r, h.reprobe, Options{})
+	e.Clock = newClock()
+	e.Files = DirFiles(root)
+	a := reconcile.Action{ID: "bcache.udev_rule:x", Kind: reconcile.KindFile, Class: reconcile.Live, Object: f.Object,
+		Files:    []reconcile.FileWrite{{Path: "/etc/udev/rules.d/70-keel-bcache.rules", Content: "# rule\n", Mode: 0o644}},
+		Commands: [][]string{{"udevadm", "control", "--reload"}}, Remedies: []string{f.Key()}}
+	rep, err := e.Apply(context.Background(), []reconcile.Action{a}, h.findings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Results[0]; got.Status != Converged {
+		t.Fatalf("result %+v", got)
+	}
+	dst := filepath.Join(root, "etc/udev/rules.d/70-keel-bcache.rules")
+	b, err := os.ReadFile(dst)
+	if err != nil || string(b) != "# rule\n" {
+		t.Fatalf("written file: %q, %v", b, err)
+	}
+	if st, err := os.Stat(dst); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("mode: %v, %v", st.Mode(), err)
+	}
+	if m := r.mutating(); strings.Join(m, ";") != "udevadm control --reload" {
+		t.Errorf("commands after the write: %q", m)
+	}
+	// No temporary file is left next to it.
+	ents, _ := os.ReadDir(filepath.Dir(dst))
+	if len(ents) != 1 {
+		t.Errorf("directory holds %d entries, want 1", len(ents))
+	}
+}
+
+func TestFileActionWithoutApplierFails(t *testing.T) {
+	e := New(&recRunner{fail: map[string]bool{}}, nil, Options{MaxAttempts: 1})
+	e.Clock = newClock()
+	a := reconcile.Action{ID: "f", Kind: reconcile.KindFile, Class: reconcile.Live, Object: "udev:x",
+		Files: []reconcile.FileWrite{{Path: "/x", Content: "y"}}}
+	rep, _ := e.Apply(context.Background(), []reconcile.Action{a}, nil)
+	if len(rep.Results) != 1 || rep.Results[0].Status == Converged {
+		t.Fatalf("results %+v", rep.Results)
+	}
+}

@@ -1,0 +1,101 @@
+package reconcile
+
+import (
+	"fmt"
+
+	"github.com/keel-storage/keel/reconcile/activation"
+)
+
+// udevRuleIDs are the finding IDs of keel's two generated udev rules files.
+var udevRuleIDs = []string{"activation.udev_rule", "bcache.udev_rule"}
+
+// phaseUdevRules puts the rules last among the live actions: they name the
+// LVs and bcache devices the earlier actions create.
+const phaseUdevRules = 90
+
+// planUdevRules judges keel's generated udev rules files against what the
+// desired state and the host generate (activation.Rules). A file the probe
+// could not read, or that a replayed snapshot did not record, is not judged:
+// its ID goes to NotEvaluated. The rewrite is planned only when no other
+// action of this pass creates something: the PV rule names each lower LV by
+// its device-mapper UUID, which exists only after creation, and a rule
+// written from a half-built stack would be stale at once. The next pass
+// writes it.
+func (p *planner) planUdevRules() {
+	files, err := activation.Rules(p.d, p.h, p.bcacheDevice)
+	if err != nil {
+		// Order rejects a cycle in the stacking graph, which the schema's
+		// checks already refuse; say so rather than judge the file.
+		p.add("activation.udev_rule", "udev:"+activation.PVScanRule, fmt.Sprintf("udev rules cannot be generated: %v", err),
+			"generated", "error", "fix the desired state's stacking")
+		return
+	}
+	var unknown []string
+	read := func(path string) ([]byte, error) {
+		f := p.h.KeelFiles[path]
+		if f == nil || f.Missing {
+			return nil, fmt.Errorf("%s: missing", path)
+		}
+		return []byte(f.Content), nil
+	}
+	var judged []activation.RuleFile
+	for _, f := range files {
+		if kf := p.h.KeelFiles[f.Path]; kf == nil || kf.Unknown != "" {
+			unknown = append(unknown, ruleID(f.Path))
+			continue
+		}
+		judged = append(judged, f)
+	}
+	p.notEvaluated = append(p.notEvaluated, unknown...)
+	drift := activation.Compare(judged, read)
+	if len(drift) == 0 {
+		return
+	}
+	creating := false
+	for _, a := range p.actions {
+		if a.phase >= phaseCreateVG && a.phase < phaseChange && a.Class == Live {
+			creating = true
+		}
+	}
+	for _, d := range drift {
+		observed := "differs"
+		if d.Missing {
+			observed = "missing"
+		}
+		remedy := "keel apply (or keel udev-rules --write)"
+		if creating {
+			remedy = "keel apply again after the stack is created (the rule names the created LVs and devices)"
+		}
+		key := p.add(d.FindingID(), "udev:"+d.File.Path, d.Message(), "generated from the desired state", observed, remedy)
+		if creating {
+			continue
+		}
+		p.act(phaseUdevRules, Action{
+			ID:      d.FindingID() + ":" + d.File.Path,
+			Kind:    KindFile,
+			Class:   Live,
+			Object:  "udev:" + d.File.Path,
+			Summary: fmt.Sprintf("write %s and reload udev's rules", d.File.Path),
+			Files:   []FileWrite{{Path: d.File.Path, Content: d.File.Content, Mode: 0o644}},
+			Commands: [][]string{
+				{"udevadm", "control", "--reload"},
+			},
+			Remedies: []string{key},
+		})
+	}
+}
+
+// ruleID returns the finding ID of one of keel's udev rules files.
+func ruleID(path string) string {
+	return activation.Drift{File: activation.RuleFile{Path: path}}.FindingID()
+}
+
+// bcacheDevice is the activation.Resolver of the planner: the kernel name
+// of the registered bcache backing device a declared path names, found the
+// way planBcache finds it (by-id links, PV names, kernel names).
+func (p *planner) bcacheDevice(path string) string {
+	if b := p.findBcache(path); b != nil {
+		return b.Backing
+	}
+	return ""
+}

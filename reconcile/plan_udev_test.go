@@ -1,0 +1,169 @@
+package reconcile
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/activation"
+	"github.com/keel-storage/keel/schema"
+)
+
+// withRules sets what the probe read of keel's two udev rules files: the
+// captured snapshots predate that read, so each test states it.
+func withRules(h *probes.Host, pv, bc *probes.KeelFile) {
+	h.KeelFiles = map[string]*probes.KeelFile{activation.PVScanRule: pv, activation.BcacheRule: bc}
+	pv.Path, bc.Path = activation.PVScanRule, activation.BcacheRule
+}
+
+func udevFindings(r Result) []string {
+	var out []string
+	for _, f := range r.Findings {
+		if strings.HasSuffix(f.ID, ".udev_rule") {
+			out = append(out, f.Key()+"="+f.Observed)
+		}
+	}
+	return out
+}
+
+func TestUdevRulesNotRecordedAreNotEvaluated(t *testing.T) {
+	h := replayHost(t, "bcache")
+	r := Plan(loadDesired(t, "bcache", h), h)
+	if got := udevFindings(r); len(got) != 0 {
+		t.Errorf("findings on unrecorded rules: %q", got)
+	}
+	if !slices.Equal(r.NotEvaluated, []string{"activation.udev_rule", "bcache.udev_rule"}) {
+		t.Errorf("not evaluated %q", r.NotEvaluated)
+	}
+	if a := Audit(h); !slices.Equal(a.NotEvaluated, []string{"activation.udev_rule", "bcache.udev_rule"}) {
+		t.Errorf("audit: not evaluated %q", a.NotEvaluated)
+	}
+}
+
+func TestUdevRulesMissingBcacheRule(t *testing.T) {
+	h := replayHost(t, "bcache")
+	d := loadDesired(t, "bcache", h)
+	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Missing: true})
+	r := Plan(d, h)
+	// No stacked VG is declared: the PV rule says so, and its absence is
+	// not drift. The bcache rule is missing.
+	want := []string{"bcache.udev_rule@udev:" + activation.BcacheRule + "=missing"}
+	if got := udevFindings(r); !slices.Equal(got, want) {
+		t.Fatalf("findings %q, want %q", got, want)
+	}
+	if len(r.NotEvaluated) != 0 {
+		t.Errorf("not evaluated %q", r.NotEvaluated)
+	}
+	if len(r.Actions) != 1 || r.Actions[0].Kind != KindFile || r.Actions[0].Class != Live {
+		t.Fatalf("actions %+v", r.Actions)
+	}
+	a := r.Actions[0]
+	if len(a.Files) != 1 || a.Files[0].Path != activation.BcacheRule || a.Files[0].Mode != 0o644 {
+		t.Fatalf("files %+v", a.Files)
+	}
+	var uuid string
+	for u := range h.Bcache {
+		uuid = u
+	}
+	rule := `ENV{CACHED_UUID}=="` + uuid + `", ATTR{bcache/cache_mode}="writeback", ATTR{bcache/sequential_cutoff}="0", ATTR{bcache/writeback_percent}="40"`
+	if !strings.Contains(a.Files[0].Content, rule) {
+		t.Errorf("content lacks %s:\n%s", rule, a.Files[0].Content)
+	}
+	if len(a.Commands) != 1 || !slices.Equal(a.Commands[0], []string{"udevadm", "control", "--reload"}) {
+		t.Errorf("commands %q", a.Commands)
+	}
+	if !slices.Equal(a.Remedies, []string{"bcache.udev_rule@udev:" + activation.BcacheRule}) {
+		t.Errorf("remedies %q", a.Remedies)
+	}
+
+	// Once the host has what was planned, nothing is left.
+	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Content: a.Files[0].Content})
+	if r := Plan(d, h); len(udevFindings(r)) != 0 || len(r.Actions) != 0 {
+		t.Errorf("after the write: findings %q, actions %+v", udevFindings(r), r.Actions)
+	}
+	// A hand edit is drift.
+	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Content: a.Files[0].Content + "# mine\n"})
+	if got := udevFindings(Plan(d, h)); !slices.Equal(got, []string{"bcache.udev_rule@udev:" + activation.BcacheRule + "=differs"}) {
+		t.Errorf("edited: %q", got)
+	}
+	// One unreadable file is not judged; the other still is.
+	withRules(h, &probes.KeelFile{Unknown: "permission denied"}, &probes.KeelFile{Missing: true})
+	r = Plan(d, h)
+	if !slices.Equal(r.NotEvaluated, []string{"activation.udev_rule"}) || len(udevFindings(r)) != 1 {
+		t.Errorf("unknown PV rule: not evaluated %q, findings %q", r.NotEvaluated, udevFindings(r))
+	}
+}
+
+func TestUdevPVRuleNamesTheLowerLVByUUID(t *testing.T) {
+	h := replayHost(t, "vdo-defaults")
+	d := loadDesired(t, "vdo-defaults-stacked", h)
+	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Missing: true})
+	r := Plan(d, h)
+	if got := udevFindings(r); !slices.Equal(got, []string{"activation.udev_rule@udev:" + activation.PVScanRule + "=missing"}) {
+		t.Fatalf("findings %q", got)
+	}
+	var write *Action
+	for i := range r.Actions {
+		if r.Actions[i].Kind == KindFile {
+			write = &r.Actions[i]
+		}
+	}
+	if write == nil {
+		t.Fatalf("no file action in %+v", r.Actions)
+	}
+	lv, vg := h.LVs["vdodef/vdolv"], h.VGs["vdodef"]
+	if lv == nil || vg == nil {
+		t.Fatal("snapshot lacks vdodef/vdolv")
+	}
+	want := `ENV{DM_UUID}=="` + activation.DMUUID(vg.UUID, lv.UUID) + `", ENV{LVM_PVSCAN_ON_LVS}="1"`
+	if !strings.Contains(write.Files[0].Content, want) {
+		t.Errorf("PV rule lacks %s:\n%s", want, write.Files[0].Content)
+	}
+	if last := r.Actions[len(r.Actions)-1]; last.ID != write.ID {
+		t.Errorf("the rule is not the last live action: %q last", last.ID)
+	}
+}
+
+func TestUdevRuleWaitsForCreation(t *testing.T) {
+	h := replayHost(t, "vdo-split")
+	src, err := os.ReadFile(filepath.Join("testdata", "desired", "vdo-split-create.cue"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A VG to stack on the pool still to be created.
+	path := filepath.Join(t.TempDir(), "stacked.cue")
+	src = append(src, []byte("volumeGroups: vdostack: pvs: [\"/dev/vdosplit/vdolv2\"]\n")...)
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := schema.NewLoader().Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Missing: true})
+	r := Plan(d.Config, h)
+	creates := 0
+	for _, a := range r.Actions {
+		if a.Kind == KindFile {
+			t.Errorf("rule written while the stack is still to be created: %+v", a)
+		}
+		if a.Kind == KindCommand && len(a.Commands) > 0 && a.Commands[0][0] == "lvcreate" {
+			creates++
+		}
+	}
+	if creates == 0 {
+		t.Fatalf("no creation planned: %+v", r.Actions)
+	}
+	got := udevFindings(r)
+	if !slices.Equal(got, []string{"activation.udev_rule@udev:" + activation.PVScanRule + "=missing"}) {
+		t.Fatalf("findings %q", got)
+	}
+	for _, f := range r.Findings {
+		if f.ID == "activation.udev_rule" && !strings.Contains(f.Remedy, "after the stack is created") {
+			t.Errorf("remedy %q", f.Remedy)
+		}
+	}
+}
