@@ -58,12 +58,14 @@ type Wiring struct {
 	Runner      probes.Runner // mutating commands; nil means Source.Runner
 	SysFS       bcache.SysFS  // nil means the host's /
 	LVMConfPath string        // "" means lvmconf.DefaultPath
+	FileRoot    string        // root for the files keel generates; "" means "/"
 	Options     executor.Options
 	Log         hclog.Logger
 }
 
 // New wires an Agent: the executor runs commands through w.Runner, writes
-// sysfs through w.SysFS, edits w.LVMConfPath, and re-probes through w.Source.
+// sysfs through w.SysFS, edits w.LVMConfPath, writes keel's generated files
+// under w.FileRoot, and re-probes through w.Source.
 func New(configs []string, w Wiring) *Agent {
 	if w.Runner == nil {
 		w.Runner = w.Source.Runner
@@ -100,6 +102,11 @@ func New(configs []string, w Wiring) *Agent {
 		}
 		return err
 	}
+	root := w.FileRoot
+	if root == "" {
+		root = "/"
+	}
+	ex.Files = executor.DirFiles(root)
 	ex.Wipe = func(ctx context.Context, s reconcile.WipeSpec) error {
 		return a.wipeLV(ctx, w.Runner, s)
 	}
