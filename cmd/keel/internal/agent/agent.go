@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes"
@@ -50,6 +52,9 @@ type Agent struct {
 	// lastHost and lastPlan are the newest re-probe of the executor.
 	lastHost *probes.Host
 	lastPlan reconcile.Result
+	// bcacheVerify makes the executor's re-probe the bcache fast path's
+	// own sysfs-only one while BcachePass applies.
+	bcacheVerify bool
 }
 
 // Wiring is what New needs besides the configuration paths.
@@ -233,16 +238,43 @@ func CheckOwnership(paths []string) error {
 	return nil
 }
 
+// Probe runs a full probe pass of the host and logs how long it took
+// (debug). It reads only the Source, so it may run while the desired state
+// is being loaded.
+func (a *Agent) Probe(ctx context.Context) (*probes.Host, error) {
+	start := time.Now()
+	h, err := probes.Probe(ctx, a.Source)
+	a.Log.Debug("probe", "took", since(start), "err", err)
+	return h, err
+}
+
+// since is the time since start, rounded for the log.
+func since(start time.Time) string { return time.Since(start).Round(time.Millisecond).String() }
+
 // plan probes the host and plans against the desired state in force.
 func (a *Agent) plan(ctx context.Context) (*probes.Host, reconcile.Result, error) {
-	h, err := probes.Probe(ctx, a.Source)
+	h, err := a.Probe(ctx)
 	if err != nil {
 		return nil, reconcile.Result{}, err
 	}
-	return h, reconcile.Plan(a.desired, h), nil
+	return h, a.planOn(h), nil
+}
+
+// planOn plans the desired state in force against h.
+func (a *Agent) planOn(h *probes.Host) reconcile.Result {
+	start := time.Now()
+	res := reconcile.Plan(a.desired, h)
+	a.Log.Debug("plan", "took", since(start), "actions", len(res.Actions), "findings", len(res.Findings))
+	return res
 }
 
 func (a *Agent) reprobe(ctx context.Context, _ reconcile.Action) ([]reconcile.Finding, error) {
+	if a.bcacheVerify {
+		// The bcache fast path verifies its sysfs writes as it planned
+		// them: from sysfs, against the bcache part of the desired state.
+		_, res := a.planBcache(ctx)
+		return res.Findings, nil
+	}
 	h, res, err := a.plan(ctx)
 	a.lastHost, a.lastPlan = h, res
 	return res.Findings, err
@@ -255,6 +287,10 @@ type PassResult struct {
 	Report   executor.Report
 	Findings []reconcile.Finding
 	Host     *probes.Host
+	// Pending counts the actions of the newest plan that a further pass
+	// would attempt; -1 when the pass did not plan against a probe taken
+	// after its last action (nothing ran, so its own plan is the newest).
+	Pending int
 }
 
 // Worst returns the highest severity among the findings, and false when
@@ -276,16 +312,27 @@ var ErrNoDesiredState = errors.New("no valid desired state loaded")
 // run (no desired state, probe failed); the result is still filled in as
 // far as it got.
 func (a *Agent) Pass(ctx context.Context, maintenance, dryRun bool) (PassResult, error) {
-	var out PassResult
+	return a.pass(ctx, nil, maintenance, dryRun)
+}
+
+// pass is Pass planning against h when h is not nil: a probe the caller
+// took after the event that asked for this pass, never an older one.
+func (a *Agent) pass(ctx context.Context, h *probes.Host, maintenance, dryRun bool) (PassResult, error) {
+	out := PassResult{Pending: -1}
 	if a.configError != nil {
 		out.Findings = append(out.Findings, *a.configError)
 	}
 	if a.desired == nil {
 		return out, ErrNoDesiredState
 	}
-	h, res, err := a.plan(ctx)
-	if err != nil {
-		return out, err
+	var res reconcile.Result
+	if h == nil {
+		var err error
+		if h, res, err = a.plan(ctx); err != nil {
+			return out, err
+		}
+	} else {
+		res = a.planOn(h)
 	}
 	out.Host = h
 	a.Exec.SetMode(maintenance, dryRun)
@@ -294,7 +341,11 @@ func (a *Agent) Pass(ctx context.Context, maintenance, dryRun bool) (PassResult,
 	if cut := untilLVMConf(actions); !dryRun && len(cut) < len(actions) {
 		actions, apply = cut, a.Exec.ApplySubset // the rest is re-planned, not dropped
 	}
+	start := time.Now()
 	rep, err := apply(ctx, actions, res.Findings)
+	if len(actions) > 0 {
+		a.Log.Debug("apply", "took", since(start), "actions", len(actions), "converged", rep.Count(executor.Converged))
+	}
 	out.Report = rep
 	if err != nil {
 		return out, err
@@ -304,20 +355,37 @@ func (a *Agent) Pass(ctx context.Context, maintenance, dryRun bool) (PassResult,
 		// The host changed: what is left is what a fresh probe says. When
 		// the last action that ran converged, its verifying re-probe is
 		// that fresh probe: nothing ran after it.
+		var fresh reconcile.Result
 		if last := lastRun(rep); last != nil && last.Status == executor.Converged && a.lastHost != nil {
-			out.Host, final = a.lastHost, a.lastPlan.Findings
+			out.Host, fresh = a.lastHost, a.lastPlan
 		} else {
-			h, res, err = a.plan(ctx)
+			h, fresh, err = a.plan(ctx)
 			if err != nil {
 				return out, err
 			}
-			out.Host, final = h, res.Findings
+			out.Host = h
 		}
+		final, out.Pending = fresh.Findings, attemptable(fresh.Actions, maintenance)
 	}
 	out.Findings = append(out.Findings, final...)
 	out.Findings = append(out.Findings, rep.Findings...)
 	sort.SliceStable(out.Findings, func(i, j int) bool { return out.Findings[i].Key() < out.Findings[j].Key() })
 	return out, nil
+}
+
+// attemptable counts the actions a pass would try to apply: report-only
+// drift is never applied, and maintenance actions only in maintenance mode.
+func attemptable(actions []reconcile.Action, maintenance bool) int {
+	n := 0
+	for _, x := range actions {
+		switch {
+		case x.Kind == reconcile.KindNone || x.Class == reconcile.Immutable:
+		case x.Class == reconcile.Maintenance && !maintenance:
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // untilLVMConf cuts the actions after an lvm.conf change: what LVM sees
@@ -351,14 +419,28 @@ const MaxPasses = 5
 // possible), at most MaxPasses. A dry run is one pass. The results of every
 // pass are concatenated; the findings are those of the last pass.
 func (a *Agent) Converge(ctx context.Context, maintenance, dryRun bool) (PassResult, error) {
+	return a.ConvergeFrom(ctx, nil, maintenance, dryRun)
+}
+
+// ConvergeFrom is Converge whose first pass plans against h (nil: probe
+// first). h must be a probe taken after the event that asked for the
+// passes (the daemon probes while it loads a changed desired state), so the
+// plan is still made against what the host reports, never against memory.
+func (a *Agent) ConvergeFrom(ctx context.Context, h *probes.Host, maintenance, dryRun bool) (PassResult, error) {
 	var all PassResult
 	for i := 0; i < MaxPasses; i++ {
-		res, err := a.Pass(ctx, maintenance, dryRun)
+		res, err := a.pass(ctx, h, maintenance, dryRun)
+		h = nil
 		converged := res.Report.Count(executor.Converged)
 		res.Report.Results = append(all.Report.Results, res.Report.Results...)
 		all = res
 		if err != nil || dryRun || converged == 0 {
 			return all, err
+		}
+		if res.Pending == 0 {
+			// The pass's last probe came after its last action and planned
+			// nothing to apply: another pass would probe to the same end.
+			return all, nil
 		}
 		left := 0
 		for _, f := range res.Findings {
@@ -381,17 +463,28 @@ func (sysfsOnly) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
 	return probes.Result{ExitCode: -1}, fmt.Errorf("%s: not run by the bcache fast path", c)
 }
 
+// planBcache reads sysfs only (no command) and plans the bcache part of
+// the desired state in force against it.
+func (a *Agent) planBcache(ctx context.Context) (*probes.Host, reconcile.Result) {
+	start := time.Now()
+	h, _ := probes.Probe(ctx, probes.Source{Runner: sysfsOnly{}, FS: a.Source.FS}) // LVM errors expected
+	res := reconcile.Plan(&schema.Config{Bcache: a.desired.Bcache}, h)
+	a.Log.Debug("bcache sysfs probe and plan", "took", since(start), "actions", len(res.Actions))
+	return h, res
+}
+
 // BcachePass is the daemon's fast path after the kernel registers a bcache
-// device: it reads sysfs only (no lvm command, which can take seconds on a
-// busy host), plans the declared bcache devices alone, and writes their
-// tunables at once. Each write is still verified by the executor's full
-// re-probe, and the full pass that follows sees everything else.
+// device, or after a change of the desired state that touches only bcache
+// devices (BcacheOnly): it reads sysfs only (no lvm command, which can take
+// seconds on a busy host), plans the declared bcache devices alone, and
+// writes their tunables at once. Each write is verified the same way, by
+// reading sysfs again and planning the bcache part again; the full pass
+// that follows sees everything else.
 func (a *Agent) BcachePass(ctx context.Context) (executor.Report, error) {
 	if a.desired == nil || len(a.desired.Bcache) == 0 {
 		return executor.Report{}, nil
 	}
-	h, _ := probes.Probe(ctx, probes.Source{Runner: sysfsOnly{}, FS: a.Source.FS}) // LVM errors expected
-	res := reconcile.Plan(&schema.Config{Bcache: a.desired.Bcache}, h)
+	_, res := a.planBcache(ctx)
 	var acts []reconcile.Action
 	for _, x := range res.Actions {
 		if x.Kind == reconcile.KindSysfs {
@@ -399,5 +492,20 @@ func (a *Agent) BcachePass(ctx context.Context) (executor.Report, error) {
 		}
 	}
 	a.Exec.SetMode(false, false)
+	a.bcacheVerify = true
+	defer func() { a.bcacheVerify = false }()
 	return a.Exec.ApplySubset(ctx, acts, res.Findings)
+}
+
+// BcacheOnly reports whether next differs from prev in bcache devices and
+// nothing else: then the sysfs-only fast path can serve the change before
+// the full pass, because every action the change can add or alter is a
+// bcache tunable. Two nil states, or equal ones, are not a bcache change.
+func BcacheOnly(prev, next *schema.Config) bool {
+	if prev == nil || next == nil || reflect.DeepEqual(prev.Bcache, next.Bcache) {
+		return false
+	}
+	p, n := *prev, *next
+	p.Bcache, n.Bcache = nil, nil
+	return reflect.DeepEqual(p, n)
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/keel-storage/keel/reconcile/wipe"
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -15,8 +15,10 @@ import (
 	"github.com/keel-storage/keel/cmd/keel/internal/notify"
 	"github.com/keel-storage/keel/cmd/keel/internal/uevent"
 	"github.com/keel-storage/keel/cmd/keel/internal/watch"
+	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/executor"
+	"github.com/keel-storage/keel/reconcile/wipe"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -30,8 +32,9 @@ type Daemon struct {
 	LVMConfPath string
 	// Resync is the period of unconditional passes (default 5m).
 	Resync time.Duration
-	// Debounce delays a pass after a file or device event so a burst is
-	// one pass (default 300ms).
+	// Debounce delays a pass after a trigger so a burst of them is one pass
+	// (default 50ms; the file watches have already waited for 100ms of
+	// quiet and compared the content by then).
 	Debounce time.Duration
 	// Textfile overrides alerts.textfile of the desired state.
 	Textfile string
@@ -62,7 +65,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.Resync = 5 * time.Minute
 	}
 	if d.Debounce <= 0 {
-		d.Debounce = 300 * time.Millisecond
+		d.Debounce = 50 * time.Millisecond
 	}
 	d.tracker = alerts.NewTracker()
 	d.metrics = alerts.NewMetrics()
@@ -109,7 +112,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 
-	summary := d.pass(ctx, "start")
+	summary := d.pass(ctx, "start", nil)
 	notify.Ready(summary)
 	d.Log.Info("keel running", "status", summary)
 
@@ -130,8 +133,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			notify.Watchdog() // from the loop itself: a hung pass stops the pings
 		case <-d.Reload:
 			notify.Reloading()
-			d.reload()
-			notify.Ready(d.pass(ctx, "SIGHUP"))
+			notify.Ready(d.serve(ctx, true, false, "SIGHUP"))
 		case t := <-triggers:
 			// Let a burst settle, then take everything queued as one pass.
 			wait := d.Debounce
@@ -154,17 +156,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 					break drain
 				}
 			}
-			if reload {
-				d.reload()
-			}
-			if t.fast {
-				start := time.Now()
-				rep, err := d.Agent.BcachePass(ctx)
-				d.Log.Info("bcache fast path", "converged", rep.Count(executor.Converged), "took", time.Since(start).Round(time.Millisecond).String(), "err", err)
-			}
-			notify.Status(d.pass(ctx, why))
+			notify.Status(d.serve(ctx, reload, t.fast, why))
 		case <-resync.C:
-			notify.Status(d.pass(ctx, "resync"))
+			notify.Status(d.pass(ctx, "resync", nil))
 		}
 	}
 }
@@ -195,7 +189,73 @@ func (d *Daemon) watch(ctx context.Context, dir string, match func(string) bool,
 	}
 }
 
-func (d *Daemon) reload() {
+// serve answers a trigger: it reloads the desired state when asked, takes
+// the bcache fast path when fast is set or when the reload changed bcache
+// devices only, and then runs a full pass. When it reloads, the full
+// probe of that pass starts at once and runs while the desired state is
+// loaded (it reads only the host, and it starts after the event, so the
+// pass still plans against what the host reports after the change).
+func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string) string {
+	var early *earlyProbe
+	if reload && !fast {
+		early = startProbe(ctx, d.Agent)
+	}
+	if reload {
+		prev := d.Agent.Desired()
+		if d.reload() == nil && BcacheOnly(prev, d.Agent.Desired()) {
+			d.Log.Debug("the change touches bcache devices only: fast path first")
+			fast = true
+		}
+	}
+	if fast {
+		if early != nil {
+			// Its view of bcache predates the fast path's writes: the
+			// full pass probes again after them.
+			early.cancel()
+			early.wait()
+			early = nil
+		}
+		start := time.Now()
+		rep, err := d.Agent.BcachePass(ctx)
+		d.Log.Info("bcache fast path", "why", why, "converged", rep.Count(executor.Converged), "took", since(start), "err", err)
+	}
+	var h *probes.Host
+	if early != nil {
+		h = early.wait() // nil when it failed: the pass probes again
+	}
+	return d.pass(ctx, why, h)
+}
+
+// earlyProbe is a full probe running while the daemon loads the desired
+// state.
+type earlyProbe struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	host   *probes.Host
+}
+
+func startProbe(ctx context.Context, a *Agent) *earlyProbe {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &earlyProbe{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		if h, err := a.Probe(ctx); err == nil {
+			p.host = h
+		}
+	}()
+	return p
+}
+
+// wait returns the probed host once the probe ends (nil when it failed).
+func (p *earlyProbe) wait() *probes.Host {
+	<-p.done
+	p.cancel()
+	return p.host
+}
+
+// reload loads the desired state; on error the last good one stays.
+func (d *Daemon) reload() error {
+	start := time.Now()
 	err := d.Agent.Load()
 	d.metrics.Reload(err == nil, time.Now())
 	if err != nil {
@@ -206,16 +266,19 @@ func (d *Daemon) reload() {
 			}
 		}
 		d.Log.Error("config.invalid: the last good desired state stays in force", "finding", ConfigInvalidID, "err", err)
-		return
+		return err
 	}
-	d.Log.Info("desired state loaded", "paths", fmt.Sprint(d.Agent.paths()))
+	d.Log.Info("desired state loaded", "paths", fmt.Sprint(d.Agent.paths()), "took", since(start))
+	return nil
 }
 
-// pass runs one reconcile pass and publishes its outcome; it returns the
+// pass runs passes until the host converges (Converge; the first plans
+// against h when it is not nil) and publishes the outcome; it returns the
 // one-line status.
-func (d *Daemon) pass(ctx context.Context, why string) string {
+func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 	start := time.Now()
-	res, err := d.Agent.Converge(ctx, false, false)
+	cpu0 := cpuNow()
+	res, err := d.Agent.ConvergeFrom(ctx, h, false, false)
 	statuses := map[string]int{}
 	for _, r := range res.Report.Results {
 		statuses[string(r.Status)]++
@@ -254,7 +317,9 @@ func (d *Daemon) pass(ctx context.Context, why string) string {
 		}
 	}
 	s := statusLine(res, findings, err)
-	d.Log.Info("pass done", "why", why, "took", time.Since(start).Round(time.Millisecond).String(), "status", s)
+	cpu := cpuNow().sub(cpu0)
+	d.Log.Info("pass done", "why", why, "took", since(start), "status", s,
+		"cpu_self", cpu.self.Round(time.Millisecond).String(), "cpu_children", cpu.children.Round(time.Millisecond).String())
 	return s
 }
 
@@ -323,4 +388,20 @@ func (d *Daemon) publishWipes(ctx context.Context, interval time.Duration) {
 			}
 		}
 	}
+}
+
+// cpuTimes is the CPU time used by keel itself (all threads) and by its
+// waited-for children (the probe and action commands).
+type cpuTimes struct{ self, children time.Duration }
+
+func cpuNow() cpuTimes {
+	var s, c syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &s)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &c)
+	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
+	return cpuTimes{self: tv(s.Utime) + tv(s.Stime), children: tv(c.Utime) + tv(c.Stime)}
+}
+
+func (t cpuTimes) sub(u cpuTimes) cpuTimes {
+	return cpuTimes{self: t.self - u.self, children: t.children - u.children}
 }
