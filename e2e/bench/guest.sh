@@ -9,7 +9,8 @@
 #   probe N SECONDS         one run of it alone
 #   check SECONDS           one `keel check` process, whole
 #   pass DURATION           keel's in-process probe pass (keel snapshot -v)
-#   daemon-* VALUE          the idle window (see below)
+#   daemon-* VALUE          the idle window (see below; daemon-cpu is keel's own
+#                           CPU, daemon-cpu-children that of the commands it ran)
 #   react-config MS, react-bcache MS
 set -uo pipefail
 . "$SHARE/stacks.sh"
@@ -94,23 +95,27 @@ for c in lvm lvs vgs pvs lvcreate lvchange lvconvert lvextend lvresize lvremove 
 	ln -sf .run "$shim/$c"
 done
 : >/tmp/keel-shim.log
-PATH=$shim:$PATH "$K" run -c /etc/keel --textfile /tmp/keel.prom >"$OUT/daemon.log" 2>&1 &
+PATH=$shim:$PATH "$K" run -c /etc/keel --textfile /tmp/keel.prom --log-level debug >"$OUT/daemon.log" 2>&1 &
 dpid=$!
 passes() { grep -c 'pass done' "$OUT/daemon.log"; }
 first_pass() { [ "$(passes)" -ge 1 ]; }
 wait_ms 300 "$(now)" first_pass >/dev/null || { echo "daemon: no first pass"; cat "$OUT/daemon.log"; exit 2; }
 sleep 2
+# /proc/PID/stat: utime+stime are keel's own threads (fields 14, 15);
+# cutime+cstime its waited-for children, the commands it ran (16, 17).
 ticks() { awk '{ print $14 + $15 }' "/proc/$dpid/stat"; }
+cticks() { awk '{ print $16 + $17 }' "/proc/$dpid/stat"; }
 hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
 p0=$(passes) c0=$(wc -l </tmp/keel-shim.log) a0=$(grep -c 'action ' "$OUT/daemon.log")
-k0=$(ticks) t0=$(now)
+k0=$(ticks) j0=$(cticks) t0=$(now)
 sleep "$DAEMON_SECONDS"
-k1=$(ticks) t1=$(now)
+k1=$(ticks) j1=$(cticks) t1=$(now)
 p1=$(passes) a1=$(grep -c 'action ' "$OUT/daemon.log")
 tail -n +$((c0 + 1)) /tmp/keel-shim.log >"$OUT/daemon-window.cmds"
 mut=$(grep -cE '^(lvcreate|lvchange|lvconvert|lvextend|lvresize|lvremove|lvrename|pvcreate|pvchange|pvmove|vgcreate|vgchange|vgextend|vgreduce|blkdiscard|make-bcache|wipefs) |^lvm (lvcreate|lvchange|lvconvert|lvextend|lvresize|lvremove|lvrename|pvcreate|pvchange|pvmove|vgcreate|vgchange|vgextend|vgreduce) |^dmsetup (create|remove|reload|load|suspend|resume)' "$OUT/daemon-window.cmds")
 echo "daemon-window $(secs "$t0" "$t1")"
 echo "daemon-cpu $(awk -v a="$k0" -v b="$k1" -v hz="$hz" 'BEGIN { printf "%.3f", (b - a) / hz }')"
+echo "daemon-cpu-children $(awk -v a="$j0" -v b="$j1" -v hz="$hz" 'BEGIN { printf "%.3f", (b - a) / hz }')"
 echo "daemon-passes $((p1 - p0))"
 echo "daemon-commands $(wc -l <"$OUT/daemon-window.cmds")"
 echo "daemon-commands-total $(wc -l </tmp/keel-shim.log)" # the shim works: the first pass ran through it
@@ -140,7 +145,7 @@ vgremove -ff -y vdovg >/dev/null 2>&1
 vgremove -ff -y vdolab >/dev/null 2>&1
 rm -f /etc/keel/*.cue
 desired "$SHARE/bcache.cue"
-PATH=$shim:$PATH "$K" run -c /etc/keel --textfile /tmp/keel.prom >"$OUT/daemon2.log" 2>&1 &
+PATH=$shim:$PATH "$K" run -c /etc/keel --textfile /tmp/keel.prom --log-level debug >"$OUT/daemon2.log" 2>&1 &
 dpid=$!
 wait_ms 120 "$(now)" reads /sys/block/bcache0/bcache/sequential_cutoff 0.0k >/dev/null || { echo "daemon2 did not converge"; exit 2; }
 for r in $(seq "$REACT_ROUNDS"); do
