@@ -35,33 +35,60 @@ type judged struct {
 }
 
 // judge loads the desired state (unless audit), probes the host or replays
-// the node snapshot, and runs the planner. Errors mean keel could not judge
-// the host: an invalid or unreadable desired state, or a failed probe.
+// the node snapshot, and runs the planner. The load and the probe pass run
+// concurrently (the probe only reads the host); the load's error wins and
+// cancels the probe, so an invalid desired state is reported the same
+// whatever the probe found.
+// Errors mean keel could not judge the host: an invalid or unreadable
+// desired state, or a failed probe.
 func judge(configs []string, node string, audit bool, timeout time.Duration) (judged, error) {
+	type probed struct {
+		host *probes.Host
+		err  error
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	probeDone := make(chan probed, 1)
+	go func() {
+		src, err := probes.NodeSource(node, timeout)
+		if err != nil {
+			probeDone <- probed{err: err}
+			return
+		}
+		h, err := probes.Probe(ctx, src)
+		probeDone <- probed{host: h, err: err}
+	}()
 	var desired *schema.Config
 	if !audit {
-		d, err := schema.NewLoader().Load(configs...)
-		var invalid *schema.Error
-		if errors.As(err, &invalid) {
-			return judged{}, fmt.Errorf("invalid desired state (%d problems):\n%w", len(invalid.Problems), invalid)
-		}
+		d, err := loadDesired(configs)
 		if err != nil {
-			return judged{}, fmt.Errorf("desired state: %w", err)
+			cancel() // stop the probe's commands before exiting
+			<-probeDone
+			return judged{}, err
 		}
-		desired = d.Config
+		desired = d
 	}
-	src, err := probes.NodeSource(node, timeout)
-	if err != nil {
-		return judged{}, err
-	}
-	h, err := probes.Probe(context.Background(), src)
-	if err != nil {
-		return judged{}, err
+	p := <-probeDone
+	if p.err != nil {
+		return judged{}, p.err
 	}
 	if audit {
-		return judged{host: h, result: reconcile.Audit(h), mode: "audit"}, nil
+		return judged{host: p.host, result: reconcile.Audit(p.host), mode: "audit"}, nil
 	}
-	return judged{host: h, result: reconcile.Plan(desired, h), mode: "desired"}, nil
+	return judged{host: p.host, result: reconcile.Plan(desired, p.host), mode: "desired"}, nil
+}
+
+// loadDesired loads and validates the desired state from configs.
+func loadDesired(configs []string) (*schema.Config, error) {
+	d, err := schema.NewLoader().Load(configs...)
+	var invalid *schema.Error
+	if errors.As(err, &invalid) {
+		return nil, fmt.Errorf("invalid desired state (%d problems):\n%w", len(invalid.Problems), invalid)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("desired state: %w", err)
+	}
+	return d.Config, nil
 }
 
 // runCheck implements keel check. Exit 0: no finding at warning or above;
