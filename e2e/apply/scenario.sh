@@ -66,6 +66,19 @@ rc=0
 [ $rc = 0 ] && pass "keel check after apply: nothing at warning or above" || flunk "keel check after apply exit $rc"
 lvs -a -o lv_name,vg_name,lv_size,segtype,devices >"$OUT/lvs1.txt" 2>&1
 bcache_show "$ssd" >"$OUT/bcache1.txt"
+# The apply wrote keel's udev rules once the stack existed: the PV rule names
+# the VDO LV under vdovg by its DM UUID, the bcache rule bcache0's UUID.
+pvrule=/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules bcrule=/etc/udev/rules.d/70-keel-bcache.rules
+cp "$pvrule" "$bcrule" "$OUT/" 2>/dev/null
+rc=0
+"$KEEL" udev-rules -c /etc/keel --check >"$OUT/udev1.txt" 2>&1 || rc=$?
+dmuuid=$(dmsetup info -c --noheadings -o uuid vdolab-vdolv 2>/dev/null)
+if [ $rc = 0 ] && [ -n "$dmuuid" ] && grep -q "ENV{DM_UUID}==\"$dmuuid\", ENV{LVM_PVSCAN_ON_LVS}=\"1\"" "$pvrule" &&
+	grep -q "ENV{CACHED_UUID}==\"$(cat /sys/block/bcache0/bcache/backing_dev_uuid)\"" "$bcrule"; then
+	pass "apply installed both udev rules (PV rule on $dmuuid), keel udev-rules --check agrees"
+else
+	flunk "udev rules after apply: check exit $rc, $(cat "$OUT/udev1.txt")"
+fi
 
 echo "== 2. a second apply takes no action and runs no mutating command"
 rc=0
@@ -78,9 +91,14 @@ else
 	flunk "second apply: exit $rc, mutating: $(cat "$OUT/apply2.mutating")"
 fi
 
-echo "== 3. lvm.conf reset as a package upgrade does it, then re-asserted"
+echo "== 3. lvm.conf reset as a package upgrade does it, then re-asserted (and a hand-edited udev rule)"
 cp /etc/lvm/lvm.conf.stock /etc/lvm/lvm.conf
 scan_lvs_is 0 || flunk "reset did not reset"
+echo '# edited by hand' >>"$bcrule"
+rc=0
+"$KEEL" check -c /etc/keel --format json >"$OUT/check3.json" || rc=$?
+grep -q '"id": "bcache.udev_rule"' "$OUT/check3.json" && pass "keel check reports the edited bcache rule (exit $rc)" ||
+	flunk "keel check after the rule edit: exit $rc, no bcache.udev_rule"
 rc=0
 "$KEEL" apply -c /etc/keel >"$OUT/apply3.txt" 2>&1 || rc=$?
 cat "$OUT/apply3.txt"
@@ -88,6 +106,11 @@ if [ $rc = 0 ] && scan_lvs_is 1 && cmp -s /etc/lvm/lvm.conf.stock /etc/lvm/lvm.c
 	pass "lvm.conf re-asserted by keel apply, backup kept"
 else
 	flunk "lvm.conf after apply: exit $rc, $(lvmconfig --typeconfig full devices/scan_lvs)"
+fi
+if ! grep -q 'edited by hand' "$bcrule" && "$KEEL" udev-rules -c /etc/keel --check >/dev/null 2>&1; then
+	pass "the edited bcache udev rule rewritten by the same apply"
+else
+	flunk "bcache udev rule after apply: $(tail -2 "$bcrule")"
 fi
 diff /etc/lvm/lvm.conf.stock /etc/lvm/lvm.conf >"$OUT/lvm.conf.diff"
 

@@ -76,13 +76,20 @@ run stack_bcache "$ssd" "$hd"
 run bcache_tunables "$ssd"
 cset=$(bcache_cset "$ssd"); uuid=$(cat /sys/block/bcache0/bcache/backing_dev_uuid)
 sed -e "s/@BACKING@/$uuid/" -e "s/@CSET@/$cset/" "$D/bcache.cue.in" >/tmp/bcache.cue
+check bcache-norule /tmp/bcache.cue
+run "$KEEL" udev-rules -c /tmp/bcache.cue --write
 check bcache /tmp/bcache.cue
+# Without keel's rule the kernel's defaults come back at re-registration.
+run rm /etc/udev/rules.d/70-keel-bcache.rules
+run udevadm control --reload
 run bcache_reregister "$ssd" "$hd"
 check bcache-defaults /tmp/bcache.cue
 stack_teardown "$nv" "$hd" "$ssd"
 
 # 5. The article's thick stack: converged against its desired state.
 run stack_vdo_thick "$nv"
+check vdo-thick-norule "$D/vdo-thick.cue"
+run "$KEEL" udev-rules -c "$D/vdo-thick.cue" --write
 check vdo-thick "$D/vdo-thick.cue"
 "$KEEL" plan -c "$D/vdo-thick.cue" --format json >"$OUT/vdo-thick.plan.json"
 # What a boot leaves without LVM_PVSCAN_ON_LVS: the VDO LV active, the VG on
@@ -91,8 +98,15 @@ run vgchange -an vdovg
 check vdo-thick-inactive "$D/vdo-thick.cue"
 "$KEEL" snapshot -o "$OUT/vdo-thick-inactive.txtar"
 stack_teardown "$nv" "$hd" "$ssd"
+rm -f /etc/udev/rules.d/68-keel-pvscan-on-lvs.rules
 exit $fail
 `
+
+// keel's udev rules files (reconcile/activation).
+const (
+	pvRule     = "/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules"
+	bcacheRule = "/etc/udev/rules.d/70-keel-bcache.rules"
+)
 
 // report is the part of keel check's JSON the test reads.
 type report struct {
@@ -135,14 +149,16 @@ func TestCheckOnRealStacks(t *testing.T) {
 		want []string // exact, sorted id@object keys
 	}{
 		{"vdo-defaults-tuned", 1, []string{"vdo.max_discard@vdodef/vdopool", "vdo.slab_remainder@vdodef/vdopool", "vdo.threads@vdodef/vdopool"}},
-		{"vdo-defaults-stacked", 1, []string{"lvm.scan_lvs@vdostack", "vdo.slab_remainder@vdodef/vdopool", "vg.missing@vdostack"}},
+		{"vdo-defaults-stacked", 1, []string{"activation.udev_rule@udev:" + pvRule, "lvm.scan_lvs@vdostack", "vdo.slab_remainder@vdodef/vdopool", "vg.missing@vdostack"}},
 		{"vdo-split", 0, []string{"vdo.slab_remainder@vdosplit/pool"}},
 		{"vdo-split-grown", 1, []string{"vdo.layout.journal_off_fast@vdosplit/pool", "vdo.slab_remainder@vdosplit/pool"}},
 		{"vdo-split-moved", 0, []string{"vdo.slab_remainder@vdosplit/pool"}},
 		{"vdo-split-regrown", 0, []string{"vdo.slab_remainder@vdosplit/pool"}},
 		{"thin", 1, []string{"thin.chunk_size@thinvg/tpbad", "thin.zeroing@thinvg/tpbad"}},
+		{"bcache-norule", 1, []string{"bcache.udev_rule@udev:" + bcacheRule}},
 		{"bcache", 0, []string{}},
-		{"bcache-defaults", 1, nil}, // checked below: exactly one bcache.tunable
+		{"bcache-defaults", 1, nil}, // checked below: exactly one bcache.tunable, and the rule missing
+		{"vdo-thick-norule", 1, []string{"activation.udev_rule@udev:" + pvRule, "vdo.slab_remainder@vdolab/vdopool"}},
 		{"vdo-thick", 0, []string{"vdo.slab_remainder@vdolab/vdopool"}},
 		{"vdo-thick-inactive", 1, []string{"activation.pvscan_on_lvs@vdovg", "vdo.slab_remainder@vdolab/vdopool"}},
 	}
@@ -170,8 +186,8 @@ func TestCheckOnRealStacks(t *testing.T) {
 				t.Errorf("exit %d, want %d; findings %q", rc, c.rc, got)
 			}
 			if c.want == nil {
-				if len(got) != 1 || !strings.HasPrefix(got[0], "bcache.tunable@bcache:") {
-					t.Errorf("findings %q, want exactly one bcache.tunable", got)
+				if len(got) != 2 || !strings.HasPrefix(got[0], "bcache.tunable@bcache:") || got[1] != "bcache.udev_rule@udev:"+bcacheRule {
+					t.Errorf("findings %q, want exactly one bcache.tunable and the missing rule", got)
 				}
 				return
 			}
