@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -22,7 +23,8 @@ func init() {
 
 // runUdevRules implements keel udev-rules. Exit 0: printed, written, or
 // (with --check) installed files match; 1: --check found drift, or the
-// desired state is invalid; 2: keel could not run (probe, write).
+// desired state is invalid; 2: keel could not run (probe, write), or
+// --check could not read a file and found no drift in the other.
 func runUdevRules(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("udev-rules", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -65,12 +67,36 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case *check:
-		drift := activation.Compare(files, src.FS.ReadFile)
+		// Judge what the probe pass read, as keel check does: a file it
+		// could not read (or a snapshot did not record) is not judged.
+		var known []activation.RuleFile
+		unknown := 0
+		for _, f := range files {
+			if kf := h.KeelFiles[f.Path]; kf == nil || kf.Unknown != "" {
+				why := "not read"
+				if kf != nil {
+					why = kf.Unknown
+				}
+				fmt.Fprintf(stderr, "keel udev-rules: %s: not judged: %s\n", f.Path, why)
+				unknown++
+				continue
+			}
+			known = append(known, f)
+		}
+		drift := activation.Compare(known, func(p string) ([]byte, error) {
+			if kf := h.KeelFiles[p]; kf != nil && !kf.Missing {
+				return []byte(kf.Content), nil
+			}
+			return nil, fmt.Errorf("%s: %w", p, iofs.ErrNotExist)
+		})
 		for _, d := range drift {
 			fmt.Fprintf(stdout, "%-8s %s %s: %s\n", "warning", d.FindingID(), d.File.Path, d.Message())
 		}
-		if len(drift) > 0 {
+		switch {
+		case len(drift) > 0:
 			return exitFindings
+		case unknown > 0:
+			return exitError
 		}
 		fmt.Fprintln(stdout, "udev rules in sync")
 		return exitOK
