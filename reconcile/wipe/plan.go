@@ -3,7 +3,6 @@ package wipe
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -86,13 +85,28 @@ type Request struct {
 // ErrRefused marks a refusal: nothing was changed.
 var ErrRefused = errors.New("refused")
 
-// lvmName is what LVM accepts for VG and LV names (and keel passes to lvm
-// commands as argv elements): no leading '-', none of . and .. alone.
-var lvmName = regexp.MustCompile(`^[A-Za-z0-9+_.][A-Za-z0-9+_.-]{0,126}$`)
+// maxNameLen is the longest VG or LV name keel passes to LVM.
+const maxNameLen = 127
 
-// ValidName reports whether s is usable as an LVM VG or LV name.
+// ValidName reports whether s is usable as an LVM VG or LV name (and so as
+// an argv element of an lvm command): 1 to 127 bytes of A-Z a-z 0-9 + _ . -,
+// no leading '-', and neither "." nor "..". It is a plain loop rather than a
+// regular expression: the equivalent pattern's {0,126} repetition was the
+// largest package initialisation of every keel process (GODEBUG=inittrace=1).
 func ValidName(s string) bool {
-	return lvmName.MatchString(s) && s != "." && s != ".."
+	if s == "" || len(s) > maxNameLen || s[0] == '-' || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '+', c == '_', c == '.', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Declared maps each VG the desired state declares to its absent list.
