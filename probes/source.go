@@ -3,8 +3,11 @@ package probes
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // Source is where a probe pass gets its facts: one Runner for commands and
@@ -15,9 +18,20 @@ type Source struct {
 }
 
 // Live returns a Source for this host: commands run with the given
-// per-command timeout and files are read from root ("/" normally).
+// per-command timeout and files are read from root ("/" normally). On the
+// root file system the dmsetup reads are served by a DMRunner (unless
+// KEEL_DM_IOCTL=off), which logs how it served each one on stderr when
+// KEEL_LOG_LEVEL=debug.
 func Live(root string, timeout time.Duration) Source {
-	return Source{Runner: ExecRunner{Timeout: timeout}, FS: DirFS(root)}
+	var r Runner = ExecRunner{Timeout: timeout}
+	if root == "/" && os.Getenv("KEEL_DM_IOCTL") != "off" {
+		dm := &DMRunner{Exec: r}
+		if lvl := hclog.LevelFromString(os.Getenv("KEEL_LOG_LEVEL")); lvl != hclog.NoLevel && lvl <= hclog.Debug {
+			dm.Log = hclog.New(&hclog.LoggerOptions{Name: "keel.probes", Level: lvl, Output: os.Stderr})
+		}
+		r = dm
+	}
+	return Source{Runner: r, FS: DirFS(root)}
 }
 
 // Recorder wraps a Source and keeps every command and file access that goes

@@ -1,0 +1,39 @@
+package probes
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// dmRead produces what `dmsetup <kind>` prints (see dmFormat) through the
+// ioctls on the control node.
+func dmRead(control, kind, dev string) ([]byte, error) {
+	f, err := os.OpenFile(control, os.O_RDWR|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return dmFormat(ioctlCaller(f.Fd()), kind, dev)
+}
+
+// ioctlCaller returns a dmCaller that issues the ioctls on fd, doubling the
+// buffer (from libdevmapper's 16 KiB) while the kernel reports it full.
+func ioctlCaller(fd uintptr) dmCaller {
+	return func(req uint32, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error) {
+		for n := dmBufferStart; n <= dmBufferMax; n *= 2 {
+			b, err := dmRequest(n, version, name, flags, payload)
+			if err != nil {
+				return nil, err
+			}
+			if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, uintptr(req), uintptr(unsafe.Pointer(&b[0]))); e != 0 {
+				return nil, e
+			}
+			if ne.Uint32(b[offFlags:])&dmFlagBufferFull == 0 {
+				return b, nil
+			}
+		}
+		return nil, errors.New("reply larger than the biggest buffer")
+	}
+}

@@ -1,0 +1,201 @@
+package probes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// dmCaptures lists the captured command directories under
+// testdata/dmioctl/<stack>/<command>: dmsetup.out is what the real dmsetup
+// printed in the test guest, list.bin and <device>.bin the kernel's ioctl
+// replies (header and data area) at the same moment (e2e/probes,
+// TestDMIoctlMatchesDmsetup with KEEL_DM_CAPTURE=1).
+func dmCaptures(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join("testdata", "dmioctl", "*", "*", "dmsetup.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) == 0 {
+		t.Fatal("no captures under testdata/dmioctl")
+	}
+	for i, d := range dirs {
+		dirs[i] = filepath.Dir(d)
+	}
+	return dirs
+}
+
+// replayCaller answers from the replies captured in dir and checks each
+// request has the flags dmsetup would send for kind.
+func replayCaller(t *testing.T, dir, kind string) dmCaller {
+	return func(req uint32, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error) {
+		file := name
+		switch req {
+		case dmIoctlListDevices:
+			file = "list"
+		case dmIoctlTableStatus:
+			if table := flags&dmFlagStatusTable != 0; table != (kind == "table") {
+				t.Errorf("%s: %s of %s sent with flags %#x", dir, kind, name, flags)
+			}
+		case dmIoctlTargetMsg:
+			if kind != "message" || !bytes.Equal(payload[8:], []byte("stats\x00")) || version != dmVersionMsg4 {
+				t.Errorf("%s: message request %q version %v", dir, payload, version)
+			}
+		}
+		return os.ReadFile(filepath.Join(dir, file+".bin"))
+	}
+}
+
+func captureKind(dir string) (kind, dev string) {
+	base := filepath.Base(dir)
+	if d, ok := strings.CutPrefix(base, "message-"); ok {
+		return "message", d
+	}
+	return base, ""
+}
+
+// TestDMFormatMatchesCapturedDmsetup formats the captured ioctl replies of
+// every stack and requires dmsetup's captured output, byte for byte.
+func TestDMFormatMatchesCapturedDmsetup(t *testing.T) {
+	seen := map[string]bool{}
+	for _, dir := range dmCaptures(t) {
+		kind, dev := captureKind(dir)
+		seen[kind] = true
+		want, err := os.ReadFile(filepath.Join(dir, "dmsetup.out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := dmFormat(replayCaller(t, dir, kind), kind, dev)
+		if err != nil {
+			t.Errorf("%s: %v", dir, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: formatted replies differ from dmsetup\n--- dmsetup\n%s--- ioctl\n%s", dir, want, got)
+		}
+	}
+	for _, k := range []string{"table", "status", "message"} {
+		if !seen[k] {
+			t.Errorf("no capture of %s", k)
+		}
+	}
+}
+
+// TestDMFormatTruncatedReplies cuts each captured reply short and requires
+// an error naming the command, never a panic or a silently shorter output.
+func TestDMFormatTruncatedReplies(t *testing.T) {
+	for _, dir := range dmCaptures(t) {
+		kind, dev := captureKind(dir)
+		bins, _ := filepath.Glob(filepath.Join(dir, "*.bin"))
+		for _, bin := range bins {
+			full, err := os.ReadFile(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []int{0, dmHeaderSize - 1, len(full) - 1} {
+				if n < 0 || n >= len(full) || (n == len(full)-1 && len(full) == dmHeaderSize) {
+					continue
+				}
+				inner := replayCaller(t, dir, kind)
+				call := func(req uint32, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error) {
+					b, err := inner(req, version, name, flags, payload)
+					if err == nil && filepath.Join(dir, nameOrList(req, name)+".bin") == bin {
+						b = b[:n]
+					}
+					return b, err
+				}
+				if _, err := dmFormat(call, kind, dev); err == nil {
+					t.Errorf("%s cut to %d of %d bytes: no error", bin, n, len(full))
+				}
+			}
+		}
+	}
+}
+
+func nameOrList(req uint32, name string) string {
+	if req == dmIoctlListDevices {
+		return "list"
+	}
+	return name
+}
+
+// recordingRunner records the commands it is asked to run.
+type recordingRunner struct{ ran []string }
+
+func (f *recordingRunner) Run(_ context.Context, c Cmd) (Result, error) {
+	f.ran = append(f.ran, c.String())
+	return Result{Stdout: []byte("exec " + c.String())}, nil
+}
+
+// TestDMRunnerFallsBackToExec: without a usable control node every dmsetup
+// read runs the real command, and the fallback is counted with its reason.
+func TestDMRunnerFallsBackToExec(t *testing.T) {
+	exec := &recordingRunner{}
+	r := &DMRunner{Exec: exec, Control: filepath.Join(t.TempDir(), "no-control")}
+	cmds := []Cmd{dmTableCmd, dmStatusCmd, {Name: "dmsetup", Args: []string{"message", "vg-pool-vpool", "0", "stats"}}}
+	for _, c := range cmds {
+		res, err := r.Run(context.Background(), c)
+		if err != nil || string(res.Stdout) != "exec "+c.String() {
+			t.Errorf("%s: %q, %v", c, res.Stdout, err)
+		}
+	}
+	st := r.Stats()
+	if st.Exec != len(cmds) || st.Ioctl != 0 || st.LastFallback == "" {
+		t.Errorf("stats = %+v", st)
+	}
+	if len(exec.ran) != len(cmds) {
+		t.Errorf("exec ran %q", exec.ran)
+	}
+}
+
+// TestDMRunnerPassesOtherCommands: only the three read forms are served;
+// every other command, dmsetup or not, goes to Exec untouched.
+func TestDMRunnerPassesOtherCommands(t *testing.T) {
+	exec := &recordingRunner{}
+	r := &DMRunner{Exec: exec, Control: filepath.Join(t.TempDir(), "no-control")}
+	others := []Cmd{fullReportCmd, lvmConfigCmd, {Name: "dmsetup", Args: []string{"table", "vg-lv"}},
+		{Name: "dmsetup", Args: []string{"message", "vg-tpool", "0", "reserve_metadata_snap"}},
+		{Name: "dmsetup", Args: []string{"message", "vg-pool-vpool", "8", "stats"}}}
+	for _, c := range others {
+		if _, _, ok := dmServed(c); ok {
+			t.Errorf("%s: would be served in-process", c)
+		}
+		if _, err := r.Run(context.Background(), c); err != nil {
+			t.Error(err)
+		}
+	}
+	if st := r.Stats(); st.Ioctl+st.Exec != 0 {
+		t.Errorf("stats = %+v, want no dmsetup reads counted", st)
+	}
+	if fmt.Sprint(exec.ran) != fmt.Sprint(cmdStrings(others)) {
+		t.Errorf("exec ran %q", exec.ran)
+	}
+}
+
+func cmdStrings(cs []Cmd) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.String()
+	}
+	return out
+}
+
+// TestDMRunnerCancelled: a cancelled context is an error, not a fallback.
+func TestDMRunnerCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	exec := &recordingRunner{}
+	r := &DMRunner{Exec: exec}
+	if _, err := r.Run(ctx, dmTableCmd); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v", err)
+	}
+	if len(exec.ran) != 0 {
+		t.Errorf("exec ran %q", exec.ran)
+	}
+}
