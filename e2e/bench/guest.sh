@@ -9,6 +9,13 @@
 #   probe N SECONDS         one run of it alone
 #   check SECONDS           one `keel check` process, whole
 #   pass DURATION           keel's in-process probe pass (keel snapshot -v)
+#   check-exec SECONDS      `keel check` with KEEL_DM_IOCTL=off (dmsetup run as
+#                           processes, as before the in-process dm ioctls)
+#   pass-exec DURATION      the probe pass the same way
+#   start SECONDS           `keel version`: a keel process start and exit
+#   vet SECONDS             `keel vet -c /etc/keel`: start + load of the desired state
+#   check-node SECONDS      `keel check --node` of a snapshot of this host: start,
+#                           load, replayed probe pass, plan and report, no commands
 #   daemon-* VALUE          the idle window (see below; daemon-cpu is keel's own
 #                           CPU, daemon-cpu-children that of the commands it ran)
 #   react-config MS, react-bcache MS
@@ -61,6 +68,16 @@ while IFS= read -r line; do
 	echo "probecmd $n ${line//$'\x1f'/ }"
 done </tmp/probe.argv
 [ "$n" -gt 0 ] || { echo "no probe commands in keel's command log"; exit 2; }
+"$K" snapshot -o /tmp/node.txtar >/dev/null 2>&1 || { echo "snapshot failed"; exit 2; }
+# timed KEY CMD...: one run of CMD, its wall time as "KEY SECONDS".
+timed() {
+	local key=$1 t0 t1
+	shift
+	t0=$(now)
+	"$@" >/dev/null 2>&1 </dev/null
+	t1=$(now)
+	echo "$key $(secs "$t0" "$t1")"
+}
 for r in $(seq "$ROUNDS"); do
 	i=0
 	while IFS=$'\x1f' read -r -a argv; do
@@ -75,6 +92,11 @@ for r in $(seq "$ROUNDS"); do
 	t1=$(now)
 	echo "check $(secs "$t0" "$t1")"
 	"$K" snapshot -v -o /dev/null 2>&1 | awk '/probe pass/ { print "pass", $5 }'
+	timed check-exec env KEEL_DM_IOCTL=off "$K" check -c /etc/keel
+	KEEL_DM_IOCTL=off "$K" snapshot -v -o /dev/null 2>&1 | awk '/probe pass/ { print "pass-exec", $5 }'
+	timed start "$K" version
+	timed vet "$K" vet -c /etc/keel
+	timed check-node "$K" check -c /etc/keel --node /tmp/node.txtar
 done
 
 echo "== the daemon on the converged host"
