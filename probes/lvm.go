@@ -1,8 +1,10 @@
 package probes
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,24 +38,18 @@ func stripBrackets(s string) string { return strings.TrimSuffix(strings.TrimPref
 // fields are kept in LV.Fields and Segment.Fields; a malformed known field is
 // an error naming the field.
 func parseFullReport(b []byte) (*lvmObjects, error) {
-	var rep lvmReport
-	if err := json.Unmarshal(b, &rep); err != nil {
+	rep, err := decodeLVMReport(b)
+	if err != nil {
 		return nil, fmt.Errorf("lvm fullreport: %w", err)
 	}
-	o := &lvmObjects{PVs: map[string]*PV{}, VGs: map[string]*VG{}, LVs: map[string]*LV{}}
-	byUUID := map[string]*LV{}
+	nLV := 0
+	for _, el := range rep.Report {
+		nLV += len(el["lv"])
+	}
+	o := &lvmObjects{PVs: map[string]*PV{}, VGs: map[string]*VG{}, LVs: make(map[string]*LV, nLV)}
+	byUUID := make(map[string]*LV, nLV)
 	for i, el := range rep.Report {
-		var perr error
-		num := func(obj, field, v string) uint64 {
-			if v == "" {
-				return 0
-			}
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil && perr == nil {
-				perr = fmt.Errorf("lvm fullreport: %s: field %s: %w", obj, field, err)
-			}
-			return n
-		}
+		var f fieldReader
 		vgName := ""
 		for _, r := range el["vg"] {
 			if r["vg_name"] == "" {
@@ -61,12 +57,12 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 			}
 			vgName = r["vg_name"]
 			vg := &VG{Name: vgName, UUID: r["vg_uuid"], Attr: r["vg_attr"]}
-			obj := "vg " + vgName
-			vg.ExtentSize = num(obj, "vg_extent_size", r["vg_extent_size"])
-			vg.ExtentCount = num(obj, "vg_extent_count", r["vg_extent_count"])
-			vg.FreeCount = num(obj, "vg_free_count", r["vg_free_count"])
-			vg.Size = num(obj, "vg_size", r["vg_size"])
-			vg.Free = num(obj, "vg_free", r["vg_free"])
+			obj := object{kind: "vg", name: vgName}
+			vg.ExtentSize = f.num(obj, "vg_extent_size", r)
+			vg.ExtentCount = f.num(obj, "vg_extent_count", r)
+			vg.FreeCount = f.num(obj, "vg_free_count", r)
+			vg.Size = f.num(obj, "vg_size", r)
+			vg.Free = f.num(obj, "vg_free", r)
 			o.VGs[vgName] = vg
 		}
 		for _, r := range el["pv"] {
@@ -74,12 +70,12 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 				continue
 			}
 			pv := &PV{Name: r["pv_name"], UUID: r["pv_uuid"], VG: r["vg_name"], Attr: r["pv_attr"], Rotational: -1}
-			obj := "pv " + pv.Name
-			pv.Size = num(obj, "pv_size", r["pv_size"])
-			pv.Free = num(obj, "pv_free", r["pv_free"])
-			pv.DevSize = num(obj, "dev_size", r["dev_size"])
-			pv.PECount = num(obj, "pv_pe_count", r["pv_pe_count"])
-			pv.PEAlloc = num(obj, "pv_pe_alloc_count", r["pv_pe_alloc_count"])
+			obj := object{kind: "pv", name: pv.Name}
+			pv.Size = f.num(obj, "pv_size", r)
+			pv.Free = f.num(obj, "pv_free", r)
+			pv.DevSize = f.num(obj, "dev_size", r)
+			pv.PECount = f.num(obj, "pv_pe_count", r)
+			pv.PEAlloc = f.num(obj, "pv_pe_alloc_count", r)
 			o.PVs[pv.Name] = pv
 			if vg := o.VGs[pv.VG]; vg != nil {
 				vg.PVs = append(vg.PVs, pv.Name)
@@ -97,28 +93,25 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 			lv := &LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: r["lv_uuid"], Attr: r["lv_attr"],
 				Hidden: strings.HasPrefix(r["lv_name"], "["), Origin: stripBrackets(r["origin"]),
 				Role: r["lv_role"], Layout: r["lv_layout"], Fields: r, DMName: dmName(vg, name)}
-			obj := "lv " + lv.FullName
+			obj := object{kind: "lv", name: lv.FullName}
 			if len(lv.Attr) >= 6 {
 				lv.Active = lv.Attr[4] == 'a'
 				lv.Open = lv.Attr[5] == 'o'
-			} else if perr == nil {
-				perr = fmt.Errorf("lvm fullreport: %s: field lv_attr: %q is shorter than 6 characters", obj, lv.Attr)
+			} else if f.err == nil {
+				f.err = fmt.Errorf("lvm fullreport: %s: field lv_attr: %q is shorter than 6 characters", obj, lv.Attr)
 			}
-			lv.Size = num(obj, "lv_size", r["lv_size"])
-			lv.MetadataSize = num(obj, "lv_metadata_size", r["lv_metadata_size"])
+			lv.Size = f.num(obj, "lv_size", r)
+			lv.MetadataSize = f.num(obj, "lv_metadata_size", r)
 			lv.Major, lv.Minor = signed(r["lv_kernel_major"]), signed(r["lv_kernel_minor"])
-			sub := func(v string) string {
-				if v = stripBrackets(v); v != "" {
-					return vg + "/" + v
-				}
-				return ""
-			}
-			lv.Pool, lv.DataLV, lv.MetadataLV = sub(r["pool_lv"]), sub(r["data_lv"]), sub(r["metadata_lv"])
+			lv.Pool, lv.DataLV, lv.MetadataLV = subLV(vg, r["pool_lv"]), subLV(vg, r["data_lv"]), subLV(vg, r["metadata_lv"])
 			lv.DataPercent = percent(r["data_percent"])
 			lv.MetadataPercent = percent(r["metadata_percent"])
 			o.LVs[lv.FullName] = lv
 			byUUID[lv.UUID] = lv
 			if v := o.VGs[vg]; v != nil {
+				if v.LVs == nil {
+					v.LVs = make([]string, 0, len(el["lv"]))
+				}
 				v.LVs = append(v.LVs, lv.FullName)
 			}
 		}
@@ -130,25 +123,25 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 			if lv == nil {
 				return nil, fmt.Errorf("lvm fullreport: report %d: segment of unknown lv uuid %q", i, r["lv_uuid"])
 			}
-			obj := "lv " + lv.FullName + " segment"
+			obj := object{kind: "lv", name: lv.FullName, suffix: " segment"}
 			seg := Segment{Type: r["segtype"], Fields: r}
-			seg.StartLE = num(obj, "seg_start_pe", r["seg_start_pe"])
-			seg.Extents = num(obj, "seg_size_pe", r["seg_size_pe"])
-			seg.Size = num(obj, "seg_size", r["seg_size"])
-			seg.Stripes = int(num(obj, "stripes", r["stripes"]))
+			seg.StartLE = f.num(obj, "seg_start_pe", r)
+			seg.Extents = f.num(obj, "seg_size_pe", r)
+			seg.Size = f.num(obj, "seg_size", r)
+			seg.Stripes = int(f.num(obj, "stripes", r))
 			devs, err := parseSegDevices(r["devices"])
-			if err != nil && perr == nil {
-				perr = fmt.Errorf("lvm fullreport: %s: field devices: %w", obj, err)
+			if err != nil && f.err == nil {
+				f.err = fmt.Errorf("lvm fullreport: %s: field devices: %w", obj, err)
 			}
 			seg.Devices = devs
 			lv.Segments = append(lv.Segments, seg)
 		}
-		if perr != nil {
-			return nil, perr
+		if f.err != nil {
+			return nil, f.err
 		}
 	}
 	for _, lv := range o.LVs {
-		sort.Slice(lv.Segments, func(i, j int) bool { return lv.Segments[i].StartLE < lv.Segments[j].StartLE })
+		slices.SortFunc(lv.Segments, func(a, b Segment) int { return cmp.Compare(a.StartLE, b.StartLE) })
 		if len(lv.Segments) > 0 {
 			lv.SegType = lv.Segments[0].Type
 		}
@@ -168,6 +161,36 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 		sort.Strings(vg.LVs)
 	}
 	return o, nil
+}
+
+// object names a report object in errors ("lv vg0/lv0 segment"); it is
+// formatted only when there is an error.
+type object struct{ kind, name, suffix string }
+
+func (o object) String() string { return o.kind + " " + o.name + o.suffix }
+
+// fieldReader parses numeric report fields and keeps the first error.
+type fieldReader struct{ err error }
+
+// num parses field of row r as an unsigned number; "" is 0.
+func (f *fieldReader) num(obj object, field string, r map[string]string) uint64 {
+	v := r[field]
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil && f.err == nil {
+		f.err = fmt.Errorf("lvm fullreport: %s: field %s: %w", obj, field, err)
+	}
+	return n
+}
+
+// subLV turns a sub-LV field ("[lvb_vdata]") into "vg/lvb_vdata", and "" into "".
+func subLV(vg, v string) string {
+	if v = stripBrackets(v); v != "" {
+		return vg + "/" + v
+	}
+	return ""
 }
 
 // segPVRanges returns the physical extents a linear or striped segment uses.
@@ -191,8 +214,10 @@ func parseSegDevices(s string) ([]SegmentDev, error) {
 	if s == "" {
 		return nil, nil
 	}
-	var out []SegmentDev
-	for _, item := range strings.Split(s, ",") {
+	out := make([]SegmentDev, 0, strings.Count(s, ",")+1)
+	for rest, more := s, true; more; {
+		var item string
+		item, rest, more = strings.Cut(rest, ",")
 		open := strings.LastIndexByte(item, '(')
 		if open <= 0 || !strings.HasSuffix(item, ")") {
 			return nil, fmt.Errorf("%q is not name(start)", item)
@@ -229,5 +254,469 @@ func signed(s string) int {
 // dmName is the device-mapper name LVM gives vg/lv: each '-' in a name is
 // doubled and the two are joined with '-'.
 func dmName(vg, lv string) string {
-	return strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(lv, "-", "--")
+	var b strings.Builder
+	b.Grow(len(vg) + len(lv) + 1 + strings.Count(vg, "-") + strings.Count(lv, "-"))
+	for i, part := range [2]string{vg, lv} {
+		if i > 0 {
+			b.WriteByte('-')
+		}
+		for rest, more := part, true; more; {
+			var chunk string
+			chunk, rest, more = strings.Cut(rest, "-")
+			b.WriteString(chunk)
+			if more {
+				b.WriteString("--")
+			}
+		}
+	}
+	return b.String()
+}
+
+// decodeLVMReport decodes lvm fullreport JSON into an lvmReport with the
+// result, and the error or success, of json.Unmarshal into the same type,
+// at a fraction of the cost: the shape is fixed (objects of string arrays of
+// string-to-string objects), so it needs no reflection; keys are interned
+// (a report repeats the same 160 names in every row); each row's values share
+// one string; and each row's map is made at its final size.
+func decodeLVMReport(b []byte) (lvmReport, error) {
+	d := reportDecoder{b: b, keys: map[string]string{}}
+	var rep lvmReport
+	if err := d.report(&rep); err != nil {
+		return lvmReport{}, err
+	}
+	return rep, nil
+}
+
+// maxDepth is encoding/json's limit on nested arrays and objects.
+const maxDepth = 10000
+
+// reportDecoder reads one lvm fullreport document.
+type reportDecoder struct {
+	b    []byte
+	i    int               // next byte to read
+	keys map[string]string // interned row keys
+	row  []rowEntry        // the row being read
+	prev []string          // the keys of the row read before, in order
+	vals []byte            // the row's decoded values, back to back
+}
+
+// rowEntry is one key of a row and its value's bytes in reportDecoder.vals.
+type rowEntry struct {
+	key      string
+	off, end int
+}
+
+// syntaxError describes malformed JSON at the current offset.
+func (d *reportDecoder) syntaxError(what string) error {
+	if d.i >= len(d.b) {
+		return fmt.Errorf("unexpected end of JSON input (%s)", what)
+	}
+	return fmt.Errorf("offset %d: invalid character %q (%s)", d.i, d.b[d.i], what)
+}
+
+// valueError describes the value at the current offset, which is not the
+// kind wanted: a syntax error if no JSON value starts there.
+func (d *reportDecoder) valueError(want string) error {
+	kind := ""
+	if d.i < len(d.b) {
+		switch c := d.b[d.i]; {
+		case c == '{':
+			kind = "object"
+		case c == '[':
+			kind = "array"
+		case c == '"':
+			kind = "string"
+		case c == 't' || c == 'f':
+			kind = "bool"
+		case c == 'n':
+			kind = "null"
+		case c == '-' || c >= '0' && c <= '9':
+			kind = "number"
+		}
+	}
+	if kind == "" {
+		return d.syntaxError("looking for a value")
+	}
+	return fmt.Errorf("offset %d: cannot decode a JSON %s into %s", d.i, kind, want)
+}
+
+// ws skips JSON white space and returns the next byte, 0 at the end.
+func (d *reportDecoder) ws() byte {
+	for ; d.i < len(d.b); d.i++ {
+		switch c := d.b[d.i]; c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+// null consumes a null literal if one is next.
+func (d *reportDecoder) null() (bool, error) {
+	if d.ws() != 'n' {
+		return false, nil
+	}
+	return true, d.literal("null")
+}
+
+func (d *reportDecoder) literal(lit string) error {
+	if len(d.b)-d.i < len(lit) || string(d.b[d.i:d.i+len(lit)]) != lit {
+		return d.syntaxError("in literal " + lit)
+	}
+	d.i += len(lit)
+	return nil
+}
+
+// next consumes the ',' between members or the closing byte of a
+// container; more tells which.
+func (d *reportDecoder) next(closing byte) (more bool, err error) {
+	switch d.ws() {
+	case ',':
+		d.i++
+		return true, nil
+	case closing:
+		d.i++
+		return false, nil
+	}
+	return false, d.syntaxError("after a value")
+}
+
+// open consumes the opening byte of a container, reporting whether it is
+// empty (and then consumes its closing byte too).
+func (d *reportDecoder) open(opening, closing byte, want string) (empty bool, err error) {
+	if d.ws() != opening {
+		return false, d.valueError(want)
+	}
+	d.i++
+	if d.ws() == closing {
+		d.i++
+		return true, nil
+	}
+	return false, nil
+}
+
+// key reads an object key and the ':' after it; intern keeps one copy of
+// each distinct key. Rows of one subreport list the same keys in the same
+// order, so a row key is first compared with the key the previous row had
+// at its place.
+func (d *reportDecoder) key(intern bool) (string, error) {
+	if d.ws() != '"' {
+		return "", d.syntaxError("looking for an object key")
+	}
+	start := len(d.vals)
+	var err error
+	if d.vals, err = d.str(d.vals); err != nil {
+		return "", err
+	}
+	raw := d.vals[start:]
+	d.vals = d.vals[:start]
+	if d.ws() != ':' {
+		return "", d.syntaxError("after an object key")
+	}
+	d.i++
+	if !intern {
+		return string(raw), nil
+	}
+	if n := len(d.row); n < len(d.prev) && d.prev[n] == string(raw) {
+		return d.prev[n], nil
+	}
+	if k, ok := d.keys[string(raw)]; ok {
+		return k, nil
+	}
+	k := string(raw)
+	d.keys[k] = k
+	return k, nil
+}
+
+// str reads the JSON string at d.i and appends its decoded bytes to buf.
+// Plain ASCII is copied as is; a string with escapes or other bytes is
+// decoded by encoding/json itself, for its exact handling of surrogates and
+// invalid UTF-8.
+func (d *reportDecoder) str(buf []byte) ([]byte, error) {
+	start := d.i
+	for j := start + 1; j < len(d.b); j++ {
+		switch c := d.b[j]; {
+		case c == '"':
+			d.i = j + 1
+			return append(buf, d.b[start+1:j]...), nil
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return d.strSlow(buf)
+		}
+	}
+	d.i = len(d.b)
+	return buf, d.syntaxError("in string literal")
+}
+
+func (d *reportDecoder) strSlow(buf []byte) ([]byte, error) {
+	start := d.i
+	j := start + 1
+	for ; j < len(d.b) && d.b[j] != '"'; j++ {
+		if d.b[j] == '\\' {
+			j++
+		}
+	}
+	if j >= len(d.b) {
+		d.i = len(d.b)
+		return buf, d.syntaxError("in string literal")
+	}
+	var s string
+	if err := json.Unmarshal(d.b[start:j+1], &s); err != nil {
+		return buf, fmt.Errorf("offset %d: %w", start, err)
+	}
+	d.i = j + 1
+	return append(buf, s...), nil
+}
+
+// report reads the whole document: the "report" and "log" members (matched
+// without regard to case, as encoding/json does); others are checked and
+// skipped.
+func (d *reportDecoder) report(rep *lvmReport) error {
+	if null, err := d.null(); null || err != nil {
+		return d.end(err)
+	}
+	empty, err := d.open('{', '}', "the report")
+	for more := !empty; err == nil && more; {
+		var k string
+		if k, err = d.key(false); err != nil {
+			break
+		}
+		switch {
+		case strings.EqualFold(k, "report"):
+			err = d.elements(&rep.Report)
+		case strings.EqualFold(k, "log"):
+			err = d.rows(&rep.Log)
+		default:
+			err = d.skip(1)
+		}
+		if err == nil {
+			more, err = d.next('}')
+		}
+	}
+	return d.end(err)
+}
+
+// end checks that only white space follows the document.
+func (d *reportDecoder) end(err error) error {
+	if d.ws(); err == nil && d.i < len(d.b) {
+		err = d.syntaxError("after the top-level value")
+	}
+	return err
+}
+
+// elements reads the "report" array, one object per VG. Like
+// encoding/json, it decodes into the elements a slice already has.
+func (d *reportDecoder) elements(dst *[]map[string][]map[string]string) error {
+	return decodeArray(d, dst, "report elements", d.element)
+}
+
+// element reads one report element: subreport name to rows.
+func (d *reportDecoder) element(dst *map[string][]map[string]string) error {
+	if null, err := d.null(); null || err != nil {
+		*dst = nil
+		return err
+	}
+	empty, err := d.open('{', '}', "a report element")
+	if err != nil {
+		return err
+	}
+	if *dst == nil {
+		*dst = make(map[string][]map[string]string, 5)
+	}
+	for more := !empty; more; {
+		k, err := d.key(true)
+		if err != nil {
+			return err
+		}
+		var rows []map[string]string
+		if err := d.rows(&rows); err != nil {
+			return err
+		}
+		(*dst)[k] = rows
+		if more, err = d.next('}'); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rows reads an array of rows.
+func (d *reportDecoder) rows(dst *[]map[string]string) error {
+	return decodeArray(d, dst, "rows", d.oneRow)
+}
+
+// decodeArray reads a JSON array into *dst with encoding/json's rules:
+// null gives nil, [] an empty slice, and element i is decoded into what
+// the slice holds at i.
+func decodeArray[T any](d *reportDecoder, dst *[]T, want string, elem func(*T) error) error {
+	if null, err := d.null(); null || err != nil {
+		*dst = nil
+		return err
+	}
+	empty, err := d.open('[', ']', want)
+	if err != nil {
+		return err
+	}
+	s := *dst
+	i := 0
+	for more := !empty; more; i++ {
+		if i >= cap(s) {
+			s = slices.Grow(s, 1)
+		}
+		if i >= len(s) {
+			s = s[:i+1]
+		}
+		if err := elem(&s[i]); err != nil {
+			*dst = s
+			return err
+		}
+		if more, err = d.next(']'); err != nil {
+			*dst = s
+			return err
+		}
+	}
+	if i == 0 {
+		s = []T{}
+	}
+	*dst = s[:i]
+	return nil
+}
+
+// oneRow reads one row, an object of strings (null is ""), into a map made
+// at its final size, whose values share one string.
+func (d *reportDecoder) oneRow(dst *map[string]string) error {
+	if null, err := d.null(); null || err != nil {
+		*dst = nil
+		return err
+	}
+	empty, err := d.open('{', '}', "a row")
+	if err != nil {
+		return err
+	}
+	d.row, d.vals = d.row[:0], d.vals[:0]
+	for more := !empty; more; {
+		k, err := d.key(true)
+		if err != nil {
+			return err
+		}
+		e := rowEntry{key: k, off: len(d.vals)}
+		switch d.ws() {
+		case '"':
+			if d.vals, err = d.str(d.vals); err != nil {
+				return err
+			}
+		case 'n':
+			if err := d.literal("null"); err != nil {
+				return err
+			}
+		default:
+			return d.valueError("a string")
+		}
+		e.end = len(d.vals)
+		d.row = append(d.row, e)
+		if more, err = d.next('}'); err != nil {
+			return err
+		}
+	}
+	m := *dst
+	if m == nil {
+		m = make(map[string]string, len(d.row))
+		*dst = m
+	}
+	vals := string(d.vals)
+	d.prev = d.prev[:0]
+	for _, e := range d.row {
+		if e.off == e.end {
+			m[e.key] = ""
+		} else {
+			m[e.key] = vals[e.off:e.end]
+		}
+		d.prev = append(d.prev, e.key)
+	}
+	return nil
+}
+
+// skip checks and skips one JSON value of any kind; depth counts the arrays
+// and objects around it.
+func (d *reportDecoder) skip(depth int) error {
+	switch c := d.ws(); c {
+	case '{', '[':
+		if depth >= maxDepth {
+			return fmt.Errorf("offset %d: exceeded max depth", d.i)
+		}
+		closing := byte(']')
+		if c == '{' {
+			closing = '}'
+		}
+		empty, err := d.open(c, closing, "")
+		for more := !empty; err == nil && more; {
+			if c == '{' {
+				if d.ws() != '"' {
+					return d.syntaxError("looking for an object key")
+				}
+				if _, err = d.str(nil); err != nil {
+					return err
+				}
+				if d.ws() != ':' {
+					return d.syntaxError("after an object key")
+				}
+				d.i++
+			}
+			if err = d.skip(depth + 1); err == nil {
+				more, err = d.next(closing)
+			}
+		}
+		return err
+	case '"':
+		_, err := d.str(nil)
+		return err
+	case 't':
+		return d.literal("true")
+	case 'f':
+		return d.literal("false")
+	case 'n':
+		return d.literal("null")
+	}
+	return d.number()
+}
+
+// number checks and skips a JSON number.
+func (d *reportDecoder) number() error {
+	b, j := d.b, d.i
+	digits := func() bool {
+		k := j
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		return j > k
+	}
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case !digits():
+		d.i = j
+		return d.syntaxError("looking for a value")
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		if !digits() {
+			d.i = j
+			return d.syntaxError("after decimal point in numeric literal")
+		}
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		if !digits() {
+			d.i = j
+			return d.syntaxError("in exponent of numeric literal")
+		}
+	}
+	d.i = j
+	return nil
 }

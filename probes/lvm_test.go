@@ -1,0 +1,96 @@
+package probes
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// sameAsEncodingJSON fails unless decodeLVMReport gives what json.Unmarshal
+// gives for in: the same report (nil and empty told apart) or an error from
+// both.
+func sameAsEncodingJSON(t *testing.T, in []byte) {
+	t.Helper()
+	var want lvmReport
+	werr := json.Unmarshal(in, &want)
+	got, gerr := decodeLVMReport(in)
+	switch {
+	case werr != nil && gerr == nil:
+		t.Fatalf("%.200q: encoding/json fails (%v), decodeLVMReport does not", in, werr)
+	case werr == nil && gerr != nil:
+		t.Fatalf("%.200q: decodeLVMReport fails (%v), encoding/json does not", in, gerr)
+	case werr == nil && !reflect.DeepEqual(got, want):
+		t.Fatalf("%.200q: decodeLVMReport gives\n%#v\nencoding/json gives\n%#v", in, got, want)
+	}
+}
+
+// The fast decoder reads every captured report, and the JSON shapes around
+// it, exactly as encoding/json does.
+func TestDecodeLVMReportMatchesEncodingJSON(t *testing.T) {
+	seeds := fuzzSeeds(t, "FuzzParseFullReport")
+	if len(seeds) < 5 {
+		t.Fatalf("only %d captured reports", len(seeds))
+	}
+	for _, s := range seeds {
+		sameAsEncodingJSON(t, s)
+	}
+	for _, s := range lvmReportEdgeCases {
+		t.Run("", func(t *testing.T) { sameAsEncodingJSON(t, []byte(s)) })
+	}
+}
+
+// lvmReportEdgeCases are JSON documents around the report's shape: nulls,
+// empty containers, repeated and case-folded keys, escapes, bytes that are
+// not UTF-8, members keel does not read, and malformed input.
+var lvmReportEdgeCases = []string{
+	``, ` `, `null`, ` null `, `nul`, `{}`, `[]`, `"report"`, `0`, `true`, `{} x`, "{}\x00", "\ufeff{}",
+	`{"report":null,"log":null}`, `{"report":[],"log":[]}`, `{"report":[null,{}]}`,
+	`{"report":[{"vg":null,"lv":[]}]}`, `{"report":[{"lv":[null,{},{"a":null}]}]}`,
+	`{"REPORT":[{"lv":[{"lv_name":"a"}]}],"Log":[{"x":"y"}]}`,
+	`{"report":[{"lv":[{"a":"1","a":"2","b":""}]}]}`,
+	`{"report":[{"lv":[{"a":"1"}],"lv":[{"b":"2"}]}]}`,
+	`{"report":[{"lv":[{"a":"1"}]},{"pv":[]}],"report":[{"lv":[{"b":"2"}],"vg":[]}]}`,
+	`{"report":[{"lv":[{"a":"1"}]},{"pv":[]}],"report":[]}`,
+	`{"report":[{"lv":[{"a":"1"}]}],"report":[null]}`,
+	`{"log":[{"a":"1"},{"b":"2"}],"log":[{"c":"3"}]}`,
+	`{"report":[{"lv":[{"lv_name":"a\"b\\c\/d\u00e9\ud83d\ude00\u0041\n\t"}]}]}`,
+	`{"report":[{"lv":[{"lv_n\u0061me":"x"}]}]}`,
+	"{\"report\":[{\"lv\":[{\"lv_name\":\"caf\xc3\xa9 \xff\xfe\"}]}]}",
+	"{\"report\":[{\"lv\":[{\"k\xff\":\"v\"}]}]}",
+	`{"report":[{"lv":[{"a":"\ud800"}]}]}`, `{"report":[{"lv":[{"a":"\ud800\u0041"}]}]}`,
+	`{"report":[{"lv":[{"a":"\x"}]}]}`, `{"report":[{"lv":[{"a":"\u12"}]}]}`,
+	"{\"report\":[{\"lv\":[{\"a\":\"tab\there\"}]}]}",
+	`{"other":{"a":[1,-2.5e+3,0.1,1E9,true,false,null,"s",{},[]]},"report":[]}`,
+	`{"other":01}`, `{"other":1.}`, `{"other":-}`, `{"other":1e}`, `{"other":.5}`, `{"other":tru}`,
+	`{"other":[1,]}`, `{"other":{"a" 1}}`, `{"other":{1:2}}`, `{"other":"\q"}`,
+	`{"report":[{"lv":[{"a":1}]}]}`, `{"report":[{"lv":[{"a":true}]}]}`, `{"report":[{"lv":[{"a":{}}]}]}`,
+	`{"report":[{"lv":[{"a":[]}]}]}`, `{"report":[{"lv":[5]}]}`, `{"report":[{"lv":{}}]}`, `{"report":[5]}`,
+	`{"report":{}}`, `{"report":"x"}`, `{"log":[{"a":2}]}`, `{"log":{}}`,
+	`{"report":[{"lv":[{"a":"1"}]}]`, `{"report":[{"lv":[{"a":"1"}]}]}}`, `{"report":[{"lv":[{"a":"1"]}]}`,
+	`{"report":[{"lv":[{"a":"1",}]}]}`, `{"report":[{"lv":[{"a":"1"}],}]}`, `{"report" [`, `{"report":[{"lv":[{"a":"1`,
+	`{"report":[{"lv":[{"a":x}]}]}`, `{"report":[{"lv":[{"a":}]}]}`, `{,}`, `{"a":1,}`,
+	"{\"other\":" + deepArray(9998) + "}", "{\"other\":" + deepArray(9999) + "}", "{\"other\":" + deepArray(10000) + "}",
+}
+
+func deepArray(n int) string {
+	b := make([]byte, 0, 2*n)
+	for range n {
+		b = append(b, '[')
+	}
+	for range n {
+		b = append(b, ']')
+	}
+	return string(b)
+}
+
+// FuzzDecodeLVMReport checks the fast decoder against encoding/json on
+// mutations of real reports and of the edge cases above.
+func FuzzDecodeLVMReport(f *testing.F) {
+	addSeeds(f, "FuzzParseFullReport")
+	for _, s := range lvmReportEdgeCases {
+		if len(s) < 1000 {
+			f.Add([]byte(s))
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { sameAsEncodingJSON(t, b) })
+}
