@@ -1,10 +1,14 @@
 package probes
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,10 +159,51 @@ func FuzzParseFullReport(f *testing.F) {
 
 func FuzzParseDMLines(f *testing.F) {
 	addSeeds(f, "FuzzParseDMLines")
+	for _, s := range []string{"", "\n", "a: 0 1 linear\r\n", "a: 0 1 linear\r\r\n", "a:  0 1 t  x y \n", "a: 0 1\n",
+		"a: 0 1 t\na: 1 2 u v\nb: 0 1 t\na: 3 4 w\n", "No devices found\n", " \t\n", "a: x 1 t"} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, err := parseDMLines("dmsetup table", b)
+		got, err := parseDMLines("dmsetup table", b)
 		errMust(t, err, "dmsetup table: ")
+		want, werr := dmLinesByScanner(b)
+		if (err != nil) != (werr != nil) || err == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: parseDMLines gives %v, %v; reading line by line gives %v, %v", b, got, err, want, werr)
+		}
 	})
+}
+
+// dmLinesByScanner is parseDMLines written plainly (bufio.Scanner,
+// strings.SplitN), the reference the fuzz target holds it to.
+func dmLinesByScanner(b []byte) (map[string][]DMLine, error) {
+	out := map[string][]DMLine{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, maxDMLine)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" || line == "No devices found" {
+			continue
+		}
+		name, rest, ok := strings.Cut(line, ": ")
+		if !ok {
+			return nil, errors.New("no name")
+		}
+		f := strings.SplitN(strings.TrimSpace(rest), " ", 4)
+		if len(f) < 3 {
+			return nil, errors.New("too few fields")
+		}
+		start, err1 := strconv.ParseUint(f[0], 10, 64)
+		length, err2 := strconv.ParseUint(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, errors.New("not numbers")
+		}
+		l := DMLine{Start: start, Length: length, Target: f[2]}
+		if len(f) == 4 {
+			l.Args = f[3]
+		}
+		out[name] = append(out[name], l)
+	}
+	return out, sc.Err()
 }
 
 func FuzzParseTargetArgs(f *testing.F) {

@@ -296,8 +296,25 @@ type reportDecoder struct {
 	i    int               // next byte to read
 	keys map[string]string // interned row keys
 	row  []rowEntry        // the row being read
-	prev []string          // the keys of the row read before, in order
+	prev []prevKey         // the keys of the row read before, in order
 	vals []byte            // the row's decoded values, back to back
+}
+
+// prevKey is a key of the previous row; plain tells whether JSON holds it
+// verbatim, without escapes.
+type prevKey struct {
+	key   string
+	plain bool
+}
+
+// plain reports whether s is ASCII without control characters, quotes and backslashes.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // rowEntry is one key of a row and its value's bytes in reportDecoder.vals.
@@ -404,6 +421,19 @@ func (d *reportDecoder) key(intern bool) (string, error) {
 	if d.ws() != '"' {
 		return "", d.syntaxError("looking for an object key")
 	}
+	if n := len(d.row); intern && n < len(d.prev) {
+		// The previous row's key at this place, if it needs no escapes,
+		// is this key when the input holds it verbatim and then a '"'.
+		k := d.prev[n].key
+		if end := d.i + 1 + len(k); d.prev[n].plain && end < len(d.b) && d.b[end] == '"' && string(d.b[d.i+1:end]) == k {
+			d.i = end + 1
+			if d.ws() != ':' {
+				return "", d.syntaxError("after an object key")
+			}
+			d.i++
+			return k, nil
+		}
+	}
 	start := len(d.vals)
 	var err error
 	if d.vals, err = d.str(d.vals); err != nil {
@@ -417,9 +447,6 @@ func (d *reportDecoder) key(intern bool) (string, error) {
 	d.i++
 	if !intern {
 		return string(raw), nil
-	}
-	if n := len(d.row); n < len(d.prev) && d.prev[n] == string(raw) {
-		return d.prev[n], nil
 	}
 	if k, ok := d.keys[string(raw)]; ok {
 		return k, nil
@@ -631,7 +658,7 @@ func (d *reportDecoder) oneRow(dst *map[string]string) error {
 		} else {
 			m[e.key] = vals[e.off:e.end]
 		}
-		d.prev = append(d.prev, e.key)
+		d.prev = append(d.prev, prevKey{e.key, plain(e.key)})
 	}
 	return nil
 }

@@ -1,8 +1,6 @@
 package probes
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,13 +8,22 @@ import (
 
 // parseDMLines parses `dmsetup table` or `dmsetup status` output
 // ("<name>: <start> <length> <target> <args>", one line per target
-// segment) into devices by name. which names the command for errors.
+// segment) into devices by name. which names the command for errors. Lines
+// end in "\n" or "\r\n"; a line of 1 MiB or more is an error.
 func parseDMLines(which string, b []byte) (map[string][]DMLine, error) {
-	out := map[string][]DMLine{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
+	// One string for the whole output: names, targets and arguments are
+	// parts of it, and one array holds every device's first line.
+	text := string(b)
+	lines := strings.Count(text, "\n") + 1
+	out := make(map[string][]DMLine, lines)
+	first := make([]DMLine, 0, lines)
+	for n := 1; text != ""; n++ {
+		var line string
+		line, text, _ = strings.Cut(text, "\n")
+		line = strings.TrimSuffix(line, "\r")
+		if len(line) >= maxDMLine {
+			return nil, fmt.Errorf("%s: line %d: longer than %d bytes", which, n, maxDMLine)
+		}
 		if strings.TrimSpace(line) == "" || line == "No devices found" {
 			continue
 		}
@@ -24,26 +31,30 @@ func parseDMLines(which string, b []byte) (map[string][]DMLine, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: line %d: no \"name: \" prefix", which, n)
 		}
-		f := strings.SplitN(strings.TrimSpace(rest), " ", 4)
-		if len(f) < 3 {
+		f0, rest, _ := strings.Cut(strings.TrimSpace(rest), " ")
+		f1, rest, ok := strings.Cut(rest, " ")
+		if !ok {
 			return nil, fmt.Errorf("%s: line %d (%s): want start, length and target", which, n, name)
 		}
-		start, err1 := strconv.ParseUint(f[0], 10, 64)
-		length, err2 := strconv.ParseUint(f[1], 10, 64)
+		target, args, _ := strings.Cut(rest, " ")
+		start, err1 := strconv.ParseUint(f0, 10, 64)
+		length, err2 := strconv.ParseUint(f1, 10, 64)
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("%s: line %d (%s): field start/length: not numbers", which, n, name)
 		}
-		l := DMLine{Start: start, Length: length, Target: f[2]}
-		if len(f) == 4 {
-			l.Args = f[3]
+		l := DMLine{Start: start, Length: length, Target: target, Args: args}
+		if prev, ok := out[name]; ok {
+			out[name] = append(prev, l)
+		} else {
+			first = append(first, l)
+			out[name] = first[len(first)-1 : len(first) : len(first)]
 		}
-		out[name] = append(out[name], l)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", which, err)
 	}
 	return out, nil
 }
+
+// maxDMLine bounds a line of dmsetup output.
+const maxDMLine = 1 << 20
 
 // parseLVMConfig parses `lvmconfig --typeconfig full` output into
 // "section/key" → raw value. Nested sections join with '/'.
