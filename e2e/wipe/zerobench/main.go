@@ -38,6 +38,7 @@ type prefix struct {
 	n uint64
 }
 
+// Size is the smaller of the device's size and n.
 func (p prefix) Size() (uint64, error) {
 	s, err := p.Device.Size()
 	return min(s, p.n), err
