@@ -443,9 +443,13 @@ func resolvePVs(fsys FS, h *Host, v *sysfsView) {
 func truthy(v string) bool { return v != "" && v != "0" }
 
 func buildThinPools(h *Host) {
+	var users map[string][]string
 	for _, lv := range h.LVs {
 		if lv.SegType != "thin-pool" {
 			continue
+		}
+		if users == nil {
+			users = poolUsers(h, "thin")
 		}
 		tp := &ThinPool{VG: lv.VG, Name: lv.Name, LV: lv.FullName, DataSize: lv.Size, MetadataSize: lv.MetadataSize,
 			DataPercent: lv.DataPercent, MetadataPercent: lv.MetadataPercent}
@@ -459,7 +463,7 @@ func buildThinPools(h *Host) {
 		}
 		tp.Zero = truthy(seg.Fields["zero"])
 		tp.Discards = seg.Fields["discards"]
-		tp.ThinLVs = poolUsers(h, "thin", lv.FullName)
+		tp.ThinLVs = users[lv.FullName]
 		if name, d := poolTarget(h, lv, "-tpool", "thin-pool"); d != nil && len(d.Status) == 1 && d.Status[0].Target == "thin-pool" {
 			tp.DMName = name
 			st, err := parseThinPoolStatus(d.Status[0].Args)
@@ -475,15 +479,18 @@ func buildThinPools(h *Host) {
 	}
 }
 
-// poolUsers lists, sorted, the LVs of segment type segType whose pool is pool.
-func poolUsers(h *Host, segType, pool string) []string {
-	var out []string
+// poolUsers lists, by pool, the LVs of segment type segType that use it,
+// sorted: one pass over the LVs for all pools.
+func poolUsers(h *Host, segType string) map[string][]string {
+	out := map[string][]string{}
 	for _, lv := range h.LVs {
-		if lv.SegType == segType && lv.Pool == pool {
-			out = append(out, lv.FullName)
+		if lv.SegType == segType && lv.Pool != "" {
+			out[lv.Pool] = append(out[lv.Pool], lv.FullName)
 		}
 	}
-	sort.Strings(out)
+	for _, names := range out {
+		sort.Strings(names)
+	}
 	return out
 }
 
@@ -500,9 +507,13 @@ func poolTarget(h *Host, lv *LV, layer, target string) (string, *DMDevice) {
 
 func buildVDOPools(h *Host) []*VDOPool {
 	var out []*VDOPool
+	var users map[string][]string
 	for _, lv := range h.LVs {
 		if lv.SegType != "vdo-pool" {
 			continue
+		}
+		if users == nil {
+			users = poolUsers(h, "vdo")
 		}
 		p := &VDOPool{VG: lv.VG, Name: lv.Name, LV: lv.FullName, DataLV: lv.DataLV, Settings: map[string]string{}}
 		if p.DataLV == "" {
@@ -518,7 +529,7 @@ func buildVDOPools(h *Host) []*VDOPool {
 				p.Settings[k] = v
 			}
 		}
-		p.VDOLVs = poolUsers(h, "vdo", lv.FullName)
+		p.VDOLVs = users[lv.FullName]
 		if name, d := poolTarget(h, lv, "-vpool", "vdo"); d != nil {
 			p.DMName = name
 			t, err := parseVDOTable(d.Table[0].Length, d.Table[0].Args)
