@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -36,6 +37,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	logJSON := fs.Bool("log-json", false, "JSON log lines on stderr (when not logging to the journal)")
 	noUevents := fs.Bool("no-uevents", false, "do not listen to kernel uevents")
 	timeout := fs.Duration("timeout", 5*time.Minute, "per-command timeout")
+	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile of the whole run to `FILE` when keel stops (diagnosis)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: keel run [-c PATH] [--resync 5m] [--textfile FILE]")
 		fmt.Fprintln(stderr, "\nKeeps the host converged: passes on desired-state and lvm.conf changes, on bcache")
@@ -54,6 +56,20 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	log, sink := logging.New(logging.Options{Name: "keel", Level: lvl, Stderr: stderr, JSON: *logJSON})
 	if sink != nil {
 		defer sink.Close()
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			log.Error("cpu profile", "path", *cpuProfile, "err", err)
+			return exitError
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	src := probes.Live("/", *timeout)
 	a := agent.New(configs, agent.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log})
