@@ -279,7 +279,7 @@ func dmName(vg, lv string) string {
 // (a report repeats the same 160 names in every row); each row's values share
 // one string; and each row's map is made at its final size.
 func decodeLVMReport(b []byte) (lvmReport, error) {
-	d := reportDecoder{b: b, keys: map[string]string{}}
+	d := reportDecoder{b: b, keys: map[string]rowKey{}}
 	var rep lvmReport
 	if err := d.report(&rep); err != nil {
 		return lvmReport{}, err
@@ -294,21 +294,21 @@ const maxDepth = 10000
 type reportDecoder struct {
 	b    []byte
 	i    int               // next byte to read
-	keys map[string]string // interned row keys
+	keys map[string]rowKey // interned row keys
 	row  []rowEntry        // the row being read
-	prev []prevKey         // the keys of the row read before, in order
+	prev []rowKey          // the keys of the row read before, in order
 	vals []byte            // the row's decoded values, back to back
 }
 
-// prevKey is a key of the previous row; plain tells whether JSON holds it
-// verbatim, without escapes.
-type prevKey struct {
-	key   string
+// rowKey is an interned key; plain tells whether JSON holds it verbatim,
+// without escapes.
+type rowKey struct {
+	name  string
 	plain bool
 }
 
 // plain reports whether s is ASCII without control characters, quotes and backslashes.
-func plain(s string) bool {
+func plain(s []byte) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
 			return false
@@ -319,7 +319,7 @@ func plain(s string) bool {
 
 // rowEntry is one key of a row and its value's bytes in reportDecoder.vals.
 type rowEntry struct {
-	key      string
+	key      rowKey
 	off, end int
 }
 
@@ -417,18 +417,18 @@ func (d *reportDecoder) open(opening, closing byte, want string) (empty bool, er
 // each distinct key. Rows of one subreport list the same keys in the same
 // order, so a row key is first compared with the key the previous row had
 // at its place.
-func (d *reportDecoder) key(intern bool) (string, error) {
+func (d *reportDecoder) key(intern bool) (rowKey, error) {
 	if d.ws() != '"' {
-		return "", d.syntaxError("looking for an object key")
+		return rowKey{}, d.syntaxError("looking for an object key")
 	}
-	if n := len(d.row); intern && n < len(d.prev) {
-		// The previous row's key at this place, if it needs no escapes,
-		// is this key when the input holds it verbatim and then a '"'.
-		k := d.prev[n].key
-		if end := d.i + 1 + len(k); d.prev[n].plain && end < len(d.b) && d.b[end] == '"' && string(d.b[d.i+1:end]) == k {
+	if n := len(d.row); intern && n < len(d.prev) && d.prev[n].plain {
+		// The previous row's key at this place, needing no escapes, is
+		// this key when the input holds it verbatim and then a '"'.
+		k := d.prev[n]
+		if end := d.i + 1 + len(k.name); end < len(d.b) && d.b[end] == '"' && string(d.b[d.i+1:end]) == k.name {
 			d.i = end + 1
 			if d.ws() != ':' {
-				return "", d.syntaxError("after an object key")
+				return rowKey{}, d.syntaxError("after an object key")
 			}
 			d.i++
 			return k, nil
@@ -437,22 +437,22 @@ func (d *reportDecoder) key(intern bool) (string, error) {
 	start := len(d.vals)
 	var err error
 	if d.vals, err = d.str(d.vals); err != nil {
-		return "", err
+		return rowKey{}, err
 	}
 	raw := d.vals[start:]
 	d.vals = d.vals[:start]
 	if d.ws() != ':' {
-		return "", d.syntaxError("after an object key")
+		return rowKey{}, d.syntaxError("after an object key")
 	}
 	d.i++
 	if !intern {
-		return string(raw), nil
+		return rowKey{name: string(raw)}, nil
 	}
 	if k, ok := d.keys[string(raw)]; ok {
 		return k, nil
 	}
-	k := string(raw)
-	d.keys[k] = k
+	k := rowKey{name: string(raw), plain: plain(raw)}
+	d.keys[k.name] = k
 	return k, nil
 }
 
@@ -504,11 +504,11 @@ func (d *reportDecoder) report(rep *lvmReport) error {
 	}
 	empty, err := d.open('{', '}', "the report")
 	for more := !empty; err == nil && more; {
-		var k string
-		if k, err = d.key(false); err != nil {
+		var key rowKey
+		if key, err = d.key(false); err != nil {
 			break
 		}
-		switch {
+		switch k := key.name; {
 		case strings.EqualFold(k, "report"):
 			err = d.elements(&rep.Report)
 		case strings.EqualFold(k, "log"):
@@ -559,7 +559,7 @@ func (d *reportDecoder) element(dst *map[string][]map[string]string) error {
 		if err := d.rows(&rows); err != nil {
 			return err
 		}
-		(*dst)[k] = rows
+		(*dst)[k.name] = rows
 		if more, err = d.next('}'); err != nil {
 			return err
 		}
@@ -654,11 +654,11 @@ func (d *reportDecoder) oneRow(dst *map[string]string) error {
 	d.prev = d.prev[:0]
 	for _, e := range d.row {
 		if e.off == e.end {
-			m[e.key] = ""
+			m[e.key.name] = ""
 		} else {
-			m[e.key] = vals[e.off:e.end]
+			m[e.key.name] = vals[e.off:e.end]
 		}
-		d.prev = append(d.prev, prevKey{e.key, plain(e.key)})
+		d.prev = append(d.prev, e.key)
 	}
 	return nil
 }
