@@ -49,6 +49,9 @@ type Agent struct {
 
 	desired     *schema.Config
 	configError *reconcile.Finding
+	// files are the files of the desired state in force, loader validates.
+	files  []schema.File
+	loader *schema.Loader
 	// lastHost and lastPlan are the newest re-probe of the executor.
 	lastHost *probes.Host
 	lastPlan reconcile.Result
@@ -173,10 +176,33 @@ func (a *Agent) Desired() *schema.Config { return a.desired }
 // owned by root, the previous one stays in force and the error is returned
 // (and kept as a config.invalid finding until a valid one loads).
 func (a *Agent) Load() error {
-	err := a.load()
+	return a.LoadFiles(a.Read())
+}
+
+// Read checks the ownership of the desired-state files and reads them.
+func (a *Agent) Read() ([]schema.File, error) {
+	if !a.SkipOwnerCheck {
+		if err := CheckOwnership(a.paths()); err != nil {
+			return nil, err
+		}
+	}
+	return schema.ReadFiles(a.paths()...)
+}
+
+// LoadFiles is Load for files returned by Read (readErr is Read's error,
+// which counts as an invalid desired state).
+func (a *Agent) LoadFiles(files []schema.File, readErr error) error {
+	err := readErr
 	if err == nil {
-		a.configError = nil
-		return nil
+		if a.loader == nil {
+			a.loader = schema.NewLoader()
+		}
+		var d *schema.Desired
+		if d, err = a.loader.LoadFiles(files); err == nil {
+			a.desired, a.files = d.Config, files
+			a.configError = nil
+			return nil
+		}
 	}
 	where := strings.Join(a.paths(), ",")
 	a.configError = &reconcile.Finding{ID: ConfigInvalidID, Severity: reconcile.Error, Object: where,
@@ -192,20 +218,6 @@ func (a *Agent) paths() []string {
 		return []string{schema.DefaultPath}
 	}
 	return a.Configs
-}
-
-func (a *Agent) load() error {
-	if !a.SkipOwnerCheck {
-		if err := CheckOwnership(a.paths()); err != nil {
-			return err
-		}
-	}
-	d, err := schema.Load(a.paths()...)
-	if err != nil {
-		return err
-	}
-	a.desired = d
-	return nil
 }
 
 // CheckOwnership refuses desired-state files (and their directories) not

@@ -88,7 +88,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	d.reload()
+	d.load(d.Agent.Read())
 	dir, match := configWatch(d.Agent.paths())
 	go d.watch(ctx, dir, match, func() { send(trigger{reload: true, why: "desired state changed"}) })
 	if d.LVMConfPath != "" {
@@ -194,15 +194,19 @@ func (d *Daemon) watch(ctx context.Context, dir string, match func(string) bool,
 // devices only, and then runs a full pass. When it reloads, the full
 // probe of that pass starts at once and runs while the desired state is
 // loaded (it reads only the host, and it starts after the event, so the
-// pass still plans against what the host reports after the change).
+// pass still plans against what the host reports after the change),
+// unless the files look changed in bcache fields only (MaybeBcacheOnly).
 func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string) string {
 	var early *earlyProbe
-	if reload && !fast {
-		early = startProbe(ctx, d.Agent)
-	}
 	if reload {
+		files, rerr := d.Agent.Read()
+		// Not when the fast path will run first: its writes would make
+		// this probe stale.
+		if !fast && (rerr != nil || !d.Agent.MaybeBcacheOnly(files)) {
+			early = startProbe(ctx, d.Agent)
+		}
 		prev := d.Agent.Desired()
-		if d.reload() == nil && BcacheOnly(prev, d.Agent.Desired()) {
+		if d.load(files, rerr) == nil && BcacheOnly(prev, d.Agent.Desired()) {
 			d.Log.Debug("the change touches bcache devices only: fast path first")
 			fast = true
 		}
@@ -253,10 +257,11 @@ func (p *earlyProbe) wait() *probes.Host {
 	return p.host
 }
 
-// reload loads the desired state; on error the last good one stays.
-func (d *Daemon) reload() error {
+// load loads the desired state from files read by Agent.Read (readErr is
+// Read's error); on error the last good one stays.
+func (d *Daemon) load(files []schema.File, readErr error) error {
 	start := time.Now()
-	err := d.Agent.Load()
+	err := d.Agent.LoadFiles(files, readErr)
 	d.metrics.Reload(err == nil, time.Now())
 	if err != nil {
 		var invalid *schema.Error

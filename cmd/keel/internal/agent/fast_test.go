@@ -71,14 +71,23 @@ func (f stickyFS) ReadFile(name string) ([]byte, error) {
 	return f.FS.ReadFile(name)
 }
 
-// countingRunner counts the commands a replayed probe runs.
+// countingRunner counts the commands a replayed probe runs, each taking
+// delay (cut short when ctx ends) as a live one takes time.
 type countingRunner struct {
 	probes.Runner
-	n atomic.Int64
+	n     atomic.Int64
+	delay time.Duration
 }
 
 func (r *countingRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
 	r.n.Add(1)
+	if r.delay > 0 {
+		select {
+		case <-ctx.Done():
+			return probes.Result{ExitCode: -1}, ctx.Err()
+		case <-time.After(r.delay):
+		}
+	}
 	return r.Runner.Run(ctx, c)
 }
 
@@ -212,13 +221,15 @@ func TestDaemonBcacheOnlyChange(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "b.cue")
 	os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
-	a, sys, _ := mixedHost(t, dir)
+	a, sys, run := mixedHost(t, dir)
+	run.delay = 100 * time.Millisecond
 	a.SkipOwnerCheck = true
 	sock, recv := testsock.Listen(t)
 	t.Setenv("NOTIFY_SOCKET", sock)
 	var logs strings.Builder
 	d := &Daemon{Agent: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Debug}),
 		NoUevents: true, Debounce: 10 * time.Millisecond}
+	a.Log = d.Log
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -249,7 +260,41 @@ func TestDaemonBcacheOnlyChange(t *testing.T) {
 	if n := strings.Count(l, "bcache fast path"); n != 1 {
 		t.Errorf("the lvm change took the fast path:\n%s", l)
 	}
+	if strings.Contains(l, "context canceled") {
+		t.Errorf("a probe was started for the bcache change and cancelled:\n%s", l)
+	}
 	if !strings.Contains(l, "the change touches bcache devices only") {
 		t.Errorf("log:\n%s", l)
+	}
+}
+
+func TestMaybeBcacheOnly(t *testing.T) {
+	a := New([]string{"/etc/keel"}, Wiring{Source: probes.Source{Runner: failingRunner{}}})
+	a.SkipOwnerCheck = true
+	files := func(texts ...string) []schema.File {
+		var fs []schema.File
+		for i, s := range texts {
+			fs = append(fs, schema.File{Name: "/etc/keel/" + strconv.Itoa(i) + ".cue", Data: []byte(s)})
+		}
+		return fs
+	}
+	lvm := "lvm: scanLVs: true\n"
+	if err := a.LoadFiles(files(bcacheCue(40), lvm), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		next []schema.File
+		want bool
+	}{
+		{"tunable changed", files(bcacheCue(30), lvm), true},
+		{"tunable changed, comment added elsewhere", files(bcacheCue(30), "// why\nlvm: scanLVs: true\n"), true},
+		{"lvm changed too", files(bcacheCue(30), "lvm: scanLVs: false\n"), false},
+		{"a file added", files(bcacheCue(30), lvm, "alerts: textfile: \"/x\"\n"), false},
+		{"does not parse", files(bcacheCue(30)+"}", lvm), false},
+	} {
+		if got := a.MaybeBcacheOnly(c.next); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }
