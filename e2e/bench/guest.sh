@@ -147,15 +147,22 @@ echo "daemon-hwm-kib $(awk '/^VmHWM/ { print $2 }' "/proc/$dpid/status")"
 echo "daemon-rss-kib $(awk '/^VmRSS/ { print $2 }' "/proc/$dpid/status")"
 
 echo "== reaction to a desired-state change (writebackPercent 40 <-> 30)"
+# Each change reaches an idle daemon: after the value reads back, the round
+# waits for the pass that the change started to end (the full pass after
+# the fast path, which may rewrite keel's udev rule), then 1 s. A change
+# made while a pass runs waits for it: that pass's length is in the table.
 f=/etc/keel/vdo-on-bcache.cue
+passes_over() { [ "$(passes)" -gt "$1" ]; }
 for r in $(seq "$REACT_ROUNDS"); do
 	if [ $((r % 2)) = 1 ]; then from=40 to=30; else from=30 to=40; fi
+	p0=$(passes)
 	sed "s/writebackPercent: $from/writebackPercent: $to/" "$f" >/etc/keel/.new && t0=$(now) && mv /etc/keel/.new "$f"
 	if ms=$(wait_ms 30 "$t0" reads /sys/block/bcache0/bcache/writeback_percent "$to"); then
 		echo "react-config $ms"
 	else
 		echo "react-config-timeout $r"
 	fi
+	wait_ms 60 "$(now)" passes_over "$p0" >/dev/null || echo "react-config: no pass ended within 60 s of round $r"
 	sleep 1
 done
 kill -TERM $dpid
@@ -170,7 +177,9 @@ desired "$SHARE/bcache.cue"
 PATH=$shim:$PATH "$K" run -c /etc/keel --textfile /tmp/keel.prom --log-level debug >"$OUT/daemon2.log" 2>&1 &
 dpid=$!
 wait_ms 120 "$(now)" reads /sys/block/bcache0/bcache/sequential_cutoff 0.0k >/dev/null || { echo "daemon2 did not converge"; exit 2; }
+passes2_over() { [ "$(grep -c 'pass done' "$OUT/daemon2.log")" -gt "$1" ]; }
 for r in $(seq "$REACT_ROUNDS"); do
+	p0=$(grep -c 'pass done' "$OUT/daemon2.log")
 	cset=$(bcache_cset "$ssd")
 	echo 1 >/sys/block/bcache0/bcache/stop
 	echo 1 >"/sys/fs/bcache/$cset/unregister"
@@ -183,6 +192,7 @@ for r in $(seq "$REACT_ROUNDS"); do
 	else
 		echo "react-bcache-timeout $r"
 	fi
+	wait_ms 60 "$(now)" passes2_over "$p0" >/dev/null || echo "react-bcache: no pass ended within 60 s of round $r"
 	sleep 1
 done
 kill -TERM $dpid
