@@ -10,8 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -75,15 +77,17 @@ func (e Event) BcacheRegistered() bool {
 	return strings.HasPrefix(e.Env["DEVNAME"], "bcache") || e.Env["DRIVER"] == "bcache"
 }
 
-// Listener is an open uevent socket.
+// Listener is an open uevent socket. It is non-blocking and waits in Go's
+// network poller, so an idle listener costs no CPU (no periodic wake-up).
 type Listener struct {
-	fd int
+	f  *os.File
+	rc syscall.RawConn
 }
 
 // Listen opens a socket on the kernel's uevent multicast group. It needs
 // no privilege on most kernels but keel runs as root anyway.
 func Listen() (*Listener, error) {
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_KOBJECT_UEVENT)
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_KOBJECT_UEVENT)
 	if err != nil {
 		return nil, fmt.Errorf("uevent socket: %w", err)
 	}
@@ -91,30 +95,43 @@ func Listen() (*Listener, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("uevent bind: %w", err)
 	}
-	// A receive timeout lets Run notice a cancelled context.
-	tv := unix.NsecToTimeval((250 * time.Millisecond).Nanoseconds())
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("uevent socket timeout: %w", err)
+	f := os.NewFile(uintptr(fd), "uevent")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("uevent socket: %w", err)
 	}
-	return &Listener{fd: fd}, nil
+	return &Listener{f: f, rc: rc}, nil
 }
 
 // Close closes the socket.
-func (l *Listener) Close() error { return unix.Close(l.fd) }
+func (l *Listener) Close() error { return l.f.Close() }
 
 // Run reads events until ctx ends and passes each one that parses to fn.
 // Events lost to a full receive buffer (ENOBUFS) are reported to onErr;
 // the caller should resync then.
 func (l *Listener) Run(ctx context.Context, fn func(Event), onErr func(error)) error {
 	buf := make([]byte, 64<<10)
+	// A cancelled context ends the wait in the poller.
+	stop := context.AfterFunc(ctx, func() { l.f.SetReadDeadline(time.Now()) })
+	defer stop()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, _, err := unix.Recvfrom(l.fd, buf, 0)
+		var n int
+		var err error
+		if werr := l.rc.Read(func(fd uintptr) bool {
+			n, _, err = unix.Recvfrom(int(fd), buf, 0)
+			return !errors.Is(err, unix.EAGAIN) // EAGAIN: wait until readable
+		}); werr != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("uevent receive: %w", werr)
+		}
 		switch {
-		case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.EINTR):
 			continue
 		case err != nil:
 			onErr(fmt.Errorf("uevent receive: %w", err))

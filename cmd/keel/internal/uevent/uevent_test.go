@@ -125,3 +125,25 @@ func TestListenReceives(t *testing.T) {
 		}
 	}
 }
+
+// An idle listener waits in the poller; cancelling its context ends Run.
+func TestRunEndsOnCancel(t *testing.T) {
+	l, err := Listen()
+	if err != nil {
+		t.Skipf("no uevent socket here: %v", err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx, func(Event) {}, func(error) {}) }()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err != context.Canceled {
+			t.Fatalf("Run returned %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Run did not end after cancel")
+	}
+}
