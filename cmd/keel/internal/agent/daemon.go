@@ -69,15 +69,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.tracker = alerts.NewTracker()
 	d.metrics = alerts.NewMetrics()
+	wipes := make(chan struct{}, 1)
 	d.Agent.WipeStarted = func(t wipe.Target, p *wipe.Progress) {
 		d.wipeTextfile.Store(d.textfile()) // read here, on the pass's goroutine
 		d.metrics.WipeStarted(t.VG, t.LV, func() (uint64, uint64, float64) {
 			s := p.Stat()
 			return s.Done, s.Total, s.Rate
 		})
+		select {
+		case wipes <- struct{}{}:
+		default: // publishWipes is awake already
+		}
 	}
 	d.Agent.WipeFinished = func(t wipe.Target) { d.metrics.WipeFinished(t.VG, t.LV) }
-	go d.publishWipes(ctx, 5*time.Second)
+	go d.publishWipes(ctx, wipes, 5*time.Second)
 	triggers := make(chan trigger, 64)
 	send := func(t trigger) {
 		select {
@@ -374,24 +379,30 @@ func (d *Daemon) textfile() string {
 
 // publishWipes rewrites the metrics textfile every interval while a safe
 // removal is in progress, so its keel_wipe_* progress is visible before the
-// pass that runs it ends.
-func (d *Daemon) publishWipes(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
+// pass that runs it ends. It sleeps until started tells it a removal began:
+// an idle daemon has no timer to wake it.
+func (d *Daemon) publishWipes(ctx context.Context, started <-chan struct{}, interval time.Duration) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			if d.metrics.WipesInFlight() == 0 {
-				continue
+		case <-started:
+		}
+		t := time.NewTicker(interval)
+		for d.metrics.WipesInFlight() > 0 {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
 			}
-			if path, _ := d.wipeTextfile.Load().(string); path != "" {
+			if path, _ := d.wipeTextfile.Load().(string); path != "" && d.metrics.WipesInFlight() > 0 {
 				if err := d.metrics.WriteTextfile(path); err != nil {
 					d.Log.Error("metrics textfile", "path", path, "err", err)
 				}
 			}
 		}
+		t.Stop()
 	}
 }
 

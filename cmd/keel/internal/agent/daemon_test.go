@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/cmd/keel/internal/alerts"
 	"github.com/keel-storage/keel/cmd/keel/internal/testsock"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
@@ -112,5 +113,41 @@ func TestKeepFindingsOnFailedPass(t *testing.T) {
 	got = keepFindings(prev[:1], []reconcile.Finding{{ID: ConfigInvalidID, Object: "/etc/keel"}})
 	if len(got) != 2 {
 		t.Fatalf("%+v", got)
+	}
+}
+
+// While a safe removal runs the textfile is rewritten on a timer; once it
+// ends (and before any starts) nothing is written: no idle wake-up.
+func TestPublishWipesOnlyWhileWiping(t *testing.T) {
+	d := &Daemon{Log: hclog.NewNullLogger(), metrics: alerts.NewMetrics()}
+	path := filepath.Join(t.TempDir(), "keel.prom")
+	d.wipeTextfile.Store(path)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan struct{}, 1)
+	go d.publishWipes(ctx, started, 10*time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	if _, err := os.Stat(path); err == nil {
+		t.Fatal("textfile written before any removal started")
+	}
+	d.metrics.WipeStarted("vg", "lv", func() (uint64, uint64, float64) { return 5, 10, 1 })
+	started <- struct{}{}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), "keel_wipe") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no wipe progress in the textfile:\n%s", b)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	d.metrics.WipeFinished("vg", "lv")
+	time.Sleep(30 * time.Millisecond) // the loop notices the end
+	os.Remove(path)
+	time.Sleep(50 * time.Millisecond)
+	if _, err := os.Stat(path); err == nil {
+		t.Fatal("textfile rewritten after the removal ended")
 	}
 }
