@@ -842,7 +842,7 @@ func (r *report) wipe() {
 	secs := func(v float64) string { return dur(v * 1e9) }
 	found := false
 	for _, path := range []struct{ file, title, what string }{
-		{"wipe-fallback.txt", "Fallback path (backing file on tmpfs)", "tmpfs has no fallocate ZERO_RANGE, so the loop device drops WRITE ZEROES and the kernel writes zero pages: bandwidth-bound."},
+		{"wipe-fallback.txt", "Fallback path (backing file on tmpfs)", "tmpfs has no fallocate ZERO_RANGE, so the loop device drops WRITE ZEROES and the kernel writes zero pages: bandwidth-bound, the copying done by the loop device's worker on the same two CPUs as the machine's other load."},
 		{"wipe-offload.txt", "Offload path (backing file on the build machine's file system)", "the loop device turns WRITE ZEROES into fallocate(ZERO_RANGE); each ioctl costs what the kernel spends dropping the backing file's cached pages of the range (the fill leaves them cached), so the device is made large enough that this outweighs each tool's fixed cost."},
 	} {
 		w := parseWipe(r.read(path.file))
