@@ -27,6 +27,10 @@ const (
 	dmMaxTypeName  = 16  // DM_MAX_TYPE_NAME
 	dmSpecSize     = 40  // sizeof(struct dm_target_spec)
 	dmNameListName = 12  // offsetof(struct dm_name_list, name)
+	// dmNoData is the data_size the kernel returns when it copies no data
+	// (offsetof(struct dm_ioctl, data)), below data_start: seen in the
+	// guest for the table of a device created with --notable.
+	dmNoData = 305
 
 	dmFlagExists      = 1 << 2  // DM_EXISTS_FLAG, set by libdevmapper on every call
 	dmFlagStatusTable = 1 << 4  // DM_STATUS_TABLE_FLAG: the table, not the status
@@ -180,6 +184,9 @@ func parseDMReply(b []byte) (dmReply, error) {
 	size := ne.Uint32(b[offDataSize:])
 	start := ne.Uint32(b[offDataStart:])
 	r := dmReply{Flags: ne.Uint32(b[offFlags:]), TargetCount: ne.Uint32(b[offTargetCount:])}
+	if size == dmNoData && r.TargetCount == 0 {
+		return r, nil // a device without a table: no data area at all
+	}
 	if size > uint32(len(b)) || start > size {
 		return r, fmt.Errorf("dm ioctl reply: data %d..%d outside the %d-byte buffer", start, size, len(b))
 	}
