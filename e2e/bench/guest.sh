@@ -12,6 +12,7 @@
 #   check-exec SECONDS      `keel check` with KEEL_DM_IOCTL=off (dmsetup run as
 #                           processes, as before the in-process dm ioctls)
 #   pass-exec DURATION      the probe pass the same way
+#   passop DURATION OP      the last round's ten slowest operations in the pass
 #   start SECONDS           `keel version`: a keel process start and exit
 #   vet SECONDS             `keel vet -c /etc/keel`: start + load of the desired state
 #   check-node SECONDS      `keel check --node` of a snapshot of this host: start,
@@ -91,7 +92,10 @@ for r in $(seq "$ROUNDS"); do
 	"$K" check -c /etc/keel >/dev/null 2>&1
 	t1=$(now)
 	echo "check $(secs "$t0" "$t1")"
-	"$K" snapshot -v -o /dev/null 2>&1 | awk '/probe pass/ { print "pass", $5 }'
+	"$K" snapshot -v -o /dev/null 2>"$OUT/snapshot-v.txt"
+	awk '/probe pass/ { print "pass", $5 }' "$OUT/snapshot-v.txt"
+	# the last round's ten slowest operations inside the pass
+	[ "$r" = "$ROUNDS" ] && awk '!/probe pass/ { d = $1; $1 = ""; print "passop", d, substr($0, 2) }' "$OUT/snapshot-v.txt"
 	timed check-exec env KEEL_DM_IOCTL=off "$K" check -c /etc/keel
 	KEEL_DM_IOCTL=off "$K" snapshot -v -o /dev/null 2>&1 | awk '/probe pass/ { print "pass-exec", $5 }'
 	timed start "$K" version

@@ -517,6 +517,7 @@ func (r *report) guest() {
 	probe := map[string][]float64{}
 	var check, pass []float64
 	parts := map[string][]float64{} // the breakdown: check-exec, pass-exec, start, vet, check-node
+	var passOps [][2]string         // duration, operation: the slowest in the last round's pass
 	d := map[string]float64{}
 	var reactConfig, reactBcache []float64
 	timeouts := map[string]int{}
@@ -540,6 +541,8 @@ func (r *report) guest() {
 			if dd, err := time.ParseDuration(f[1]); err == nil {
 				pass = append(pass, dd.Seconds())
 			}
+		case f[0] == "passop" && len(f) > 2:
+			passOps = append(passOps, [2]string{f[1], strings.Join(f[2:], " ")})
 		case f[0] == "pass-exec":
 			if dd, err := time.ParseDuration(f[1]); err == nil {
 				parts[f[0]] = append(parts[f[0]], dd.Seconds())
@@ -621,6 +624,18 @@ func (r *report) guest() {
 				if v := parts[row[0]]; len(v) > 0 {
 					r.p("| %s | %s |\n", row[1], summarize(v).spread(sec))
 				}
+			}
+			r.p("\n")
+		}
+		if len(passOps) > 0 {
+			r.p("The slowest operations inside the last round's in-process pass (`keel snapshot -v`; they overlap):\n\n")
+			r.p("| operation | time |\n|---|---|\n")
+			for _, op := range passOps {
+				short := op[1]
+				if len(short) > 60 {
+					short = short[:60] + " …"
+				}
+				r.p("| `%s` | %s |\n", short, op[0])
 			}
 			r.p("\n")
 		}
