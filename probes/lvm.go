@@ -57,7 +57,7 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 			}
 			vgName = r["vg_name"]
 			vg := &VG{Name: vgName, UUID: r["vg_uuid"], Attr: r["vg_attr"]}
-			obj := object{kind: "vg", name: vgName}
+			obj := reportObject{kind: "vg", name: vgName}
 			vg.ExtentSize = f.num(obj, "vg_extent_size", r)
 			vg.ExtentCount = f.num(obj, "vg_extent_count", r)
 			vg.FreeCount = f.num(obj, "vg_free_count", r)
@@ -70,7 +70,7 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 				continue
 			}
 			pv := &PV{Name: r["pv_name"], UUID: r["pv_uuid"], VG: r["vg_name"], Attr: r["pv_attr"], Rotational: -1}
-			obj := object{kind: "pv", name: pv.Name}
+			obj := reportObject{kind: "pv", name: pv.Name}
 			pv.Size = f.num(obj, "pv_size", r)
 			pv.Free = f.num(obj, "pv_free", r)
 			pv.DevSize = f.num(obj, "dev_size", r)
@@ -93,7 +93,7 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 			lv := &LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: r["lv_uuid"], Attr: r["lv_attr"],
 				Hidden: strings.HasPrefix(r["lv_name"], "["), Origin: stripBrackets(r["origin"]),
 				Role: r["lv_role"], Layout: r["lv_layout"], Fields: r, DMName: dmName(vg, name)}
-			obj := object{kind: "lv", name: lv.FullName}
+			obj := reportObject{kind: "lv", name: lv.FullName}
 			if len(lv.Attr) >= 6 {
 				lv.Active = lv.Attr[4] == 'a'
 				lv.Open = lv.Attr[5] == 'o'
@@ -123,7 +123,7 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 			if lv == nil {
 				return nil, fmt.Errorf("lvm fullreport: report %d: segment of unknown lv uuid %q", i, r["lv_uuid"])
 			}
-			obj := object{kind: "lv", name: lv.FullName, suffix: " segment"}
+			obj := reportObject{kind: "lv", name: lv.FullName, suffix: " segment"}
 			seg := Segment{Type: r["segtype"], Fields: r}
 			seg.StartLE = f.num(obj, "seg_start_pe", r)
 			seg.Extents = f.num(obj, "seg_size_pe", r)
@@ -163,17 +163,17 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 	return o, nil
 }
 
-// object names a report object in errors ("lv vg0/lv0 segment"); it is
-// formatted only when there is an error.
-type object struct{ kind, name, suffix string }
+// reportObject names a report object in errors ("lv vg0/lv0 segment"); it
+// is formatted only when there is an error.
+type reportObject struct{ kind, name, suffix string }
 
-func (o object) String() string { return o.kind + " " + o.name + o.suffix }
+func (o reportObject) String() string { return o.kind + " " + o.name + o.suffix }
 
 // fieldReader parses numeric report fields and keeps the first error.
 type fieldReader struct{ err error }
 
 // num parses field of row r as an unsigned number; "" is 0.
-func (f *fieldReader) num(obj object, field string, r map[string]string) uint64 {
+func (f *fieldReader) num(obj reportObject, field string, r map[string]string) uint64 {
 	v := r[field]
 	if v == "" {
 		return 0
@@ -272,12 +272,12 @@ func dmName(vg, lv string) string {
 	return b.String()
 }
 
-// decodeLVMReport decodes lvm fullreport JSON into an lvmReport with the
-// result, and the error or success, of json.Unmarshal into the same type,
-// at a fraction of the cost: the shape is fixed (objects of string arrays of
-// string-to-string objects), so it needs no reflection; keys are interned
-// (a report repeats the same 160 names in every row); each row's values share
-// one string; and each row's map is made at its final size.
+// decodeLVMReport decodes lvm fullreport JSON into an lvmReport. It gives
+// what json.Unmarshal gives for that type (the same report, or an error
+// where json.Unmarshal fails) at a fraction of the cost: the shape is fixed,
+// so it needs no reflection; row keys are interned (every row of a
+// subreport repeats the same names); each row's values share one string;
+// and each row's map is made at its final size.
 func decodeLVMReport(b []byte) (lvmReport, error) {
 	d := reportDecoder{b: b, keys: map[string]rowKey{}}
 	var rep lvmReport
@@ -287,8 +287,8 @@ func decodeLVMReport(b []byte) (lvmReport, error) {
 	return rep, nil
 }
 
-// maxDepth is encoding/json's limit on nested arrays and objects.
-const maxDepth = 10000
+// maxJSONDepth is encoding/json's limit on nested arrays and objects.
+const maxJSONDepth = 10000
 
 // reportDecoder reads one lvm fullreport document.
 type reportDecoder struct {
@@ -307,8 +307,8 @@ type rowKey struct {
 	plain bool
 }
 
-// plain reports whether s is ASCII without control characters, quotes and backslashes.
-func plain(s []byte) bool {
+// plainJSON reports whether s is ASCII without control characters, quotes and backslashes.
+func plainJSON(s []byte) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
 			return false
@@ -451,7 +451,7 @@ func (d *reportDecoder) key(intern bool) (rowKey, error) {
 	if k, ok := d.keys[string(raw)]; ok {
 		return k, nil
 	}
-	k := rowKey{name: string(raw), plain: plain(raw)}
+	k := rowKey{name: string(raw), plain: plainJSON(raw)}
 	d.keys[k.name] = k
 	return k, nil
 }
@@ -668,7 +668,7 @@ func (d *reportDecoder) oneRow(dst *map[string]string) error {
 func (d *reportDecoder) skip(depth int) error {
 	switch c := d.ws(); c {
 	case '{', '[':
-		if depth >= maxDepth {
+		if depth >= maxJSONDepth {
 			return fmt.Errorf("offset %d: exceeded max depth", d.i)
 		}
 		closing := byte(']')
