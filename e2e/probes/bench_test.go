@@ -40,7 +40,7 @@ exit 0
 // to fullreport (target: ≤ 1.25).
 func BenchmarkProbePassGuest(b *testing.B) {
 	for b.Loop() {
-		r := runStacks(b, benchScript)
+		r := runStacks(b, benchScript, nil)
 		times := map[string][]float64{}
 		for _, line := range strings.Split(r.Output, "\n") {
 			f := strings.Fields(line)

@@ -21,11 +21,15 @@ import (
 	"github.com/keel-storage/keel/probes"
 )
 
-const script = `set -uo pipefail
+// prelude starts every scenario of this package: the stack helpers, the
+// three capture disks as $nv, $hd, $ssd, and the stock lvm.conf kept.
+const prelude = `set -uo pipefail
 . /mnt/host/stacks.sh
 nv=$(disk nvme0) hd=$(disk hdd1) ssd=$(disk ssd2) || exit 2
 lvm_conf_save
-rec() { # rec NAME: record with --verify, then the replay and live status
+`
+
+const script = prelude + `rec() { # rec NAME: record with --verify, then the replay and live status
 	"$KEEL" snapshot --verify -o "$OUT/$1.txtar" || { echo "verify $1 failed"; exit 1; }
 	"$KEEL" status --node "$OUT/$1.txtar" --format json >"$OUT/$1.replay.json" || exit 1
 	"$KEEL" status >"$OUT/$1.status.txt" || exit 1
@@ -41,17 +45,22 @@ exit 0
 `
 
 // runStacks boots the guest with the capture disks (NVMe 64G, HDD 128G, SSD
-// 16G), keel and the shared stacks.sh, runs script and requires it to pass.
-func runStacks(tb testing.TB, script string) *guest.Result {
+// 16G), keel, the shared stacks.sh and the extra files, runs script and
+// requires it to pass.
+func runStacks(tb testing.TB, script string, extra map[string][]byte) *guest.Result {
 	tb.Helper()
 	stacks, err := os.ReadFile(filepath.Join(guest.RepoRoot(tb), "e2e", "scenarios", "stacks.sh"))
 	if err != nil {
 		tb.Fatal(err)
 	}
+	files := map[string][]byte{"stacks.sh": stacks}
+	for k, v := range extra {
+		files[k] = v
+	}
 	r := guest.Run(tb, guest.Spec{
 		Disks: []guest.Disk{{Kind: guest.NVMe, Size: "64G", Serial: "nvme0"}, {Kind: guest.HDD, Size: "128G", Serial: "hdd1"},
 			{Kind: guest.SSD, Size: "16G", Serial: "ssd2"}},
-		Files:   map[string][]byte{"stacks.sh": stacks},
+		Files:   files,
 		Script:  script,
 		Keel:    true,
 		Mem:     "3G",
@@ -62,7 +71,7 @@ func runStacks(tb testing.TB, script string) *guest.Result {
 }
 
 func TestLiveMatchesReplay(t *testing.T) {
-	r := runStacks(t, script)
+	r := runStacks(t, script, nil)
 	models := map[string]*probes.Host{}
 	for _, name := range []string{"empty", "vdo-split", "vdo-split-grown", "thin", "bcache"} {
 		snap, err := probes.ReadSnapshotFile(filepath.Join(r.Dir, "out", name+".txtar"))
