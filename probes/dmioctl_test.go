@@ -227,3 +227,44 @@ func TestHideKeys(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDMFormat is keel's own work for the three dmsetup reads of the
+// vdo-stacked capture (four devices, one VDO stats message) once the
+// kernel has answered: parsing the replies and printing dmsetup's text.
+// The replies are read into memory first, so no I/O is timed.
+func BenchmarkDMFormat(b *testing.B) {
+	type capture struct {
+		kind, dev string
+		files     map[string][]byte
+	}
+	var caps []capture
+	dirs, _ := filepath.Glob(filepath.Join("testdata", "dmioctl", "vdo-stacked", "*"))
+	for _, dir := range dirs {
+		kind, dev := captureKind(dir)
+		c := capture{kind: kind, dev: dev, files: map[string][]byte{}}
+		bins, _ := filepath.Glob(filepath.Join(dir, "*.bin"))
+		for _, bin := range bins {
+			data, err := os.ReadFile(bin)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.files[strings.TrimSuffix(filepath.Base(bin), ".bin")] = data
+		}
+		caps = append(caps, c)
+	}
+	if len(caps) != 3 {
+		b.Fatalf("want the table, status and message captures of vdo-stacked, got %d", len(caps))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, c := range caps {
+			call := func(req uint32, _ [3]uint32, name string, _ uint32, _ []byte) ([]byte, error) {
+				// the caller hands out a fresh buffer each call, as the ioctl does
+				return bytes.Clone(c.files[nameOrList(req, name)]), nil
+			}
+			if _, err := dmFormat(call, c.kind, c.dev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
