@@ -48,6 +48,10 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 	}
 	o := &lvmObjects{PVs: map[string]*PV{}, VGs: map[string]*VG{}, LVs: make(map[string]*LV, nLV)}
 	byUUID := make(map[string]*LV, nLV)
+	// The LVs, and each element's first segment of every LV, are laid out
+	// in one array apiece: fewer allocations, and neighbours in memory for
+	// the passes over all LVs that follow.
+	lvs := make([]LV, 0, nLV)
 	for i, el := range rep.Report {
 		var f fieldReader
 		vgName := ""
@@ -90,9 +94,10 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 				vg = vgName
 			}
 			name := stripBrackets(r["lv_name"])
-			lv := &LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: r["lv_uuid"], Attr: r["lv_attr"],
+			lvs = append(lvs, LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: r["lv_uuid"], Attr: r["lv_attr"],
 				Hidden: strings.HasPrefix(r["lv_name"], "["), Origin: stripBrackets(r["origin"]),
-				Role: r["lv_role"], Layout: r["lv_layout"], Fields: r, DMName: dmName(vg, name)}
+				Role: r["lv_role"], Layout: r["lv_layout"], Fields: r, DMName: dmName(vg, name)})
+			lv := &lvs[len(lvs)-1]
 			obj := reportObject{kind: "lv", name: lv.FullName}
 			if len(lv.Attr) >= 6 {
 				lv.Active = lv.Attr[4] == 'a'
@@ -115,6 +120,7 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 				v.LVs = append(v.LVs, lv.FullName)
 			}
 		}
+		segs := make([]Segment, 0, len(el["seg"]))
 		for _, r := range el["seg"] {
 			if r["segtype"] == "" {
 				continue
@@ -134,7 +140,12 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 				f.err = fmt.Errorf("lvm fullreport: %s: field devices: %w", obj, err)
 			}
 			seg.Devices = devs
-			lv.Segments = append(lv.Segments, seg)
+			if lv.Segments == nil {
+				segs = append(segs, seg)
+				lv.Segments = segs[len(segs)-1 : len(segs) : len(segs)]
+			} else {
+				lv.Segments = append(lv.Segments, seg)
+			}
 		}
 		if f.err != nil {
 			return nil, f.err
