@@ -157,11 +157,29 @@ echo "== reaction to a desired-state change (writebackPercent 40 <-> 30)"
 # made while a pass runs waits for it: that pass's length is in the table.
 f=/etc/keel/vdo-on-bcache.cue
 passes_over() { [ "$(passes)" -gt "$1" ]; }
+# The reaction polls fork nothing but sleep (under TCG a fork costs tens of
+# ms): NS is set from bash's own clock and the value is read by a builtin.
+ns() { local t=${EPOCHREALTIME/./}; NS=$((10#$t * 1000)); }
+# react_ms SECONDS FILE VALUE: after "ns; t0=$NS", print the ms from t0 to
+# the poll that saw FILE read VALUE (every 20 ms; an upper bound).
+react_ms() {
+	local v
+	while :; do
+		ns
+		read -r v <"$2" 2>/dev/null
+		if [ "$v" = "$3" ]; then
+			echo $(((NS - t0) / 1000000))
+			return 0
+		fi
+		[ $(((NS - t0) / 1000000000)) -ge "$1" ] && return 1
+		sleep 0.02
+	done
+}
 for r in $(seq "$REACT_ROUNDS"); do
 	if [ $((r % 2)) = 1 ]; then from=40 to=30; else from=30 to=40; fi
 	p0=$(passes)
-	sed "s/writebackPercent: $from/writebackPercent: $to/" "$f" >/etc/keel/.new && t0=$(now) && mv /etc/keel/.new "$f"
-	if ms=$(wait_ms 30 "$t0" reads /sys/block/bcache0/bcache/writeback_percent "$to"); then
+	sed "s/writebackPercent: $from/writebackPercent: $to/" "$f" >/etc/keel/.new && ns && t0=$NS && mv /etc/keel/.new "$f"
+	if ms=$(react_ms 30 /sys/block/bcache0/bcache/writeback_percent "$to"); then
 		echo "react-config $ms"
 	else
 		echo "react-config-timeout $r"
@@ -189,9 +207,10 @@ for r in $(seq "$REACT_ROUNDS"); do
 	echo 1 >"/sys/fs/bcache/$cset/unregister"
 	for i in $(seq 100); do [ ! -e "/sys/fs/bcache/$cset" ] && [ ! -e /sys/block/bcache0 ] && break; sleep 0.1; done
 	echo "$(readlink -f "$ssd")" >/sys/fs/bcache/register
-	t0=$(now)
-	echo "$(readlink -f "$hd")" >/sys/fs/bcache/register
-	if ms=$(wait_ms 30 "$t0" reads /sys/block/bcache0/bcache/sequential_cutoff 0.0k); then
+	hdev=$(readlink -f "$hd")
+	ns && t0=$NS
+	echo "$hdev" >/sys/fs/bcache/register
+	if ms=$(react_ms 30 /sys/block/bcache0/bcache/sequential_cutoff 0.0k); then
 		echo "react-bcache $ms"
 	else
 		echo "react-bcache-timeout $r"

@@ -742,7 +742,7 @@ func (r *report) guest() {
 
 	r.p("Reaction, from the event to the value read back in sysfs (polled every 20 ms):\n\n")
 	r.p("- desired-state change: `writebackPercent` flipped between 40 and 30 by an atomic rename into\n")
-	r.p("  /etc/keel; the watch waits for 100 ms of quiet and compares the content, the daemon 50 ms more,\n")
+	r.p("  /etc/keel; the watch waits for 100 ms of quiet and compares the content, the daemon 20 ms more,\n")
 	r.p("  then loads the desired state; the change touches a bcache tunable only, so the bcache fast path\n")
 	r.p("  (sysfs-only probe and plan) writes it before the full pass. Each round starts with the daemon\n")
 	r.p("  idle: after the previous value read back, the script waits for the pass that change started;\n")

@@ -32,9 +32,9 @@ type Daemon struct {
 	LVMConfPath string
 	// Resync is the period of unconditional passes (default 5m).
 	Resync time.Duration
-	// Debounce delays a pass after a trigger so a burst of them is one pass
-	// (default 50ms; the file watches have already waited for 100ms of
-	// quiet and compared the content by then).
+	// Debounce delays a pass after a trigger so a burst of them from
+	// several sources is one pass (default 20ms; the file watches have
+	// already waited for 100ms of quiet and compared the content by then).
 	Debounce time.Duration
 	// Textfile overrides alerts.textfile of the desired state.
 	Textfile string
@@ -53,8 +53,9 @@ type Daemon struct {
 type trigger struct {
 	reload bool
 	why    string
-	// fast shortens the debounce: a bcache registration's add and change
-	// uevents come within milliseconds, and its tunables are wanted at once.
+	// fast waits 50ms whatever the Debounce: a bcache registration's add
+	// and change uevents come within tens of milliseconds, and its tunables
+	// are wanted at once.
 	fast bool
 }
 
@@ -65,7 +66,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.Resync = 5 * time.Minute
 	}
 	if d.Debounce <= 0 {
-		d.Debounce = 50 * time.Millisecond
+		d.Debounce = 20 * time.Millisecond
 	}
 	d.tracker = alerts.NewTracker()
 	d.metrics = alerts.NewMetrics()
@@ -140,6 +141,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			notify.Reloading()
 			notify.Ready(d.serve(ctx, true, false, "SIGHUP"))
 		case t := <-triggers:
+			d.Log.Debug("trigger", "why", t.why)
 			// Let a burst settle, then take everything queued as one pass.
 			wait := d.Debounce
 			if t.fast {
