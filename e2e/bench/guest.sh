@@ -200,6 +200,9 @@ PATH=$shim:$PATH "$K" run -c /etc/keel --textfile /tmp/keel.prom --log-level deb
 dpid=$!
 wait_ms 120 "$(now)" reads /sys/block/bcache0/bcache/sequential_cutoff 0.0k >/dev/null || { echo "daemon2 did not converge"; exit 2; }
 passes2_over() { [ "$(grep -c 'pass done' "$OUT/daemon2.log")" -gt "$1" ]; }
+# The first round, too, starts with the daemon idle: its start pass over.
+wait_ms 120 "$(now)" passes2_over 0 >/dev/null || { echo "daemon2: no first pass"; exit 2; }
+sleep 1
 for r in $(seq "$REACT_ROUNDS"); do
 	p0=$(grep -c 'pass done' "$OUT/daemon2.log")
 	cset=$(bcache_cset "$ssd")
