@@ -288,6 +288,7 @@ func TestMaybeBcacheOnly(t *testing.T) {
 		want bool
 	}{
 		{"tunable changed", files(bcacheCue(30), lvm), true},
+		{"nothing changed", files(bcacheCue(40), lvm), false},
 		{"tunable changed, comment added elsewhere", files(bcacheCue(30), "// why\nlvm: scanLVs: true\n"), true},
 		{"lvm changed too", files(bcacheCue(30), "lvm: scanLVs: false\n"), false},
 		{"a file added", files(bcacheCue(30), lvm, "alerts: textfile: \"/x\"\n"), false},

@@ -11,8 +11,9 @@ import (
 
 // MaybeBcacheOnly guesses from the syntax alone, before the files are
 // evaluated, whether files differ from those of the desired state in
-// force only inside top-level bcache fields: same file names, and every
-// other declaration the same once formatted (comments and layout aside).
+// force, and only inside top-level bcache fields: same file names, and
+// every other declaration the same once formatted (comments and layout
+// aside). Unchanged files (a SIGHUP) are not a bcache-only change.
 // It only decides whether the daemon starts a full probe while it loads
 // files (a bcache-only change is served by the fast path first, which
 // would make that probe stale); whether the change is bcache-only is
@@ -21,6 +22,7 @@ func (a *Agent) MaybeBcacheOnly(files []schema.File) bool {
 	if a.desired == nil || len(files) != len(a.files) {
 		return false
 	}
+	changed := false
 	for i, f := range files {
 		if f.Name != a.files[i].Name {
 			return false
@@ -33,8 +35,9 @@ func (a *Agent) MaybeBcacheOnly(files []schema.File) bool {
 		if !ok1 || !ok2 || !bytes.Equal(prev, next) {
 			return false
 		}
+		changed = true
 	}
-	return true
+	return changed
 }
 
 // outsideBcache formats f without its top-level bcache fields; false when
