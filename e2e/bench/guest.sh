@@ -95,7 +95,7 @@ for r in $(seq "$ROUNDS"); do
 	"$K" snapshot -v -o /dev/null 2>"$OUT/snapshot-v.txt"
 	awk '/probe pass/ { print "pass", $5 }' "$OUT/snapshot-v.txt"
 	# the last round's ten slowest operations inside the pass
-	[ "$r" = "$ROUNDS" ] && awk '!/probe pass/ { d = $1; $1 = ""; print "passop", d, substr($0, 2) }' "$OUT/snapshot-v.txt"
+	[ "$r" = "$ROUNDS" ] && awk '/^ / { d = $1; $1 = ""; print "passop", d, substr($0, 2) }' "$OUT/snapshot-v.txt"
 	timed check-exec env KEEL_DM_IOCTL=off "$K" check -c /etc/keel
 	KEEL_DM_IOCTL=off "$K" snapshot -v -o /dev/null 2>&1 | awk '/probe pass/ { print "pass-exec", $5 }'
 	timed start "$K" version
