@@ -456,7 +456,8 @@ func (r *report) scale() {
 	}
 	r.p("\nWhere the time ratio exceeds 50 while the allocation ratio stays under it, the extra time is\n")
 	r.p("most likely the garbage collector working through a larger heap (see B/op), not code whose work\n")
-	r.p("grows faster than the LVs; compare the 10k/1k column.\n")
+	r.p("grows faster than the LVs; compare the 10k/1k column. The GC's background workers need the\n")
+	r.p("machine's idle CPU, so other load slows the 50,000-LV case more than the 1,000-LV one.\n")
 	p := summarize(get("plan", 10000).values["ns/op"])
 	r.addTarget("plan of 10,000 LVs (64 VDO pools, 64 bcache)", "< 20 ms", p.spread(dur), p.med < 20e6)
 	r.p("\nThe plan's cost is per pool and per bcache device (layout arithmetic, thread layout, RAM bill),\n")
