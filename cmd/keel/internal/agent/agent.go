@@ -479,10 +479,20 @@ func (sysfsOnly) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
 // the desired state in force against it.
 func (a *Agent) planBcache(ctx context.Context) (*probes.Host, reconcile.Result) {
 	start := time.Now()
-	h, _ := probes.Probe(ctx, probes.Source{Runner: sysfsOnly{}, FS: a.Source.FS}) // LVM errors expected
+	h, _ := a.SysfsProbe(ctx)
 	res := reconcile.Plan(&schema.Config{Bcache: a.desired.Bcache}, h)
 	a.Log.Debug("bcache sysfs probe and plan", "took", since(start), "actions", len(res.Actions))
 	return h, res
+}
+
+// SysfsProbe reads the host's files only (no command): all the bcache fast
+// path needs. Like Probe it reads only the Source, so it may run while the
+// desired state loads. Its error is always set (no LVM command ran).
+func (a *Agent) SysfsProbe(ctx context.Context) (*probes.Host, error) {
+	start := time.Now()
+	h, err := probes.Probe(ctx, probes.Source{Runner: sysfsOnly{}, FS: a.Source.FS})
+	a.Log.Debug("sysfs probe", "took", since(start))
+	return h, err
 }
 
 // BcachePass is the daemon's fast path after the kernel registers a bcache
@@ -493,10 +503,21 @@ func (a *Agent) planBcache(ctx context.Context) (*probes.Host, reconcile.Result)
 // reading sysfs again and planning the bcache part again; the full pass
 // that follows sees everything else.
 func (a *Agent) BcachePass(ctx context.Context) (executor.Report, error) {
+	return a.BcachePassOn(ctx, nil)
+}
+
+// BcachePassOn is BcachePass planning against h, a SysfsProbe taken after
+// the event that asked for it (nil: read sysfs now).
+func (a *Agent) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Report, error) {
 	if a.desired == nil || len(a.desired.Bcache) == 0 {
 		return executor.Report{}, nil
 	}
-	_, res := a.planBcache(ctx)
+	var res reconcile.Result
+	if h == nil {
+		_, res = a.planBcache(ctx)
+	} else {
+		res = reconcile.Plan(&schema.Config{Bcache: a.desired.Bcache}, h)
+	}
 	var acts []reconcile.Action
 	for _, x := range res.Actions {
 		if x.Kind == reconcile.KindSysfs {

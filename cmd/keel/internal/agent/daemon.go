@@ -204,13 +204,17 @@ func (d *Daemon) watch(ctx context.Context, dir string, match func(string) bool,
 // pass still plans against what the host reports after the change),
 // unless the files look changed in bcache fields only (MaybeBcacheOnly).
 func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string) string {
-	var early *earlyProbe
+	var early, earlySys *earlyProbe
 	if reload {
 		files, rerr := d.Agent.Read()
 		// Not when the fast path will run first: its writes would make
-		// this probe stale.
-		if !fast && (rerr != nil || !d.Agent.MaybeBcacheOnly(files)) {
-			early = startProbe(ctx, d.Agent)
+		// this probe stale. The fast path's own sysfs read can start now.
+		maybe := rerr == nil && d.Agent.MaybeBcacheOnly(files)
+		if !fast && !maybe {
+			early = startProbe(ctx, d.Agent.Probe, false)
+		}
+		if maybe {
+			earlySys = startProbe(ctx, d.Agent.SysfsProbe, true)
 		}
 		prev := d.Agent.Desired()
 		if d.load(files, rerr) == nil && BcacheOnly(prev, d.Agent.Desired()) {
@@ -226,9 +230,17 @@ func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string) strin
 			early.wait()
 			early = nil
 		}
+		var h *probes.Host
+		if earlySys != nil {
+			h = earlySys.wait()
+		}
 		start := time.Now()
-		rep, err := d.Agent.BcachePass(ctx)
+		rep, err := d.Agent.BcachePassOn(ctx, h)
 		d.Log.Info("bcache fast path", "why", why, "converged", rep.Count(executor.Converged), "took", since(start), "err", err)
+	}
+	if earlySys != nil {
+		earlySys.cancel() // not a bcache-only change after all
+		earlySys.wait()
 	}
 	var h *probes.Host
 	if early != nil {
@@ -245,12 +257,17 @@ type earlyProbe struct {
 	host   *probes.Host
 }
 
-func startProbe(ctx context.Context, a *Agent) *earlyProbe {
+// startProbe runs probe (Agent.Probe, or Agent.SysfsProbe) in the
+// background. Its host is kept when it succeeded, or, with sysfs set (a
+// SysfsProbe always reports the LVM commands it did not run), whenever
+// it was not cancelled.
+func startProbe(ctx context.Context, probe func(context.Context) (*probes.Host, error), sysfs bool) *earlyProbe {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &earlyProbe{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		if h, err := a.Probe(ctx); err == nil {
+		h, err := probe(ctx)
+		if err == nil || (sysfs && ctx.Err() == nil) {
 			p.host = h
 		}
 	}()

@@ -260,6 +260,11 @@ func TestDaemonBcacheOnlyChange(t *testing.T) {
 	if n := strings.Count(l, "bcache fast path"); n != 1 {
 		t.Errorf("the lvm change took the fast path:\n%s", l)
 	}
+	// Its plan used the sysfs read made while the desired state loaded:
+	// only the verification read sysfs again.
+	if n := strings.Count(l, "bcache sysfs probe and plan"); n != 1 {
+		t.Errorf("%d sysfs reads in the fast path, want 1 (the verification):\n%s", n, l)
+	}
 	if strings.Contains(l, "context canceled") {
 		t.Errorf("a probe was started for the bcache change and cancelled:\n%s", l)
 	}
