@@ -363,4 +363,3 @@ func TestValidName(t *testing.T) {
 		}
 	}
 }
-
