@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -13,7 +12,9 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/activation"
+	"github.com/keel-storage/keel/reconcile/executor"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -67,35 +68,26 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case *check:
-		// Judge what the probe pass read, as keel check does: a file it
-		// could not read (or a snapshot did not record) is not judged.
-		var known []activation.RuleFile
-		unknown := 0
-		for _, f := range files {
-			if kf := h.KeelFiles[f.Path]; kf == nil || kf.Unknown != "" {
-				why := "not read"
-				if kf != nil {
-					why = kf.Unknown
-				}
-				fmt.Fprintf(stderr, "keel udev-rules: %s: not judged: %s\n", f.Path, why)
-				unknown++
-				continue
+		// The planner judges the rules as keel check does: a file the
+		// probe pass could not read (or a snapshot did not record) is not
+		// evaluated rather than called missing.
+		res := reconcile.Plan(cfg, h)
+		drift := 0
+		for _, f := range res.Findings {
+			if path, ok := strings.CutPrefix(f.Object, "udev:"); ok {
+				fmt.Fprintf(stdout, "%-8s %s %s: %s\n", f.Severity, f.ID, path, f.Message)
+				drift++
 			}
-			known = append(known, f)
 		}
-		drift := activation.Compare(known, func(p string) ([]byte, error) {
-			if kf := h.KeelFiles[p]; kf != nil && !kf.Missing {
-				return []byte(kf.Content), nil
+		for _, p := range probes.UdevRulePaths {
+			if kf := h.KeelFiles[p]; kf != nil && kf.Unknown != "" {
+				fmt.Fprintf(stderr, "keel udev-rules: %s: not judged: %s\n", p, kf.Unknown)
 			}
-			return nil, fmt.Errorf("%s: %w", p, iofs.ErrNotExist)
-		})
-		for _, d := range drift {
-			fmt.Fprintf(stdout, "%-8s %s %s: %s\n", "warning", d.FindingID(), d.File.Path, d.Message())
 		}
 		switch {
-		case len(drift) > 0:
+		case drift > 0:
 			return exitFindings
-		case unknown > 0:
+		case len(res.NotEvaluated) > 0:
 			return exitError
 		}
 		fmt.Fprintln(stdout, "udev rules in sync")
@@ -166,30 +158,26 @@ func linkResolver(fsys probes.FS) activation.Resolver {
 	}
 }
 
-// installRules writes each file whose content under root differs, by a
-// temporary file and a rename, and reloads udev's rules when root is "/"
-// and anything changed. It returns the paths it wrote.
+// installRules writes each file whose content under root differs, through
+// the executor's atomic file writer, and reloads udev's rules when root is
+// "/" and anything changed. It returns the paths it wrote.
 func installRules(ctx context.Context, files []activation.RuleFile, root string, r probes.Runner) ([]string, error) {
+	var changed []reconcile.FileWrite
 	var written []string
 	for _, f := range files {
-		dst := filepath.Join(root, f.Path)
-		if old, err := os.ReadFile(dst); err == nil && string(old) == f.Content {
+		if old, err := os.ReadFile(filepath.Join(root, f.Path)); err == nil && string(old) == f.Content {
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return written, fmt.Errorf("udev rule %s: %w", f.Path, err)
-		}
-		tmp := dst + ".keel-tmp"
-		if err := os.WriteFile(tmp, []byte(f.Content), 0o644); err != nil {
-			return written, fmt.Errorf("udev rule %s: %w", f.Path, err)
-		}
-		if err := os.Rename(tmp, dst); err != nil {
-			os.Remove(tmp)
-			return written, fmt.Errorf("udev rule %s: %w", f.Path, err)
-		}
+		changed = append(changed, reconcile.FileWrite{Path: f.Path, Content: f.Content, Mode: 0o644})
 		written = append(written, f.Path)
 	}
-	if len(written) > 0 && filepath.Clean(root) == "/" {
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	if err := executor.DirFiles(root)(ctx, changed); err != nil {
+		return nil, fmt.Errorf("udev rules: %w", err)
+	}
+	if filepath.Clean(root) == "/" {
 		c := probes.Cmd{Name: "udevadm", Args: []string{"control", "--reload"}}
 		res, err := r.Run(ctx, c)
 		if err == nil {
