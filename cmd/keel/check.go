@@ -35,60 +35,60 @@ type judged struct {
 }
 
 // judge loads the desired state (unless audit), probes the host or replays
-// the node snapshot, and runs the planner. The load and the probe pass run
-// concurrently (the probe only reads the host); the load's error wins and
-// cancels the probe, so an invalid desired state is reported the same
-// whatever the probe found.
-// Errors mean keel could not judge the host: an invalid or unreadable
-// desired state, or a failed probe.
+// the node snapshot (both at once, see loadWhileProbing), and runs the
+// planner. Errors mean keel could not judge the host: an invalid or
+// unreadable desired state, or a failed probe.
 func judge(configs []string, node string, audit bool, timeout time.Duration) (judged, error) {
-	type probed struct {
-		host *probes.Host
-		err  error
+	l, loadErr, probeErr := loadWhileProbing(configs, node, audit, timeout)
+	var invalid *schema.Error
+	switch {
+	case errors.As(loadErr, &invalid):
+		return judged{}, fmt.Errorf("invalid desired state (%d problems):\n%w", len(invalid.Problems), invalid)
+	case loadErr != nil:
+		return judged{}, fmt.Errorf("desired state: %w", loadErr)
+	case probeErr != nil:
+		return judged{}, probeErr
+	case audit:
+		return judged{host: l.host, result: reconcile.Audit(l.host), mode: "audit"}, nil
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	probeDone := make(chan probed, 1)
-	go func() {
-		src, err := probes.NodeSource(node, timeout)
-		if err != nil {
-			probeDone <- probed{err: err}
-			return
-		}
-		h, err := probes.Probe(ctx, src)
-		probeDone <- probed{host: h, err: err}
-	}()
-	var desired *schema.Config
-	if !audit {
-		d, err := loadDesired(configs)
-		if err != nil {
-			cancel() // stop the probe's commands before exiting
-			<-probeDone
-			return judged{}, err
-		}
-		desired = d
-	}
-	p := <-probeDone
-	if p.err != nil {
-		return judged{}, p.err
-	}
-	if audit {
-		return judged{host: p.host, result: reconcile.Audit(p.host), mode: "audit"}, nil
-	}
-	return judged{host: p.host, result: reconcile.Plan(desired, p.host), mode: "desired"}, nil
+	return judged{host: l.host, result: reconcile.Plan(l.cfg, l.host), mode: "desired"}, nil
 }
 
-// loadDesired loads and validates the desired state from configs.
-func loadDesired(configs []string) (*schema.Config, error) {
-	d, err := schema.NewLoader().Load(configs...)
-	var invalid *schema.Error
-	if errors.As(err, &invalid) {
-		return nil, fmt.Errorf("invalid desired state (%d problems):\n%w", len(invalid.Problems), invalid)
+// loadedHost is a desired state and the host it is to be judged against.
+type loadedHost struct {
+	cfg  *schema.Config // nil in an audit
+	src  probes.Source
+	host *probes.Host
+}
+
+// loadWhileProbing loads the desired state (unless audit) while the probe
+// pass runs (the probe only reads the host). The load's error wins and
+// cancels the probe, so an invalid desired state is reported the same
+// whatever the probe found.
+func loadWhileProbing(configs []string, node string, audit bool, timeout time.Duration) (l loadedHost, loadErr, probeErr error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	probeDone := make(chan error, 1)
+	go func() {
+		var err error
+		if l.src, err = probes.NodeSource(node, timeout); err == nil {
+			l.host, err = probes.Probe(ctx, l.src)
+		}
+		probeDone <- err
+	}()
+	if !audit {
+		d, err := schema.NewLoader().Load(configPaths(configs)...)
+		if err != nil {
+			cancel() // stop the probe's commands before returning
+			<-probeDone
+			return loadedHost{}, err, nil
+		}
+		l.cfg = d.Config
 	}
-	if err != nil {
-		return nil, fmt.Errorf("desired state: %w", err)
+	if err := <-probeDone; err != nil {
+		return loadedHost{}, nil, err
 	}
-	return d.Config, nil
+	return l, nil, nil
 }
 
 // runCheck implements keel check. Exit 0: no finding at warning or above;

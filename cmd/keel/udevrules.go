@@ -119,20 +119,16 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 // node). On failure it prints why and returns a nil config and the exit
 // code: 1 for an invalid desired state, 2 for a failed probe.
 func loadAndProbe(name string, configs []string, node string, timeout time.Duration, stderr io.Writer) (*schema.Config, probes.Source, *probes.Host, int) {
-	cfg, err := schema.Load(configPaths(configs)...)
-	if err != nil {
-		fmt.Fprintf(stderr, "keel %s: %s\n", name, describeLoadError(err))
+	l, loadErr, probeErr := loadWhileProbing(configs, node, false, timeout)
+	switch {
+	case loadErr != nil:
+		fmt.Fprintf(stderr, "keel %s: %s\n", name, describeLoadError(loadErr))
 		return nil, probes.Source{}, nil, exitFindings
+	case probeErr != nil:
+		fmt.Fprintf(stderr, "keel %s: %v\n", name, probeErr)
+		return nil, probes.Source{}, nil, exitError
 	}
-	src, err := probes.NodeSource(node, timeout)
-	if err == nil {
-		var h *probes.Host
-		if h, err = probes.Probe(context.Background(), src); err == nil {
-			return cfg, src, h, exitOK
-		}
-	}
-	fmt.Fprintf(stderr, "keel %s: %v\n", name, err)
-	return nil, probes.Source{}, nil, exitError
+	return l.cfg, l.src, l.host, exitOK
 }
 
 // configPaths returns the -c paths, or the default desired-state path.
