@@ -115,7 +115,7 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// loadAndProbe loads the desired state and probes the host (or replays
+// loadAndProbe loads the desired state while it probes the host (or replays
 // node). On failure it prints why and returns a nil config and the exit
 // code: 1 for an invalid desired state, 2 for a failed probe.
 func loadAndProbe(name string, configs []string, node string, timeout time.Duration, stderr io.Writer) (*schema.Config, probes.Source, *probes.Host, int) {
