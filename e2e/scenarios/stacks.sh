@@ -112,8 +112,6 @@ bcache_show() {
 	done
 }
 
-# bcache_reregister SSD HDD: stop and unregister, then register both again,
-# which resets the tunables as a reboot does.
 # bcache_register DEV: registers DEV with the kernel unless it already is
 # (udev's bcache rule can register a device as soon as it is released).
 bcache_register() {
@@ -123,20 +121,42 @@ bcache_register() {
 	[ -e "/sys/block/${dev##*/}/bcache" ]
 }
 
+# bcache_ino prints the sysfs inode of bcache0's bcache directory: kernfs
+# gives a new device a new inode, so a changed number proves the device was
+# torn down and registered again (the name bcache0 alone does not).
+bcache_ino() { stat -c %i /sys/block/bcache0/bcache 2>/dev/null; }
+
+# bcache_reregister SSD HDD: stop and unregister, then register both again,
+# which resets the tunables as a reboot does. It returns only once bcache0 is
+# a new device: the stop is asynchronous and, under TCG, can take seconds;
+# registering while the old device is still going away gets EBUSY, and then
+# the old bcache0 could pass for the new one until it vanished.
 bcache_reregister() {
-	local ssd=$1 hdd=$2 cset i
+	local ssd=$1 hdd=$2 cset old i
 	cset=$(bcache_cset "$ssd")
+	old=$(bcache_ino)
 	echo 1 >/sys/block/bcache0/bcache/stop
 	echo 1 >"/sys/fs/bcache/$cset/unregister"
-	for i in $(seq 50); do [ ! -e "/sys/fs/bcache/$cset" ] && [ ! -e /sys/block/bcache0 ] && break; sleep 0.1; done
+	for i in $(seq 300); do
+		[ "$(bcache_ino)" != "$old" ] && break
+		sleep 0.1
+	done
 	# Releasing the devices makes udev probe them again, and bcache-tools'
 	# rule may register them before we do: then register says EBUSY.
 	udevadm settle
-	bcache_register "$ssd"
-	bcache_register "$hdd"
-	udevadm settle
-	for i in $(seq 50); do [ -e /sys/block/bcache0/bcache ] && break; sleep 0.1; done
-	[ -e /sys/block/bcache0/bcache ]
+	for i in $(seq 300); do
+		local now
+		now=$(bcache_ino)
+		[ -n "$now" ] && [ "$now" != "$old" ] && return 0
+		if [ $((i % 10)) = 1 ]; then
+			bcache_register "$ssd"
+			bcache_register "$hdd"
+			udevadm settle
+		fi
+		sleep 0.1
+	done
+	echo "bcache_reregister: no new bcache0 after 30 s (old inode $old, now '$(bcache_ino)')" >&2
+	return 1
 }
 
 # stack_teardown DISK...: removes every VG and bcache device and wipes the
