@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/lvmconf"
@@ -62,9 +63,11 @@ type loadedHost struct {
 }
 
 // loadWhileProbing loads the desired state (unless audit) while the probe
-// pass runs (the probe only reads the host). The load's error wins and
-// cancels the probe, so an invalid desired state is reported the same
-// whatever the probe found.
+// pass runs (the probe only reads the host). An unchanged desired state comes
+// from the desired-state cache (package desiredcache) without a CUE
+// evaluation, which would compete with the probe's commands for the CPUs.
+// The load's error wins and cancels the probe, so an invalid desired state is
+// reported the same whatever the probe found.
 func loadWhileProbing(configs []string, node string, audit bool, timeout time.Duration) (l loadedHost, loadErr, probeErr error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -77,13 +80,13 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 		probeDone <- err
 	}()
 	if !audit {
-		d, err := schema.NewLoader().Load(configPaths(configs)...)
+		cfg, err := desiredcache.FromEnv().Load(schema.NewLoader(), configPaths(configs)...)
 		if err != nil {
 			cancel() // stop the probe's commands before returning
 			<-probeDone
 			return loadedHost{}, err, nil
 		}
-		l.cfg = d.Config
+		l.cfg = cfg
 	}
 	if err := <-probeDone; err != nil {
 		return loadedHost{}, nil, err

@@ -11,6 +11,11 @@ import (
 // TestMain lets testscript run the keel binary in-process: scripts call
 // `keel ...` and get Main with the real exit code.
 func TestMain(m *testing.M) {
+	// Tests that call the subcommands directly leave the host's
+	// /run/keel alone; scripts set their own cache directory (TestScripts).
+	if os.Getenv("KEEL_CACHE_DIR") == "" {
+		os.Setenv("KEEL_CACHE_DIR", "off")
+	}
 	testscript.Main(m, map[string]func(){
 		"keel": func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
 	})
@@ -28,6 +33,9 @@ func TestScripts(t *testing.T) {
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("EXAMPLES", examples)
+			// Every script exercises the desired-state cache, in its own
+			// directory, never the host's /run/keel.
+			env.Setenv("KEEL_CACHE_DIR", filepath.Join(env.WorkDir, ".keel-cache"))
 			return nil
 		},
 	})
