@@ -73,13 +73,19 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		Queues: map[string]*Queue{}, DM: map[string]*DMDevice{}, KeelFiles: map[string]*KeelFile{}}
 	cmds := []Cmd{fullReportCmd, dmTableCmd, dmStatusCmd, lvmConfigCmd}
 	outs := make([]cmdOut, len(cmds))
-	var wg sync.WaitGroup
+	var (
+		wg    sync.WaitGroup
+		stats vdoStatsPrefetch
+	)
 	for i, c := range cmds {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			out, err := run(ctx, src, c)
 			outs[i] = cmdOut{Result{Stdout: out}, err}
+			if c.String() == dmTableCmd.String() && err == nil {
+				stats.start(ctx, src, out, &wg)
+			}
 		}()
 	}
 	var sys sysfsView
@@ -149,7 +155,7 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			probeVDOPool(ctx, src, h, p)
+			probeVDOPool(ctx, src, h, p, &stats)
 		}()
 	}
 	wg.Wait()
@@ -555,11 +561,14 @@ func buildVDOPools(h *Host) []*VDOPool {
 // probeVDOPool sends the stats message and reads the geometry and super
 // block of an active pool, then places its metadata regions on PVs. It
 // writes only to p and reads h, so pools can be probed concurrently.
-func probeVDOPool(ctx context.Context, src Source, h *Host, p *VDOPool) {
+func probeVDOPool(ctx context.Context, src Source, h *Host, p *VDOPool, pre *vdoStatsPrefetch) {
 	var errs []string
 	if p.DMName != "" {
-		c := Cmd{Name: "dmsetup", Args: []string{"message", p.DMName, "0", "stats"}}
-		if out, err := run(ctx, src, c); err != nil {
+		out, err := pre.get(p.DMName)
+		if errors.Is(err, errNotPrefetched) {
+			out, err = run(ctx, src, vdoStatsCmd(p.DMName))
+		}
+		if err != nil {
 			errs = append(errs, fmt.Sprintf("vdo pool %s: %v", p.LV, err))
 		} else if st, err := parseVDOStats(out); err != nil {
 			errs = append(errs, fmt.Sprintf("vdo pool %s: %v", p.LV, err))
