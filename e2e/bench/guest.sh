@@ -7,7 +7,11 @@
 # Prints result lines "KEY VALUE..." that e2e/bench/report reads:
 #   probecmd N ARGV...      the Nth command of keel's probe pass
 #   probe N SECONDS         one run of it alone
-#   check SECONDS           one `keel check` process, whole
+#   check SECONDS           one `keel check` process, whole (the desired state
+#                           from the desired-state cache: unchanged since the
+#                           first check)
+#   check-cold SECONDS      `keel check` with KEEL_CACHE_DIR=off: the desired
+#                           state validated by CUE, as after a change
 #   pass DURATION           keel's in-process probe pass (keel snapshot -v)
 #   check-exec SECONDS      `keel check` with KEEL_DM_IOCTL=off (dmsetup run as
 #                           processes, as before the in-process dm ioctls)
@@ -96,6 +100,7 @@ for r in $(seq "$ROUNDS"); do
 	awk '/probe pass/ { print "pass", $5 }' "$OUT/snapshot-v.txt"
 	# the last round's ten slowest operations inside the pass
 	[ "$r" = "$ROUNDS" ] && awk '/^ / { d = $1; $1 = ""; print "passop", d, substr($0, 2) }' "$OUT/snapshot-v.txt"
+	timed check-cold env KEEL_CACHE_DIR=off "$K" check -c /etc/keel
 	timed check-exec env KEEL_DM_IOCTL=off "$K" check -c /etc/keel
 	KEEL_DM_IOCTL=off "$K" snapshot -v -o /dev/null 2>&1 | awk '/probe pass/ { print "pass-exec", $5 }'
 	timed start "$K" version
@@ -208,12 +213,30 @@ for r in $(seq "$REACT_ROUNDS"); do
 	cset=$(bcache_cset "$ssd")
 	echo 1 >/sys/block/bcache0/bcache/stop
 	echo 1 >"/sys/fs/bcache/$cset/unregister"
-	for i in $(seq 100); do [ ! -e "/sys/fs/bcache/$cset" ] && [ ! -e /sys/block/bcache0 ] && break; sleep 0.1; done
-	echo "$(readlink -f "$ssd")" >/sys/fs/bcache/register
-	hdev=$(readlink -f "$hd")
-	ns && t0=$NS
-	echo "$hdev" >/sys/fs/bcache/register
-	if ms=$(react_ms 30 /sys/block/bcache0/bcache/sequential_cutoff 0.0k); then
+	# Poll every 20 ms: bcache0 goes away (the stop is asynchronous), then
+	# comes back as a new device, registered by us every 0.5 s or first by
+	# bcache-tools' udev rule, which runs when the released disks change.
+	# t0 is the poll that sees the new device; who registered it does not
+	# matter, and registering while the old one still goes away is EBUSY.
+	gone=0 t0= i=0
+	while [ $i -lt 1500 ]; do
+		if [ ! -e /sys/block/bcache0/bcache ]; then
+			gone=1
+		elif [ $gone = 1 ]; then
+			ns && t0=$NS
+			break
+		fi
+		if [ $gone = 1 ] && [ $((i % 25)) = 24 ]; then
+			bcache_register "$ssd"
+			bcache_register "$hd"
+		fi
+		i=$((i + 1))
+		sleep 0.02
+	done
+	if [ -z "$t0" ]; then
+		echo "react-bcache-timeout $r"
+		echo "react-bcache: round $r: bcache0 gone $gone, no new device in 30 s"
+	elif ms=$(react_ms 30 /sys/block/bcache0/bcache/sequential_cutoff 0.0k); then
 		echo "react-bcache $ms"
 	else
 		echo "react-bcache-timeout $r"
