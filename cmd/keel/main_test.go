@@ -1,0 +1,34 @@
+package main
+
+import "testing"
+
+func TestOneShotGC(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		env  func(string) string
+		want gcPolicy
+		ok   bool
+	}{
+		{[]string{"check", "-c", "/etc/keel"}, env(), gcPolicy{-1, oneShotMemoryLimit}, true},
+		{[]string{"apply"}, env(), gcPolicy{-1, oneShotMemoryLimit}, true},
+		{[]string{"run"}, env(), gcPolicy{}, false},                            // the daemon keeps the default collector
+		{[]string{"check"}, env("GOGC", "100"), gcPolicy{}, false},             // the operator's GOGC wins
+		{[]string{"check"}, env("GOMEMLIMIT", "64MiB"), gcPolicy{-1, 0}, true}, // and their limit
+		{nil, env(), gcPolicy{}, false},
+	} {
+		got, ok := oneShotGC(tc.args, tc.env)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("oneShotGC(%v): %+v %v, want %+v %v", tc.args, got, ok, tc.want, tc.ok)
+		}
+	}
+}
