@@ -23,7 +23,7 @@ if [ "$quick" = 1 ]; then
 	wipe_mib=512 wipe_offload_mib=1024 wipe_runs=3 daemon=${BENCH_DAEMON_SECONDS:-30}
 else
 	count=5 scale_time=3x micro_time=1s rounds=20 guest_rounds=11 react=5 boots=3
-	wipe_mib=2048 wipe_offload_mib=8192 wipe_runs=9 daemon=${BENCH_DAEMON_SECONDS:-600}
+	wipe_mib=2048 wipe_offload_mib=8192 wipe_runs=15 daemon=${BENCH_DAEMON_SECONDS:-600}
 fi
 if [ -n "${BENCH_ONLY:-}" ]; then
 	report=${BENCH_REPORT:-$(mktemp /tmp/keel-bench-report.XXXXXX.md)}
