@@ -121,10 +121,11 @@ bcache_register() {
 	[ -e "/sys/block/${dev##*/}/bcache" ]
 }
 
-# bcache_ino prints the sysfs inode of bcache0's bcache directory: kernfs
-# gives a new device a new inode, so a changed number proves the device was
-# torn down and registered again (the name bcache0 alone does not).
-bcache_ino() { stat -c %i /sys/block/bcache0/bcache 2>/dev/null; }
+# bcache_ino prints the sysfs inode of bcache0's bcache directory, or nothing
+# when there is no bcache0 (never a failure: callers run under set -e).
+# kernfs gives a new device a new inode, so a changed number proves the
+# device was torn down and registered again (the name bcache0 alone does not).
+bcache_ino() { stat -c %i /sys/block/bcache0/bcache 2>/dev/null || true; }
 
 # bcache_reregister SSD HDD: stop and unregister, then register both again,
 # which resets the tunables as a reboot does. It returns only once bcache0 is
@@ -149,9 +150,10 @@ bcache_reregister() {
 		now=$(bcache_ino)
 		[ -n "$now" ] && [ "$now" != "$old" ] && return 0
 		if [ $((i % 10)) = 1 ]; then
-			bcache_register "$ssd"
-			bcache_register "$hdd"
-			udevadm settle
+			# EBUSY while the old cache set still goes away: try again.
+			bcache_register "$ssd" || true
+			bcache_register "$hdd" || true
+			udevadm settle || true
 		fi
 		sleep 0.1
 	done
