@@ -7,6 +7,7 @@ package probes
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,13 @@ import (
 type Cmd struct {
 	Name string
 	Args []string
+	// Env is added to the environment of the command (KEY=value), after
+	// LC_ALL=C; the alerts hook passes the finding in it.
+	Env []string
+	// Stdin, when set, is the command's standard input.
+	Stdin []byte
+	// Timeout, when set, bounds this command instead of the runner's own.
+	Timeout time.Duration
 }
 
 // Argv returns the full argument vector, program name first.
@@ -42,14 +50,15 @@ type Result struct {
 }
 
 // Err returns nil when the command exited 0 and otherwise an error naming
-// the command, its exit status and the first line of its stderr.
+// the command, its exit status and the last line of its stderr (LVM prints
+// its warnings first and the reason it failed last).
 func (r Result) Err(c Cmd) error {
 	if r.ExitCode == 0 {
 		return nil
 	}
 	msg := strings.TrimSpace(string(r.Stderr))
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
+	if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+		msg = strings.TrimSpace(msg[i+1:])
 	}
 	return fmt.Errorf("%s: exit status %d: %s", c, r.ExitCode, msg)
 }
@@ -61,21 +70,28 @@ type Runner interface {
 }
 
 // ExecRunner runs commands on this host with a per-command timeout, LC_ALL=C
-// and LVM_SUPPRESS_FD_WARNINGS=1 in the environment.
+// and LVM_SUPPRESS_FD_WARNINGS=1 in the environment. It is the only place
+// keel starts a child process: probes, actions, the safe removal's LVM
+// commands and the alerts hook all run through it.
 type ExecRunner struct {
-	// Timeout bounds each command; zero means only the caller's context.
+	// Timeout bounds each command whose Cmd sets none; zero means only the
+	// caller's context.
 	Timeout time.Duration
 }
 
 // Run executes c and returns its output and exit status.
 func (r ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
-	if r.Timeout > 0 {
+	if timeout := cmp.Or(c.Timeout, r.Timeout); timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	cmd := exec.CommandContext(ctx, c.Name, c.Args...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C", "LVM_SUPPRESS_FD_WARNINGS=1")
+	cmd.Env = append(cmd.Env, c.Env...)
+	if c.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(c.Stdin)
+	}
 	cmd.WaitDelay = 2 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

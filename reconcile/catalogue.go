@@ -13,6 +13,16 @@ type Rule struct {
 	Doc      string
 }
 
+// runtimeIDs are the findings the convergence loop raises about its own
+// work (an invalid desired state, a stuck or refused action) rather than
+// the planner about the host.
+var runtimeIDs = map[string]bool{"config.invalid": true, "reconcile.refused": true, "reconcile.stuck": true}
+
+// Runtime reports whether r is raised by keel apply and keel run about
+// their own work; keel check never raises it, so its JUnit report leaves it
+// out.
+func (r Rule) Runtime() bool { return runtimeIDs[r.ID] }
+
 // Catalogue is every finding keel can raise, sorted by ID. IDs never change
 // meaning once released; a retired ID is not reused.
 var Catalogue = []Rule{
@@ -30,6 +40,8 @@ var Catalogue = []Rule{
 		"A per-device tunable (sequential_cutoff, writeback_*, congested thresholds) is not the declared value; the kernel resets them at every registration."},
 	{"bcache.udev_rule", Warning, "keel's bcache udev rule is missing or stale",
 		"The udev rule that sets the declared bcache tunables at registration is absent or differs from what the desired state generates."},
+	{"config.invalid", Error, "the desired state does not validate",
+		"The newest desired state is invalid or not owned by root; the last good one stays in force until it is fixed."},
 	{"lv.absent", Info, "LV declared absent still exists",
 		"An LV listed in absent exists; keel removes it safely (rename, zero or discard in steps, lvremove)."},
 	{"lvm.devices_file", Warning, "lvm devices file setting differs",
@@ -40,6 +52,10 @@ var Catalogue = []Rule{
 		"devices/scan_lvs differs from the declared value, or a declared VG sits on an LV while scan_lvs is 0."},
 	{"pve.discard_on_remove", Warning, "Proxmox storage on VDO does not discard removed disks",
 		"A Proxmox lvm storage on a VG stacked on VDO lacks saferemove or on-volume-remove discard, so VDO keeps the blocks of deleted disks."},
+	{"reconcile.refused", Error, "an action was refused by a safety guard",
+		"A safety guard stopped an action before anything ran (a signature on a PV, an open LV under a maintenance change, a command keel does not run, an lvm.conf filter keel cannot parse)."},
+	{"reconcile.stuck", Error, "an action does not converge",
+		"An action did not converge after every retry, or something keeps undoing it; keel tries it again only when the desired or observed state changes."},
 	{"thin.chunk_size", Warning, "thin pool chunk size differs (immutable)",
 		"The chunk size is not the declared one (audit: 1 MiB or larger); it is fixed at creation, so the remedy is a rebuild."},
 	{"thin.data_usage", Warning, "thin pool data above the alert level",

@@ -106,8 +106,14 @@ func TestReportJUnitIsStable(t *testing.T) {
 	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatalf("junit output does not parse: %v", err)
 	}
-	if doc.Tests != len(Catalogue) || doc.Failures != 2 {
-		t.Errorf("tests=%d failures=%d, want %d and 2", doc.Tests, doc.Failures, len(Catalogue))
+	checked := 0 // every rule but the loop's own (keel check never raises those)
+	for _, r := range Catalogue {
+		if !r.Runtime() {
+			checked++
+		}
+	}
+	if doc.Tests != checked || doc.Failures != 2 || checked != len(Catalogue)-3 {
+		t.Errorf("tests=%d failures=%d, want %d (of %d rules) and 2", doc.Tests, doc.Failures, checked, len(Catalogue))
 	}
 	for _, c := range doc.Suites[0].Cases {
 		if c.Name == "vdo.slab_remainder" && (c.Failure != nil || !strings.Contains(c.SystemOut, "remainder")) {

@@ -22,6 +22,15 @@ import (
 // DefaultPath is where keel reads its desired state when no path is given.
 const DefaultPath = "/etc/keel"
 
+// Paths returns the desired-state paths to read: paths, or DefaultPath
+// when there are none. Every command and the daemon use this one rule.
+func Paths(paths []string) []string {
+	if len(paths) == 0 {
+		return []string{DefaultPath}
+	}
+	return paths
+}
+
 // schemaDir prefixes the embedded schema's file names in positions, so that
 // they never collide with a desired-state file's name.
 const schemaDir = "keel.schema"
@@ -168,15 +177,14 @@ func NewLoader() *Loader {
 	return l
 }
 
-var defaultLoader = sync.OnceValue(NewLoader)
-
 // Load reads, validates and decodes the desired state in paths (files, or
 // directories whose *.cue files are unified as drop-ins); no path means
 // DefaultPath. An invalid desired state gives an *Error listing every
 // problem with its file:line:col; any other error means the input could not
-// be read.
+// be read. Each call builds its own Loader; a caller that loads more than
+// once keeps one (NewLoader).
 func Load(paths ...string) (*Config, error) {
-	d, err := defaultLoader().Load(paths...)
+	d, err := NewLoader().Load(paths...)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +195,7 @@ func Load(paths ...string) (*Config, error) {
 // by position; none means valid. The error is set only when the input could
 // not be read.
 func Vet(paths ...string) ([]Problem, error) {
-	_, err := defaultLoader().Load(paths...)
+	_, err := NewLoader().Load(paths...)
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Problems, nil
@@ -209,11 +217,8 @@ func (l *Loader) Load(paths ...string) (*Desired, error) {
 // a directory whose *.cue files (not hidden ones) are read in name order. No
 // path means DefaultPath.
 func ReadFiles(paths ...string) ([]File, error) {
-	if len(paths) == 0 {
-		paths = []string{DefaultPath}
-	}
 	var files []File
-	for _, p := range paths {
+	for _, p := range Paths(paths) {
 		st, err := os.Stat(p)
 		if err != nil {
 			return nil, fmt.Errorf("desired state %s: %w", p, err)

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/keel-storage/keel/cmd/keel/internal/agent"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/executor"
 	"github.com/keel-storage/keel/schema"
 )
@@ -79,14 +79,14 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		runner = cl
 		src.Runner = cl
 	}
-	a := agent.New(configs, agent.Wiring{Source: src, Runner: runner, Log: log})
+	a := converge.New(configs, converge.Wiring{Source: src, Runner: runner, Log: log})
 	if err := a.Load(); err != nil {
 		fmt.Fprintf(stderr, "keel apply: %s\n", describeLoadError(err))
 		return exitError
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := a.Converge(ctx, *maint, *dryRun)
+	res, err := a.Converge(ctx, executor.Mode{Maintenance: *maint, DryRun: *dryRun})
 	if err != nil {
 		fmt.Fprintf(stderr, "keel apply: %v\n", err)
 		return exitError
@@ -108,7 +108,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 }
 
 // applyExit maps a pass to keel apply's exit status.
-func applyExit(res agent.PassResult) int {
+func applyExit(res converge.PassResult) int {
 	if res.Report.Count(executor.Stuck)+res.Report.Count(executor.Refused)+res.Report.Count(executor.Failed) > 0 {
 		return exitFindings
 	}
@@ -118,7 +118,7 @@ func applyExit(res agent.PassResult) int {
 	return exitOK
 }
 
-func writeApplyText(w io.Writer, res agent.PassResult, dryRun bool) {
+func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 	if len(res.Report.Results) == 0 {
 		fmt.Fprintln(w, "no actions")
 	}

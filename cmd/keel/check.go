@@ -80,7 +80,7 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 		probeDone <- err
 	}()
 	if !audit {
-		cfg, err := desiredcache.FromEnv().Load(schema.NewLoader(), configPaths(configs)...)
+		cfg, err := desiredcache.FromEnv().Load(schema.NewLoader(), schema.Paths(configs)...)
 		if err != nil {
 			cancel() // stop the probe's commands before returning
 			<-probeDone

@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/keel-storage/keel/cmd/keel/internal/agent"
+	"github.com/keel-storage/keel/cmd/keel/internal/daemon"
 	"github.com/keel-storage/keel/cmd/keel/internal/logging"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/lvmconf"
 )
 
@@ -72,13 +73,13 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		}()
 	}
 	src := probes.Live("/", *timeout)
-	a := agent.New(configs, agent.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log})
+	a := converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log})
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	d := &agent.Daemon{Agent: a, Log: log, LVMConfPath: *lvmConf, Resync: *resync, Textfile: *textfile,
+	d := &daemon.Daemon{Loop: a, Log: log, LVMConfPath: *lvmConf, Resync: *resync, Textfile: *textfile,
 		NoUevents: *noUevents, Reload: hup}
 	if err := d.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("keel run stopped", "err", err)

@@ -5,16 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/activation"
-	"github.com/keel-storage/keel/reconcile/executor"
+	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -56,7 +53,7 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	ctx := context.Background()
-	files, err := activation.Rules(cfg, h, linkResolver(src.FS))
+	files, err := activation.Rules(cfg, h, converge.LinkResolver(src.FS))
 	if err != nil {
 		fmt.Fprintf(stderr, "keel udev-rules: %v\n", err)
 		return exitFindings
@@ -93,7 +90,7 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "udev rules in sync")
 		return exitOK
 	case *write:
-		written, err := installRules(ctx, files, *root, src.Runner)
+		written, err := converge.InstallRules(ctx, files, *root, src.Runner)
 		for _, p := range written {
 			fmt.Fprintf(stdout, "wrote %s\n", p)
 		}
@@ -129,59 +126,4 @@ func loadAndProbe(name string, configs []string, node string, timeout time.Durat
 		return nil, probes.Source{}, nil, exitError
 	}
 	return l.cfg, l.src, l.host, exitOK
-}
-
-// configPaths returns the -c paths, or the default desired-state path.
-func configPaths(configs []string) []string {
-	if len(configs) == 0 {
-		return []string{schema.DefaultPath}
-	}
-	return configs
-}
-
-// linkResolver resolves /dev/disk/by-… links through the probe's file root,
-// so a by-id backing device names its kernel device.
-func linkResolver(fsys probes.FS) activation.Resolver {
-	return func(p string) string {
-		if !strings.HasPrefix(p, "/dev/disk/") {
-			return ""
-		}
-		target, err := fsys.Readlink(p)
-		if err != nil {
-			return ""
-		}
-		return path.Base(target)
-	}
-}
-
-// installRules writes each file whose content under root differs, through
-// the executor's atomic file writer, and reloads udev's rules when root is
-// "/" and anything changed. It returns the paths it wrote.
-func installRules(ctx context.Context, files []activation.RuleFile, root string, r probes.Runner) ([]string, error) {
-	var changed []reconcile.FileWrite
-	var written []string
-	for _, f := range files {
-		if old, err := os.ReadFile(filepath.Join(root, f.Path)); err == nil && string(old) == f.Content {
-			continue
-		}
-		changed = append(changed, reconcile.FileWrite{Path: f.Path, Content: f.Content, Mode: 0o644})
-		written = append(written, f.Path)
-	}
-	if len(changed) == 0 {
-		return nil, nil
-	}
-	if err := executor.DirFiles(root)(ctx, changed); err != nil {
-		return nil, fmt.Errorf("udev rules: %w", err)
-	}
-	if filepath.Clean(root) == "/" {
-		c := probes.Cmd{Name: "udevadm", Args: []string{"control", "--reload"}}
-		res, err := r.Run(ctx, c)
-		if err == nil {
-			err = res.Err(c)
-		}
-		if err != nil {
-			return written, fmt.Errorf("udev rules: reload: %w", err)
-		}
-	}
-	return written, nil
 }

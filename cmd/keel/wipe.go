@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/wipe"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/units"
@@ -56,7 +57,16 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	names := fs.Args()
-	cfg, err := schema.Load(configs...)
+	src, err := probes.NodeSource(*node, *timeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
+		return exitError
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "keel", Output: stderr, Level: hclog.Info})
+	// The loop checks, like keel apply, that the desired state is owned by
+	// root and writable by nobody else: it decides what may be destroyed.
+	loop := converge.New(configs, converge.Wiring{Source: src, Log: log})
+	err = loop.Load()
 	var invalid *schema.Error
 	if errors.As(err, &invalid) {
 		fmt.Fprintln(stderr, invalid) // one file:line:col line per problem
@@ -66,6 +76,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
 		return exitError
 	}
+	cfg := loop.Desired()
 	mode := wipe.Mode(cfg.Removal.Mode)
 	if *modeFlag != "" {
 		mode = wipe.Mode(*modeFlag)
@@ -81,24 +92,9 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 			return exitFindings
 		}
 	}
-	decl := declared(cfg)
-	if *absent && len(names) == 0 {
-		names = wipe.AbsentNames(decl)
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	src, err := probes.NodeSource(*node, *timeout)
-	if err != nil {
-		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
-		return exitError
-	}
-	host, err := probes.Probe(ctx, src)
-	if err != nil {
-		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
-		return exitError
-	}
-	targets, err := wipe.Plan(wipe.FromHost(host), decl, wipe.Request{Names: names, Mode: mode, RequireAbsent: *absent})
+	targets, err := loop.PlanWipe(ctx, converge.WipeRequest{Names: names, Mode: mode, Absent: *absent})
 	if err != nil {
 		return refused(stderr, err)
 	}
@@ -113,26 +109,11 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 
-	log := hclog.New(&hclog.LoggerOptions{Name: "keel", Output: stderr, Level: hclog.Info})
-	r := &wipe.Remover{Exec: wipe.ExecExecutor{Timeout: *timeout}, Step: step, Log: log}
-	attachProgress(ctx, r, stderr, log)
-	if err := r.Check(targets); err != nil {
+	attachProgress(ctx, loop, stderr, log)
+	if err := loop.RunWipe(ctx, targets, step); err != nil {
 		return refused(stderr, err)
 	}
-	if err := r.Remove(ctx, targets); err != nil {
-		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
-		return exitError
-	}
 	return exitOK
-}
-
-// declared turns the desired state's VGs into the map Plan wants.
-func declared(cfg *schema.Config) wipe.Declared {
-	d := make(wipe.Declared, len(cfg.VolumeGroups))
-	for name, vg := range cfg.VolumeGroups {
-		d[name] = vg.Absent
-	}
-	return d
 }
 
 func refused(stderr io.Writer, err error) int {
@@ -162,7 +143,7 @@ func describe(t wipe.Target) string {
 
 // attachProgress makes the remover draw a bar on a terminal, or log
 // structured progress lines every 10 s otherwise, for each wipe pass.
-func attachProgress(ctx context.Context, r *wipe.Remover, stderr io.Writer, log hclog.Logger) {
+func attachProgress(ctx context.Context, r *converge.Loop, stderr io.Writer, log hclog.Logger) {
 	term := isTerminal(stderr)
 	interval := 10 * time.Second
 	if term {
@@ -170,7 +151,7 @@ func attachProgress(ctx context.Context, r *wipe.Remover, stderr io.Writer, log 
 	}
 	var mu sync.Mutex
 	stops := map[*wipe.Progress]func(){}
-	r.Started = func(t wipe.Target, pass wipe.Mode, p *wipe.Progress) {
+	r.WipeStarted = func(t wipe.Target, pass wipe.Mode, p *wipe.Progress) {
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
@@ -181,7 +162,7 @@ func attachProgress(ctx context.Context, r *wipe.Remover, stderr io.Writer, log 
 		stops[p] = func() { cancel(); <-done }
 		mu.Unlock()
 	}
-	r.Finished = func(_ wipe.Target, _ wipe.Mode, p *wipe.Progress, _ error) {
+	r.WipeFinished = func(_ wipe.Target, _ wipe.Mode, p *wipe.Progress, _ error) {
 		mu.Lock()
 		stop := stops[p]
 		delete(stops, p)

@@ -7,14 +7,16 @@
 package main
 
 import (
-	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/keel-storage/keel/probes"
 )
 
 // Command is one keel subcommand as its help text describes it.
@@ -184,11 +186,8 @@ func Completion(cmds []Command) string {
 // output runs keel with args and returns stdout and stderr together (help
 // goes to stdout, a command's usage to stderr); the exit status is ignored.
 func output(keel string, args ...string) string {
-	var buf bytes.Buffer
-	cmd := exec.Command(keel, args...)
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	_ = cmd.Run()
-	return buf.String()
+	res, _ := probes.ExecRunner{Timeout: time.Minute}.Run(context.Background(), probes.Cmd{Name: keel, Args: args})
+	return string(res.Stdout) + string(res.Stderr)
 }
 
 // Collect runs the binary and returns its commands with their usage.

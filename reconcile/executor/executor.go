@@ -81,10 +81,11 @@ func (RealClock) Now() time.Time { return time.Now() }
 // After waits for d on the real clock.
 func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-// Reprobe probes the host again after an action and returns the findings
+// Verify probes the host again after an action and returns the findings
 // that remain for the desired state. The executor only looks at the keys the
-// action remedies, so an implementation may probe just the action's object.
-type Reprobe func(ctx context.Context, a reconcile.Action) ([]reconcile.Finding, error)
+// action remedies, so an implementation may probe just the action's object
+// (the bcache fast path reads sysfs only). It is handed to each Apply call.
+type Verify func(ctx context.Context, a reconcile.Action) ([]reconcile.Finding, error)
 
 // SysfsApplier writes an action's sysfs values and reads each one back. A
 // value the kernel did not take (clamped, rejected) is returned in the
@@ -119,10 +120,24 @@ type Options struct {
 	// stuck (6 within 10m).
 	FlapCount  int
 	FlapWindow time.Duration
-	// Maintenance allows actions of class Maintenance (keel apply --maintenance).
-	Maintenance bool
+}
+
+// Mode is how one Apply call runs; it belongs to the call, not to the
+// Executor, so two callers never see each other's switches.
+type Mode struct {
 	// DryRun reports what would run and runs nothing.
 	DryRun bool
+	// Maintenance allows actions of class Maintenance (keel apply --maintenance).
+	Maintenance bool
+	// Partial says the actions are only part of the host's plan (the
+	// daemon's bcache fast path, the live actions keel activate re-applies
+	// at boot, a pass cut after an lvm.conf change): the stuck state of
+	// actions not among them is kept instead of cleared.
+	Partial bool
+	// Once attempts each action once: one that fails or does not verify is
+	// reported Failed, neither retried nor marked stuck, because the caller
+	// runs its own loop (keel activate probes and plans again each round).
+	Once bool
 }
 
 func (o *Options) fill() {
@@ -155,7 +170,6 @@ func (o *Options) fill() {
 // for use by one pass at a time.
 type Executor struct {
 	Runner  probes.Runner
-	Reprobe Reprobe
 	Sysfs   SysfsApplier
 	LVMConf LVMConfApplier
 	Files   FileApplier
@@ -179,14 +193,13 @@ type stuckState struct {
 	finding     reconcile.Finding
 }
 
-// New returns an Executor running commands through r and verifying with
-// reprobe. Appliers for sysfs, lvm.conf and wipes are set on the fields;
-// an action whose applier is missing fails with a clear error.
-func New(r probes.Runner, reprobe Reprobe, opts Options) *Executor {
+// New returns an Executor running commands through r. Appliers for sysfs,
+// lvm.conf and wipes are set on the fields; an action whose applier is
+// missing fails with a clear error.
+func New(r probes.Runner, opts Options) *Executor {
 	opts.fill()
 	return &Executor{
 		Runner:      r,
-		Reprobe:     reprobe,
 		Clock:       RealClock{},
 		Log:         hclog.NewNullLogger(),
 		opts:        opts,
@@ -199,14 +212,6 @@ func New(r probes.Runner, reprobe Reprobe, opts Options) *Executor {
 
 // Options returns the options in force, with defaults filled in.
 func (e *Executor) Options() Options { return e.opts }
-
-// SetMode changes the per-pass switches (maintenance, dry run) and keeps
-// every other option and all state.
-func (e *Executor) SetMode(maintenance, dryRun bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.opts.Maintenance, e.opts.DryRun = maintenance, dryRun
-}
 
 // Result is what happened to one action.
 type Result struct {
@@ -258,41 +263,23 @@ func Fingerprint(a reconcile.Action, findings []reconcile.Finding) string {
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-// Apply runs one pass over actions, in order. findings are the planner's
-// findings for the same probe; they feed the fingerprints. Apply returns an
-// error only when ctx ends; everything else is in the Report.
-func (e *Executor) Apply(ctx context.Context, actions []reconcile.Action, findings []reconcile.Finding) (Report, error) {
-	return e.apply1(ctx, actions, findings, true)
-}
-
-// ApplySubset is Apply for a pass that planned only part of the host (the
-// daemon's bcache fast path): the stuck state of actions it did not plan is
-// kept.
-func (e *Executor) ApplySubset(ctx context.Context, actions []reconcile.Action, findings []reconcile.Finding) (Report, error) {
-	return e.apply1(ctx, actions, findings, false)
-}
-
-func (e *Executor) apply1(ctx context.Context, actions []reconcile.Action, findings []reconcile.Finding, whole bool) (Report, error) {
+// Apply runs one pass over actions, in order, in mode m. findings are the
+// planner's findings for the same probe; they feed the fingerprints. Each
+// action that ran is verified by verify (nil: an action whose commands
+// succeeded counts as converged). Apply returns an error only when ctx
+// ends; everything else is in the Report.
+func (e *Executor) Apply(ctx context.Context, actions []reconcile.Action, findings []reconcile.Finding, m Mode, verify Verify) (Report, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var rep Report
-	planned := map[string]bool{}
-	for _, a := range actions {
-		planned[a.ID] = true
-	}
-	// Stuck state of actions the planner no longer asks for is dropped:
-	// the host converged by other means or the desired state changed.
-	for id := range e.stuck {
-		if whole && !planned[id] {
-			e.Log.Info("stuck action no longer planned, clearing", "action", id)
-			delete(e.stuck, id)
-		}
+	if !m.Partial {
+		e.clearUnplanned(actions)
 	}
 	for _, a := range actions {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		res := e.one(ctx, a, findings)
+		res := e.one(ctx, a, findings, m, verify)
 		rep.Results = append(rep.Results, res)
 		switch res.Status {
 		case Stuck:
@@ -309,14 +296,43 @@ func (e *Executor) apply1(ctx context.Context, actions []reconcile.Action, findi
 	return rep, ctx.Err()
 }
 
-func (e *Executor) one(ctx context.Context, a reconcile.Action, findings []reconcile.Finding) Result {
+// clearUnplanned drops the stuck state of actions a whole plan no longer
+// asks for: the host converged by other means or the desired state changed.
+func (e *Executor) clearUnplanned(actions []reconcile.Action) {
+	planned := make(map[string]bool, len(actions))
+	for _, a := range actions {
+		planned[a.ID] = true
+	}
+	for id := range e.stuck {
+		if !planned[id] {
+			e.Log.Info("stuck action no longer planned, clearing", "action", id)
+			delete(e.stuck, id)
+		}
+	}
+}
+
+// one takes a through the gates (gate), then applies it with retries and
+// backoff (attempts), and marks it stuck when it does not converge.
+func (e *Executor) one(ctx context.Context, a reconcile.Action, findings []reconcile.Finding, m Mode, verify Verify) Result {
 	res := Result{Action: a}
 	log := e.Log.With("action", a.ID, "object", a.Object)
 	fp := Fingerprint(a, findings)
+	if done := e.gate(ctx, log, a, fp, m, &res); done {
+		return res
+	}
+	e.attempts(ctx, log, a, fp, m, verify, &res)
+	return res
+}
+
+// gate decides whether a may run now: a stuck action whose fingerprint is
+// unchanged, report-only drift, a maintenance action outside maintenance
+// mode, a destructive action that already ran, a refusal by the guards, a
+// dry run or a flapping action all end here with res filled in (true).
+func (e *Executor) gate(ctx context.Context, log hclog.Logger, a reconcile.Action, fp string, m Mode, res *Result) bool {
 	if st, ok := e.stuck[a.ID]; ok {
 		if st.fingerprint == fp {
 			res.Status, res.Detail = Stuck, st.reason
-			return res
+			return true
 		}
 		log.Info("state changed since action got stuck, trying again")
 		delete(e.stuck, a.ID)
@@ -324,57 +340,68 @@ func (e *Executor) one(ctx context.Context, a reconcile.Action, findings []recon
 	switch {
 	case a.Kind == reconcile.KindNone || a.Class == reconcile.Immutable:
 		res.Status, res.Detail = Skipped, "immutable drift: report only, the remedy is a rebuild"
-		return res
-	case a.Class == reconcile.Maintenance && !e.opts.Maintenance:
+		return true
+	case a.Class == reconcile.Maintenance && !m.Maintenance:
 		res.Status, res.Detail = Skipped, "maintenance action: run keel apply --maintenance"
-		return res
+		return true
 	case a.Class == reconcile.Destructive && e.destructive[a.ID]:
 		res.Status, res.Detail = Skipped, "destructive action already ran once in this process"
-		return res
+		return true
 	}
 	if err := e.guard(ctx, a); err != nil {
 		res.Status, res.Detail = Refused, err.Error()
 		log.Warn("action refused", "err", err)
-		return res
+		return true
 	}
-	if e.opts.DryRun {
+	if m.DryRun {
 		res.Status = Planned
-		return res
+		return true
 	}
 	if e.flapping(a.ID) {
 		reason := fmt.Sprintf("applied %d times within %s: something keeps undoing it", e.opts.FlapCount-1, e.opts.FlapWindow)
-		e.markStuck(a, fp, reason, &res)
+		e.markStuck(a, fp, reason, res)
 		log.Error("action flapping, marked stuck", "reason", reason)
-		return res
+		return true
 	}
+	return false
+}
+
+// attempts applies a and verifies it, up to MaxAttempts times with
+// exponential backoff (a destructive action only once), and marks it stuck
+// when it never converged.
+func (e *Executor) attempts(ctx context.Context, log hclog.Logger, a reconcile.Action, fp string, m Mode, verify Verify, res *Result) {
 	wait := e.opts.Backoff
 	for attempt := 1; attempt <= e.opts.MaxAttempts; attempt++ {
 		if err := e.takeToken(ctx); err != nil {
 			res.Status, res.Detail = Failed, err.Error()
-			return res
+			return
 		}
 		res.Attempts = attempt
 		if a.Class == reconcile.Destructive {
 			e.destructive[a.ID] = true // at most once, whatever happens next
 		}
 		e.history[a.ID] = append(e.history[a.ID], e.Clock.Now())
-		err := e.apply(ctx, a, &res)
+		err := e.apply(ctx, a, res)
 		var refused *RefusedError
 		switch {
 		case errors.As(err, &refused):
 			res.Status, res.Detail = Refused, err.Error()
 			log.Warn("action refused", "err", err)
-			return res
+			return
 		case err == nil:
-			err = e.verify(ctx, a)
+			err = verified(ctx, a, verify)
 			if err == nil {
 				res.Status, res.Detail = Converged, ""
 				log.Info("action converged", "attempts", attempt)
-				return res
+				return
 			}
 		}
 		res.Detail = err.Error()
 		log.Warn("action did not converge", "attempt", attempt, "err", err)
+		if m.Once {
+			res.Status = Failed
+			return
+		}
 		if a.Class == reconcile.Destructive {
 			break // never retried
 		}
@@ -384,17 +411,13 @@ func (e *Executor) one(ctx context.Context, a reconcile.Action, findings []recon
 		select {
 		case <-ctx.Done():
 			res.Status = Failed
-			return res
+			return
 		case <-e.Clock.After(wait):
 		}
-		wait *= 2
-		if wait > e.opts.MaxBackoff {
-			wait = e.opts.MaxBackoff
-		}
+		wait = min(wait*2, e.opts.MaxBackoff)
 	}
-	e.markStuck(a, fp, fmt.Sprintf("not converged after %d attempt(s): %s", res.Attempts, res.Detail), &res)
+	e.markStuck(a, fp, fmt.Sprintf("not converged after %d attempt(s): %s", res.Attempts, res.Detail), res)
 	log.Error("action stuck", "attempts", res.Attempts, "reason", res.Detail)
-	return res
 }
 
 func (e *Executor) markStuck(a reconcile.Action, fp, reason string, res *Result) {
@@ -446,11 +469,12 @@ func (e *Executor) takeToken(ctx context.Context) error {
 	}
 }
 
-func (e *Executor) verify(ctx context.Context, a reconcile.Action) error {
-	if e.Reprobe == nil || len(a.Remedies) == 0 {
+// verified asks verify whether the findings a remedies are gone.
+func verified(ctx context.Context, a reconcile.Action, verify Verify) error {
+	if verify == nil || len(a.Remedies) == 0 {
 		return nil
 	}
-	fs, err := e.Reprobe(ctx, a)
+	fs, err := verify(ctx, a)
 	if err != nil {
 		return fmt.Errorf("re-probe after %s: %w", a.ID, err)
 	}

@@ -151,18 +151,30 @@ func compressionAction() reconcile.Action {
 	}
 }
 
-func setup(fixAfter int, opts Options) (*Executor, *recRunner, *host, *fakeClock) {
+// harness is an Executor whose Apply calls run in one mode and verify
+// against the fake host.
+type harness struct {
+	*Executor
+	mode   Mode
+	verify Verify
+}
+
+func (x *harness) Apply(ctx context.Context, actions []reconcile.Action, findings []reconcile.Finding) (Report, error) {
+	return x.Executor.Apply(ctx, actions, findings, x.mode, x.verify)
+}
+
+func setup(fixAfter int, opts Options, mode Mode) (*harness, *recRunner, *host, *fakeClock) {
 	f := vdoFinding("off")
 	h := &host{present: map[string]reconcile.Finding{f.Key(): f}, applied: map[string]int{}, fixAfter: fixAfter}
 	r := &recRunner{answers: map[string]probes.Result{}, fail: map[string]bool{}}
 	clk := newClock()
-	e := New(r, h.reprobe, opts)
+	e := New(r, opts)
 	e.Clock = clk
-	return e, r, h, clk
+	return &harness{Executor: e, mode: mode, verify: h.reprobe}, r, h, clk
 }
 
 func TestConvergesThenSecondPassRunsNothing(t *testing.T) {
-	e, r, h, _ := setup(1, Options{})
+	e, r, h, _ := setup(1, Options{}, Mode{})
 	ctx := context.Background()
 	rep, err := e.Apply(ctx, []reconcile.Action{compressionAction()}, h.findings())
 	if err != nil {
@@ -186,7 +198,7 @@ func TestConvergesThenSecondPassRunsNothing(t *testing.T) {
 }
 
 func TestNotConvergingBacksOffThenStuck(t *testing.T) {
-	e, r, h, clk := setup(0, Options{MaxAttempts: 4, Backoff: time.Second, MaxBackoff: 3 * time.Second, Limit: 100, Burst: 100})
+	e, r, h, clk := setup(0, Options{MaxAttempts: 4, Backoff: time.Second, MaxBackoff: 3 * time.Second, Limit: 100, Burst: 100}, Mode{})
 	ctx := context.Background()
 	a := compressionAction()
 	rep, _ := e.Apply(ctx, []reconcile.Action{a}, h.findings())
@@ -231,7 +243,7 @@ func TestNotConvergingBacksOffThenStuck(t *testing.T) {
 }
 
 func TestStuckClearedWhenNoLongerPlanned(t *testing.T) {
-	e, r, h, _ := setup(0, Options{MaxAttempts: 1})
+	e, r, h, _ := setup(0, Options{MaxAttempts: 1}, Mode{})
 	ctx := context.Background()
 	a := compressionAction()
 	if rep, _ := e.Apply(ctx, []reconcile.Action{a}, h.findings()); rep.Results[0].Status != Stuck {
@@ -249,7 +261,7 @@ func TestStuckClearedWhenNoLongerPlanned(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	e, _, _, clk := setup(1, Options{Limit: 2, Burst: 3})
+	e, _, _, clk := setup(1, Options{Limit: 2, Burst: 3}, Mode{})
 	var acts []reconcile.Action
 	for i := 0; i < 7; i++ {
 		acts = append(acts, reconcile.Action{ID: "x" + strconv.Itoa(i), Kind: reconcile.KindCommand, Object: "vg0/lv" + strconv.Itoa(i),
@@ -267,7 +279,7 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestDestructiveRunsAtMostOnce(t *testing.T) {
-	e, r, _, _ := setup(0, Options{})
+	e, r, _, _ := setup(0, Options{}, Mode{})
 	wipes := 0
 	e.Wipe = func(context.Context, reconcile.WipeSpec) error { wipes++; return errors.New("device busy") }
 	a := reconcile.Action{ID: "lv.absent:vg0/old", Kind: reconcile.KindWipe, Class: reconcile.Destructive, Object: "vg0/old",
@@ -287,7 +299,7 @@ func TestDestructiveRunsAtMostOnce(t *testing.T) {
 }
 
 func TestFlappingActionGetsStuck(t *testing.T) {
-	e, r, h, clk := setup(1, Options{FlapCount: 4, FlapWindow: time.Hour})
+	e, r, h, clk := setup(1, Options{FlapCount: 4, FlapWindow: time.Hour}, Mode{})
 	ctx := context.Background()
 	a := compressionAction()
 	var last Result
@@ -308,7 +320,7 @@ func TestFlappingActionGetsStuck(t *testing.T) {
 }
 
 func TestDryRunAndClasses(t *testing.T) {
-	e, r, h, _ := setup(1, Options{DryRun: true})
+	e, r, h, _ := setup(1, Options{}, Mode{DryRun: true})
 	acts := []reconcile.Action{
 		compressionAction(),
 		{ID: "vdo.threads:vg0/vpool", Kind: reconcile.KindCommand, Class: reconcile.Maintenance, Object: "vg0/vpool",
@@ -328,7 +340,7 @@ func TestDryRunAndClasses(t *testing.T) {
 }
 
 func TestRefusesUnknownProgram(t *testing.T) {
-	e, r, _, _ := setup(1, Options{})
+	e, r, _, _ := setup(1, Options{}, Mode{})
 	a := reconcile.Action{ID: "evil", Kind: reconcile.KindCommand, Object: "x", Commands: [][]string{{"sh", "-c", "rm -rf /"}}}
 	rep, _ := e.Apply(context.Background(), []reconcile.Action{a}, nil)
 	if rep.Results[0].Status != Refused || len(r.ran) != 0 || rep.Findings[0].ID != RefusedID {
@@ -362,7 +374,7 @@ func TestCreateRefusesSignature(t *testing.T) {
 		{"blkid-pv", Refused, "carries a LVM2_member signature"},
 	} {
 		t.Run(tc.capture, func(t *testing.T) {
-			e, r, _, _ := setup(1, Options{})
+			e, r, _, _ := setup(1, Options{}, Mode{})
 			dev := "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"
 			r.answers["blkid -p -o export "+dev] = captured(t, tc.capture)
 			rep, _ := e.Apply(context.Background(), []reconcile.Action{createAction(dev)}, nil)
@@ -385,7 +397,7 @@ func TestVGCreateOnOrphanPV(t *testing.T) {
 		pvs    string
 		status Status
 	}{{"pvs-orphan", Converged}, {"pvs-member", Refused}} {
-		e, r, _, _ := setup(1, Options{})
+		e, r, _, _ := setup(1, Options{}, Mode{})
 		r.answers["blkid -p -o export "+dev] = captured(t, "blkid-pv")
 		r.answers["pvs --noheadings -o vg_name "+dev] = captured(t, tc.pvs)
 		rep, _ := e.Apply(context.Background(), []reconcile.Action{a}, nil)
@@ -400,7 +412,7 @@ func TestMaintenance(t *testing.T) {
 		Commands: [][]string{{"lvchange", "--vdosettings", "vdo_cpu_threads=2", "vgcap/vpcap"}}}
 	lvs := "lvs --reportformat json -o lv_name,pool_lv,lv_device_open vgcap"
 
-	e, r, _, _ := setup(1, Options{Maintenance: true})
+	e, r, _, _ := setup(1, Options{}, Mode{Maintenance: true})
 	r.answers[lvs] = captured(t, "lvs-open")
 	rep, _ := e.Apply(context.Background(), []reconcile.Action{a}, nil)
 	if rep.Results[0].Status != Refused || !strings.Contains(rep.Results[0].Detail, "vgcap/vdocap is open") {
@@ -410,7 +422,7 @@ func TestMaintenance(t *testing.T) {
 		t.Fatalf("ran %q", r.mutating())
 	}
 
-	e, r, _, _ = setup(1, Options{Maintenance: true})
+	e, r, _, _ = setup(1, Options{}, Mode{Maintenance: true})
 	r.answers[lvs] = captured(t, "lvs-closed")
 	rep, _ = e.Apply(context.Background(), []reconcile.Action{a}, nil)
 	if rep.Results[0].Status != Converged {
@@ -422,7 +434,7 @@ func TestMaintenance(t *testing.T) {
 	}
 
 	// A failed change still reactivates the pool.
-	e, r, _, _ = setup(1, Options{Maintenance: true, MaxAttempts: 1})
+	e, r, _, _ = setup(1, Options{MaxAttempts: 1}, Mode{Maintenance: true})
 	r.answers[lvs] = captured(t, "lvs-closed")
 	r.answers["lvchange --vdosettings vdo_cpu_threads=2 vgcap/vpcap"] = probes.Result{ExitCode: 5}
 	rep, _ = e.Apply(context.Background(), []reconcile.Action{a}, nil)
@@ -459,7 +471,7 @@ func TestMaintenanceStacked(t *testing.T) {
 			{"lvchange", "-ay", "vgcap/vdocap"},
 			{"vgchange", "-ay", "vgup"},
 		}}
-	e, r, _, _ := setup(1, Options{Maintenance: true, MaxAttempts: 1})
+	e, r, _, _ := setup(1, Options{MaxAttempts: 1}, Mode{Maintenance: true})
 	// vgup answers like a VG whose LVs are closed; vgcap (never asked) would say open.
 	r.answers["lvs --reportformat json -o lv_name,pool_lv,lv_device_open vgup"] = captured(t, "lvs-closed")
 	r.answers["lvs --reportformat json -o lv_name,pool_lv,lv_device_open vgcap"] = captured(t, "lvs-open")
@@ -470,7 +482,7 @@ func TestMaintenanceStacked(t *testing.T) {
 		t.Fatalf("ran %q, result %+v", got, rep.Results[0])
 	}
 	// An open LV in the upper VG stops it before anything runs.
-	e, r, _, _ = setup(1, Options{Maintenance: true})
+	e, r, _, _ = setup(1, Options{}, Mode{Maintenance: true})
 	r.answers["lvs --reportformat json -o lv_name,pool_lv,lv_device_open vgup"] = captured(t, "lvs-open")
 	rep, _ = e.Apply(context.Background(), []reconcile.Action{a}, nil)
 	if rep.Results[0].Status != Refused || len(r.mutating()) != 0 || !strings.Contains(rep.Results[0].Detail, "vgup/vdocap is open") {
@@ -479,12 +491,12 @@ func TestMaintenanceStacked(t *testing.T) {
 }
 
 func TestApplySubsetKeepsStuckState(t *testing.T) {
-	e, r, h, _ := setup(0, Options{MaxAttempts: 1})
+	e, r, h, _ := setup(0, Options{MaxAttempts: 1}, Mode{})
 	ctx := context.Background()
 	a := compressionAction()
 	e.Apply(ctx, []reconcile.Action{a}, h.findings())
 	// A partial pass that did not plan the VDO action must not forget it.
-	if rep, _ := e.ApplySubset(ctx, nil, nil); len(rep.Results) != 0 {
+	if rep, _ := e.Executor.Apply(ctx, nil, nil, Mode{Partial: true}, e.verify); len(rep.Results) != 0 {
 		t.Fatalf("%+v", rep)
 	}
 	r.ran = nil

@@ -2,11 +2,13 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
 )
 
@@ -15,13 +17,13 @@ func TestFileActionWritesThenReloads(t *testing.T) {
 	f := reconcile.Finding{ID: "bcache.udev_rule", Severity: reconcile.Warning, Object: "udev:/etc/udev/rules.d/70-keel-bcache.rules"}
 	h := &host{present: map[string]reconcile.Finding{f.Key(): f}, applied: map[string]int{}, fixAfter: 1}
 	r := &recRunner{fail: map[string]bool{}}
-	e := New(r, h.reprobe, Options{})
+	e := New(r, Options{})
 	e.Clock = newClock()
 	e.Files = DirFiles(root)
 	a := reconcile.Action{ID: "bcache.udev_rule:x", Kind: reconcile.KindFile, Class: reconcile.Live, Object: f.Object,
 		Files:    []reconcile.FileWrite{{Path: "/etc/udev/rules.d/70-keel-bcache.rules", Content: "# rule\n", Mode: 0o644}},
 		Commands: [][]string{{"udevadm", "control", "--reload"}}, Remedies: []string{f.Key()}}
-	rep, err := e.Apply(context.Background(), []reconcile.Action{a}, h.findings())
+	rep, err := e.Apply(context.Background(), []reconcile.Action{a}, h.findings(), Mode{}, h.reprobe)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,12 +49,37 @@ func TestFileActionWritesThenReloads(t *testing.T) {
 }
 
 func TestFileActionWithoutApplierFails(t *testing.T) {
-	e := New(&recRunner{fail: map[string]bool{}}, nil, Options{MaxAttempts: 1})
+	e := New(&recRunner{fail: map[string]bool{}}, Options{MaxAttempts: 1})
 	e.Clock = newClock()
 	a := reconcile.Action{ID: "f", Kind: reconcile.KindFile, Class: reconcile.Live, Object: "udev:x",
 		Files: []reconcile.FileWrite{{Path: "/x", Content: "y"}}}
-	rep, _ := e.Apply(context.Background(), []reconcile.Action{a}, nil)
+	rep, _ := e.Apply(context.Background(), []reconcile.Action{a}, nil, Mode{}, nil)
 	if len(rep.Results) != 1 || rep.Results[0].Status == Converged {
 		t.Fatalf("results %+v", rep.Results)
+	}
+}
+
+// The executor's own findings are in the finding catalogue with the
+// severity it raises them at.
+func TestOwnFindingsCatalogued(t *testing.T) {
+	for _, id := range []string{StuckID, RefusedID} {
+		r, ok := reconcile.Lookup(id)
+		if !ok || r.Severity != reconcile.Error || !r.Runtime() {
+			t.Errorf("%s: catalogue entry %+v (found %v), want a runtime error", id, r, ok)
+		}
+	}
+}
+
+// Allowlisted refuses what ValidateArgv refuses, before anything runs.
+func TestAllowlistedRunner(t *testing.T) {
+	r := &recRunner{answers: map[string]probes.Result{}, fail: map[string]bool{}}
+	al := Allowlisted{Runner: r}
+	_, err := al.Run(context.Background(), probes.Cmd{Name: "rm", Args: []string{"-rf", "/"}})
+	var refused *RefusedError
+	if !errors.As(err, &refused) || len(r.ran) != 0 {
+		t.Fatalf("rm: err %v, ran %v", err, r.ran)
+	}
+	if _, err := al.Run(context.Background(), probes.Cmd{Name: "lvremove", Args: []string{"--yes", "vg/del-x"}}); err != nil || len(r.ran) != 1 {
+		t.Fatalf("lvremove: err %v, ran %v", err, r.ran)
 	}
 }

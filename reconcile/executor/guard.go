@@ -28,7 +28,24 @@ var allowed = map[string]bool{
 	"lvm": true, "lvcreate": true, "lvchange": true, "lvconvert": true, "lvextend": true,
 	"lvresize": true, "lvremove": true, "lvrename": true, "pvcreate": true, "pvmove": true,
 	"pvchange": true, "vgcreate": true, "vgchange": true, "vgextend": true, "vgreduce": true,
-	"dmsetup": true, "blkdiscard": true, "udevadm": true, "make-bcache": true,
+	"dmsetup": true, "blkdiscard": true, "udevadm": true, "make-bcache": true, "pvscan": true,
+}
+
+// Allowlisted is a probes.Runner that refuses, with a *RefusedError, any
+// command ValidateArgv refuses, and runs the others through Runner. It is
+// the runner keel hands to the parts of an action that run commands
+// themselves (the safe removal's lvchange, lvrename and lvremove), so that
+// every mutating command passes the same allowlist as the planner's.
+type Allowlisted struct {
+	Runner probes.Runner
+}
+
+// Run validates c and runs it.
+func (a Allowlisted) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
+	if err := ValidateArgv(c.Argv()); err != nil {
+		return probes.Result{ExitCode: -1}, &RefusedError{Reason: err.Error()}
+	}
+	return a.Runner.Run(ctx, c)
 }
 
 // ValidateArgv checks that argv names a known program (a bare name or an
@@ -67,7 +84,9 @@ func (e *Executor) guard(ctx context.Context, a reconcile.Action) error {
 			return err
 		}
 	}
-	if a.Class == reconcile.Maintenance && e.opts.Maintenance {
+	// Reached only in maintenance mode: gate skips maintenance actions
+	// otherwise.
+	if a.Class == reconcile.Maintenance {
 		open, err := e.openUsers(ctx, a)
 		if err != nil {
 			return fmt.Errorf("maintenance on %s: cannot tell whether its LVs are open: %w", a.Object, err)

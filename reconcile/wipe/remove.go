@@ -1,55 +1,13 @@
 package wipe
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/probes"
 )
-
-// Executor runs one mutating LVM command given as an argv, never through a
-// shell. It returns an error naming the command and its stderr when the
-// command fails.
-type Executor interface {
-	Run(ctx context.Context, argv []string) error
-}
-
-// ExecExecutor runs commands on this host with LC_ALL=C.
-type ExecExecutor struct {
-	// Timeout bounds each command; zero means only the caller's context.
-	Timeout time.Duration
-}
-
-// Run executes argv.
-func (e ExecExecutor) Run(ctx context.Context, argv []string) error {
-	if len(argv) == 0 {
-		return errors.New("empty command")
-	}
-	if e.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, e.Timeout)
-		defer cancel()
-	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "LC_ALL=C", "LVM_SUPPRESS_FD_WARNINGS=1")
-	cmd.WaitDelay = 2 * time.Second
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(errb.String())
-		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
-			msg = msg[i+1:]
-		}
-		return fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, msg)
-	}
-	return nil
-}
 
 // DeviceCloser is a Device that must be closed.
 type DeviceCloser interface {
@@ -60,7 +18,9 @@ type DeviceCloser interface {
 // Remover carries out planned removals: tag and rename to del-<name>,
 // activate if needed, clear the blocks in steps, and lvremove.
 type Remover struct {
-	Exec Executor
+	// Exec runs the LVM commands (lvchange, lvrename, lvremove); keel hands
+	// it the executor's allowlisted runner.
+	Exec probes.Runner
 	// Open opens a device exclusively; nil means OpenBlock.
 	Open func(path string) (DeviceCloser, error)
 	// Limits reads a device's queue limits; nil means ReadQueueLimits("/sys", path).
@@ -149,8 +109,13 @@ func (r *Remover) removeOne(ctx context.Context, t Target) error {
 		log.Warn(n)
 	}
 	run := func(argv ...string) error {
-		log.Info("run", "argv", strings.Join(argv, " "))
-		if err := r.Exec.Run(ctx, argv); err != nil {
+		c := probes.Cmd{Name: argv[0], Args: argv[1:]}
+		log.Info("run", "argv", c.String())
+		res, err := r.Exec.Run(ctx, c)
+		if err == nil {
+			err = res.Err(c)
+		}
+		if err != nil {
 			return fmt.Errorf("lv %s: %w", t.Name(), err)
 		}
 		return nil

@@ -10,13 +10,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
 )
 
@@ -105,10 +104,16 @@ func Log(log hclog.Logger, ts []Transition) {
 // path and its arguments, from alerts.exec), the finding in the
 // environment (KEEL_ALERT, KEEL_FINDING_ID, KEEL_OBJECT, KEEL_SEVERITY,
 // KEEL_MESSAGE, KEEL_EXPECTED, KEEL_OBSERVED, KEEL_REMEDY) and the
-// transition as JSON on stdin.
+// transition as JSON on stdin. It runs through the same probes.Runner as
+// every other child process of keel, under its own policy: any absolute
+// program (it is the operator's, not an LVM command, so the executor's
+// allowlist does not apply), a timeout of its own, and a failure that is
+// logged, never retried.
 type Hook struct {
 	Argv    []string
 	Timeout time.Duration // per run; default 10s
+	// Runner runs the hook; nil means probes.ExecRunner.
+	Runner probes.Runner
 }
 
 // Validate checks the hook's argv.
@@ -142,21 +147,23 @@ func (h Hook) Run(ctx context.Context, ts []Transition) error {
 }
 
 func (h Hook) one(ctx context.Context, tr Transition, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	in, _ := json.Marshal(tr) // plain data: cannot fail
-	cmd := exec.CommandContext(ctx, h.Argv[0], h.Argv[1:]...)
 	f := tr.Finding
-	cmd.Env = append(os.Environ(),
-		"KEEL_ALERT="+string(tr.Kind), "KEEL_FINDING_ID="+f.ID, "KEEL_OBJECT="+f.Object,
-		"KEEL_SEVERITY="+f.Severity.String(), "KEEL_MESSAGE="+f.Message,
-		"KEEL_EXPECTED="+f.Expected, "KEEL_OBSERVED="+f.Observed, "KEEL_REMEDY="+f.Remedy)
-	cmd.Stdin = bytes.NewReader(append(in, '\n'))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("alerts.exec %s for %s %s: %w: %s", h.Argv[0], tr.Kind, f.Key(), err, bytes.TrimSpace(out.Bytes()))
+	c := probes.Cmd{Name: h.Argv[0], Args: h.Argv[1:], Timeout: timeout, Stdin: append(in, '\n'),
+		Env: []string{"KEEL_ALERT=" + string(tr.Kind), "KEEL_FINDING_ID=" + f.ID, "KEEL_OBJECT=" + f.Object,
+			"KEEL_SEVERITY=" + f.Severity.String(), "KEEL_MESSAGE=" + f.Message,
+			"KEEL_EXPECTED=" + f.Expected, "KEEL_OBSERVED=" + f.Observed, "KEEL_REMEDY=" + f.Remedy}}
+	var r probes.Runner = probes.ExecRunner{}
+	if h.Runner != nil {
+		r = h.Runner
+	}
+	res, err := r.Run(ctx, c)
+	if err == nil {
+		err = res.Err(c)
+	}
+	if err != nil {
+		out := bytes.TrimSpace(append(res.Stdout, res.Stderr...))
+		return fmt.Errorf("alerts.exec %s for %s %s: %w: %s", h.Argv[0], tr.Kind, f.Key(), err, out)
 	}
 	return nil
 }

@@ -1,12 +1,12 @@
-package agent
+package converge
 
 import (
 	"context"
 	"errors"
+	"github.com/keel-storage/keel/reconcile/converge/convergetest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
@@ -63,7 +63,7 @@ func TestInvalidConfigKeepsLastGood(t *testing.T) {
 	if a.Desired() != good {
 		t.Fatal("the last good desired state was replaced")
 	}
-	res, err := a.Pass(context.Background(), false, true)
+	res, err := a.Pass(context.Background(), executor.Mode{DryRun: true})
 	if err == nil {
 		t.Fatal("pass without a host succeeded")
 	}
@@ -75,43 +75,22 @@ func TestInvalidConfigKeepsLastGood(t *testing.T) {
 	if err := a.Load(); err != nil || !*a.Desired().LVM.ScanLVs {
 		t.Fatalf("valid desired state not loaded: %v", err)
 	}
-	if res, _ := a.Pass(context.Background(), false, true); len(res.Findings) != 0 {
+	if res, _ := a.Pass(context.Background(), executor.Mode{DryRun: true}); len(res.Findings) != 0 {
 		t.Fatalf("config.invalid kept after a valid load: %+v", res.Findings)
 	}
 }
 
 func TestPassWithoutDesiredState(t *testing.T) {
 	a := New(nil, Wiring{Source: probes.Source{Runner: failingRunner{}}})
-	if _, err := a.Pass(context.Background(), false, true); !errors.Is(err, ErrNoDesiredState) {
+	if _, err := a.Pass(context.Background(), executor.Mode{DryRun: true}); !errors.Is(err, ErrNoDesiredState) {
 		t.Fatalf("err %v", err)
 	}
-}
-
-// memSysFS records sysfs writes and reads them back unchanged.
-type memSysFS struct {
-	mu     sync.Mutex
-	files  map[string]string
-	writes []string
-}
-
-func (m *memSysFS) WriteFile(name string, data []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.files[name] = string(data)
-	m.writes = append(m.writes, name+"="+string(data))
-	return nil
-}
-
-func (m *memSysFS) ReadFile(name string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return []byte(m.files[name]), nil
 }
 
 // The bcache fast path plans from sysfs alone and writes at once. The
 // snapshot's bcache0 (recorded in the guest) has writeback_percent 10.
 func TestBcachePass(t *testing.T) {
-	snap, err := probes.ReadSnapshotFile("../../../../probes/testdata/snapshots/mixed.txtar")
+	snap, err := probes.ReadSnapshotFile("../../probes/testdata/snapshots/mixed.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +100,7 @@ func TestBcachePass(t *testing.T) {
 	writebackPercent: 40
 }
 `), 0o644)
-	sys := &memSysFS{files: map[string]string{}}
+	sys := convergetest.NewMemSysFS()
 	a := New([]string{dir}, Wiring{Source: probes.Replay(snap), SysFS: sys, Options: executor.Options{MaxAttempts: 1}})
 	if err := a.Load(); err != nil {
 		t.Fatal(err)
@@ -130,8 +109,8 @@ func TestBcachePass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sys.writes) != 1 || sys.writes[0] != "/sys/block/bcache0/bcache/writeback_percent=40" {
-		t.Fatalf("writes %q", sys.writes)
+	if len(sys.Writes) != 1 || sys.Writes[0] != "/sys/block/bcache0/bcache/writeback_percent=40" {
+		t.Fatalf("writes %q", sys.Writes)
 	}
 	// The replayed host does not change, so the full re-probe still sees
 	// 10: not converged, and with one attempt allowed, stuck.
@@ -143,7 +122,7 @@ func TestBcachePass(t *testing.T) {
 // An lvm.conf whose global_filter keel cannot parse is refused at once
 // (reconcile.refused), never retried into reconcile.stuck.
 func TestUnparsableFilterRefused(t *testing.T) {
-	snap, err := probes.ReadSnapshotFile("../../../../probes/testdata/snapshots/mixed.txtar")
+	snap, err := probes.ReadSnapshotFile("../../probes/testdata/snapshots/mixed.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +135,7 @@ func TestUnparsableFilterRefused(t *testing.T) {
 	if err := a.Load(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.Pass(context.Background(), false, false)
+	res, err := a.Pass(context.Background(), executor.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,5 +150,13 @@ func TestUnparsableFilterRefused(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(conf); string(b) != broken {
 		t.Fatal("lvm.conf changed")
+	}
+}
+
+// config.invalid is in the finding catalogue with the severity the loop
+// raises it at.
+func TestConfigInvalidCatalogued(t *testing.T) {
+	if r, ok := reconcile.Lookup(ConfigInvalidID); !ok || r.Severity != reconcile.Error || !r.Runtime() {
+		t.Errorf("catalogue entry %+v (found %v)", r, ok)
 	}
 }

@@ -1,7 +1,16 @@
-// Package agent is what keel apply and keel run share: load the desired
-// state (keeping the last good one when a new one is invalid), probe the
-// host, plan, execute, and report what is left.
-package agent
+// Package converge owns every loop in which keel changes a host: probe,
+// plan, execute, verify. keel apply and keel run converge the whole desired
+// state (Loop.Converge), the daemon's bcache fast path writes tunables from
+// sysfs alone (Loop.BcachePass), keel activate brings the declared stack up
+// at boot (Loop.Activate), and keel wipe and absent LVs remove LVs safely
+// (Loop.Wipe). Every mutating command goes through the executor and its
+// argv allowlist, through one probes.Runner, and every action is verified
+// against a fresh reading of the host, never against what keel remembers.
+//
+// The loop loads the desired state too, keeping the last good one when a new
+// one is invalid. Process plumbing (file watches, uevents, sd_notify,
+// metrics) is the caller's: see cmd/keel/internal/daemon.
+package converge
 
 import (
 	"context"
@@ -29,35 +38,37 @@ import (
 // not validate (the last good one stays in force).
 const ConfigInvalidID = "config.invalid"
 
-// Agent holds one host's desired state and executor across passes.
-type Agent struct {
+// Loop holds one host's desired state and executor across passes.
+type Loop struct {
 	// Configs are the desired-state paths (-c); none means schema.DefaultPath.
 	Configs []string
 	// Source is what probes read (the live host, or a snapshot replay).
 	Source probes.Source
 	// Exec applies actions; its stuck and destructive-once state lives as
-	// long as the Agent.
+	// long as the Loop.
 	Exec *executor.Executor
 	Log  hclog.Logger
 	// SkipOwnerCheck disables the root-ownership check of the desired
 	// state (tests only).
 	SkipOwnerCheck bool
 	// WipeStarted and WipeFinished, when set, see each safe removal's
-	// progress (the daemon publishes it as metrics).
-	WipeStarted  func(t wipe.Target, p *wipe.Progress)
-	WipeFinished func(t wipe.Target)
+	// progress (the daemon publishes it as metrics, keel wipe draws a bar).
+	WipeStarted  func(t wipe.Target, pass wipe.Mode, p *wipe.Progress)
+	WipeFinished func(t wipe.Target, pass wipe.Mode, p *wipe.Progress, err error)
 
+	// runner runs the safe removal's commands, behind the executor's argv
+	// allowlist like every other mutating command.
+	runner probes.Runner
+	// fileRoot is where keel's generated files are written ("/" on a host).
+	fileRoot    string
 	desired     *schema.Config
 	configError *reconcile.Finding
 	// files are the files of the desired state in force, loader validates.
 	files  []schema.File
 	loader *schema.Loader
-	// lastHost and lastPlan are the newest re-probe of the executor.
+	// lastHost and lastPlan are the newest verifying re-probe.
 	lastHost *probes.Host
 	lastPlan reconcile.Result
-	// bcacheVerify makes the executor's re-probe the bcache fast path's
-	// own sysfs-only one while BcachePass applies.
-	bcacheVerify bool
 }
 
 // Wiring is what New needs besides the configuration paths.
@@ -71,10 +82,10 @@ type Wiring struct {
 	Log         hclog.Logger
 }
 
-// New wires an Agent: the executor runs commands through w.Runner, writes
+// New wires a Loop: the executor runs commands through w.Runner, writes
 // sysfs through w.SysFS, edits w.LVMConfPath, writes keel's generated files
 // under w.FileRoot, and re-probes through w.Source.
-func New(configs []string, w Wiring) *Agent {
+func New(configs []string, w Wiring) *Loop {
 	if w.Runner == nil {
 		w.Runner = w.Source.Runner
 	}
@@ -87,8 +98,8 @@ func New(configs []string, w Wiring) *Agent {
 	if w.Log == nil {
 		w.Log = hclog.NewNullLogger()
 	}
-	a := &Agent{Configs: configs, Source: w.Source, Log: w.Log}
-	ex := executor.New(w.Runner, a.reprobe, w.Options)
+	l := &Loop{Configs: configs, Source: w.Source, Log: w.Log, runner: executor.Allowlisted{Runner: w.Runner}}
+	ex := executor.New(w.Runner, w.Options)
 	ex.Log = w.Log.Named("executor")
 	sysfs := bcache.Applier(w.SysFS)
 	ex.Sysfs = func(ctx context.Context, act reconcile.Action) error {
@@ -115,97 +126,49 @@ func New(configs []string, w Wiring) *Agent {
 		root = "/"
 	}
 	ex.Files = executor.DirFiles(root)
-	ex.Wipe = func(ctx context.Context, s reconcile.WipeSpec) error {
-		return a.wipeLV(ctx, w.Runner, s)
-	}
-	a.Exec = ex
-	return a
-}
-
-// runnerExec adapts a probes.Runner to the wipe package's Executor, so
-// the wipe's lvrename/lvremove go through the same runner (and command log)
-// as every other action.
-type runnerExec struct{ r probes.Runner }
-
-func (x runnerExec) Run(ctx context.Context, argv []string) error {
-	if len(argv) == 0 {
-		return errors.New("empty command")
-	}
-	c := probes.Cmd{Name: argv[0], Args: argv[1:]}
-	res, err := x.r.Run(ctx, c)
-	if err != nil {
-		return err
-	}
-	return res.Err(c)
-}
-
-// wipeLV removes an LV listed in its VG's absent list through
-// reconcile/wipe, which re-checks every refusal against a fresh probe.
-func (a *Agent) wipeLV(ctx context.Context, r probes.Runner, s reconcile.WipeSpec) error {
-	h, err := probes.Probe(ctx, a.Source)
-	if err != nil {
-		return fmt.Errorf("wipe %s/%s: probe: %w", s.VG, s.LV, err)
-	}
-	decl := wipe.Declared{}
-	for vg, d := range a.desired.VolumeGroups {
-		decl[vg] = d.Absent
-	}
-	targets, err := wipe.Plan(wipe.FromHost(h), decl, wipe.Request{Names: []string{s.VG + "/" + s.LV}, Mode: wipe.Mode(s.Mode), RequireAbsent: true})
-	if err != nil {
-		return fmt.Errorf("wipe %s/%s: %w", s.VG, s.LV, err)
-	}
-	rm := &wipe.Remover{Exec: runnerExec{r}, Step: s.StepMax, Log: a.Log.Named("wipe")}
-	if a.WipeStarted != nil {
-		rm.Started = func(t wipe.Target, _ wipe.Mode, p *wipe.Progress) { a.WipeStarted(t, p) }
-	}
-	if a.WipeFinished != nil {
-		rm.Finished = func(t wipe.Target, _ wipe.Mode, _ *wipe.Progress, _ error) { a.WipeFinished(t) }
-	}
-	// An exclusive open of each LV proves nobody holds it before anything
-	// is renamed; the open count in the probe can miss a plain opener.
-	if err := rm.Check(targets); err != nil {
-		return fmt.Errorf("wipe %s/%s: %w", s.VG, s.LV, err)
-	}
-	return rm.Remove(ctx, targets)
+	l.fileRoot = root
+	ex.Wipe = l.wipeAbsent
+	l.Exec = ex
+	return l
 }
 
 // Desired returns the desired state in force (nil before the first valid load).
-func (a *Agent) Desired() *schema.Config { return a.desired }
+func (l *Loop) Desired() *schema.Config { return l.desired }
 
 // Load reads and validates the desired state. When it is invalid, or not
 // owned by root, the previous one stays in force and the error is returned
 // (and kept as a config.invalid finding until a valid one loads).
-func (a *Agent) Load() error {
-	return a.LoadFiles(a.Read())
+func (l *Loop) Load() error {
+	return l.LoadFiles(l.Read())
 }
 
 // Read checks the ownership of the desired-state files and reads them.
-func (a *Agent) Read() ([]schema.File, error) {
-	if !a.SkipOwnerCheck {
-		if err := CheckOwnership(a.paths()); err != nil {
+func (l *Loop) Read() ([]schema.File, error) {
+	if !l.SkipOwnerCheck {
+		if err := CheckOwnership(l.paths()); err != nil {
 			return nil, err
 		}
 	}
-	return schema.ReadFiles(a.paths()...)
+	return schema.ReadFiles(l.paths()...)
 }
 
 // LoadFiles is Load for files returned by Read (readErr is Read's error,
 // which counts as an invalid desired state).
-func (a *Agent) LoadFiles(files []schema.File, readErr error) error {
+func (l *Loop) LoadFiles(files []schema.File, readErr error) error {
 	err := readErr
 	if err == nil {
-		if a.loader == nil {
-			a.loader = schema.NewLoader()
+		if l.loader == nil {
+			l.loader = schema.NewLoader()
 		}
 		var d *schema.Desired
-		if d, err = a.loader.LoadFiles(files); err == nil {
-			a.desired, a.files = d.Config, files
-			a.configError = nil
+		if d, err = l.loader.LoadFiles(files); err == nil {
+			l.desired, l.files = d.Config, files
+			l.configError = nil
 			return nil
 		}
 	}
-	where := strings.Join(a.paths(), ",")
-	a.configError = &reconcile.Finding{ID: ConfigInvalidID, Severity: reconcile.Error, Object: where,
+	where := strings.Join(l.paths(), ",")
+	l.configError = &reconcile.Finding{ID: ConfigInvalidID, Severity: reconcile.Error, Object: where,
 		Message:  "the desired state does not validate; the last good one stays in force",
 		Observed: oneLine(err.Error()), Remedy: "fix it (keel vet shows every problem with its position)"}
 	return err
@@ -213,12 +176,10 @@ func (a *Agent) LoadFiles(files []schema.File, readErr error) error {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func (a *Agent) paths() []string {
-	if len(a.Configs) == 0 {
-		return []string{schema.DefaultPath}
-	}
-	return a.Configs
-}
+func (l *Loop) paths() []string { return schema.Paths(l.Configs) }
+
+// Paths returns the desired-state paths the loop reads.
+func (l *Loop) Paths() []string { return l.paths() }
 
 // CheckOwnership refuses desired-state files (and their directories) not
 // owned by root or writable by anyone but their owner: whoever can write
@@ -253,43 +214,46 @@ func CheckOwnership(paths []string) error {
 // Probe runs a full probe pass of the host and logs how long it took
 // (debug). It reads only the Source, so it may run while the desired state
 // is being loaded.
-func (a *Agent) Probe(ctx context.Context) (*probes.Host, error) {
+func (l *Loop) Probe(ctx context.Context) (*probes.Host, error) {
 	start := time.Now()
-	h, err := probes.Probe(ctx, a.Source)
-	a.Log.Debug("probe", "took", since(start), "err", err)
+	h, err := probes.Probe(ctx, l.Source)
+	l.Log.Debug("probe", "took", Since(start), "err", err)
 	return h, err
 }
 
-// since is the time since start, rounded for the log.
-func since(start time.Time) string { return time.Since(start).Round(time.Millisecond).String() }
+// Since is the time since start, rounded to the millisecond for a log line.
+func Since(start time.Time) string { return time.Since(start).Round(time.Millisecond).String() }
 
 // plan probes the host and plans against the desired state in force.
-func (a *Agent) plan(ctx context.Context) (*probes.Host, reconcile.Result, error) {
-	h, err := a.Probe(ctx)
+func (l *Loop) plan(ctx context.Context) (*probes.Host, reconcile.Result, error) {
+	h, err := l.Probe(ctx)
 	if err != nil {
 		return nil, reconcile.Result{}, err
 	}
-	return h, a.planOn(h), nil
+	return h, l.planOn(h), nil
 }
 
 // planOn plans the desired state in force against h.
-func (a *Agent) planOn(h *probes.Host) reconcile.Result {
+func (l *Loop) planOn(h *probes.Host) reconcile.Result {
 	start := time.Now()
-	res := reconcile.Plan(a.desired, h)
-	a.Log.Debug("plan", "took", since(start), "actions", len(res.Actions), "findings", len(res.Findings))
+	res := reconcile.Plan(l.desired, h)
+	l.Log.Debug("plan", "took", Since(start), "actions", len(res.Actions), "findings", len(res.Findings))
 	return res
 }
 
-func (a *Agent) reprobe(ctx context.Context, _ reconcile.Action) ([]reconcile.Finding, error) {
-	if a.bcacheVerify {
-		// The bcache fast path verifies its sysfs writes as it planned
-		// them: from sysfs, against the bcache part of the desired state.
-		_, res := a.planBcache(ctx)
-		return res.Findings, nil
-	}
-	h, res, err := a.plan(ctx)
-	a.lastHost, a.lastPlan = h, res
+// verifyFull verifies an action by a full probe and plan; the newest one
+// is kept, so a pass whose last action converged needs no further probe.
+func (l *Loop) verifyFull(ctx context.Context, _ reconcile.Action) ([]reconcile.Finding, error) {
+	h, res, err := l.plan(ctx)
+	l.lastHost, l.lastPlan = h, res
 	return res.Findings, err
+}
+
+// verifyBcache verifies a bcache fast-path write as it was planned: from
+// sysfs, against the bcache part of the desired state.
+func (l *Loop) verifyBcache(ctx context.Context, _ reconcile.Action) ([]reconcile.Finding, error) {
+	_, res := l.planBcache(ctx)
+	return res.Findings, nil
 }
 
 // PassResult is one pass: what the executor did and every finding left
@@ -323,40 +287,38 @@ var ErrNoDesiredState = errors.New("no valid desired state loaded")
 // Pass probes, plans and applies once. An error means the pass could not
 // run (no desired state, probe failed); the result is still filled in as
 // far as it got.
-func (a *Agent) Pass(ctx context.Context, maintenance, dryRun bool) (PassResult, error) {
-	return a.pass(ctx, nil, maintenance, dryRun)
+func (l *Loop) Pass(ctx context.Context, m executor.Mode) (PassResult, error) {
+	return l.pass(ctx, nil, m)
 }
 
 // pass is Pass planning against h when h is not nil: a probe the caller
 // took after the event that asked for this pass, never an older one.
-func (a *Agent) pass(ctx context.Context, h *probes.Host, maintenance, dryRun bool) (PassResult, error) {
+func (l *Loop) pass(ctx context.Context, h *probes.Host, m executor.Mode) (PassResult, error) {
 	out := PassResult{Pending: -1}
-	if a.configError != nil {
-		out.Findings = append(out.Findings, *a.configError)
+	if l.configError != nil {
+		out.Findings = append(out.Findings, *l.configError)
 	}
-	if a.desired == nil {
+	if l.desired == nil {
 		return out, ErrNoDesiredState
 	}
 	var res reconcile.Result
 	if h == nil {
 		var err error
-		if h, res, err = a.plan(ctx); err != nil {
+		if h, res, err = l.plan(ctx); err != nil {
 			return out, err
 		}
 	} else {
-		res = a.planOn(h)
+		res = l.planOn(h)
 	}
 	out.Host = h
-	a.Exec.SetMode(maintenance, dryRun)
-	apply := a.Exec.Apply
 	actions := res.Actions
-	if cut := untilLVMConf(actions); !dryRun && len(cut) < len(actions) {
-		actions, apply = cut, a.Exec.ApplySubset // the rest is re-planned, not dropped
+	if cut := untilLVMConf(actions); !m.DryRun && len(cut) < len(actions) {
+		actions, m.Partial = cut, true // the rest is re-planned, not dropped
 	}
 	start := time.Now()
-	rep, err := apply(ctx, actions, res.Findings)
+	rep, err := l.Exec.Apply(ctx, actions, res.Findings, m, l.verifyFull)
 	if len(actions) > 0 {
-		a.Log.Debug("apply", "took", since(start), "actions", len(actions), "converged", rep.Count(executor.Converged))
+		l.Log.Debug("apply", "took", Since(start), "actions", len(actions), "converged", rep.Count(executor.Converged))
 	}
 	out.Report = rep
 	if err != nil {
@@ -368,16 +330,16 @@ func (a *Agent) pass(ctx context.Context, h *probes.Host, maintenance, dryRun bo
 		// the last action that ran converged, its verifying re-probe is
 		// that fresh probe: nothing ran after it.
 		var fresh reconcile.Result
-		if last := lastRun(rep); last != nil && last.Status == executor.Converged && a.lastHost != nil {
-			out.Host, fresh = a.lastHost, a.lastPlan
+		if last := lastRun(rep); last != nil && last.Status == executor.Converged && l.lastHost != nil {
+			out.Host, fresh = l.lastHost, l.lastPlan
 		} else {
-			h, fresh, err = a.plan(ctx)
+			h, fresh, err = l.plan(ctx)
 			if err != nil {
 				return out, err
 			}
 			out.Host = h
 		}
-		final, out.Pending = fresh.Findings, attemptable(fresh.Actions, maintenance)
+		final, out.Pending = fresh.Findings, attemptable(fresh.Actions, m.Maintenance)
 	}
 	out.Findings = append(out.Findings, final...)
 	out.Findings = append(out.Findings, rep.Findings...)
@@ -430,23 +392,23 @@ const MaxPasses = 5
 // Converge runs passes until one converges no action (nothing more became
 // possible), at most MaxPasses. A dry run is one pass. The results of every
 // pass are concatenated; the findings are those of the last pass.
-func (a *Agent) Converge(ctx context.Context, maintenance, dryRun bool) (PassResult, error) {
-	return a.ConvergeFrom(ctx, nil, maintenance, dryRun)
+func (l *Loop) Converge(ctx context.Context, m executor.Mode) (PassResult, error) {
+	return l.ConvergeFrom(ctx, nil, m)
 }
 
 // ConvergeFrom is Converge whose first pass plans against h (nil: probe
 // first). h must be a probe taken after the event that asked for the
 // passes (the daemon probes while it loads a changed desired state), so the
 // plan is still made against what the host reports, never against memory.
-func (a *Agent) ConvergeFrom(ctx context.Context, h *probes.Host, maintenance, dryRun bool) (PassResult, error) {
+func (l *Loop) ConvergeFrom(ctx context.Context, h *probes.Host, m executor.Mode) (PassResult, error) {
 	var all PassResult
 	for i := 0; i < MaxPasses; i++ {
-		res, err := a.pass(ctx, h, maintenance, dryRun)
+		res, err := l.pass(ctx, h, m)
 		h = nil
 		converged := res.Report.Count(executor.Converged)
 		res.Report.Results = append(all.Report.Results, res.Report.Results...)
 		all = res
-		if err != nil || dryRun || converged == 0 {
+		if err != nil || m.DryRun || converged == 0 {
 			return all, err
 		}
 		if res.Pending == 0 {
@@ -477,21 +439,21 @@ func (sysfsOnly) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
 
 // planBcache reads sysfs only (no command) and plans the bcache part of
 // the desired state in force against it.
-func (a *Agent) planBcache(ctx context.Context) (*probes.Host, reconcile.Result) {
+func (l *Loop) planBcache(ctx context.Context) (*probes.Host, reconcile.Result) {
 	start := time.Now()
-	h, _ := a.SysfsProbe(ctx)
-	res := reconcile.Plan(&schema.Config{Bcache: a.desired.Bcache}, h)
-	a.Log.Debug("bcache sysfs probe and plan", "took", since(start), "actions", len(res.Actions))
+	h, _ := l.SysfsProbe(ctx)
+	res := reconcile.Plan(&schema.Config{Bcache: l.desired.Bcache}, h)
+	l.Log.Debug("bcache sysfs probe and plan", "took", Since(start), "actions", len(res.Actions))
 	return h, res
 }
 
 // SysfsProbe reads the host's files only (no command): all the bcache fast
 // path needs. Like Probe it reads only the Source, so it may run while the
 // desired state loads. Its error is always set (no LVM command ran).
-func (a *Agent) SysfsProbe(ctx context.Context) (*probes.Host, error) {
+func (l *Loop) SysfsProbe(ctx context.Context) (*probes.Host, error) {
 	start := time.Now()
-	h, err := probes.Probe(ctx, probes.Source{Runner: sysfsOnly{}, FS: a.Source.FS})
-	a.Log.Debug("sysfs probe", "took", since(start))
+	h, err := probes.Probe(ctx, probes.Source{Runner: sysfsOnly{}, FS: l.Source.FS})
+	l.Log.Debug("sysfs probe", "took", Since(start))
 	return h, err
 }
 
@@ -502,21 +464,21 @@ func (a *Agent) SysfsProbe(ctx context.Context) (*probes.Host, error) {
 // writes their tunables at once. Each write is verified the same way, by
 // reading sysfs again and planning the bcache part again; the full pass
 // that follows sees everything else.
-func (a *Agent) BcachePass(ctx context.Context) (executor.Report, error) {
-	return a.BcachePassOn(ctx, nil)
+func (l *Loop) BcachePass(ctx context.Context) (executor.Report, error) {
+	return l.BcachePassOn(ctx, nil)
 }
 
 // BcachePassOn is BcachePass planning against h, a SysfsProbe taken after
 // the event that asked for it (nil: read sysfs now).
-func (a *Agent) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Report, error) {
-	if a.desired == nil || len(a.desired.Bcache) == 0 {
+func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Report, error) {
+	if l.desired == nil || len(l.desired.Bcache) == 0 {
 		return executor.Report{}, nil
 	}
 	var res reconcile.Result
 	if h == nil {
-		_, res = a.planBcache(ctx)
+		_, res = l.planBcache(ctx)
 	} else {
-		res = reconcile.Plan(&schema.Config{Bcache: a.desired.Bcache}, h)
+		res = reconcile.Plan(&schema.Config{Bcache: l.desired.Bcache}, h)
 	}
 	var acts []reconcile.Action
 	for _, x := range res.Actions {
@@ -524,10 +486,7 @@ func (a *Agent) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repo
 			acts = append(acts, x)
 		}
 	}
-	a.Exec.SetMode(false, false)
-	a.bcacheVerify = true
-	defer func() { a.bcacheVerify = false }()
-	return a.Exec.ApplySubset(ctx, acts, res.Findings)
+	return l.Exec.Apply(ctx, acts, res.Findings, executor.Mode{Partial: true}, l.verifyBcache)
 }
 
 // BcacheOnly reports whether next differs from prev in bcache devices and

@@ -1,4 +1,4 @@
-package main
+package converge
 
 import (
 	"context"
@@ -19,13 +19,13 @@ func TestLiveBootActionsKeepsOnlyLiveEdits(t *testing.T) {
 		{ID: "vdo.threads:vg/p", Kind: reconcile.KindCommand, Class: reconcile.Maintenance},
 		{ID: "lv.absent:vg/old", Kind: reconcile.KindWipe, Class: reconcile.Destructive},
 	}
-	got := liveBootActions(in)
+	got := LiveBootActions(in)
 	if len(got) != 2 || got[0].ID != in[0].ID || got[1].ID != in[1].ID {
 		t.Errorf("kept %+v", got)
 	}
 }
 
-// failRunner fails every command: installRules must not run udevadm for a
+// failRunner fails every command: InstallRules must not run udevadm for a
 // root other than /.
 type failRunner struct{ t *testing.T }
 
@@ -37,7 +37,7 @@ func (f failRunner) Run(_ context.Context, c probes.Cmd) (probes.Result, error) 
 func TestInstallRulesWritesOnlyChanges(t *testing.T) {
 	root := t.TempDir()
 	files := []activation.RuleFile{{Path: activation.PVScanRule, Content: "a\n"}, {Path: activation.BcacheRule, Content: "b\n"}}
-	w, err := installRules(context.Background(), files, root, failRunner{t})
+	w, err := InstallRules(context.Background(), files, root, failRunner{t})
 	if err != nil || len(w) != 2 {
 		t.Fatalf("first install: %v %v", w, err)
 	}
@@ -46,7 +46,7 @@ func TestInstallRulesWritesOnlyChanges(t *testing.T) {
 		t.Fatalf("content %q %v", got, err)
 	}
 	files[1].Content = "b2\n"
-	w, err = installRules(context.Background(), files, root, failRunner{t})
+	w, err = InstallRules(context.Background(), files, root, failRunner{t})
 	if err != nil || len(w) != 1 || w[0] != activation.BcacheRule {
 		t.Errorf("second install wrote %v (%v)", w, err)
 	}

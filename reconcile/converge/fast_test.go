@@ -1,4 +1,4 @@
-package agent
+package converge
 
 import (
 	"context"
@@ -6,13 +6,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/keel-storage/keel/cmd/keel/internal/testsock"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/converge/convergetest"
 	"github.com/keel-storage/keel/reconcile/executor"
 	"github.com/keel-storage/keel/schema"
 )
@@ -55,56 +52,14 @@ func TestBcacheOnly(t *testing.T) {
 	}
 }
 
-// stickyFS is a replayed host whose sysfs takes the values written to it.
-type stickyFS struct {
-	probes.FS
-	sys *memSysFS
-}
-
-func (f stickyFS) ReadFile(name string) ([]byte, error) {
-	f.sys.mu.Lock()
-	v, ok := f.sys.files["/"+strings.TrimPrefix(name, "/")]
-	f.sys.mu.Unlock()
-	if ok {
-		return []byte(v + "\n"), nil
-	}
-	return f.FS.ReadFile(name)
-}
-
-// countingRunner counts the commands a replayed probe runs, each taking
-// delay (cut short when ctx ends) as a live one takes time.
-type countingRunner struct {
-	probes.Runner
-	n     atomic.Int64
-	delay time.Duration
-}
-
-func (r *countingRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
-	r.n.Add(1)
-	if r.delay > 0 {
-		select {
-		case <-ctx.Done():
-			return probes.Result{ExitCode: -1}, ctx.Err()
-		case <-time.After(r.delay):
-		}
-	}
-	return r.Runner.Run(ctx, c)
-}
-
-// mixedHost wires an agent to the mixed snapshot (recorded in the guest;
+// mixedHost wires a loop to the mixed snapshot (recorded in the guest;
 // its bcache0 has writeback_percent 10) with a sysfs that keeps writes.
-func mixedHost(t *testing.T, dir string) (*Agent, *memSysFS, *countingRunner) {
+func mixedHost(t *testing.T, dir string) (*Loop, *convergetest.MemSysFS, *convergetest.CountingRunner) {
 	t.Helper()
-	snap, err := probes.ReadSnapshotFile("../../../../probes/testdata/snapshots/mixed.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := probes.Replay(snap)
-	sys := &memSysFS{files: map[string]string{}}
-	run := &countingRunner{Runner: src.Runner}
-	a := New([]string{dir}, Wiring{Source: probes.Source{Runner: run, FS: stickyFS{src.FS, sys}}, SysFS: sys,
+	src, sys, run := convergetest.Replayed(t, "../../probes/testdata/snapshots/mixed.txtar")
+	l := New([]string{dir}, Wiring{Source: src, SysFS: sys,
 		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
-	return a, sys, run
+	return l, sys, run
 }
 
 func bcacheCue(wb int) string {
@@ -128,15 +83,11 @@ func TestBcachePassRunsNoCommand(t *testing.T) {
 	if len(rep.Results) != 1 || rep.Results[0].Status != executor.Converged {
 		t.Fatalf("%+v", rep.Results)
 	}
-	if len(sys.writes) != 1 || sys.writes[0] != "/sys/block/bcache0/bcache/writeback_percent=40" {
-		t.Fatalf("writes %q", sys.writes)
+	if len(sys.Writes) != 1 || sys.Writes[0] != "/sys/block/bcache0/bcache/writeback_percent=40" {
+		t.Fatalf("writes %q", sys.Writes)
 	}
-	if n := run.n.Load(); n != 0 {
+	if n := run.N.Load(); n != 0 {
 		t.Fatalf("the fast path ran %d commands", n)
-	}
-	// The next full verification is a full probe again.
-	if a.bcacheVerify {
-		t.Fatal("bcacheVerify left set")
 	}
 }
 
@@ -150,12 +101,12 @@ func TestConvergeStopsWhenNothingPending(t *testing.T) {
 	if err := a.Load(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.Converge(context.Background(), false, false)
+	res, err := a.Converge(context.Background(), executor.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Report.Count(executor.Converged) != 1 || len(sys.writes) != 1 {
-		t.Fatalf("results %+v writes %q", res.Report.Results, sys.writes)
+	if res.Report.Count(executor.Converged) != 1 || len(sys.Writes) != 1 {
+		t.Fatalf("results %+v writes %q", res.Report.Results, sys.Writes)
 	}
 	warn := 0
 	for _, f := range res.Findings {
@@ -166,28 +117,28 @@ func TestConvergeStopsWhenNothingPending(t *testing.T) {
 	if warn == 0 || res.Pending != 0 {
 		t.Fatalf("want findings left and nothing pending; pending %d findings %+v", res.Pending, res.Findings)
 	}
-	run.n.Store(0)
+	run.N.Store(0)
 	if _, err := a.Probe(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	perProbe := run.n.Load()
-	run.n.Store(0)
+	perProbe := run.N.Load()
+	run.N.Store(0)
 	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(bcacheCue(30)+"volumeGroups: missingvg: pvs: [\"/dev/disk/by-id/nvme-none\"]\n"), 0o644)
 	if err := a.Load(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Converge(context.Background(), false, false); err != nil {
+	if _, err := a.Converge(context.Background(), executor.Mode{}); err != nil {
 		t.Fatal(err)
 	}
 	// One probe to plan, one to verify the write: two, not three.
-	if got := run.n.Load(); got != 2*perProbe {
+	if got := run.N.Load(); got != 2*perProbe {
 		t.Fatalf("%d commands, want %d (two probes of %d)", got, 2*perProbe, perProbe)
 	}
 }
 
 // ConvergeFrom plans its first pass against the host it is given.
 func TestConvergeFromGivenHost(t *testing.T) {
-	snap, err := probes.ReadSnapshotFile("../../../../probes/testdata/snapshots/mixed.txtar")
+	snap, err := probes.ReadSnapshotFile("../../probes/testdata/snapshots/mixed.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,74 +153,16 @@ func TestConvergeFromGivenHost(t *testing.T) {
 	if err := a.Load(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Converge(context.Background(), false, true); err == nil {
+	if _, err := a.Converge(context.Background(), executor.Mode{DryRun: true}); err == nil {
 		t.Fatal("a pass on a host that cannot be probed succeeded")
 	}
-	res, err := a.ConvergeFrom(context.Background(), h, false, true)
+	res, err := a.ConvergeFrom(context.Background(), h, executor.Mode{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Report.Results) != 1 || res.Report.Results[0].Status != executor.Planned ||
 		len(res.Report.Results[0].Action.Writes) != 1 || !strings.HasSuffix(res.Report.Results[0].Action.Writes[0].Path, "/writeback_percent") {
 		t.Fatalf("%+v", res.Report.Results)
-	}
-}
-
-// The daemon serves a change of bcache tunables only by the fast path
-// before its full pass, and any other change by a full pass alone.
-func TestDaemonBcacheOnlyChange(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "b.cue")
-	os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
-	a, sys, run := mixedHost(t, dir)
-	run.delay = 100 * time.Millisecond
-	a.SkipOwnerCheck = true
-	sock, recv := testsock.Listen(t)
-	t.Setenv("NOTIFY_SOCKET", sock)
-	var logs strings.Builder
-	d := &Daemon{Agent: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Debug}),
-		NoUevents: true, Debounce: 10 * time.Millisecond}
-	a.Log = d.Log
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	if got := string(recv()); !strings.HasPrefix(got, "READY=1\nSTATUS=1 actions converged") {
-		t.Fatalf("first notification %q", got)
-	}
-	os.WriteFile(cfg, []byte(bcacheCue(30)), 0o644)
-	if got := string(recv()); !strings.HasPrefix(got, "STATUS=0 actions converged") {
-		t.Fatalf("after the bcache change: %q", got) // the fast path converged it; the pass found nothing
-	}
-	os.WriteFile(cfg, []byte(bcacheCue(30)+"lvm: scanLVs: false\n"), 0o644)
-	if got := string(recv()); !strings.HasPrefix(got, "STATUS=") {
-		t.Fatalf("after the lvm change: %q", got)
-	}
-	cancel()
-	recv() // STOPPING=1
-	<-done
-	sys.mu.Lock()
-	writes := strings.Join(sys.writes, " ")
-	sys.mu.Unlock()
-	if writes != "/sys/block/bcache0/bcache/writeback_percent=40 /sys/block/bcache0/bcache/writeback_percent=30" {
-		t.Fatalf("writes %q", writes)
-	}
-	l := logs.String()
-	if n := strings.Count(l, "bcache fast path: why=\"desired state changed\" converged=1"); n != 1 {
-		t.Errorf("%d fast paths for the bcache change, want 1:\n%s", n, l)
-	}
-	if n := strings.Count(l, "bcache fast path"); n != 1 {
-		t.Errorf("the lvm change took the fast path:\n%s", l)
-	}
-	// Its plan used the sysfs read made while the desired state loaded:
-	// only the verification read sysfs again.
-	if n := strings.Count(l, "bcache sysfs probe and plan"); n != 1 {
-		t.Errorf("%d sysfs reads in the fast path, want 1 (the verification):\n%s", n, l)
-	}
-	if strings.Contains(l, "context canceled") {
-		t.Errorf("a probe was started for the bcache change and cancelled:\n%s", l)
-	}
-	if !strings.Contains(l, "the change touches bcache devices only") {
-		t.Errorf("log:\n%s", l)
 	}
 }
 

@@ -1,4 +1,9 @@
-package agent
+// Package daemon is the process plumbing of keel run around the
+// convergence loop (reconcile/converge): file watches on the desired state
+// and lvm.conf, kernel uevents, the debounce of triggers, sd_notify READY,
+// STATUS and WATCHDOG, journald alerts, the alerts hook and the Prometheus
+// textfile. Every change to the host is made by the loop.
+package daemon
 
 import (
 	"context"
@@ -17,6 +22,7 @@ import (
 	"github.com/keel-storage/keel/cmd/keel/internal/watch"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/executor"
 	"github.com/keel-storage/keel/reconcile/wipe"
 	"github.com/keel-storage/keel/schema"
@@ -25,8 +31,8 @@ import (
 // Daemon is keel run: it keeps the host converged, passing whenever the
 // desired state, lvm.conf or a bcache device changes, and every Resync.
 type Daemon struct {
-	Agent *Agent
-	Log   hclog.Logger
+	Loop *converge.Loop
+	Log  hclog.Logger
 	// LVMConfPath is watched so a package upgrade that resets lvm.conf is
 	// re-asserted at once.
 	LVMConfPath string
@@ -70,20 +76,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.tracker = alerts.NewTracker()
 	d.metrics = alerts.NewMetrics()
-	wipes := make(chan struct{}, 1)
-	d.Agent.WipeStarted = func(t wipe.Target, p *wipe.Progress) {
-		d.wipeTextfile.Store(d.textfile()) // read here, on the pass's goroutine
-		d.metrics.WipeStarted(t.VG, t.LV, func() (uint64, uint64, float64) {
-			s := p.Stat()
-			return s.Done, s.Total, s.Rate
-		})
-		select {
-		case wipes <- struct{}{}:
-		default: // publishWipes is awake already
-		}
-	}
-	d.Agent.WipeFinished = func(t wipe.Target) { d.metrics.WipeFinished(t.VG, t.LV) }
-	go d.publishWipes(ctx, wipes, 5*time.Second)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d.publishWipeProgress(ctx)
 	triggers := make(chan trigger, 64)
 	send := func(t trigger) {
 		select {
@@ -91,31 +86,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		default: // a pass is queued already; it will see the change
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 
-	d.load(d.Agent.Read())
-	dir, match := configWatch(d.Agent.paths())
-	go d.watch(ctx, dir, match, func() { send(trigger{reload: true, why: "desired state changed"}) })
-	if d.LVMConfPath != "" {
-		go d.watch(ctx, filepath.Dir(d.LVMConfPath), watch.Named(filepath.Base(d.LVMConfPath)),
-			func() { send(trigger{why: "lvm.conf changed"}) })
-	}
-	if !d.NoUevents {
-		if l, err := uevent.Listen(); err != nil {
-			d.Log.Error("no kernel uevents: bcache re-registrations wait for the resync", "err", err)
-		} else {
-			defer l.Close()
-			go l.Run(ctx, func(e uevent.Event) {
-				if e.BcacheRegistered() {
-					d.Log.Info("bcache device registered", "devpath", e.DevPath, "cached_uuid", e.Env["CACHED_UUID"])
-					send(trigger{why: "bcache device " + e.Action, fast: true})
-				}
-			}, func(err error) {
-				d.Log.Warn("uevent", "err", err)
-				send(trigger{why: "uevents lost"})
-			})
-		}
+	d.load(d.Loop.Read())
+	d.startWatches(ctx, send)
+	if stop := d.startUevents(ctx, send); stop != nil {
+		defer stop()
 	}
 
 	summary := d.pass(ctx, "start", nil)
@@ -142,32 +117,97 @@ func (d *Daemon) Run(ctx context.Context) error {
 			notify.Ready(d.serve(ctx, true, false, "SIGHUP"))
 		case t := <-triggers:
 			d.Log.Debug("trigger", "why", t.why)
-			// Let a burst settle, then take everything queued as one pass.
-			wait := d.Debounce
-			if t.fast {
-				wait = 50 * time.Millisecond
-			}
-			select {
-			case <-ctx.Done():
+			if !d.debounce(ctx, t) {
 				continue
-			case <-time.After(wait):
 			}
-			reload, why := t.reload, t.why
-		drain:
-			for {
-				select {
-				case t2 := <-triggers:
-					reload = reload || t2.reload
-					t.fast = t.fast || t2.fast
-				default:
-					break drain
-				}
-			}
-			notify.Status(d.serve(ctx, reload, t.fast, why))
+			t = drain(t, triggers)
+			notify.Status(d.serve(ctx, t.reload, t.fast, t.why))
 		case <-resync.C:
 			notify.Status(d.pass(ctx, "resync", nil))
 		}
 	}
+}
+
+// debounce lets a burst of triggers settle: it waits Debounce (50ms for a
+// fast trigger) and reports false when ctx ended meanwhile.
+func (d *Daemon) debounce(ctx context.Context, t trigger) bool {
+	wait := d.Debounce
+	if t.fast {
+		wait = 50 * time.Millisecond
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(wait):
+		return true
+	}
+}
+
+// drain folds every trigger queued behind t into it, so that a burst is
+// one pass: it reloads if any asked to, and takes the fast path if any
+// asked to. The reason stays t's.
+func drain(t trigger, queued <-chan trigger) trigger {
+	for {
+		select {
+		case t2 := <-queued:
+			t.reload = t.reload || t2.reload
+			t.fast = t.fast || t2.fast
+		default:
+			return t
+		}
+	}
+}
+
+// publishWipeProgress publishes the progress of safe removals as metrics
+// while they run (publishWipes).
+func (d *Daemon) publishWipeProgress(ctx context.Context) {
+	wipes := make(chan struct{}, 1)
+	d.Loop.WipeStarted = func(t wipe.Target, _ wipe.Mode, p *wipe.Progress) {
+		d.wipeTextfile.Store(d.textfile()) // read here, on the pass's goroutine
+		d.metrics.WipeStarted(t.VG, t.LV, func() (uint64, uint64, float64) {
+			s := p.Stat()
+			return s.Done, s.Total, s.Rate
+		})
+		select {
+		case wipes <- struct{}{}:
+		default: // publishWipes is awake already
+		}
+	}
+	d.Loop.WipeFinished = func(t wipe.Target, _ wipe.Mode, _ *wipe.Progress, _ error) { d.metrics.WipeFinished(t.VG, t.LV) }
+	go d.publishWipes(ctx, wipes, 5*time.Second)
+}
+
+// startWatches watches the desired state and lvm.conf.
+func (d *Daemon) startWatches(ctx context.Context, send func(trigger)) {
+	dir, match := configWatch(d.Loop.Paths())
+	go d.watch(ctx, dir, match, func() { send(trigger{reload: true, why: "desired state changed"}) })
+	if d.LVMConfPath != "" {
+		go d.watch(ctx, filepath.Dir(d.LVMConfPath), watch.Named(filepath.Base(d.LVMConfPath)),
+			func() { send(trigger{why: "lvm.conf changed"}) })
+	}
+}
+
+// startUevents listens to kernel uevents for bcache registrations; it
+// returns the function that closes the listener (nil when none runs).
+func (d *Daemon) startUevents(ctx context.Context, send func(trigger)) func() {
+	if d.NoUevents {
+		return nil
+	}
+	l, err := uevent.Listen()
+	if err != nil {
+		d.Log.Error("no kernel uevents: bcache re-registrations wait for the resync", "err", err)
+		return nil
+	}
+	go l.Run(ctx, func(e uevent.Event) {
+		if e.BcacheRegistered() {
+			d.Log.Info("bcache device registered", "devpath", e.DevPath, "cached_uuid", e.Env["CACHED_UUID"])
+			send(trigger{why: "bcache device " + e.Action, fast: true})
+		}
+	}, func(err error) {
+		d.Log.Warn("uevent", "err", err)
+		send(trigger{why: "uevents lost"})
+	})
+	return func() { l.Close() }
 }
 
 // configWatch returns the directory to watch for the desired state and
@@ -206,18 +246,18 @@ func (d *Daemon) watch(ctx context.Context, dir string, match func(string) bool,
 func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string) string {
 	var early, earlySys *earlyProbe
 	if reload {
-		files, rerr := d.Agent.Read()
+		files, rerr := d.Loop.Read()
 		// Not when the fast path will run first: its writes would make
 		// this probe stale. The fast path's own sysfs read can start now.
-		maybe := rerr == nil && d.Agent.MaybeBcacheOnly(files)
+		maybe := rerr == nil && d.Loop.MaybeBcacheOnly(files)
 		if !fast && !maybe {
-			early = startProbe(ctx, d.Agent.Probe, false)
+			early = startProbe(ctx, d.Loop.Probe, false)
 		}
 		if maybe {
-			earlySys = startProbe(ctx, d.Agent.SysfsProbe, true)
+			earlySys = startProbe(ctx, d.Loop.SysfsProbe, true)
 		}
-		prev := d.Agent.Desired()
-		if d.load(files, rerr) == nil && BcacheOnly(prev, d.Agent.Desired()) {
+		prev := d.Loop.Desired()
+		if d.load(files, rerr) == nil && converge.BcacheOnly(prev, d.Loop.Desired()) {
 			d.Log.Debug("the change touches bcache devices only: fast path first")
 			fast = true
 		}
@@ -235,8 +275,8 @@ func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string) strin
 			h = earlySys.wait()
 		}
 		start := time.Now()
-		rep, err := d.Agent.BcachePassOn(ctx, h)
-		d.Log.Info("bcache fast path", "why", why, "converged", rep.Count(executor.Converged), "took", since(start), "err", err)
+		rep, err := d.Loop.BcachePassOn(ctx, h)
+		d.Log.Info("bcache fast path", "why", why, "converged", rep.Count(executor.Converged), "took", converge.Since(start), "err", err)
 	}
 	if earlySys != nil {
 		earlySys.cancel() // not a bcache-only change after all
@@ -285,19 +325,19 @@ func (p *earlyProbe) wait() *probes.Host {
 // Read's error); on error the last good one stays.
 func (d *Daemon) load(files []schema.File, readErr error) error {
 	start := time.Now()
-	err := d.Agent.LoadFiles(files, readErr)
+	err := d.Loop.LoadFiles(files, readErr)
 	d.metrics.Reload(err == nil, time.Now())
 	if err != nil {
 		var invalid *schema.Error
 		if errors.As(err, &invalid) {
 			for _, p := range invalid.Problems {
-				d.Log.Error("config.invalid", "finding", ConfigInvalidID, "problem", p.String())
+				d.Log.Error("config.invalid", "finding", converge.ConfigInvalidID, "problem", p.String())
 			}
 		}
-		d.Log.Error("config.invalid: the last good desired state stays in force", "finding", ConfigInvalidID, "err", err)
+		d.Log.Error("config.invalid: the last good desired state stays in force", "finding", converge.ConfigInvalidID, "err", err)
 		return err
 	}
-	d.Log.Info("desired state loaded", "paths", fmt.Sprint(d.Agent.paths()), "took", since(start))
+	d.Log.Info("desired state loaded", "paths", fmt.Sprint(d.Loop.Paths()), "took", converge.Since(start))
 	return nil
 }
 
@@ -307,7 +347,7 @@ func (d *Daemon) load(files []schema.File, readErr error) error {
 func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 	start := time.Now()
 	cpu0 := cpuNow()
-	res, err := d.Agent.ConvergeFrom(ctx, h, false, false)
+	res, err := d.Loop.ConvergeFrom(ctx, h, executor.Mode{})
 	statuses := map[string]int{}
 	for _, r := range res.Report.Results {
 		statuses[string(r.Status)]++
@@ -321,7 +361,7 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 	findings := res.Findings
 	if err != nil {
 		d.Log.Error("reconcile pass failed", "why", why, "err", err)
-		if !errors.Is(err, ErrNoDesiredState) {
+		if !errors.Is(err, converge.ErrNoDesiredState) {
 			// A failed probe is not a host without findings: keep the last
 			// known ones (raising nothing, clearing nothing) and refresh
 			// only config.invalid.
@@ -331,7 +371,7 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 	ts := d.tracker.Update(findings)
 	alerts.Log(d.Log, ts)
 	var desiredAlerts schema.Alerts
-	if cfg := d.Agent.Desired(); cfg != nil {
+	if cfg := d.Loop.Desired(); cfg != nil {
 		desiredAlerts = cfg.Alerts
 	}
 	if len(ts) > 0 && len(desiredAlerts.Exec) > 0 {
@@ -347,7 +387,7 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 	}
 	s := statusLine(res, findings, err)
 	cpu := cpuNow().sub(cpu0)
-	d.Log.Info("pass done", "why", why, "took", since(start), "status", s,
+	d.Log.Info("pass done", "why", why, "took", converge.Since(start), "status", s,
 		"cpu_self", cpu.self.Round(time.Millisecond).String(), "cpu_children", cpu.children.Round(time.Millisecond).String())
 	return s
 }
@@ -357,12 +397,12 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 func keepFindings(prev, cur []reconcile.Finding) []reconcile.Finding {
 	var out []reconcile.Finding
 	for _, f := range prev {
-		if f.ID != ConfigInvalidID {
+		if f.ID != converge.ConfigInvalidID {
 			out = append(out, f)
 		}
 	}
 	for _, f := range cur {
-		if f.ID == ConfigInvalidID {
+		if f.ID == converge.ConfigInvalidID {
 			out = append(out, f)
 		}
 	}
@@ -370,7 +410,7 @@ func keepFindings(prev, cur []reconcile.Finding) []reconcile.Finding {
 }
 
 // statusLine is the one-line STATUS= summary.
-func statusLine(res PassResult, findings []reconcile.Finding, err error) string {
+func statusLine(res converge.PassResult, findings []reconcile.Finding, err error) string {
 	counts := map[reconcile.Severity]int{}
 	for _, f := range findings {
 		counts[f.Severity]++
@@ -390,7 +430,7 @@ func (d *Daemon) textfile() string {
 	if d.Textfile != "" {
 		return d.Textfile
 	}
-	if cfg := d.Agent.Desired(); cfg != nil {
+	if cfg := d.Loop.Desired(); cfg != nil {
 		return cfg.Alerts.Textfile
 	}
 	return ""

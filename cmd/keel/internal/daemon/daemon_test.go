@@ -1,9 +1,13 @@
-package agent
+package daemon
 
 import (
 	"context"
+	"github.com/keel-storage/keel/reconcile/converge"
+	"github.com/keel-storage/keel/reconcile/converge/convergetest"
+	"github.com/keel-storage/keel/reconcile/executor"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -37,10 +41,10 @@ func TestDaemonLifecycle(t *testing.T) {
 		return string(recv())
 	}
 
-	a := New([]string{dir}, Wiring{Source: probes.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
+	a := converge.New([]string{dir}, converge.Wiring{Source: probes.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
 	hup := make(chan os.Signal, 1)
 	var logs strings.Builder
-	d := &Daemon{Agent: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Info}),
+	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Info}),
 		Textfile: prom, NoUevents: true, Reload: hup, Debounce: 20 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -105,12 +109,12 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 }
 
 func TestKeepFindingsOnFailedPass(t *testing.T) {
-	prev := []reconcile.Finding{{ID: "reconcile.stuck", Object: "bcache:x"}, {ID: ConfigInvalidID, Object: "/etc/keel"}}
+	prev := []reconcile.Finding{{ID: "reconcile.stuck", Object: "bcache:x"}, {ID: converge.ConfigInvalidID, Object: "/etc/keel"}}
 	got := keepFindings(prev, nil)
 	if len(got) != 1 || got[0].ID != "reconcile.stuck" {
 		t.Fatalf("%+v", got)
 	}
-	got = keepFindings(prev[:1], []reconcile.Finding{{ID: ConfigInvalidID, Object: "/etc/keel"}})
+	got = keepFindings(prev[:1], []reconcile.Finding{{ID: converge.ConfigInvalidID, Object: "/etc/keel"}})
 	if len(got) != 2 {
 		t.Fatalf("%+v", got)
 	}
@@ -150,4 +154,66 @@ func TestPublishWipesOnlyWhileWiping(t *testing.T) {
 	if _, err := os.Stat(path); err == nil {
 		t.Fatal("textfile rewritten after the removal ended")
 	}
+}
+
+// The daemon serves a change of bcache tunables only by the fast path
+// before its full pass, and any other change by a full pass alone.
+func TestDaemonBcacheOnlyChange(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "b.cue")
+	os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
+	src, sys, run := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
+	a := converge.New([]string{dir}, converge.Wiring{Source: src, SysFS: sys,
+		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
+	run.Delay = 100 * time.Millisecond
+	a.SkipOwnerCheck = true
+	sock, recv := testsock.Listen(t)
+	t.Setenv("NOTIFY_SOCKET", sock)
+	var logs strings.Builder
+	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Debug}),
+		NoUevents: true, Debounce: 10 * time.Millisecond}
+	a.Log = d.Log
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	if got := string(recv()); !strings.HasPrefix(got, "READY=1\nSTATUS=1 actions converged") {
+		t.Fatalf("first notification %q", got)
+	}
+	os.WriteFile(cfg, []byte(bcacheCue(30)), 0o644)
+	if got := string(recv()); !strings.HasPrefix(got, "STATUS=0 actions converged") {
+		t.Fatalf("after the bcache change: %q", got) // the fast path converged it; the pass found nothing
+	}
+	os.WriteFile(cfg, []byte(bcacheCue(30)+"lvm: scanLVs: false\n"), 0o644)
+	if got := string(recv()); !strings.HasPrefix(got, "STATUS=") {
+		t.Fatalf("after the lvm change: %q", got)
+	}
+	cancel()
+	recv() // STOPPING=1
+	<-done
+	writes := sys.WriteLog()
+	if writes != "/sys/block/bcache0/bcache/writeback_percent=40 /sys/block/bcache0/bcache/writeback_percent=30" {
+		t.Fatalf("writes %q", writes)
+	}
+	l := logs.String()
+	if n := strings.Count(l, "bcache fast path: why=\"desired state changed\" converged=1"); n != 1 {
+		t.Errorf("%d fast paths for the bcache change, want 1:\n%s", n, l)
+	}
+	if n := strings.Count(l, "bcache fast path"); n != 1 {
+		t.Errorf("the lvm change took the fast path:\n%s", l)
+	}
+	// Its plan used the sysfs read made while the desired state loaded:
+	// only the verification read sysfs again.
+	if n := strings.Count(l, "bcache sysfs probe and plan"); n != 1 {
+		t.Errorf("%d sysfs reads in the fast path, want 1 (the verification):\n%s", n, l)
+	}
+	if strings.Contains(l, "context canceled") {
+		t.Errorf("a probe was started for the bcache change and cancelled:\n%s", l)
+	}
+	if !strings.Contains(l, "the change touches bcache devices only") {
+		t.Errorf("log:\n%s", l)
+	}
+}
+
+func bcacheCue(wb int) string {
+	return "bcache: b0: {\n\tbacking: \"a67c2e52-040c-493e-99e7-8498486cebf1\"\n\twritebackPercent: " + strconv.Itoa(wb) + "\n}\n"
 }

@@ -1,0 +1,248 @@
+package converge
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/activation"
+	"github.com/keel-storage/keel/reconcile/executor"
+)
+
+// MaxActivationRuns bounds how often Activate runs one activation command:
+// a vgchange that leaves its VG inactive twice will not do better a third
+// time.
+const MaxActivationRuns = 2
+
+// ActivateOptions tune Activate.
+type ActivateOptions struct {
+	// Deadline is when Activate gives up waiting for devices.
+	Deadline time.Time
+	// Poll is how often it probes again while devices are missing (1s).
+	Poll time.Duration
+	// Waiting, when set, is told what blocks the stack while Activate
+	// waits (on the first wait and every tenth after).
+	Waiting func(blocked []string)
+}
+
+// Activation is the outcome of Activate.
+type Activation struct {
+	// Plan is the newest activation plan; Computed says whether any probe
+	// succeeded so that a plan exists at all.
+	Plan     activation.Plan
+	Computed bool
+	// Host is the probe the newest plan was made on.
+	Host *probes.Host
+}
+
+// Activate brings the declared stack up in its stacking order (keel
+// activate at boot): each round it probes, re-applies the live lvm.conf
+// edits and bcache tunables through the executor, then runs the
+// activation commands of the lowest runnable VGs, also through the
+// executor (and its argv allowlist), each at most MaxActivationRuns times;
+// when nothing can run it waits Poll for devices to appear. It returns when
+// the stack is up, when the deadline passes, or when ctx ends; the error is
+// the last probe's (at boot, lvm can fail while devices still appear).
+func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, error) {
+	if l.desired == nil {
+		return Activation{}, ErrNoDesiredState
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	runs := map[string]int{}
+	var out Activation
+	var probeErr error
+	for round := 0; ; round++ {
+		h, err := l.Probe(ctx)
+		if err == nil && l.applyLive(ctx, h) > 0 {
+			// lvm.conf or sysfs changed what LVM and bcache show.
+			h, err = l.Probe(ctx)
+		}
+		ran := 0
+		if err != nil {
+			probeErr = err
+			l.Log.Warn("probe failed; retrying", "err", err)
+		} else {
+			probeErr, out.Host = nil, h
+			plan, cerr := activation.Compute(l.desired, h)
+			if cerr != nil {
+				return Activation{}, cerr
+			}
+			out.Plan, out.Computed = plan, true
+			if plan.Done() {
+				return out, nil
+			}
+			ran = l.runActivation(ctx, plan, runs)
+		}
+		if ran > 0 {
+			continue
+		}
+		if !time.Now().Before(o.Deadline) {
+			return out, probeErr
+		}
+		if out.Computed && o.Waiting != nil && round%10 == 0 {
+			o.Waiting(out.Plan.Blocked())
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-time.After(o.Poll):
+		}
+	}
+}
+
+// LiveBootActions keeps the planner's actions keel activate may run at
+// boot: live lvm.conf edits and bcache sysfs writes. Nothing that creates
+// (commands), wipes, or needs maintenance.
+func LiveBootActions(actions []reconcile.Action) []reconcile.Action {
+	var out []reconcile.Action
+	for _, a := range actions {
+		if a.Class == reconcile.Live && (a.Kind == reconcile.KindLVMConf || a.Kind == reconcile.KindSysfs) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// applyLive re-applies lvm.conf and the bcache tunables and returns how
+// many actions converged.
+func (l *Loop) applyLive(ctx context.Context, h *probes.Host) int {
+	res := l.planOn(h)
+	acts := LiveBootActions(res.Actions)
+	if len(acts) == 0 {
+		return 0
+	}
+	rep, err := l.Exec.Apply(ctx, acts, res.Findings, executor.Mode{Partial: true}, l.verifyFull)
+	if err != nil {
+		l.Log.Warn("re-applying lvm.conf and bcache tunables", "err", err)
+	}
+	for _, r := range rep.Results {
+		l.Log.Info("boot action", "id", r.Action.ID, "status", string(r.Status), "detail", r.Detail)
+	}
+	return rep.Count(executor.Converged)
+}
+
+// activationActions turns the runnable steps of plan into command actions,
+// leaving out commands that already ran MaxActivationRuns times. They carry
+// no remedies: the next round's probe and plan say whether the VG came up.
+func activationActions(plan activation.Plan, runs map[string]int) []reconcile.Action {
+	var out []reconcile.Action
+	for _, s := range plan.Runnable() {
+		for i, argv := range s.Commands {
+			key := strings.Join(argv, " ")
+			if runs[key] >= MaxActivationRuns {
+				continue
+			}
+			out = append(out, reconcile.Action{
+				ID:   fmt.Sprintf("activation.vg:%s#%d", s.VG, i),
+				Kind: reconcile.KindCommand, Class: reconcile.Live, Object: s.VG,
+				Summary:  fmt.Sprintf("activate vg %s (depth %d): %s", s.VG, s.Depth, s.Reason),
+				Commands: [][]string{argv},
+			})
+		}
+	}
+	return out
+}
+
+// runActivation runs the activation commands of the runnable steps through
+// the executor and returns how many ran.
+func (l *Loop) runActivation(ctx context.Context, plan activation.Plan, runs map[string]int) int {
+	acts := activationActions(plan, runs)
+	if len(acts) == 0 {
+		return 0
+	}
+	for _, a := range acts {
+		runs[strings.Join(a.Commands[0], " ")]++
+		l.Log.Info("activating", "vg", a.Object, "command", strings.Join(a.Commands[0], " "), "why", a.Summary)
+	}
+	rep, err := l.Exec.Apply(ctx, acts, nil, executor.Mode{Partial: true, Once: true}, nil)
+	if err != nil {
+		l.Log.Warn("activation interrupted", "err", err)
+	}
+	for _, r := range rep.Results {
+		if r.Status != executor.Converged {
+			l.Log.Warn("activation command failed", "vg", r.Action.Object, "status", string(r.Status), "detail", r.Detail)
+		}
+	}
+	return len(acts)
+}
+
+// SyncRules rewrites keel's udev rules under the loop's file root when they
+// differ from what the desired state and h generate, through the executor
+// (atomic writes, then udevadm control --reload), and returns the paths it
+// wrote.
+func (l *Loop) SyncRules(ctx context.Context, h *probes.Host) ([]string, error) {
+	if l.desired == nil {
+		return nil, ErrNoDesiredState
+	}
+	files, err := activation.Rules(l.desired, h, LinkResolver(l.Source.FS))
+	if err != nil {
+		return nil, fmt.Errorf("udev rules: %w", err)
+	}
+	for _, d := range activation.Compare(files, l.Source.FS.ReadFile) {
+		l.Log.Warn("udev rule drift", "finding", d.FindingID(), "file", d.File.Path, "message", d.Message())
+	}
+	return installRules(ctx, l.Exec, files, l.fileRoot)
+}
+
+// InstallRules writes each rules file whose content under root differs
+// through a one-shot executor (atomic writes), and reloads udev's rules
+// when root is "/" and anything changed. It returns the paths it wrote.
+func InstallRules(ctx context.Context, files []activation.RuleFile, root string, r probes.Runner) ([]string, error) {
+	ex := executor.New(r, executor.Options{MaxAttempts: 1})
+	ex.Files = executor.DirFiles(root)
+	return installRules(ctx, ex, files, root)
+}
+
+func installRules(ctx context.Context, ex *executor.Executor, files []activation.RuleFile, root string) ([]string, error) {
+	a := reconcile.Action{ID: "udev.rules:" + activation.RulesDir, Kind: reconcile.KindFile, Class: reconcile.Live,
+		Object: "udev:" + activation.RulesDir, Summary: "install keel's udev rules"}
+	var written []string
+	for _, f := range files {
+		if old, err := os.ReadFile(filepath.Join(root, f.Path)); err == nil && string(old) == f.Content {
+			continue
+		}
+		a.Files = append(a.Files, reconcile.FileWrite{Path: f.Path, Content: f.Content, Mode: 0o644})
+		written = append(written, f.Path)
+	}
+	if len(a.Files) == 0 {
+		return nil, nil
+	}
+	if filepath.Clean(root) == "/" {
+		a.Commands = [][]string{{"udevadm", "control", "--reload"}}
+	}
+	rep, err := ex.Apply(ctx, []reconcile.Action{a}, nil, executor.Mode{Partial: true}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("udev rules: %w", err)
+	}
+	if r := rep.Results[0]; r.Status != executor.Converged {
+		if len(r.Commands) > 0 {
+			// The files were written; the reload failed.
+			return written, fmt.Errorf("udev rules: reload: %s", r.Detail)
+		}
+		return nil, fmt.Errorf("udev rules: %s", r.Detail)
+	}
+	return written, nil
+}
+
+// LinkResolver resolves /dev/disk/by-… links through the probe's file
+// root, so that a by-id backing device names its kernel device.
+func LinkResolver(fsys probes.FS) activation.Resolver {
+	return func(p string) string {
+		if !strings.HasPrefix(p, "/dev/disk/") {
+			return ""
+		}
+		target, err := fsys.Readlink(p)
+		if err != nil {
+			return ""
+		}
+		return path.Base(target)
+	}
+}

@@ -1,0 +1,102 @@
+// Package convergetest holds fakes shared by the tests of the convergence
+// loop and of the daemon around it: a sysfs that keeps what is written, a
+// replayed host whose sysfs reads see those writes, and a runner that counts
+// the commands a probe runs.
+package convergetest
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/keel-storage/keel/probes"
+)
+
+// MemSysFS records sysfs writes and reads them back unchanged.
+type MemSysFS struct {
+	Mu     sync.Mutex
+	Files  map[string]string
+	Writes []string // "path=value" in order
+}
+
+// NewMemSysFS returns an empty MemSysFS.
+func NewMemSysFS() *MemSysFS { return &MemSysFS{Files: map[string]string{}} }
+
+// WriteFile records data as name's value.
+func (m *MemSysFS) WriteFile(name string, data []byte) error {
+	m.Mu.Lock()
+	defer m.Mu.Unlock()
+	m.Files[name] = string(data)
+	m.Writes = append(m.Writes, name+"="+string(data))
+	return nil
+}
+
+// ReadFile returns the value last written to name ("" when none was).
+func (m *MemSysFS) ReadFile(name string) ([]byte, error) {
+	m.Mu.Lock()
+	defer m.Mu.Unlock()
+	return []byte(m.Files[name]), nil
+}
+
+// WriteLog returns the writes so far, joined by spaces.
+func (m *MemSysFS) WriteLog() string {
+	m.Mu.Lock()
+	defer m.Mu.Unlock()
+	return strings.Join(m.Writes, " ")
+}
+
+// StickyFS is a replayed host whose sysfs takes the values written to Sys.
+type StickyFS struct {
+	probes.FS
+	Sys *MemSysFS
+}
+
+// ReadFile serves a written sysfs value, else the replayed file.
+func (f StickyFS) ReadFile(name string) ([]byte, error) {
+	f.Sys.Mu.Lock()
+	v, ok := f.Sys.Files["/"+strings.TrimPrefix(name, "/")]
+	f.Sys.Mu.Unlock()
+	if ok {
+		return []byte(v + "\n"), nil
+	}
+	return f.FS.ReadFile(name)
+}
+
+// CountingRunner counts the commands a replayed probe runs, each taking
+// Delay (cut short when ctx ends) as a live one takes time.
+type CountingRunner struct {
+	probes.Runner
+	N     atomic.Int64
+	Delay time.Duration
+}
+
+// Run counts c, waits Delay and replays it.
+func (r *CountingRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
+	r.N.Add(1)
+	if r.Delay > 0 {
+		select {
+		case <-ctx.Done():
+			return probes.Result{ExitCode: -1}, ctx.Err()
+		case <-time.After(r.Delay):
+		}
+	}
+	return r.Runner.Run(ctx, c)
+}
+
+// Replayed returns a source replaying the node snapshot at path whose
+// sysfs keeps writes (made through the returned MemSysFS), and the runner
+// that counts its commands.
+func Replayed(t testing.TB, path string) (probes.Source, *MemSysFS, *CountingRunner) {
+	t.Helper()
+	snap, err := probes.ReadSnapshotFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := probes.Replay(snap)
+	sys := NewMemSysFS()
+	run := &CountingRunner{Runner: src.Runner}
+	return probes.Source{Runner: run, FS: StickyFS{src.FS, sys}}, sys, run
+}

@@ -1,0 +1,74 @@
+package converge
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/wipe"
+)
+
+// WipeRequest is one safe removal: keel wipe's command line, or the action
+// of an LV listed in its VG's absent list.
+type WipeRequest struct {
+	// Names are "vg/lv"; with Absent and no names, every absent LV.
+	Names []string
+	// Mode is how the blocks are cleared ("" means zeroout).
+	Mode wipe.Mode
+	// Absent is the daemon's rule: each name must be in its VG's absent list.
+	Absent bool
+}
+
+// declared is the desired state's absent lists by VG.
+func (l *Loop) declared() wipe.Declared {
+	d := make(wipe.Declared, len(l.desired.VolumeGroups))
+	for name, vg := range l.desired.VolumeGroups {
+		d[name] = vg.Absent
+	}
+	return d
+}
+
+// PlanWipe probes the host and plans req against the desired state in
+// force; nothing changes. A refusal wraps wipe.ErrRefused.
+func (l *Loop) PlanWipe(ctx context.Context, req WipeRequest) ([]wipe.Target, error) {
+	if l.desired == nil {
+		return nil, ErrNoDesiredState
+	}
+	h, err := l.Probe(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	decl := l.declared()
+	names := req.Names
+	if req.Absent && len(names) == 0 {
+		names = wipe.AbsentNames(decl)
+	}
+	return wipe.Plan(wipe.FromHost(h), decl, wipe.Request{Names: names, Mode: req.Mode, RequireAbsent: req.Absent})
+}
+
+// RunWipe removes planned targets: an exclusive open of each proves nobody
+// holds it before anything is renamed, then each is renamed, cleared in
+// steps of at most step bytes (0: the default) and removed. Its LVM
+// commands go through the executor's argv allowlist.
+func (l *Loop) RunWipe(ctx context.Context, targets []wipe.Target, step uint64) error {
+	rm := &wipe.Remover{Exec: l.runner, Step: step, Log: l.Log.Named("wipe"),
+		Started: l.WipeStarted, Finished: l.WipeFinished}
+	if err := rm.Check(targets); err != nil {
+		return err
+	}
+	return rm.Remove(ctx, targets)
+}
+
+// wipeAbsent is the executor's wipe applier: it plans the one LV of s again
+// against a fresh probe (every refusal is checked anew) and removes it.
+func (l *Loop) wipeAbsent(ctx context.Context, s reconcile.WipeSpec) error {
+	name := s.VG + "/" + s.LV
+	targets, err := l.PlanWipe(ctx, WipeRequest{Names: []string{name}, Mode: wipe.Mode(s.Mode), Absent: true})
+	if err != nil {
+		return fmt.Errorf("wipe %s: %w", name, err)
+	}
+	if err := l.RunWipe(ctx, targets, s.StepMax); err != nil {
+		return fmt.Errorf("wipe %s: %w", name, err)
+	}
+	return nil
+}
