@@ -3,9 +3,11 @@ package probes
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -220,3 +222,6 @@ func TestMixedStack(t *testing.T) {
 		t.Errorf("lvm config: scan_lvs %q, lvm.conf %d bytes", h.LVMConfig.Values["devices/scan_lvs"], len(h.LVMConfig.LVMConf))
 	}
 }
+
+// sortedKeys is slices.Sorted(maps.Keys(m)), for tests that list maps.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -3,8 +3,11 @@ package probes
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
+
+	"github.com/keel-storage/keel/schema/units"
 )
 
 // WriteStatus writes a human-readable tree of the host's storage stack:
@@ -14,24 +17,24 @@ import (
 // deterministic.
 func WriteStatus(w io.Writer, h *Host) {
 	fmt.Fprintf(w, "host %s: kernel %s, %d CPUs, memory %s total, %s available\n",
-		h.Hostname, h.Kernel, h.CPUs, human(h.Memory.TotalBytes), human(h.Memory.AvailableBytes))
+		h.Hostname, h.Kernel, h.CPUs, units.FormatSize(h.Memory.TotalBytes), units.FormatSize(h.Memory.AvailableBytes))
 	lvByDM := map[string]*LV{}
 	for _, lv := range h.LVs {
 		lvByDM[lv.DMName] = lv
 	}
-	for _, name := range sortedKeys(h.VGs) {
+	for _, name := range slices.Sorted(maps.Keys(h.VGs)) {
 		vg := h.VGs[name]
-		fmt.Fprintf(w, "\nvg %s: %s, %s free, extent %s\n", vg.Name, human(vg.Size), human(vg.Free), human(vg.ExtentSize))
+		fmt.Fprintf(w, "\nvg %s: %s, %s free, extent %s\n", vg.Name, units.FormatSize(vg.Size), units.FormatSize(vg.Free), units.FormatSize(vg.ExtentSize))
 		for _, pn := range vg.PVs {
 			writePV(w, "  ", h, h.PVs[pn], lvByDM)
 		}
 		shown := map[string]bool{}
-		for _, pn := range sortedKeys(h.VDOPools) {
+		for _, pn := range slices.Sorted(maps.Keys(h.VDOPools)) {
 			if p := h.VDOPools[pn]; p.VG == name {
 				writeVDO(w, h, p, shown)
 			}
 		}
-		for _, tn := range sortedKeys(h.ThinPools) {
+		for _, tn := range slices.Sorted(maps.Keys(h.ThinPools)) {
 			if tp := h.ThinPools[tn]; tp.VG == name {
 				writeThin(w, h, tp, shown)
 			}
@@ -41,11 +44,11 @@ func WriteStatus(w io.Writer, h *Host) {
 			if shown[ln] || lv.Hidden || lv.Name == "lvol0_pmspare" {
 				continue
 			}
-			fmt.Fprintf(w, "  lv %s: %s %s, %s\n", lv.FullName, lv.SegType, human(lv.Size), activity(lv))
+			fmt.Fprintf(w, "  lv %s: %s %s, %s\n", lv.FullName, lv.SegType, units.FormatSize(lv.Size), activity(lv))
 		}
 	}
 	var orphans []string
-	for _, pn := range sortedKeys(h.PVs) {
+	for _, pn := range slices.Sorted(maps.Keys(h.PVs)) {
 		if h.PVs[pn].VG == "" {
 			orphans = append(orphans, pn)
 		}
@@ -58,16 +61,16 @@ func WriteStatus(w io.Writer, h *Host) {
 	}
 	if len(h.Bcache) > 0 || len(h.CacheSets) > 0 {
 		fmt.Fprintln(w, "\nbcache:")
-		for _, u := range sortedKeys(h.Bcache) {
+		for _, u := range slices.Sorted(maps.Keys(h.Bcache)) {
 			b := h.Bcache[u]
 			fmt.Fprintf(w, "  %s (%s) on %s: %s, state %s, dirty %s, sequential_cutoff %s, writeback_percent %d\n",
-				b.Device, b.UUID, b.Backing, b.CacheMode, b.State, human(b.DirtyData), human(b.SequentialCutoff), b.WritebackPercent)
+				b.Device, b.UUID, b.Backing, b.CacheMode, b.State, units.FormatSize(b.DirtyData), units.FormatSize(b.SequentialCutoff), b.WritebackPercent)
 			if b.CacheSet != "" {
 				fmt.Fprintf(w, "    cache set %s\n", b.CacheSet)
 			}
 			writeErrors(w, "    ", b.Errors)
 		}
-		for _, u := range sortedKeys(h.CacheSets) {
+		for _, u := range slices.Sorted(maps.Keys(h.CacheSets)) {
 			c := h.CacheSets[u]
 			fmt.Fprintf(w, "  cache set %s on %s: congested read %dus write %dus, journal_delay_ms %d\n",
 				c.UUID, strings.Join(c.CacheDevices, ","), c.CongestedReadThresholdUS, c.CongestedWriteThresholdUS, c.JournalDelayMS)
@@ -83,7 +86,7 @@ func WriteStatus(w io.Writer, h *Host) {
 		for _, s := range h.Proxmox.Storages {
 			if s.Type == "lvm" || s.Type == "lvmthin" {
 				fmt.Fprintf(w, "  %s %s: vg %s, saferemove %v", s.Type, s.ID, s.VG, s.Saferemove)
-				for _, k := range sortedKeys(s.Options) {
+				for _, k := range slices.Sorted(maps.Keys(s.Options)) {
 					if strings.HasPrefix(k, "saferemove_") {
 						fmt.Fprintf(w, ", %s %s", k, s.Options[k])
 					}
@@ -133,7 +136,7 @@ func writePV(w io.Writer, indent string, h *Host, pv *PV, lvByDM map[string]*LV)
 			}
 		}
 	}
-	fmt.Fprintf(w, "%spv %s: %s, %s free, %s %s%s\n", indent, pv.Name, human(pv.Size), human(pv.Free), speed, on, id)
+	fmt.Fprintf(w, "%spv %s: %s, %s free, %s %s%s\n", indent, pv.Name, units.FormatSize(pv.Size), units.FormatSize(pv.Free), speed, on, id)
 	writeErrors(w, indent+"  ", pv.Errors)
 }
 
@@ -142,14 +145,14 @@ func writeVDO(w io.Writer, h *Host, p *VDOPool, shown map[string]bool) {
 	for _, v := range p.VDOLVs {
 		shown[v] = true
 		if lv := h.LVs[v]; lv != nil {
-			fmt.Fprintf(w, "  vdo %s: %s virtual, %s\n", v, human(lv.Size), activity(lv))
+			fmt.Fprintf(w, "  vdo %s: %s virtual, %s\n", v, units.FormatSize(lv.Size), activity(lv))
 		}
 	}
 	size := uint64(0)
 	if lv := h.LVs[p.LV]; lv != nil {
 		size = lv.Size
 	}
-	fmt.Fprintf(w, "    vdo pool %s: %s", p.LV, human(size))
+	fmt.Fprintf(w, "    vdo pool %s: %s", p.LV, units.FormatSize(size))
 	if p.Status != nil {
 		fmt.Fprintf(w, ", %s, index %s, used %.1f%% (%d of %d blocks)", p.Status.Mode, p.Status.IndexState,
 			p.Status.UsedPercent(), p.Status.UsedBlocks, p.Status.TotalBlocks)
@@ -197,7 +200,7 @@ func writeThin(w io.Writer, h *Host, tp *ThinPool, shown map[string]bool) {
 		shown[lv.DataLV], shown[lv.MetadataLV] = true, true
 	}
 	fmt.Fprintf(w, "  thin pool %s: %s, chunk %s, zeroing %s, discards %s, metadata %s, data %s, metadata %s",
-		tp.LV, human(tp.DataSize), human(tp.ChunkSize), onOff(tp.Zero), tp.Discards, human(tp.MetadataSize),
+		tp.LV, units.FormatSize(tp.DataSize), units.FormatSize(tp.ChunkSize), onOff(tp.Zero), tp.Discards, units.FormatSize(tp.MetadataSize),
 		pct(tp.DataPercent), pct(tp.MetadataPercent))
 	if st := tp.Status; st != nil {
 		switch {
@@ -220,7 +223,7 @@ func writeThin(w io.Writer, h *Host, tp *ThinPool, shown map[string]bool) {
 	for _, t := range tp.ThinLVs {
 		shown[t] = true
 		if lv := h.LVs[t]; lv != nil {
-			fmt.Fprintf(w, "    thin %s: %s, %s used, %s\n", t, human(lv.Size), pct(lv.DataPercent), activity(lv))
+			fmt.Fprintf(w, "    thin %s: %s, %s used, %s\n", t, units.FormatSize(lv.Size), pct(lv.DataPercent), activity(lv))
 		}
 	}
 	writeErrors(w, "    ", tp.Errors)
@@ -271,25 +274,4 @@ func pct(v float64) string {
 	return fmt.Sprintf("%.1f%%", v)
 }
 
-// human formats bytes with binary units.
-func human(b uint64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := uint64(unit), 0
-	for n := b / unit; n >= unit && exp < 5; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
-}
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

@@ -39,12 +39,6 @@ func TestMergeRanges(t *testing.T) {
 	}
 }
 
-func TestShellJoin(t *testing.T) {
-	got := shellJoin([]string{"lvchange", "--vdosettings", "max_discard=4096 ack_threads=1", "vg/pool", "it's"})
-	if want := `lvchange --vdosettings 'max_discard=4096 ack_threads=1' vg/pool 'it'\''s'`; got != want {
-		t.Errorf("got %s", got)
-	}
-}
 
 func TestIndexCodeMiB(t *testing.T) {
 	for code, want := range map[uint32]uint64{0xFFFFFF00: 256, 0xFFFFFE00: 512, 0xFFFFFD00: 768, 2: 2048, 0x1234: 0} {

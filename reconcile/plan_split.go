@@ -77,7 +77,7 @@ func (p *planner) checkSplit(object string, o observedVDO, fastPaths []string) {
 	}
 	remedy := ""
 	if dest != "" {
-		remedy = "live: " + commandLines(cmds)
+		remedy = "live: " + probes.ShellLines(cmds)
 	} else {
 		missing := (need - best) * o.extent
 		remedy = fmt.Sprintf("the fast PVs lack %s (%d extents) of free space for the %d extents holding the journal: add fast space, then pvmove",
@@ -113,11 +113,3 @@ func mergeRanges(in []probes.PVRange) []probes.PVRange {
 	return out
 }
 
-// commandLines renders argv lists for a remedy text.
-func commandLines(cmds [][]string) string {
-	lines := make([]string, len(cmds))
-	for i, c := range cmds {
-		lines[i] = strings.Join(c, " ")
-	}
-	return strings.Join(lines, "; ")
-}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/keel-storage/keel/probes"
 )
 
 // PlanReport is what keel plan prints: the actions keel apply would take,
@@ -87,7 +89,7 @@ func (pr PlanReport) WriteText(w io.Writer) error {
 
 func writeSteps(b *strings.Builder, a Action) {
 	for _, c := range a.Commands {
-		fmt.Fprintf(b, "    $ %s\n", shellJoin(c))
+		fmt.Fprintf(b, "    $ %s\n", probes.ShellJoin(c))
 	}
 	for _, wr := range a.Writes {
 		fmt.Fprintf(b, "    write %s < %s\n", wr.Path, wr.Value)
@@ -112,15 +114,3 @@ func writeSteps(b *strings.Builder, a Action) {
 	}
 }
 
-// shellJoin renders an argv for a person, quoting words a shell would split.
-func shellJoin(argv []string) string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`|&;<>()*?[]{}!#~") {
-			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		} else {
-			out[i] = a
-		}
-	}
-	return strings.Join(out, " ")
-}

@@ -146,7 +146,7 @@ func activateReplay(configs []string, node string, stdout, stderr io.Writer) int
 		case runnable[s.VG]:
 			fmt.Fprintf(stdout, "%-8s vg %s (depth %d): %s\n", "activate", s.VG, s.Depth, s.Reason)
 			for _, c := range s.Commands {
-				fmt.Fprintf(stdout, "         $ %s\n", strings.Join(c, " "))
+				fmt.Fprintf(stdout, "         $ %s\n", probes.ShellJoin(c))
 			}
 		default:
 			fmt.Fprintf(stdout, "%-8s vg %s (depth %d): %s\n", "blocked", s.VG, s.Depth, s.Reason)

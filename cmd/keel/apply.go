@@ -130,7 +130,7 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 		fmt.Fprintln(w, line)
 		if dryRun && r.Status == executor.Planned {
 			for _, c := range r.Action.Commands {
-				fmt.Fprintf(w, "          $ %s\n", strings.Join(c, " "))
+				fmt.Fprintf(w, "          $ %s\n", probes.ShellJoin(c))
 			}
 			for _, s := range r.Action.Writes {
 				fmt.Fprintf(w, "          %s <- %s\n", s.Path, s.Value)
@@ -183,9 +183,13 @@ func newCommandLog(path string, inner probes.Runner) (*commandLog, error) {
 	return &commandLog{inner: inner, f: f}, nil
 }
 
+// Run logs cmd, then runs it. A command that could not be logged is not
+// run: the log is the proof of what keel ran.
 func (c *commandLog) Run(ctx context.Context, cmd probes.Cmd) (probes.Result, error) {
-	b, _ := json.Marshal(cmd.Argv())
-	c.f.Write(append(b, '\n'))
+	b, _ := json.Marshal(cmd.Argv()) // strings only: cannot fail
+	if _, err := c.f.Write(append(b, '\n')); err != nil {
+		return probes.Result{ExitCode: -1}, fmt.Errorf("command log %s: %s not run: %w", c.f.Name(), cmd, err)
+	}
 	return c.inner.Run(ctx, cmd)
 }
 

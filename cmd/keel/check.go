@@ -6,13 +6,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"io"
 	"time"
 
 	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
-	"github.com/keel-storage/keel/reconcile/lvmconf"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -127,7 +127,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		if *format == "prometheus" && *out != "" {
 			var b bytes.Buffer
 			if werr := reconcile.WritePrometheusFailure(&b); werr == nil {
-				if werr := lvmconf.WriteAtomic(*out, b.Bytes(), 0o644); werr != nil {
+				if werr := atomicfile.Write(*out, b.Bytes(), 0o644); werr != nil {
 					fmt.Fprintf(stderr, "keel check: %s: %v\n", *out, werr)
 				}
 			}
@@ -159,7 +159,7 @@ func emit(path string, stdout io.Writer, fn func(io.Writer) error) error {
 	if err := fn(&b); err != nil {
 		return err
 	}
-	if err := lvmconf.WriteAtomic(path, b.Bytes(), 0o644); err != nil {
+	if err := atomicfile.Write(path, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil

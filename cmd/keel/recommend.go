@@ -400,7 +400,7 @@ func writeRecommendation(w io.Writer, r recommendation) error {
 		in.CPUs, t.Logical, t.Physical, t.Hash, t.CPU, t.Bio, t.Ack, t.Total())
 
 	fmt.Fprintln(&b, "\nCreate (one command, LVM picks the PVs):")
-	fmt.Fprintf(&b, "  %s\n", shellJoin(r.LVCreate))
+	fmt.Fprintf(&b, "  %s\n", probes.ShellJoin(r.LVCreate))
 	if r.Split != nil {
 		s := r.Split
 		fmt.Fprintf(&b, "\nSplit pool (%s extents of %d blocks, %d extents):\n", sz(s.ExtentBytes), s.ExtentBlocks, s.TotalExtents)
@@ -408,14 +408,14 @@ func writeRecommendation(w io.Writer, r recommendation) error {
 		fmt.Fprintf(&b, "  middle  LE %6d .. %-6d %5d extents  slow PV: the slabs\n", s.Middle.First, s.Middle.Last, s.Middle.Count)
 		fmt.Fprintf(&b, "  tail    LE %6d .. %-6d %5d extents  fast PV: recovery journal, slab summary\n", s.Tail.First, s.Tail.Last, s.Tail.Count)
 		for _, cmd := range r.SplitCmds {
-			fmt.Fprintf(&b, "  %s\n", shellJoin(cmd))
+			fmt.Fprintf(&b, "  %s\n", probes.ShellJoin(cmd))
 		}
 	}
 	if r.Grow != nil {
 		g := r.Grow
 		fmt.Fprintf(&b, "\nGrow by %s (adds %s; every extend is at least %s, one slab):\n", sz(g.RequestedBytes), sz(g.AddedBytes), sz(g.MinStepBytes))
 		for _, cmd := range r.GrowCmds {
-			fmt.Fprintf(&b, "  %s\n", shellJoin(cmd))
+			fmt.Fprintf(&b, "  %s\n", probes.ShellJoin(cmd))
 		}
 		fmt.Fprintf(&b, "  afterwards: %d slabs, journal and summary in LE %d .. %d, on the fast PV\n", g.After.Slabs, g.Tail.First, g.Tail.Last)
 	}
@@ -423,15 +423,3 @@ func writeRecommendation(w io.Writer, r recommendation) error {
 	return err
 }
 
-// shellJoin quotes argv for a POSIX shell, leaving plain words bare.
-func shellJoin(argv []string) string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:+,@%") == "" {
-			out[i] = a
-		} else {
-			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(out, " ")
-}

@@ -96,10 +96,3 @@ func TestRecommendJSONFigures(t *testing.T) {
 	}
 }
 
-func TestShellJoin(t *testing.T) {
-	got := shellJoin([]string{"lvcreate", "-L", "40G", "a b", "it's", ""})
-	want := `lvcreate -L 40G 'a b' 'it'\''s' ''`
-	if got != want {
-		t.Errorf("shellJoin = %s, want %s", got, want)
-	}
-}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,6 +22,10 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// updateScripts rewrites the scripts' cmp files from what keel prints now
+// (go test ./cmd/keel -run TestScripts -update); review the diff.
+var updateScripts = flag.Bool("update", false, "rewrite the testdata/script files' expected output")
+
 // TestScripts runs every testdata/script/*.txtar. Each command adds its own
 // scripts as <command>_*.txtar. $EXAMPLES is the repository's examples
 // directory.
@@ -30,7 +35,10 @@ func TestScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		UpdateScripts:       *updateScripts,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("EXAMPLES", examples)
 			// Every script exercises the desired-state cache, in its own

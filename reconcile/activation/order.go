@@ -194,19 +194,12 @@ func (p Plan) Blocked() []string {
 		case Waiting:
 			out = append(out, s.Reason)
 		case Activate:
-			out = append(out, fmt.Sprintf("vg %s: not active yet (%s)", s.VG, joinArgv(s.Commands)))
+			out = append(out, fmt.Sprintf("vg %s: not active yet (%s)", s.VG, probes.ShellLines(s.Commands)))
 		}
 	}
 	return out
 }
 
-func joinArgv(cmds [][]string) string {
-	parts := make([]string, len(cmds))
-	for i, c := range cmds {
-		parts[i] = strings.Join(c, " ")
-	}
-	return strings.Join(parts, "; ")
-}
 
 // index resolves declared PV paths to observed PVs.
 type index struct {

@@ -149,6 +149,21 @@ func TestApplyConverges(t *testing.T) {
 	if err := Applier(k)(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
+	// Each attribute now reads back as the kernel shows the written value
+	// (captured in the guest): sequential_cutoff in human units.
+	for path, want := range map[string]string{
+		bdev + "sequential_cutoff":      "976.5k",
+		bdev + "writeback_percent":      "40",
+		bdev + "writeback_rate_minimum": "16",
+		"/sys/fs/bcache/ab9b7704-d77c-4188-a05f-f971cf7559b8/congested_read_threshold_us": "0",
+	} {
+		if got, _ := k.ReadFile(path); strings.TrimSpace(string(got)) != want {
+			t.Errorf("%s reads %q after apply, want %q", path, got, want)
+		}
+	}
+	if len(k.writes) != 4 {
+		t.Errorf("writes %v, want one per attribute", k.writes)
+	}
 }
 
 func TestApplyRefusesHumanValues(t *testing.T) {

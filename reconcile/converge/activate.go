@@ -160,7 +160,7 @@ func (l *Loop) runActivation(ctx context.Context, plan activation.Plan, runs map
 	}
 	for _, a := range acts {
 		runs[strings.Join(a.Commands[0], " ")]++
-		l.Log.Info("activating", "vg", a.Object, "command", strings.Join(a.Commands[0], " "), "why", a.Summary)
+		l.Log.Info("activating", "vg", a.Object, "command", probes.ShellJoin(a.Commands[0]), "why", a.Summary)
 	}
 	rep, err := l.Exec.Apply(ctx, acts, nil, executor.Mode{Partial: true, Once: true}, nil)
 	if err != nil {

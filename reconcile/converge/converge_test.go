@@ -3,7 +3,6 @@ package converge
 import (
 	"context"
 	"errors"
-	"github.com/keel-storage/keel/reconcile/converge/convergetest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,28 +10,39 @@ import (
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/converge/convergetest"
 	"github.com/keel-storage/keel/reconcile/executor"
 )
 
 func TestCheckOwnership(t *testing.T) {
+	convergetest.NeedRoot(t) // root-owned files, and a chown to another user
 	dir := t.TempDir()
-	os.Chmod(dir, 0o755)
 	f := filepath.Join(dir, "desired.cue")
-	os.WriteFile(f, []byte("lvm: scanLVs: false\n"), 0o644)
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create root-owned files")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("setup: %v", err)
+		}
 	}
+	must(os.Chmod(dir, 0o755))
+	must(os.WriteFile(f, []byte("lvm: scanLVs: false\n"), 0o644))
+	must(os.Chmod(f, 0o644)) // whatever the umask made of it
 	if err := CheckOwnership([]string{dir}); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(f, 0o666)
+	must(os.Chmod(f, 0o666))
 	if err := CheckOwnership([]string{dir}); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
 		t.Fatalf("world-writable accepted: %v", err)
 	}
-	os.Chmod(f, 0o644)
-	os.Chown(f, 1000, 1000)
+	must(os.Chmod(f, 0o644))
+	must(os.Chown(f, 1000, 1000))
 	if err := CheckOwnership([]string{f}); err == nil || !strings.Contains(err.Error(), "not root") {
 		t.Fatalf("non-root owner accepted: %v", err)
+	}
+	must(os.Chmod(dir, 0o777))
+	must(os.Chown(f, 0, 0))
+	if err := CheckOwnership([]string{dir}); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+		t.Fatalf("a world-writable directory accepted: %v", err)
 	}
 }
 

@@ -545,7 +545,7 @@ func (e *Executor) runCommands(ctx context.Context, a reconcile.Action, res *Res
 						continue
 					}
 					if aerr := e.run(ctx, rest, res); aerr != nil {
-						e.Log.Error("reactivation after a failed maintenance change failed", "object", a.Object, "command", strings.Join(rest, " "), "err", aerr)
+						e.Log.Error("reactivation after a failed maintenance change failed", "object", a.Object, "command", probes.ShellJoin(rest), "err", aerr)
 					}
 				}
 			}

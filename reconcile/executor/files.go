@@ -3,12 +3,12 @@ package executor
 import (
 	"context"
 	"fmt"
+	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/keel-storage/keel/reconcile"
-	"github.com/keel-storage/keel/reconcile/lvmconf"
 )
 
 // DirFiles returns a FileApplier that writes each file under root ("/" on
@@ -32,7 +32,7 @@ func DirFiles(root string) FileApplier {
 			if mode == 0 {
 				mode = 0o644
 			}
-			if err := lvmconf.WriteAtomic(dst, []byte(f.Content), mode); err != nil {
+			if err := atomicfile.Write(dst, []byte(f.Content), mode); err != nil {
 				return fmt.Errorf("file %s: %w", f.Path, err)
 			}
 		}

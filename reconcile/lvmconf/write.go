@@ -3,6 +3,7 @@ package lvmconf
 import (
 	"context"
 	"fmt"
+	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,10 +54,10 @@ func (w *Writer) Apply(ctx context.Context, ch reconcile.LVMConfChange) error {
 	if err := w.validate(ctx, out); err != nil {
 		return fmt.Errorf("lvm.conf %s: candidate rejected, file left alone: %w", w.Path, err)
 	}
-	if err := WriteAtomic(w.Path+BackupSuffix, src, st.Mode().Perm()); err != nil {
+	if err := atomicfile.Write(w.Path+BackupSuffix, src, st.Mode().Perm()); err != nil {
 		return fmt.Errorf("lvm.conf %s: backup: %w", w.Path, err)
 	}
-	if err := WriteAtomic(w.Path, out, st.Mode().Perm()); err != nil {
+	if err := atomicfile.Write(w.Path, out, st.Mode().Perm()); err != nil {
 		return fmt.Errorf("lvm.conf %s: %w", w.Path, err)
 	}
 	if w.Log != nil {
@@ -98,41 +99,4 @@ func (w *Writer) validate(ctx context.Context, candidate []byte) error {
 // env LVM_SYSTEM_DIR=dir lvmconfig --validate (no shell involved).
 func ValidateCmd(dir string) probes.Cmd {
 	return probes.Cmd{Name: "env", Args: []string{"LVM_SYSTEM_DIR=" + dir, "lvmconfig", "--validate"}}
-}
-
-// WriteAtomic replaces path with data: a temporary file in the same
-// directory is written, fsync'd and given mode perm, renamed over path, and
-// the directory is fsync'd so the rename survives a crash.
-func WriteAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".keel-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/schema/units"
 )
 
 // Progress counts the bytes of one wipe. Its counters are atomic so the
@@ -88,19 +89,9 @@ func (s Stat) Bar(width int) string {
 	}
 	return fmt.Sprintf("[%s%s] %5.1f%% %s/%s %s/s left %s",
 		strings.Repeat("#", filled), strings.Repeat(".", width-filled), frac*100,
-		humanBytes(float64(s.Done)), humanBytes(float64(s.Total)), humanBytes(s.Rate), left)
+		units.FormatSize(s.Done), units.FormatSize(s.Total), units.FormatSize(uint64(s.Rate)), left)
 }
 
-// humanBytes prints n in binary units with one decimal.
-func humanBytes(n float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	i := 0
-	for n >= 1024 && i < len(units)-1 {
-		n /= 1024
-		i++
-	}
-	return fmt.Sprintf("%.1f%s", n, units[i])
-}
 
 // Report prints p's progress every interval until ctx ends, then once more.
 // With term set it redraws a bar on w with a carriage return; otherwise it

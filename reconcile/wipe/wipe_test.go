@@ -204,7 +204,7 @@ func TestProgressStat(t *testing.T) {
 	if s.Rate != 25<<20 || s.Left != 2*time.Second || s.Elapsed != 2*time.Second {
 		t.Fatalf("half way: %+v, want 25 MiB/s and 2s left", s)
 	}
-	if bar := s.Bar(10); !strings.HasPrefix(bar, "[#####.....]  50.0% 50.0MiB/100.0MiB 25.0MiB/s left 2s") {
+	if bar := s.Bar(10); !strings.HasPrefix(bar, "[#####.....]  50.0% 50M/100M 25M/s left 2s") {
 		t.Fatalf("bar %q", bar)
 	}
 	p.add(50 << 20)

@@ -19,13 +19,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 
-	"github.com/keel-storage/keel/reconcile/lvmconf"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -173,7 +173,7 @@ func (c *Cache) Put(files []schema.File, cfg *schema.Config) error {
 		return fmt.Errorf("desired-state cache: encode: %w", err)
 	}
 	p := c.path(files)
-	if err := lvmconf.WriteAtomic(p, b, 0o600); err != nil {
+	if err := atomicfile.Write(p, b, 0o600); err != nil {
 		return fmt.Errorf("desired-state cache %s: %w", p, err)
 	}
 	ents, err := os.ReadDir(c.dir)

@@ -1,0 +1,51 @@
+// Package atomicfile replaces files so that a reader, or the next boot after
+// a crash, sees either the old content or the new one, never a part: every
+// file keel writes (lvm.conf and its backup, udev rules, check reports, the
+// desired-state cache) goes through Write.
+package atomicfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Write replaces path with data: a temporary file in the same directory is
+// written, fsync'd and given mode perm, renamed over path, and the
+// directory is fsync'd so that the rename survives a crash (rename(2) is
+// atomic within one file system; fsync(2) of the directory makes the new
+// entry durable).
+func Write(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".keel-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("write %s: sync directory: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("write %s: sync directory: %w", path, err)
+	}
+	return nil
+}
