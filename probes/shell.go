@@ -8,7 +8,7 @@ const safeWord = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789
 
 // ShellJoin renders argv for a person to read or paste into a POSIX shell:
 // plain words stay bare, every other word is single-quoted (an embedded '
-// as '\''), so that the shell hands the program exactly argv. Every
+// as '\”), so that the shell hands the program exactly argv. Every
 // command keel prints (plans, remedies, recommendations) goes through it.
 func ShellJoin(argv []string) string {
 	out := make([]string, len(argv))

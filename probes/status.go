@@ -273,5 +273,3 @@ func pct(v float64) string {
 	}
 	return fmt.Sprintf("%.1f%%", v)
 }
-
-

@@ -39,7 +39,6 @@ func TestMergeRanges(t *testing.T) {
 	}
 }
 
-
 func TestIndexCodeMiB(t *testing.T) {
 	for code, want := range map[uint32]uint64{0xFFFFFF00: 256, 0xFFFFFE00: 512, 0xFFFFFD00: 768, 2: 2048, 0x1234: 0} {
 		if got := indexCodeMiB(code); got != want {

@@ -112,4 +112,3 @@ func mergeRanges(in []probes.PVRange) []probes.PVRange {
 	}
 	return out
 }
-

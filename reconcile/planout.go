@@ -113,4 +113,3 @@ func writeSteps(b *strings.Builder, a Action) {
 		b.WriteString("    (nothing runs)\n")
 	}
 }
-

@@ -422,4 +422,3 @@ func writeRecommendation(w io.Writer, r recommendation) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
-

@@ -95,4 +95,3 @@ func TestRecommendJSONFigures(t *testing.T) {
 		t.Errorf("split: %+v", r.Split)
 	}
 }
-

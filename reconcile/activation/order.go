@@ -200,7 +200,6 @@ func (p Plan) Blocked() []string {
 	return out
 }
 
-
 // index resolves declared PV paths to observed PVs.
 type index struct {
 	h      *probes.Host

@@ -92,7 +92,6 @@ func (s Stat) Bar(width int) string {
 		units.FormatSize(s.Done), units.FormatSize(s.Total), units.FormatSize(uint64(s.Rate)), left)
 }
 
-
 // Report prints p's progress every interval until ctx ends, then once more.
 // With term set it redraws a bar on w with a carriage return; otherwise it
 // logs a structured line to log (w is then unused). It is meant to run in
