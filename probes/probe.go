@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,8 +51,10 @@ type cmdOut struct {
 	err error
 }
 
-// run runs c and folds a could-not-run error and a non-zero exit into one error.
-func run(ctx context.Context, src Source, c Cmd) ([]byte, error) {
+// run runs c and folds a could-not-run error and a non-zero exit into one
+// error. A panic while it runs is that command's error too.
+func run(ctx context.Context, src Source, c Cmd) (out []byte, err error) {
+	defer caught(&err, c.String())
 	res, err := src.Runner.Run(ctx, c)
 	if err != nil {
 		return nil, err
@@ -60,6 +63,33 @@ func run(ctx context.Context, src Source, c Cmd) ([]byte, error) {
 		return res.Stdout, err
 	}
 	return res.Stdout, nil
+}
+
+// caught turns a panic in a probe goroutine into *errp, with the stack, so
+// that a bad reading fails the pass (the daemon reports it and goes on)
+// instead of ending the process: a panic in a goroutine cannot be
+// recovered by whoever called Probe.
+func caught(errp *error, what string) {
+	if r := recover(); r != nil {
+		*errp = fmt.Errorf("%s: panic: %v\n%s", what, r, debug.Stack())
+	}
+}
+
+// panics collects the panics of a pass's goroutines.
+type panics struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+// catch is deferred in a goroutine: a panic there is recorded as what's.
+func (p *panics) catch(what string) {
+	var err error
+	if r := recover(); r != nil {
+		err = fmt.Errorf("%s: panic: %v\n%s", what, r, debug.Stack())
+		p.mu.Lock()
+		p.errs = append(p.errs, err)
+		p.mu.Unlock()
+	}
 }
 
 // Probe runs one probe pass over src and returns the observed host. The
@@ -74,13 +104,15 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 	cmds := []Cmd{fullReportCmd, dmTableCmd, dmStatusCmd, lvmConfigCmd}
 	outs := make([]cmdOut, len(cmds))
 	var (
-		wg    sync.WaitGroup
-		stats vdoStatsPrefetch
+		wg      sync.WaitGroup
+		stats   vdoStatsPrefetch
+		crashed panics
 	)
 	for i, c := range cmds {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer crashed.catch(c.String())
 			out, err := run(ctx, src, c)
 			outs[i] = cmdOut{Result{Stdout: out}, err}
 			if c.String() == dmTableCmd.String() && err == nil {
@@ -92,6 +124,7 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer crashed.catch("sysfs and host files")
 		sys = readSysfs(src.FS)
 		probeHostFiles(src.FS, h)
 		probeKeelFiles(src.FS, h)
@@ -155,11 +188,15 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer crashed.catch("vdo pool " + p.LV)
 			probeVDOPool(ctx, src, h, p, &stats)
 		}()
 	}
 	wg.Wait()
 	h.Errors = append(h.Errors, sys.errors...)
+	for _, err := range crashed.errs {
+		fail(err)
+	}
 	if len(core) > 0 {
 		return h, fmt.Errorf("probe: %w", errors.Join(core...))
 	}

@@ -31,3 +31,16 @@ func TestExecRunner(t *testing.T) {
 		t.Fatal("a missing program ran")
 	}
 }
+
+type panickingRunner struct{}
+
+func (panickingRunner) Run(context.Context, Cmd) (Result, error) { panic("injected") }
+
+// A panic in a probe goroutine fails the pass with an error naming the
+// command; it does not end the process.
+func TestProbeCatchesPanics(t *testing.T) {
+	_, err := Probe(context.Background(), Source{Runner: panickingRunner{}, FS: DirFS(t.TempDir())})
+	if err == nil || !strings.Contains(err.Error(), "lvm fullreport") || !strings.Contains(err.Error(), "panic: injected") {
+		t.Fatalf("Probe: %v", err)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -153,25 +154,64 @@ func (l *Loop) Read() ([]schema.File, error) {
 }
 
 // LoadFiles is Load for files returned by Read (readErr is Read's error,
-// which counts as an invalid desired state).
+// which counts as an invalid desired state). A panic while the files are
+// evaluated is an invalid desired state too: it is logged with its stack
+// and the last good state stays in force.
 func (l *Loop) LoadFiles(files []schema.File, readErr error) error {
 	err := readErr
 	if err == nil {
-		if l.loader == nil {
-			l.loader = schema.NewLoader()
-		}
 		var d *schema.Desired
-		if d, err = l.loader.LoadFiles(files); err == nil {
+		if d, err = l.evaluate(files); err == nil {
 			l.desired, l.files = d.Config, files
 			l.configError = nil
 			return nil
 		}
 	}
+	l.setInvalid(err)
+	return err
+}
+
+// evaluate validates and decodes files, turning a panic into an error.
+func (l *Loop) evaluate(files []schema.File) (d *schema.Desired, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.Log.Error("panic while evaluating the desired state", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			d, err = nil, fmt.Errorf("keel could not evaluate it (panic: %v); please report this", r)
+		}
+	}()
+	if l.loader == nil {
+		l.loader = schema.NewLoader()
+	}
+	return l.loader.LoadFiles(files)
+}
+
+// setInvalid keeps err as the config.invalid finding.
+func (l *Loop) setInvalid(err error) {
 	where := strings.Join(l.paths(), ",")
 	l.configError = &reconcile.Finding{ID: ConfigInvalidID, Severity: reconcile.Error, Object: where,
 		Message:  "the desired state does not validate; the last good one stays in force",
 		Observed: oneLine(err.Error()), Remedy: "fix it (keel vet shows every problem with its position)"}
-	return err
+}
+
+// State is the desired state in force with its files (Loop.State), to be
+// put back by Loop.Restore.
+type State struct {
+	desired *schema.Config
+	files   []schema.File
+}
+
+// State returns the desired state in force.
+func (l *Loop) State() State { return State{l.desired, l.files} }
+
+// Changed reports whether the desired state in force is another than s.
+func (l *Loop) Changed(s State) bool { return l.desired != s.desired }
+
+// Restore puts s back in force and raises config.invalid with why: the
+// daemon's way back from a desired state that loaded but that keel cannot
+// plan or apply without crashing.
+func (l *Loop) Restore(s State, why error) {
+	l.desired, l.files = s.desired, s.files
+	l.setInvalid(why)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -21,6 +21,7 @@ type Metrics struct {
 	findings           *prometheus.GaugeVec
 	findingsBySeverity *prometheus.GaugeVec
 	stuck              prometheus.Gauge
+	panics             prometheus.Counter
 
 	mu    sync.Mutex
 	wipes map[[2]string]func() (done, total uint64, rate float64)
@@ -48,9 +49,11 @@ func NewMetrics() *Metrics {
 			Help: "Number of active findings by severity."}, []string{"severity"}),
 		stuck: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keel_actions_stuck",
 			Help: "Actions marked stuck (reconcile.stuck findings)."}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "keel_panics_total",
+			Help: "Passes that panicked and were recovered (the daemon logged the stack and went on)."}),
 	}
 	m.reg.MustRegister(m.reloadOK, m.reloadTime, m.reconcileTime, m.reconcileErrors, m.passes,
-		m.actions, m.findings, m.findingsBySeverity, m.stuck, wipeCollector{m})
+		m.actions, m.findings, m.findingsBySeverity, m.stuck, m.panics, wipeCollector{m})
 	for _, s := range []string{"info", "warning", "error", "critical"} {
 		m.findingsBySeverity.WithLabelValues(s)
 	}
@@ -69,6 +72,9 @@ func (m *Metrics) Reload(ok bool, at time.Time) {
 	}
 	m.reloadOK.Set(0)
 }
+
+// Panicked counts a pass that panicked and was recovered.
+func (m *Metrics) Panicked() { m.panics.Inc() }
 
 // Pass records a reconcile pass: err is nil when it probed, planned and
 // applied; statuses counts the executor's results by status; findings are

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -93,7 +94,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer stop()
 	}
 
-	summary := d.pass(ctx, "start", nil)
+	summary := d.safePass(ctx, "start")
 	notify.Ready(summary)
 	d.Log.Info("keel running", "status", summary)
 
@@ -123,7 +124,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			t = drain(t, triggers)
 			notify.Status(d.serve(ctx, t.reload, t.fast, t.why))
 		case <-resync.C:
-			notify.Status(d.pass(ctx, "resync", nil))
+			notify.Status(d.safePass(ctx, "resync"))
 		}
 	}
 }
@@ -244,6 +245,49 @@ func (d *Daemon) watch(ctx context.Context, dir string, match func(string) bool,
 // pass still plans against what the host reports after the change),
 // unless the files look changed in bcache fields only (MaybeBcacheOnly).
 func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string) string {
+	prev := d.Loop.State()
+	var status string
+	err := d.recovered(why, func() { status = d.serveOnce(ctx, reload, fast, why) })
+	if err == nil {
+		return status
+	}
+	if d.Loop.Changed(prev) {
+		// The new desired state loaded but keel crashed working on it: put
+		// the last good one back, say so, and pass with that.
+		d.Loop.Restore(prev, fmt.Errorf("keel crashed working on it (%w); the last good desired state is back in force", err))
+		d.metrics.Reload(false, time.Now())
+		d.Log.Error("config.invalid: the last good desired state is back in force", "finding", converge.ConfigInvalidID, "err", err)
+		return d.safePass(ctx, why+" (last good desired state)")
+	}
+	return "last pass failed (see the log): " + err.Error()
+}
+
+// safePass is pass with a panic recovered (see recovered).
+func (d *Daemon) safePass(ctx context.Context, why string) string {
+	var status string
+	if err := d.recovered(why, func() { status = d.pass(ctx, why, nil) }); err != nil {
+		return "last pass failed (see the log): " + err.Error()
+	}
+	return status
+}
+
+// recovered runs fn and turns a panic in it into an error: logged with its
+// stack and counted (keel_panics_total), so that one bad pass does not end
+// the daemon and stop the host's convergence.
+func (d *Daemon) recovered(why string, fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.metrics.Panicked()
+			d.Log.Error("panic in a pass, recovered", "why", why, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	fn()
+	return nil
+}
+
+// serveOnce is serve without the panic recovery.
+func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string) string {
 	var early, earlySys *earlyProbe
 	if reload {
 		files, rerr := d.Loop.Read()

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/converge/convergetest"
 	"github.com/keel-storage/keel/reconcile/executor"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,4 +218,78 @@ func TestDaemonBcacheOnlyChange(t *testing.T) {
 
 func bcacheCue(wb int) string {
 	return "bcache: b0: {\n\tbacking: \"a67c2e52-040c-493e-99e7-8498486cebf1\"\n\twritebackPercent: " + strconv.Itoa(wb) + "\n}\n"
+}
+
+// panicRunner panics on the next `left` commands it is asked to run.
+type panicRunner struct {
+	probes.Runner
+	left atomic.Int32
+}
+
+func (r *panicRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
+	if r.left.Add(-1) >= 0 {
+		panic("injected: " + c.String())
+	}
+	return r.Runner.Run(ctx, c)
+}
+
+// A pass that panics after a new desired state loaded is recovered: the
+// daemon lives on, counts it, puts the last good desired state back with a
+// config.invalid finding, and passes with it. The panic comes from the
+// runner of mutating commands (lvmconfig --validate of the lvm.conf edit
+// the new state asks for), on the daemon's own goroutine.
+func TestDaemonRecoversPanic(t *testing.T) {
+	snap, err := probes.ReadSnapshotFile("../../../../probes/testdata/snapshots/orphan-pv.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "desired.cue")
+	if err := os.WriteFile(cfg, []byte("lvm: scanLVs: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prom := filepath.Join(t.TempDir(), "keel.prom")
+	sock, recv := testsock.Listen(t)
+	t.Setenv("NOTIFY_SOCKET", sock)
+	src := probes.Replay(snap)
+	run := &panicRunner{Runner: src.Runner}
+	lvmConf := filepath.Join(t.TempDir(), "lvm.conf")
+	if err := os.WriteFile(lvmConf, []byte("devices {\n\tscan_lvs = 0\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := converge.New([]string{dir}, converge.Wiring{Source: src, Runner: run, LVMConfPath: lvmConf})
+	var logs strings.Builder
+	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Info}),
+		Textfile: prom, NoUevents: true, Debounce: 10 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	if got := string(recv()); !strings.HasPrefix(got, "READY=1\nSTATUS=0 actions converged") {
+		t.Fatalf("first notification %q", got)
+	}
+
+	run.left.Store(1) // the next mutating command panics
+	if err := os.WriteFile(cfg, []byte("lvm: scanLVs: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(recv()); !strings.Contains(got, "1 error") {
+		t.Fatalf("after the panicking pass: %q", got)
+	}
+	if a.Desired() == nil || *a.Desired().LVM.ScanLVs {
+		t.Fatal("the last good desired state is not back in force")
+	}
+	b, _ := os.ReadFile(prom)
+	for _, want := range []string{"keel_panics_total 1", `keel_finding{id="config.invalid"`, "keel_config_last_reload_successful 0"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("textfile lacks %q:\n%s", want, b)
+		}
+	}
+	cancel()
+	recv() // STOPPING=1
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v", err)
+	}
+	if l := logs.String(); !strings.Contains(l, "panic in a pass, recovered") || !strings.Contains(l, "injected: env LVM_SYSTEM_DIR=") || !strings.Contains(l, "goroutine") {
+		t.Errorf("log lacks the panic and its stack:\n%s", l)
+	}
 }
