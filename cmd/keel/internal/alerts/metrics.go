@@ -145,6 +145,19 @@ func (m *Metrics) WipesInFlight() int {
 	return len(m.wipes)
 }
 
+// WipeDone returns the bytes done by every safe removal in progress, added
+// up: the daemon's watchdog pings go on while it grows.
+func (m *Metrics) WipeDone() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var sum uint64
+	for _, stat := range m.wipes {
+		done, _, _ := stat()
+		sum += done
+	}
+	return sum
+}
+
 // wipeCollector reads the progress of every wipe in flight at gather time.
 type wipeCollector struct{ m *Metrics }
 

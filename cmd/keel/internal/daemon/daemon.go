@@ -66,8 +66,8 @@ type trigger struct {
 	fast bool
 }
 
-// Run loads the desired state, passes once, tells systemd it is ready and
-// then serves triggers until ctx ends.
+// Run loads the desired state, starts its watches, tells systemd it is
+// ready, passes once and then serves triggers until ctx ends.
 func (d *Daemon) Run(ctx context.Context) error {
 	if d.Resync <= 0 {
 		d.Resync = 5 * time.Minute
@@ -94,8 +94,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer stop()
 	}
 
+	// READY as soon as keel listens: the first pass can be long (a pool to
+	// create, a wipe), and until READY systemd holds keel to
+	// TimeoutStartSec, while WatchdogSec is armed only after it.
+	notify.Ready("first pass running")
 	summary := d.safePass(ctx, "start")
-	notify.Ready(summary)
+	notify.Status(summary)
 	d.Log.Info("keel running", "status", summary)
 
 	var wd <-chan time.Time
@@ -163,6 +167,7 @@ func drain(t trigger, queued <-chan trigger) trigger {
 // while they run (publishWipes).
 func (d *Daemon) publishWipeProgress(ctx context.Context) {
 	wipes := make(chan struct{}, 1)
+	alive := make(chan struct{}, 1)
 	d.Loop.WipeStarted = func(t wipe.Target, _ wipe.Mode, p *wipe.Progress) {
 		d.wipeTextfile.Store(d.textfile()) // read here, on the pass's goroutine
 		d.metrics.WipeStarted(t.VG, t.LV, func() (uint64, uint64, float64) {
@@ -173,9 +178,49 @@ func (d *Daemon) publishWipeProgress(ctx context.Context) {
 		case wipes <- struct{}{}:
 		default: // publishWipes is awake already
 		}
+		select {
+		case alive <- struct{}{}:
+		default: // keepAliveWhileWiping is awake already
+		}
 	}
 	d.Loop.WipeFinished = func(t wipe.Target, _ wipe.Mode, _ *wipe.Progress, _ error) { d.metrics.WipeFinished(t.VG, t.LV) }
 	go d.publishWipes(ctx, wipes, 5*time.Second)
+	if iv := notify.WatchdogInterval(); iv > 0 {
+		go d.keepAliveWhileWiping(ctx, alive, iv, notify.Watchdog)
+	}
+}
+
+// keepAliveWhileWiping pings the systemd watchdog every interval while a
+// safe removal runs and its bytes advance. A wipe runs inside a pass, so the
+// loop's own pings stop; a wipe of a thick LV without WRITE ZEROES can take
+// far longer than WatchdogSec. The pings go on only while the wipe makes
+// progress: a stalled device still stops them, and systemd restarts keel,
+// which resumes the wipe from its last checkpoint (docs/removal.md).
+func (d *Daemon) keepAliveWhileWiping(ctx context.Context, started <-chan struct{}, interval time.Duration, ping func() error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-started:
+		}
+		t := time.NewTicker(interval)
+		last := d.metrics.WipeDone()
+		for d.metrics.WipesInFlight() > 0 {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if done := d.metrics.WipeDone(); done > last {
+				_ = ping()
+				last = done
+			} else {
+				d.Log.Warn("safe removal made no progress for a watchdog interval", "interval", interval.String())
+			}
+		}
+		t.Stop()
+	}
 }
 
 // startWatches watches the desired state and lvm.conf.

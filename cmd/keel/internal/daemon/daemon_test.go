@@ -52,7 +52,10 @@ func TestDaemonLifecycle(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
 
-	if got := next(); !strings.HasPrefix(got, "READY=1\nSTATUS=0 actions converged, 0 stuck") {
+	if got := next(); got != "READY=1\nSTATUS=first pass running" {
+		t.Fatalf("first notification %q", got)
+	}
+	if got := next(); !strings.HasPrefix(got, "STATUS=0 actions converged, 0 stuck") {
 		t.Fatalf("first notification %q", got)
 	}
 	b, _ := os.ReadFile(prom)
@@ -178,7 +181,10 @@ func TestDaemonBcacheOnlyChange(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	if got := string(recv()); !strings.HasPrefix(got, "READY=1\nSTATUS=1 actions converged") {
+	if got := string(recv()); got != "READY=1\nSTATUS=first pass running" {
+		t.Fatalf("first notification %q", got)
+	}
+	if got := string(recv()); !strings.HasPrefix(got, "STATUS=1 actions converged") {
 		t.Fatalf("first notification %q", got)
 	}
 	os.WriteFile(cfg, []byte(bcacheCue(30)), 0o644)
@@ -264,7 +270,10 @@ func TestDaemonRecoversPanic(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	if got := string(recv()); !strings.HasPrefix(got, "READY=1\nSTATUS=0 actions converged") {
+	if got := string(recv()); got != "READY=1\nSTATUS=first pass running" {
+		t.Fatalf("first notification %q", got)
+	}
+	if got := string(recv()); !strings.HasPrefix(got, "STATUS=0 actions converged") {
 		t.Fatalf("first notification %q", got)
 	}
 
@@ -291,5 +300,41 @@ func TestDaemonRecoversPanic(t *testing.T) {
 	}
 	if l := logs.String(); !strings.Contains(l, "panic in a pass, recovered") || !strings.Contains(l, "injected: env LVM_SYSTEM_DIR=") || !strings.Contains(l, "goroutine") {
 		t.Errorf("log lacks the panic and its stack:\n%s", l)
+	}
+}
+
+// While a removal's bytes advance the watchdog is pinged; when they stop,
+// so do the pings (a stalled device gets keel restarted), and after the
+// removal ends nothing pings from here.
+func TestKeepAliveWhileWiping(t *testing.T) {
+	d := &Daemon{Log: hclog.NewNullLogger(), metrics: alerts.NewMetrics()}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var pings atomic.Int32
+	started := make(chan struct{}, 1)
+	go d.keepAliveWhileWiping(ctx, started, 10*time.Millisecond, func() error { pings.Add(1); return nil })
+	var done atomic.Uint64
+	d.metrics.WipeStarted("vg", "lv", func() (uint64, uint64, float64) { return done.Load(), 1 << 30, 1 })
+	started <- struct{}{}
+	for i := 0; i < 10; i++ { // advancing: pings
+		done.Add(1 << 20)
+		time.Sleep(15 * time.Millisecond)
+	}
+	if n := pings.Load(); n < 3 {
+		t.Fatalf("%d pings while the wipe advanced", n)
+	}
+	time.Sleep(30 * time.Millisecond) // settle the last tick after the last advance
+	stalled := pings.Load()
+	time.Sleep(100 * time.Millisecond) // stalled: no pings
+	if n := pings.Load(); n != stalled {
+		t.Fatalf("%d pings while the wipe stalled", n-stalled)
+	}
+	d.metrics.WipeFinished("vg", "lv")
+	time.Sleep(30 * time.Millisecond)
+	ended := pings.Load()
+	done.Add(1 << 20)
+	time.Sleep(50 * time.Millisecond)
+	if n := pings.Load(); n != ended {
+		t.Fatalf("%d pings after the wipe ended", n-ended)
 	}
 }
