@@ -39,6 +39,10 @@ import (
 // not validate (the last good one stays in force).
 const ConfigInvalidID = "config.invalid"
 
+// DefaultStateDir is where keel keeps its own state on a host (systemd's
+// StateDirectory=keel): the checkpoints of safe removals in progress.
+const DefaultStateDir = "/var/lib/keel"
+
 // Loop holds one host's desired state and executor across passes.
 type Loop struct {
 	// Configs are the desired-state paths (-c); none means schema.DefaultPath.
@@ -61,7 +65,9 @@ type Loop struct {
 	// allowlist like every other mutating command.
 	runner probes.Runner
 	// fileRoot is where keel's generated files are written ("/" on a host).
-	fileRoot    string
+	fileRoot string
+	// stateDir holds keel's own state (DefaultStateDir on a host).
+	stateDir    string
 	desired     *schema.Config
 	configError *reconcile.Finding
 	// files are the files of the desired state in force, loader validates.
@@ -79,6 +85,7 @@ type Wiring struct {
 	SysFS       bcache.SysFS  // nil means the host's /
 	LVMConfPath string        // "" means lvmconf.DefaultPath
 	FileRoot    string        // root for the files keel generates; "" means "/"
+	StateDir    string        // keel's own state (wipe checkpoints); "" means DefaultStateDir
 	Options     executor.Options
 	Log         hclog.Logger
 }
@@ -99,7 +106,10 @@ func New(configs []string, w Wiring) *Loop {
 	if w.Log == nil {
 		w.Log = hclog.NewNullLogger()
 	}
-	l := &Loop{Configs: configs, Source: w.Source, Log: w.Log, runner: executor.Allowlisted{Runner: w.Runner}}
+	if w.StateDir == "" {
+		w.StateDir = DefaultStateDir
+	}
+	l := &Loop{Configs: configs, Source: w.Source, Log: w.Log, runner: executor.Allowlisted{Runner: w.Runner}, stateDir: w.StateDir}
 	ex := executor.New(w.Runner, w.Options)
 	ex.Log = w.Log.Named("executor")
 	sysfs := bcache.Applier(w.SysFS)

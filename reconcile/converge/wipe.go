@@ -3,6 +3,7 @@ package converge
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/wipe"
@@ -52,7 +53,8 @@ func (l *Loop) PlanWipe(ctx context.Context, req WipeRequest) ([]wipe.Target, er
 // commands go through the executor's argv allowlist.
 func (l *Loop) RunWipe(ctx context.Context, targets []wipe.Target, step uint64) error {
 	rm := &wipe.Remover{Exec: l.runner, Step: step, Log: l.Log.Named("wipe"),
-		Started: l.WipeStarted, Finished: l.WipeFinished}
+		Started: l.WipeStarted, Finished: l.WipeFinished,
+		Journal: wipe.DirJournal(filepath.Join(l.stateDir, "wipe"))}
 	if err := rm.Check(targets); err != nil {
 		return err
 	}

@@ -74,3 +74,8 @@ func (d *BlockDevice) rangeIoctl(req uintptr, off, n uint64) error {
 
 // Close closes the device.
 func (d *BlockDevice) Close() error { return d.f.Close() }
+
+// Sync flushes the device's volatile write cache (fsync(2) of a block
+// device sends a flush to it), so that the bytes cleared so far are on
+// stable storage before a checkpoint says they are.
+func (d *BlockDevice) Sync() error { return d.f.Sync() }

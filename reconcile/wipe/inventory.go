@@ -17,7 +17,7 @@ func FromHost(h *probes.Host) Inventory {
 				tags = append(tags, t)
 			}
 		}
-		inv.LVs[key] = LVInfo{VG: lv.VG, Name: lv.Name, SegType: lv.SegType, Hidden: lv.Hidden,
+		inv.LVs[key] = LVInfo{VG: lv.VG, Name: lv.Name, UUID: lv.UUID, SegType: lv.SegType, Hidden: lv.Hidden,
 			Active: lv.Active, Open: lv.Open, Size: lv.Size, DMName: lv.DMName, Tags: tags}
 	}
 	for name, pv := range h.PVs {

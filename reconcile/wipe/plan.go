@@ -30,6 +30,7 @@ type Inventory struct {
 // LVInfo is one observed LV.
 type LVInfo struct {
 	VG, Name string
+	UUID     string
 	SegType  string // linear, striped, thin, thin-pool, vdo, vdo-pool, ...
 	Hidden   bool
 	Active   bool
@@ -49,6 +50,9 @@ type PVInfo struct {
 // Target is one LV to remove, with how to clear it.
 type Target struct {
 	VG string
+	// UUID is the LV's UUID (it survives the rename to del-<name>); the
+	// wipe's checkpoints are kept by it.
+	UUID string
 	// LV is the LV's name as the user knows it (without del-).
 	LV string
 	// Resume is set when the LV is already renamed to del-<LV> (a wipe that
@@ -272,7 +276,7 @@ func onVDO(inv Inventory, vg string) bool {
 }
 
 func target(inv Inventory, lv LVInfo, orig string, mode Mode) Target {
-	t := Target{VG: lv.VG, LV: orig, Active: lv.Active, Size: lv.Size, Mode: mode}
+	t := Target{VG: lv.VG, LV: orig, UUID: lv.UUID, Active: lv.Active, Size: lv.Size, Mode: mode}
 	vdo := onVDO(inv, lv.VG)
 	gives := vdo || lv.SegType == "thin"
 	switch {

@@ -18,6 +18,7 @@ import (
 type Progress struct {
 	total   atomic.Uint64
 	done    atomic.Uint64
+	resumed atomic.Uint64 // bytes already done when this run began
 	startNs atomic.Int64
 	endNs   atomic.Int64
 	now     func() time.Time // for tests; nil means time.Now
@@ -39,9 +40,14 @@ func (p *Progress) clock() time.Time {
 	return time.Now()
 }
 
-func (p *Progress) begin(total uint64) {
+func (p *Progress) begin(total uint64) { p.beginAt(total, 0) }
+
+// beginAt starts counting a wipe resumed at byte done: those bytes count
+// as done, and the rate is measured from here on.
+func (p *Progress) beginAt(total, done uint64) {
 	p.total.Store(total)
-	p.done.Store(0)
+	p.done.Store(done)
+	p.resumed.Store(done)
 	p.endNs.Store(0)
 	p.startNs.Store(p.clock().UnixNano())
 }
@@ -68,7 +74,7 @@ func (p *Progress) Stat() Stat {
 	}
 	s.Elapsed = time.Duration(end - start)
 	if s.Elapsed > 0 {
-		s.Rate = float64(s.Done) / s.Elapsed.Seconds()
+		s.Rate = float64(s.Done-p.resumed.Load()) / s.Elapsed.Seconds()
 	}
 	if s.Rate > 0 && s.Done < s.Total {
 		s.Left = time.Duration(float64(s.Total-s.Done) / s.Rate * float64(time.Second))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes"
@@ -35,7 +36,15 @@ type Remover struct {
 	Started func(t Target, pass Mode, p *Progress)
 	// Finished, when set, is called after each wipe pass.
 	Finished func(t Target, pass Mode, p *Progress, err error)
+	// Journal, when set, keeps a checkpoint of each wipe every
+	// CheckpointEvery (5s), after flushing the device, so that a wipe
+	// killed midway resumes from it (targets with an LV UUID only).
+	Journal         Journal
+	CheckpointEvery time.Duration
 }
+
+// syncer is a device whose volatile cache can be flushed.
+type syncer interface{ Sync() error }
 
 func (r *Remover) log() hclog.Logger {
 	if r.Log == nil {
@@ -140,7 +149,16 @@ func (r *Remover) removeOne(ctx context.Context, t Target) error {
 	if t.DiscardAfter {
 		passes = append(passes, ModeDiscard)
 	}
+	cp, resumeAt := r.checkpoint(log, t, passes)
 	for i, pass := range passes {
+		if i < resumeAt {
+			log.Info("wipe pass already done before the interruption", "mode", pass)
+			continue
+		}
+		start := uint64(0)
+		if i == resumeAt && cp != nil {
+			start = cp.Offset
+		}
 		if pass == ModeDiscard {
 			ql, err := r.limits(path)
 			if err != nil {
@@ -155,18 +173,83 @@ func (r *Remover) removeOne(ctx context.Context, t Target) error {
 				pass = ModeZeroOut
 			}
 		}
-		if err := r.wipe(ctx, log, t, path, pass); err != nil {
+		if err := r.wipe(ctx, log, t, path, pass, start); err != nil {
 			return fmt.Errorf("lv %s (now %s, resumed on the next run): %w", t.Name(), t.DelName(), err)
 		}
 	}
 	if err := run("lvremove", "--yes", t.DelName()); err != nil {
 		return err
 	}
+	if r.Journal != nil && t.UUID != "" {
+		if err := r.Journal.Delete(t.UUID); err != nil {
+			log.Warn("wipe checkpoint not deleted", "err", err)
+		}
+	}
 	log.Info("removed")
 	return nil
 }
 
-func (r *Remover) wipe(ctx context.Context, log hclog.Logger, t Target, path string, mode Mode) error {
+// checkpoint returns the checkpoint of a resumed target and the index of
+// the pass it belongs to (passes before it are complete); nil and 0 when
+// there is none to trust.
+func (r *Remover) checkpoint(log hclog.Logger, t Target, passes []Mode) (*Checkpoint, int) {
+	if r.Journal == nil || t.UUID == "" || !t.Resume {
+		return nil, 0
+	}
+	cp, ok, err := r.Journal.Load(t.UUID)
+	if err != nil {
+		log.Warn("wipe checkpoint unreadable: starting at byte 0", "err", err)
+		return nil, 0
+	}
+	if !ok {
+		return nil, 0
+	}
+	for i, m := range passes {
+		if m == cp.Mode && cp.Size == t.Size && cp.Offset <= cp.Size {
+			log.Info("resuming wipe from its checkpoint", "mode", cp.Mode, "offset", cp.Offset, "size", cp.Size)
+			return &cp, i
+		}
+	}
+	log.Warn("wipe checkpoint does not match the LV: starting at byte 0", "mode", cp.Mode, "size", cp.Size, "lv_size", t.Size)
+	return nil, 0
+}
+
+// keepCheckpoints saves a checkpoint of p every CheckpointEvery until stop
+// is closed, and once more then: the device is flushed first, so that a
+// checkpoint never claims bytes that a power loss could bring back.
+func (r *Remover) keepCheckpoints(log hclog.Logger, t Target, mode Mode, d Device, p *Progress, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	every := r.CheckpointEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	save := func() {
+		off := p.Stat().Done
+		if s, ok := d.(syncer); ok {
+			if err := s.Sync(); err != nil {
+				log.Warn("wipe checkpoint: flush failed, not saved", "err", err)
+				return
+			}
+		}
+		off -= off % sectorSize
+		if err := r.Journal.Save(Checkpoint{LVUUID: t.UUID, Name: t.DelName(), Mode: mode, Size: t.Size, Offset: off}); err != nil {
+			log.Warn("wipe checkpoint not saved", "err", err)
+		}
+	}
+	for {
+		select {
+		case <-stop:
+			save()
+			return
+		case <-tick.C:
+			save()
+		}
+	}
+}
+
+func (r *Remover) wipe(ctx context.Context, log hclog.Logger, t Target, path string, mode Mode, start uint64) error {
 	ql, err := r.limits(path)
 	if err != nil {
 		return err
@@ -187,8 +270,13 @@ func (r *Remover) wipe(ctx context.Context, log hclog.Logger, t Target, path str
 	if r.Started != nil {
 		r.Started(t, mode, p)
 	}
-	log.Info("wipe start", "mode", mode, "device", path, "step_bytes", step)
-	err = Wipe(ctx, t.DelName(), d, mode, step, p)
+	log.Info("wipe start", "mode", mode, "device", path, "step_bytes", step, "offset", start)
+	if r.Journal != nil && t.UUID != "" {
+		stop, saved := make(chan struct{}), make(chan struct{})
+		go r.keepCheckpoints(log, t, mode, d, p, stop, saved)
+		defer func() { close(stop); <-saved }()
+	}
+	err = WipeFrom(ctx, t.DelName(), d, mode, step, start, p)
 	if r.Finished != nil {
 		r.Finished(t, mode, p, err)
 	}

@@ -52,6 +52,13 @@ var ErrBadStep = errors.New("step must be a non-zero multiple of 512 bytes")
 // shorter), adding each finished step to p. It stops between steps when ctx
 // is cancelled and returns ctx's error. name is used in errors only.
 func Wipe(ctx context.Context, name string, dev Device, mode Mode, step uint64, p *Progress) error {
+	return WipeFrom(ctx, name, dev, mode, step, 0, p)
+}
+
+// WipeFrom is Wipe starting at byte start (a multiple of the sector size, a
+// checkpoint of an earlier run of the same pass): the bytes below start
+// count as done.
+func WipeFrom(ctx context.Context, name string, dev Device, mode Mode, step, start uint64, p *Progress) error {
 	if step == 0 || step%sectorSize != 0 {
 		return fmt.Errorf("wipe %s: step %d: %w", name, step, ErrBadStep)
 	}
@@ -71,10 +78,13 @@ func Wipe(ctx context.Context, name string, dev Device, mode Mode, step uint64, 
 	// Block ioctls need whole sectors; an LV is always a whole number of
 	// extents, so a tail only shows up on odd devices.
 	size -= size % sectorSize
-	if p != nil {
-		p.begin(size)
+	if start%sectorSize != 0 || start > size {
+		return fmt.Errorf("wipe %s: resume at byte %d of %d: not a sector boundary inside the device", name, start, size)
 	}
-	for off := uint64(0); off < size; off += step {
+	if p != nil {
+		p.beginAt(size, start)
+	}
+	for off := start; off < size; off += step {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("wipe %s: stopped at byte %d of %d: %w", name, off, size, err)
 		}
