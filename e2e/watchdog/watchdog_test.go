@@ -1,0 +1,67 @@
+//go:build e2e
+
+// Package watchdog proves, in the systemd flavour of the test guest, that a
+// safe removal longer than keel.service's WatchdogSec finishes, and that a
+// removal killed midway resumes from keel's last checkpoint after systemd
+// restarts keel (watchdog.sh).
+package watchdog
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keel-storage/keel/e2e/guest"
+)
+
+func TestLongWipeUnderWatchdog(t *testing.T) {
+	root := guest.RepoRoot(t)
+	read := func(rel string) []byte {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatalf("test input: %v", err)
+		}
+		return b
+	}
+	debDir := t.TempDir()
+	build := exec.Command(filepath.Join(root, "packaging", "build-deb.sh"), debDir)
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	if err != nil {
+		t.Fatalf("build-deb.sh: %v\n%s", err, out)
+	}
+	deb := strings.TrimSpace(string(out[strings.LastIndexByte(strings.TrimSpace(string(out)), '\n')+1:]))
+	debBytes, err := os.ReadFile(deb)
+	if err != nil {
+		t.Fatalf("the .deb: %v\n%s", err, out)
+	}
+	m := guest.New(t, guest.Spec{
+		Flavour: guest.Systemd,
+		Disks:   []guest.Disk{{Kind: guest.HDD, Size: "4G", Serial: "hdd1"}},
+		Files: map[string][]byte{
+			"keel.deb":  debBytes,
+			"stacks.sh": read("e2e/scenarios/stacks.sh"),
+		},
+		Mem:     "2G",
+		Timeout: 20 * time.Minute,
+	})
+	r := m.Boot(t, string(read("e2e/watchdog/watchdog.sh")))
+	passes := 0
+	for _, line := range strings.Split(r.Output, "\n") {
+		switch {
+		case strings.HasPrefix(line, "PASS: "):
+			passes++
+			t.Log(line)
+		case strings.HasPrefix(line, "FAIL: "):
+			t.Error(line)
+		case strings.HasPrefix(line, "wipe_seconds="):
+			t.Log(line)
+		}
+	}
+	if r.ExitCode != 0 || passes < 10 {
+		t.Errorf("scenario exit %d with %d PASS lines (want 0 and 10)", r.ExitCode, passes)
+	}
+}
