@@ -121,6 +121,9 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := r.Remove(ctx, targets); err != nil {
 		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
+		if errors.Is(err, wipe.ErrInUse) { // refused before the first write and named back
+			return exitFindings
+		}
 		return exitError
 	}
 	return exitOK
