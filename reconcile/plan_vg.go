@@ -129,6 +129,9 @@ func (p *planner) planAbsent(vg string, absent []string) {
 		if lv == nil {
 			continue
 		}
+		if p.absentGuards(vg, name, lv) {
+			continue
+		}
 		key := p.add("lv.absent", object, fmt.Sprintf("LV %s is declared absent but exists (%s)", object, lv.FullName),
 			"absent", "present, "+units.FormatSize(lv.Size), fmt.Sprintf("rename to del-%s, %s in steps of %s, lvremove", name, mode, units.FormatSize(step)))
 		p.act(phaseChange, Action{ID: "lv.absent:" + object, Kind: KindWipe, Class: Destructive, Object: object,
