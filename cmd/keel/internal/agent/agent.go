@@ -116,7 +116,11 @@ func New(configs []string, w Wiring) *Agent {
 	}
 	ex.Files = executor.DirFiles(root)
 	ex.Wipe = func(ctx context.Context, s reconcile.WipeSpec) error {
-		return a.wipeLV(ctx, w.Runner, s)
+		err := a.wipeLV(ctx, w.Runner, s)
+		if errors.Is(err, wipe.ErrRefused) { // shared VG, a pool below, in use: never retried
+			return &executor.RefusedError{Reason: err.Error()}
+		}
+		return err
 	}
 	a.Exec = ex
 	return a
