@@ -2,6 +2,7 @@ package wipe
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -198,13 +199,8 @@ func allocRules(inv Inventory, lv LVInfo, t *Target) error {
 	}
 	fill := map[string]uint64{}
 	inv.Stack.zeroFill(inv, key, lv.Size, 0, fill)
-	pools := make([]string, 0, len(fill))
-	for p := range fill {
-		pools = append(pools, p)
-	}
-	sort.Strings(pools)
 	var grow []string
-	for _, name := range pools {
+	for _, name := range slices.Sorted(maps.Keys(fill)) {
 		p, n := inv.Stack.Pools[name], fill[name]
 		switch {
 		case p.Kind == "vdo":

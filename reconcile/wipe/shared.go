@@ -2,7 +2,8 @@ package wipe
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
@@ -40,11 +41,7 @@ func (s SharedVG) Remedy(vg, lv string) string {
 // keel cannot tell which ones are.
 func SharedVGs(h *probes.Host) map[string]SharedVG {
 	out := map[string]SharedVG{}
-	names := make([]string, 0, len(h.VGs))
-	for name := range h.VGs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(h.VGs))
 	for _, name := range names {
 		vg := h.VGs[name]
 		lock := vg.LockType
