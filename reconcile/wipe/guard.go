@@ -2,10 +2,10 @@ package wipe
 
 import "fmt"
 
-// guard applies the rules that depend on what surrounds each planned
+// applyGuards applies the rules that depend on what surrounds each planned
 // target (shared VGs, the pools below) and returns one refusal per target
 // that breaks one; it may change a target's mode (a thin LV is discarded).
-func guard(inv Inventory, targets []Target) []error {
+func applyGuards(inv Inventory, targets []Target) []error {
 	var refusals []error
 	for i := range targets {
 		t := &targets[i]

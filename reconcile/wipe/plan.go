@@ -224,7 +224,7 @@ func Plan(inv Inventory, decl Declared, req Request) ([]Target, error) {
 		}
 		targets = append(targets, target(inv, lv, lvName, mode))
 	}
-	refusals = append(refusals, guard(inv, targets)...)
+	refusals = append(refusals, applyGuards(inv, targets)...)
 	if len(refusals) > 0 {
 		return nil, errors.Join(refusals...)
 	}
