@@ -12,7 +12,8 @@ import (
 
 // The capture of e2e/wipe/guard.sh after its setup, planned against its
 // desired state: svg is behind a storage.cfg entry with shared 1, and
-// tvg/vm-103-disk-0 is a thin LV of tvg/pooln, created with -Z n.
+// tvg/vm-103-disk-0 and vm-104-disk-0 are thin LVs of tvg/pooln, created
+// with -Z n.
 func TestPlanAbsentGuards(t *testing.T) {
 	s, err := probes.ReadSnapshotFile("wipe/testdata/node-guard.txtar")
 	if err != nil {
@@ -33,6 +34,10 @@ func TestPlanAbsentGuards(t *testing.T) {
 		if !slices.Contains(got, want) {
 			t.Errorf("no %s in %q", want, got)
 		}
+	}
+	// vm-103-disk-0 and vm-104-disk-0 are both in tvg/pooln: one finding.
+	if n := len(slices.DeleteFunc(slices.Clone(got), func(k string) bool { return k != "thin.unzeroed_reuse@tvg/pooln" })); n != 1 {
+		t.Errorf("thin.unzeroed_reuse@tvg/pooln raised %d times", n)
 	}
 	if slices.Contains(got, "lv.absent@svg/vm-200-disk-0") || slices.Contains(got, "thin.unzeroed_reuse@tvg/pool") {
 		t.Errorf("findings %q", got)

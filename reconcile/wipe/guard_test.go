@@ -10,7 +10,7 @@ import (
 )
 
 // node-guard.txtar is the capture of e2e/wipe/guard.sh after its setup
-// (guest, keel at 0de6634): tvg/pool (1G, zeroing on) with the 3G thin LV
+// in the guest: tvg/pool (1G, zeroing on) with the 3G thin LV
 // vm-102-disk-0 (128M written) and keep; tvg/pooln (zeroing off) with
 // vm-103-disk-0; gvg on the thin LV tvg/gpv of tvg/gpool with the 512M
 // linear gvg/old; svg behind the storage.cfg entry "lvm: san" with
