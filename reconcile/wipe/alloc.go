@@ -32,7 +32,7 @@ type Stack struct {
 	// Pool maps a thin or VDO LV to its pool ("vg/pool").
 	Pool map[string]string
 	// Mapped is the bytes a thin LV has provisioned, from its data_percent
-	// (absent when unknown).
+	// (absent when unknown, or when it shares chunks with a snapshot).
 	Mapped map[string]uint64
 	// Pools are the thin and VDO pools by "vg/pool".
 	Pools map[string]Pool
@@ -56,6 +56,15 @@ type Pool struct {
 // stackFromHost builds the Stack from a probe pass.
 func stackFromHost(h *probes.Host) Stack {
 	s := Stack{Below: map[string][]string{}, Pool: map[string]string{}, Mapped: map[string]uint64{}, Pools: map[string]Pool{}}
+	// A thin LV that shares chunks with a snapshot (as its origin or as the
+	// snapshot) copies a shared chunk on the first write to it, so its
+	// mapped chunks do not bound a fill: its mapped bytes stay unknown.
+	shares := map[string]bool{}
+	for key, lv := range h.LVs {
+		if lv.SegType == "thin" && lv.Origin != "" {
+			shares[key], shares[lv.VG+"/"+lv.Origin] = true, true
+		}
+	}
 	direct := map[string][]probes.SegmentDev{}
 	for key, lv := range h.LVs {
 		for _, seg := range lv.Segments {
@@ -64,7 +73,7 @@ func stackFromHost(h *probes.Host) Stack {
 		if (lv.SegType == "thin" || lv.SegType == "vdo") && lv.Pool != "" {
 			s.Pool[key] = lv.Pool
 		}
-		if lv.SegType == "thin" && lv.DataPercent >= 0 {
+		if lv.SegType == "thin" && lv.DataPercent >= 0 && !shares[key] {
 			s.Mapped[key] = uint64(lv.DataPercent / 100 * float64(lv.Size))
 		}
 	}

@@ -91,3 +91,20 @@ func TestGuardSharedVGRefused(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// No capture has a thin snapshot yet, so the origin is set on the captured
+// model: when tvg/keep is a snapshot of tvg/vm-102-disk-0, a write to any
+// chunk of vm-102 may copy a shared one, and the whole LV counts.
+func TestZeroFillThinSnapshotSharesChunks(t *testing.T) {
+	h := snapshotHost(t, "testdata/node-guard.txtar")
+	h.LVs["tvg/keep"].Origin = "vm-102-disk-0"
+	inv := FromHost(h)
+	if _, ok := inv.Stack.Mapped["tvg/vm-102-disk-0"]; ok {
+		t.Fatal("the origin's mapped bytes bound the fill")
+	}
+	fill := map[string]uint64{}
+	inv.Stack.zeroFill(inv, "tvg/vm-102-disk-0", 3<<30, 0, fill)
+	if fill["tvg/pool"] != 3<<30 {
+		t.Fatalf("fill %v, want all 3G", fill)
+	}
+}
