@@ -60,7 +60,8 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 				continue
 			}
 			vgName = r["vg_name"]
-			vg := &VG{Name: vgName, UUID: r["vg_uuid"], Attr: r["vg_attr"]}
+			vg := &VG{Name: vgName, UUID: r["vg_uuid"], Attr: r["vg_attr"], LockType: r["vg_lock_type"],
+				Shared: truthy(r["vg_shared"]) || truthy(r["vg_clustered"]) || len(r["vg_attr"]) > 5 && strings.ContainsRune("sc", rune(r["vg_attr"][5]))}
 			obj := reportObject{kind: "vg", name: vgName}
 			vg.ExtentSize = f.num(obj, "vg_extent_size", r)
 			vg.ExtentCount = f.num(obj, "vg_extent_count", r)

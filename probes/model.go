@@ -69,7 +69,13 @@ type VG struct {
 	Free        uint64   // vg_free
 	PVs         []string // PV names, sorted
 	LVs         []string // "vg/lv" of every LV, hidden ones included, sorted
-	Errors      []string
+	// Shared is set when LVM reports the VG shared between hosts: vg_shared
+	// or vg_clustered, or the sixth vg_attr character 's' or 'c' (vgs(8)).
+	Shared bool
+	// LockType is vg_lock_type: the lvmlockd lock manager ("sanlock",
+	// "dlm", ...), "" or "none" for a local VG (lvmlockd(8)).
+	LockType string
+	Errors   []string
 }
 
 // LV is an LVM logical volume, including hidden sub-LVs.

@@ -129,8 +129,15 @@ func (p *planner) planAbsent(vg string, absent []string) {
 		if lv == nil {
 			continue
 		}
+		if p.absentGuards(vg, name, lv) {
+			continue
+		}
+		how := mode
+		if lv.SegType == "thin" {
+			how = "discard" // reconcile/wipe never zero-fills a thin LV
+		}
 		key := p.add("lv.absent", object, fmt.Sprintf("LV %s is declared absent but exists (%s)", object, lv.FullName),
-			"absent", "present, "+units.FormatSize(lv.Size), fmt.Sprintf("rename to del-%s, %s in steps of %s, lvremove", name, mode, units.FormatSize(step)))
+			"absent", "present, "+units.FormatSize(lv.Size), fmt.Sprintf("rename to del-%s, %s in steps of %s, lvremove", name, how, units.FormatSize(step)))
 		p.act(phaseChange, Action{ID: "lv.absent:" + object, Kind: KindWipe, Class: Destructive, Object: object,
 			Summary:  fmt.Sprintf("wipe (%s) and remove %s, as the desired state asks", mode, object),
 			Wipe:     &WipeSpec{VG: vg, LV: name, Mode: mode, StepMax: step},

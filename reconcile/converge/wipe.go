@@ -2,10 +2,12 @@ package converge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
 	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/executor"
 	"github.com/keel-storage/keel/reconcile/wipe"
 )
 
@@ -67,10 +69,20 @@ func (l *Loop) wipeAbsent(ctx context.Context, s reconcile.WipeSpec) error {
 	name := s.VG + "/" + s.LV
 	targets, err := l.PlanWipe(ctx, WipeRequest{Names: []string{name}, Mode: wipe.Mode(s.Mode), Absent: true})
 	if err != nil {
-		return fmt.Errorf("wipe %s: %w", name, err)
+		return refusal(fmt.Errorf("wipe %s: %w", name, err))
 	}
 	if err := l.RunWipe(ctx, targets, s.StepMax); err != nil {
-		return fmt.Errorf("wipe %s: %w", name, err)
+		return refusal(fmt.Errorf("wipe %s: %w", name, err))
 	}
 	return nil
+}
+
+// refusal makes a wipe refusal (a shared VG, a pool below that the fill
+// could fill, an LV in use: wipe.ErrRefused) the executor's refusal, which
+// is reported as reconcile.refused and never retried.
+func refusal(err error) error {
+	if errors.Is(err, wipe.ErrRefused) {
+		return &executor.RefusedError{Reason: err.Error()}
+	}
+	return err
 }

@@ -27,5 +27,7 @@ func FromHost(h *probes.Host) Inventory {
 		}
 		inv.PVs[name] = info
 	}
+	inv.Stack = stackFromHost(h)
+	inv.Shared = SharedVGs(h)
 	return inv
 }

@@ -25,6 +25,10 @@ type Inventory struct {
 	LVs map[string]LVInfo
 	// PVs by PV name as LVM reports it ("/dev/sda", "/dev/vdovg/vdolv").
 	PVs map[string]PVInfo
+	// Stack is what lies under each LV (alloc.go).
+	Stack Stack
+	// Shared are the VGs shared between hosts, by name (shared.go).
+	Shared map[string]SharedVG
 }
 
 // LVInfo is one observed LV.
@@ -65,6 +69,8 @@ type Target struct {
 	// DiscardAfter is set when the blocks are zeroed and then also
 	// discarded, so that VDO below gets them back.
 	DiscardAfter bool
+	// NoZeroFill is set for a thin LV: its blocks are never zero-filled.
+	NoZeroFill bool
 	// Notes say why the mode differs from the one asked for.
 	Notes []string
 }
@@ -222,6 +228,7 @@ func Plan(inv Inventory, decl Declared, req Request) ([]Target, error) {
 		}
 		targets = append(targets, target(inv, lv, lvName, mode))
 	}
+	refusals = append(refusals, applyGuards(inv, targets)...)
 	if len(refusals) > 0 {
 		return nil, errors.Join(refusals...)
 	}

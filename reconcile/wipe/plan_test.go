@@ -187,6 +187,7 @@ func testRemover(t *testing.T, ex *fakeExec, devs map[string]*fileDevice) *Remov
 		Limits: func(path string) (QueueLimits, error) {
 			return QueueLimits{Dev: "dm-9", WriteZeroesMax: 8 << 20, DiscardMax: 8 << 20}, nil
 		},
+		OpenCount: func(string) (int, error) { return 1, nil }, // keel's own open only
 	}
 }
 

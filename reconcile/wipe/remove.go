@@ -28,6 +28,10 @@ type Remover struct {
 	Limits func(path string) (QueueLimits, error)
 	// Path gives the device node of vg/lv; nil means DMPath.
 	Path func(vg, lv string) string
+	// OpenCount reads a dm device's open count; nil means probes.DMOpenCount.
+	OpenCount func(dmName string) (int, error)
+	// OpenGrace is how long another opener may last; 0 means DefaultOpenGrace.
+	OpenGrace time.Duration
 	// Step is the wanted step in bytes; 0 means DefaultStep.
 	Step uint64
 	Log  hclog.Logger
@@ -92,7 +96,11 @@ func (r *Remover) Check(targets []Target) error {
 			errs = append(errs, fmt.Errorf("lv %s: %w: %w", t.Name(), ErrRefused, err))
 			continue
 		}
+		err = r.unused(context.Background(), t.VG, t.LV, 1)
 		d.Close()
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -165,6 +173,10 @@ func (r *Remover) removeOne(ctx context.Context, t Target) error {
 				return fmt.Errorf("lv %s (now %s, resumed on the next run): %w", t.Name(), t.DelName(), err)
 			}
 			if ql.DiscardMax == 0 {
+				if t.NoZeroFill {
+					log.Warn("thin LV does not discard: not zero-filling it; lvremove frees its chunks", "device", path)
+					continue
+				}
 				if i > 0 {
 					log.Warn("device does not discard: the blocks stay allocated below", "device", path)
 					continue
@@ -174,6 +186,9 @@ func (r *Remover) removeOne(ctx context.Context, t Target) error {
 			}
 		}
 		if err := r.wipe(ctx, log, t, path, pass, start); err != nil {
+			if i == 0 && !t.Resume && errors.Is(err, ErrInUse) {
+				return r.giveBack(t, run, err)
+			}
 			return fmt.Errorf("lv %s (now %s, resumed on the next run): %w", t.Name(), t.DelName(), err)
 		}
 	}
@@ -276,7 +291,7 @@ func (r *Remover) wipe(ctx context.Context, log hclog.Logger, t Target, path str
 		go r.keepCheckpoints(log, t, mode, d, p, stop, saved)
 		defer func() { close(stop); <-saved }()
 	}
-	err = WipeFrom(ctx, t.DelName(), d, mode, step, start, p)
+	err = WipeFrom(ctx, t.DelName(), r.guard(ctx, d, t.VG, DelPrefix+t.LV), mode, step, start, p)
 	if r.Finished != nil {
 		r.Finished(t, mode, p, err)
 	}

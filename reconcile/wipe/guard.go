@@ -1,0 +1,33 @@
+package wipe
+
+import "fmt"
+
+// applyGuards applies the rules that depend on what surrounds each planned
+// target (shared VGs, the pools below) and returns one refusal per target
+// that breaks one; it may change a target's mode (a thin LV is discarded).
+func applyGuards(inv Inventory, targets []Target) []error {
+	var refusals []error
+	for i := range targets {
+		t := &targets[i]
+		name := t.LV
+		if t.Resume {
+			name = DelPrefix + t.LV
+		}
+		what := "lv " + t.Name()
+		if t.Resume {
+			what = "resume " + t.DelName()
+		}
+		if err := refuseShared(inv, t.VG, t.LV); err != nil {
+			refusals = append(refusals, fmt.Errorf("%s: %w", what, err))
+			continue
+		}
+		lv, ok := inv.LVs[t.VG+"/"+name]
+		if !ok {
+			continue
+		}
+		if err := allocRules(inv, lv, t); err != nil {
+			refusals = append(refusals, fmt.Errorf("%s: %w", what, err))
+		}
+	}
+	return refusals
+}

@@ -1,0 +1,85 @@
+package wipe
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/keel-storage/keel/probes"
+)
+
+// SharedVG says why a VG is shared between hosts. An LV of such a VG that
+// is inactive here may be open on another node (Proxmox VE activates a disk
+// of a shared LVM storage only on the node that runs its VM; lvmlockd(8)
+// lets each host activate an LV exclusively), so keel never activates,
+// clears or removes one: that is the owning node's job.
+type SharedVG struct {
+	// Why names how it is shared: "lvmlockd (lock type sanlock)", "Proxmox
+	// storage san has shared 1", ...
+	Why string
+	// Storage is the Proxmox storage ID that shares it, "" when only LVM
+	// says so.
+	Storage string
+}
+
+// Remedy is the command that removes vg/lv on the node that owns it.
+func (s SharedVG) Remedy(vg, lv string) string {
+	if s.Storage != "" {
+		// pvesm free removes a volume through the storage layer, which
+		// knows the node the disk is active on.
+		return fmt.Sprintf("pvesm free %s:%s", s.Storage, lv)
+	}
+	return fmt.Sprintf("lvremove %s/%s", vg, lv)
+}
+
+// SharedVGs finds every VG shared between hosts: lvmlockd and clvmd VGs as
+// LVM reports them (vg_shared, vg_clustered, vg_lock_type, vg_attr), and
+// VGs behind a Proxmox VE storage of type lvm or lvmthin whose storage.cfg
+// entry has "shared 1" (pve-storage's "vgname" and "shared" options). When
+// storage.cfg exists but could not be parsed, every VG counts as shared:
+// keel cannot tell which ones are.
+func SharedVGs(h *probes.Host) map[string]SharedVG {
+	out := map[string]SharedVG{}
+	names := slices.Sorted(maps.Keys(h.VGs))
+	for _, name := range names {
+		vg := h.VGs[name]
+		lock := vg.LockType
+		switch {
+		case lock != "" && lock != "none":
+			out[name] = SharedVG{Why: "lvmlockd (lock type " + lock + ")"}
+		case vg.Shared:
+			out[name] = SharedVG{Why: "LVM reports it shared or clustered (vg_attr " + vg.Attr + ")"}
+		}
+	}
+	if h.Proxmox == nil {
+		return out
+	}
+	if len(h.Proxmox.Errors) > 0 {
+		for _, name := range names {
+			if _, ok := out[name]; !ok {
+				out[name] = SharedVG{Why: "/etc/pve/storage.cfg could not be read (" + strings.Join(h.Proxmox.Errors, "; ") + "), so keel cannot tell whether a Proxmox storage shares it"}
+			}
+		}
+		return out
+	}
+	for _, s := range h.Proxmox.Storages {
+		if s.VG == "" || (s.Type != "lvm" && s.Type != "lvmthin") || s.Options["shared"] != "1" {
+			continue
+		}
+		if _, ok := out[s.VG]; !ok {
+			out[s.VG] = SharedVG{Why: "Proxmox storage " + s.ID + " has shared 1 in /etc/pve/storage.cfg", Storage: s.ID}
+		}
+	}
+	return out
+}
+
+// refuseShared refuses every destructive action on an LV of a shared VG.
+func refuseShared(inv Inventory, vg, lv string) error {
+	s, ok := inv.Shared[vg]
+	if !ok {
+		return nil
+	}
+	return fmt.Errorf("%w: vg %s is shared between nodes: %s; keel never activates, clears or removes an LV of a shared VG: remove it on the node that owns it (there: %s), then drop %s from the absent list of vg %s",
+		ErrRefused, vg, s.Why, s.Remedy(vg, lv), lv, vg)
+}
