@@ -120,8 +120,9 @@ var vmDiskRE = regexp.MustCompile(`^(vm|base)-[0-9]+-`)
 const vmDiskReject = "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|"
 
 // lvAliases lists the names under /dev that udev gives an LV, which LVM's
-// filter matches one by one: /dev/dm-N, /dev/mapper/<dm name>, /dev/VG/LV
-// and the /dev/disk/by-id links.
+// filter matches one by one: /dev/dm-N, /dev/block/MAJ:MIN,
+// /dev/mapper/<dm name>, /dev/VG/LV and the /dev/disk/by-id links (as listed
+// on the test guest; the /dev/disk/by-diskseq link is not modelled).
 func (p *planner) lvAliases(lv *probes.LV) []string {
 	dmName := lv.DMName
 	if dmName == "" {
@@ -129,7 +130,7 @@ func (p *planner) lvAliases(lv *probes.LV) []string {
 	}
 	var out []string
 	if lv.Minor >= 0 && lv.Active {
-		out = append(out, fmt.Sprintf("/dev/dm-%d", lv.Minor))
+		out = append(out, fmt.Sprintf("/dev/dm-%d", lv.Minor), fmt.Sprintf("/dev/block/%d:%d", lv.Major, lv.Minor))
 	}
 	out = append(out, "/dev/mapper/"+dmName, "/dev/"+lv.VG+"/"+lv.Name, "/dev/disk/by-id/dm-name-"+dmName)
 	if vg := p.h.VGs[lv.VG]; vg != nil && vg.UUID != "" && lv.UUID != "" {
