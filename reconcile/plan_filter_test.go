@@ -1,0 +1,70 @@
+package reconcile
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/keel-storage/keel/schema"
+)
+
+// TestAuditGlobalFilter replays captures of e2e/lvmfilter: a VG on an LV,
+// a VM disk LV vdovg/vm-100-disk-0 holding the guest's own VG, scan_lvs=1,
+// and lvm.conf holding each filter in turn. On the guest, vgs showed the
+// guest's VG with Proxmox's stock filter and hid it with seed 000's rejects
+// and with keel's filter for examples/proxmox-vdo-thick.cue; the audit must
+// say the same.
+func TestAuditGlobalFilter(t *testing.T) {
+	for _, c := range []struct {
+		snapshot string
+		raise    bool
+	}{
+		{"lvmfilter-pve-stock", true},
+		{"lvmfilter-seed-000", false},
+		{"lvmfilter-keel-proxmox-vdo-thick", false},
+	} {
+		r := Audit(replayHost(t, c.snapshot))
+		var f *Finding
+		for i := range r.Findings {
+			if r.Findings[i].ID == "lvm.global_filter" {
+				f = &r.Findings[i]
+			}
+		}
+		if (f != nil) != c.raise {
+			t.Errorf("%s: lvm.global_filter raised %v, want %v (%+v)", c.snapshot, f != nil, c.raise, f)
+			continue
+		}
+		if f == nil {
+			continue
+		}
+		if !strings.Contains(f.Message, "vdovg/vm-100-disk-0 (no entry matches any of its names)") {
+			t.Errorf("%s: message does not name the VM disk and why: %s", c.snapshot, f.Message)
+		}
+		// The remedy's filter, written into lvm.conf, is what seed 000
+		// wrote: the capture under it shows the guest VG hidden.
+		want := `global_filter = [ "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|", "r|/dev/zd.*|", "r|/dev/rbd.*|" ]`
+		if !strings.Contains(f.Remedy, want) {
+			t.Errorf("%s: remedy %q, want it to contain %q", c.snapshot, f.Remedy, want)
+		}
+	}
+}
+
+// TestFilterConverged: with keel's filter for examples/proxmox-vdo-thick.cue
+// in lvm.conf (captured on the guest), the example's lvm settings plan
+// nothing.
+func TestFilterConverged(t *testing.T) {
+	h := replayHost(t, "lvmfilter-keel-proxmox-vdo-thick")
+	cfg, err := schema.Load("../examples/proxmox-vdo-thick.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Plan(&schema.Config{LVM: cfg.LVM, Removal: cfg.Removal, Proxmox: cfg.Proxmox}, h)
+	for _, a := range r.Actions {
+		if a.Kind == KindLVMConf {
+			t.Errorf("lvm.conf action on a host holding keel's own filter: %+v", a.LVMConf)
+		}
+	}
+	if keys := keys(r.Findings); slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, "lvm.") }) {
+		t.Errorf("lvm findings: %v", keys)
+	}
+}
