@@ -137,3 +137,22 @@ func TestParseEntry(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCompile: no pattern panics the parser, Check and Compile agree that
+// what keel accepts LVM parses, and an accepted pattern matches without
+// panicking.
+func FuzzCompile(f *testing.F) {
+	for _, s := range []string{"/dev/zd.*", "(?:x)", "[a-", `a\`, "a(b|)", "[]a]", "(|a)", "[^]]", `[\]-a]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		lvm := Check(p)
+		re, err := Compile(p)
+		if err == nil && lvm != nil {
+			t.Fatalf("Compile accepts %q, which LVM refuses: %v", p, lvm)
+		}
+		if re != nil {
+			re.MatchString("/dev/mapper/vg-vm--100--disk--0")
+		}
+	})
+}
