@@ -29,8 +29,13 @@ func NewSize(s string) Size {
 // BytesSize is the Size of n bytes, written in its exact LVM form.
 func BytesSize(n uint64) Size { return Size{Text: LVMArg(n), Bytes: n} }
 
-// UnmarshalText implements encoding.TextUnmarshaler (CUE's Decode uses it).
+// UnmarshalText implements encoding.TextUnmarshaler (CUE's Decode and
+// encoding/json use it); an empty text is an unset Size.
 func (s *Size) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*s = Size{}
+		return nil
+	}
 	*s = NewSize(string(b))
 	return nil
 }
