@@ -23,13 +23,14 @@ func runKeel(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-func node(name string) string    { return filepath.Join(nodesDir, name+".txtar") }
+func node(name string) string { return filepath.Join(nodesDir, name+".txtar") }
 
 // convergedNode is a capture that is converged against desired("vdo-split"):
 // the regrown split pool, journal back on the NVMe. (The vdo-thick capture's
 // lvm.conf holds the filter keel generated before it followed LVM's alias
 // rule, so keel rewrites it there.)
 var convergedNode = filepath.Join("../../probes/testdata/snapshots", "vdo-split-regrown.txtar")
+
 func desired(name string) string { return filepath.Join(desiredDir, name+".cue") }
 
 func TestCheckExitCodes(t *testing.T) {
