@@ -68,3 +68,33 @@ func TestFilterConverged(t *testing.T) {
 		t.Errorf("lvm findings: %v", keys)
 	}
 }
+
+// TestDeclaredFilterLeak: a declared filter whose accept matches a VM disk by
+// another of its names is reported against the desired state, on the
+// vdo-thick capture (vdovg/vm-100-disk-0 is /dev/dm-3 there).
+func TestDeclaredFilterLeak(t *testing.T) {
+	h := replayHost(t, "vdo-thick")
+	for _, c := range []struct {
+		filter string
+		leak   string // "" when the filter hides the disk
+	}{
+		{`reject: ["/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"]`, ""},
+		{`reject: ["/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"], accept: ["^/dev/dm-"]`, "a|^/dev/dm-| accepts it as /dev/dm-3"},
+		{`reject: ["/dev/zd.*"]`, "no entry matches any of its names"},
+	} {
+		src := "lvm: {scanLVs: true, globalFilter: {" + c.filter + "}}\n"
+		d, err := schema.NewLoader().LoadFiles([]schema.File{{Name: "f.cue", Data: []byte(src)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msg string
+		for _, f := range Plan(d.Config, h).Findings {
+			if f.Key() == "lvm.global_filter@desired:lvm.globalFilter" {
+				msg = f.Message
+			}
+		}
+		if c.leak == "" && msg != "" || c.leak != "" && !strings.Contains(msg, "vdovg/vm-100-disk-0 ("+c.leak+")") {
+			t.Errorf("%s: finding %q, want one naming %q", c.filter, msg, c.leak)
+		}
+	}
+}

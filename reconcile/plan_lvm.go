@@ -94,6 +94,7 @@ func (p *planner) planLVMConf() {
 	}
 	if want.GlobalFilter != nil {
 		entries := want.GlobalFilter.Entries()
+		p.checkDeclaredFilter(entries, want.ScanLVs)
 		got := parseLVMList(p.h.LVMConfig.Values["devices/global_filter"])
 		if strings.Join(got, "\x00") != strings.Join(entries, "\x00") {
 			keys = append(keys, p.add("lvm.global_filter", lvmConfObject, "devices/global_filter is not the declared filter",
@@ -107,6 +108,26 @@ func (p *planner) planLVMConf() {
 	if len(keys) > 0 {
 		p.act(phaseLVMConf, Action{ID: "lvm.conf:" + lvmConfObject, Kind: KindLVMConf, Class: Live, Object: lvmConfObject,
 			Summary: "assert devices settings in lvm.conf", LVMConf: change, Remedies: keys})
+	}
+}
+
+// checkDeclaredFilter reports a declared filter that lets LVs holding VM
+// disks through while LVs are scanned (scan_lvs declared or observed on):
+// keel would write it faithfully, so the warning is about the desired state.
+func (p *planner) checkDeclaredFilter(entries []string, scanLVs *bool) {
+	scan, _ := p.lvmBool("devices/scan_lvs")
+	if scanLVs != nil {
+		scan = *scanLVs
+	}
+	f, err := lvmregex.NewFilter(entries)
+	if !scan || err != nil {
+		return // keel vet reports a filter it cannot model
+	}
+	if seen := p.leakingVMDisks(f, p.vmDiskLVs()); len(seen) > 0 {
+		p.add("lvm.global_filter", "desired:lvm.globalFilter",
+			"the declared global_filter does not hide VM disks while LVs are scanned: "+strings.Join(seen, "; "),
+			"every LV holding a VM disk rejected", quoteList(entries),
+			`declare lvm: globalFilter: reject: ["/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"] and no accept matching a VM disk's name`)
 	}
 }
 
@@ -184,8 +205,20 @@ func (p *planner) auditLVMConf() {
 			"a global_filter that rejects VM disks", quoteList(got), "rewrite devices/global_filter in LVM's regex dialect, e.g. "+quoteList([]string{vmDiskReject}))
 		return
 	}
-	var seen []string
 	disks := p.vmDiskLVs()
+	seen := p.leakingVMDisks(f, disks)
+	if len(seen) == 0 {
+		return
+	}
+	p.add("lvm.global_filter", lvmConfObject,
+		"scan_lvs is 1 and global_filter does not hide VM disks, so the host sees the guests' VGs: "+strings.Join(seen, "; "),
+		"every LV holding a VM disk rejected", quoteList(got), p.filterRemedy(got, disks))
+}
+
+// leakingVMDisks lists the disks the filter accepts, each with the entry
+// and alias that let it through.
+func (p *planner) leakingVMDisks(f *lvmregex.Filter, disks []*probes.LV) []string {
+	var seen []string
 	for _, lv := range disks {
 		v := f.Decide(p.lvAliases(lv))
 		if !v.Accepted {
@@ -197,12 +230,7 @@ func (p *planner) auditLVMConf() {
 		}
 		seen = append(seen, fmt.Sprintf("%s (%s)", lv.FullName, why))
 	}
-	if len(seen) == 0 {
-		return
-	}
-	p.add("lvm.global_filter", lvmConfObject,
-		"scan_lvs is 1 and global_filter does not hide VM disks, so the host sees the guests' VGs: "+strings.Join(seen, "; "),
-		"every LV holding a VM disk rejected", quoteList(got), p.filterRemedy(got, disks))
+	return seen
 }
 
 // filterRemedy proposes the current filter with the VM-disk reject first
