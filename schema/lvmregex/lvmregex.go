@@ -429,7 +429,10 @@ func Compile(pattern string) (*Regexp, error) {
 	switch {
 	case p.errMsg != "":
 		return nil, &Error{Pattern: pattern, Offset: p.errPos, Msg: "logs \"" + p.errMsg + "\" and drops part of it", Hint: hint(pattern)}
-	case n == nil || p.tok.kind != tEnd:
+	case n == nil:
+		return nil, &Error{Pattern: pattern, Offset: p.tok.pos, Msg: "it starts with an empty alternative, which LVM drops",
+			Hint: "every alternative must be non-empty: write (sdx)? rather than (sdx|)"}
+	case p.tok.kind != tEnd:
 		return nil, &Error{Pattern: pattern, Offset: p.tok.pos,
 			Msg: "its parentheses do not balance: an unmatched ')' closes LVM's own group and hides the filter entries after it"}
 	}

@@ -156,3 +156,22 @@ func FuzzCompile(f *testing.F) {
 		}
 	})
 }
+
+// TestCompileCorpusVerdicts pins keel's reading of the patterns LVM parses
+// with a twist (lvm exit 0 in e2e/lvmfilter's corpus run).
+func TestCompileCorpusVerdicts(t *testing.T) {
+	for p, want := range map[string]string{
+		"|a":     "empty alternative",
+		"(a))":   "do not balance",
+		"(|a)":   "drops part of it",
+		"a||b":   "drops part of it",
+		"x{2,1}": "literal characters",
+	} {
+		if Check(p) != nil {
+			t.Errorf("Check(%q): LVM parses it (exit 0 on the guest)", p)
+		}
+		if _, err := Compile(p); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Compile(%q) = %v, want %q", p, err, want)
+		}
+	}
+}
