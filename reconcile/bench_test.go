@@ -11,6 +11,7 @@ import (
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/units"
 	"github.com/keel-storage/keel/schema/vdo"
 )
 
@@ -246,8 +247,9 @@ func synthDesired(h *probes.Host, pool *probes.VDOPool, bc *probes.Bcache) *sche
 			vg = fmt.Sprintf("%s%02d", pool.VG, i)
 		}
 		c.VolumeGroups[vg] = schema.VolumeGroup{PVs: h.VGs[pool.VG].PVs, VDOPools: map[string]schema.VDOPool{
-			pool.Name: {LV: lv, Size: "13G", VirtualSize: "30G", Overcommit: true, SlabSize: "2G", IndexMemory: "256M",
-				Compression: true, Deduplication: true, MaxDiscard: "16M", BlockMapCache: "128M",
+			pool.Name: {LV: lv, Size: units.NewSize("13G"), VirtualSize: units.NewSize("30G"), Overcommit: true,
+				SlabSize: units.NewSize("2G"), IndexMemory: units.NewSize("256M"), Compression: true, Deduplication: true,
+				MaxDiscard: units.NewSize("16M"), BlockMapCache: units.NewSize("128M"),
 				Threads:          schema.Threads{Threads: vdo.ReferenceThreads},
 				UsedPercentAlert: 90},
 		}}

@@ -49,7 +49,7 @@ var Catalogue = []Rule{
 	{"lvm.devices_file", Warning, "lvm devices file setting differs",
 		"devices/use_devicesfile differs from the declared value; with the devices file on, global_filter is not the only gate."},
 	{"lvm.global_filter", Warning, "global_filter does not reject guest disks",
-		"devices/global_filter is not the declared filter, or (audit) scan_lvs is on and nothing rejects guest LVs."},
+		"devices/global_filter is not the declared filter, or (audit) scan_lvs is on and the filter does not hide the LVs holding VM disks."},
 	{"lvm.scan_lvs", Error, "scan_lvs does not match the stack",
 		"devices/scan_lvs differs from the declared value, or a declared VG sits on an LV while scan_lvs is 0."},
 	{"pve.discard_on_remove", Warning, "Proxmox storage on VDO does not discard removed disks",

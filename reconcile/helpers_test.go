@@ -21,15 +21,6 @@ func TestParseLVMList(t *testing.T) {
 	}
 }
 
-func TestFilterEntries(t *testing.T) {
-	if got := filterEntries([]string{"/dev/zd.*"}, nil); !slices.Equal(got, []string{"r|/dev/zd.*|", "a|.*|"}) {
-		t.Errorf("reject only: %q", got)
-	}
-	if got := filterEntries([]string{"/dev/zd.*"}, []string{"/dev/sd.*"}); !slices.Equal(got, []string{"r|/dev/zd.*|", "a|/dev/sd.*|"}) {
-		t.Errorf("with accepts: %q", got)
-	}
-}
-
 func TestMergeRanges(t *testing.T) {
 	got := mergeRanges([]probes.PVRange{{PV: "/dev/sdb", FirstPE: 3299, LastPE: 3330}, {PV: "/dev/sdb", FirstPE: 3331, LastPE: 3331},
 		{PV: "/dev/sda", FirstPE: 5, LastPE: 6}, {PV: "/dev/sdb", FirstPE: 3400, LastPE: 3401}})

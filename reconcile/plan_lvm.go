@@ -2,10 +2,12 @@ package reconcile
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/schema/lvmregex"
 )
 
 const lvmConfObject = "lvm.conf"
@@ -46,22 +48,6 @@ func parseLVMList(raw string) []string {
 		}
 		s = s[j+1:]
 	}
-}
-
-// filterEntries is the global_filter the desired state generates: rejects,
-// then accepts, then a final accept-all unless accepts are listed.
-func filterEntries(reject, accept []string) []string {
-	var out []string
-	for _, r := range reject {
-		out = append(out, "r|"+r+"|")
-	}
-	for _, a := range accept {
-		out = append(out, "a|"+a+"|")
-	}
-	if len(accept) == 0 {
-		out = append(out, "a|.*|")
-	}
-	return out
 }
 
 func quoteList(l []string) string {
@@ -107,7 +93,8 @@ func (p *planner) planLVMConf() {
 		keys, change.ScanLVs = append(keys, k), want.ScanLVs
 	}
 	if want.GlobalFilter != nil {
-		entries := filterEntries(want.GlobalFilter.Reject, want.GlobalFilter.Accept)
+		entries := want.GlobalFilter.Entries()
+		p.checkDeclaredFilter(entries, want.ScanLVs)
 		got := parseLVMList(p.h.LVMConfig.Values["devices/global_filter"])
 		if strings.Join(got, "\x00") != strings.Join(entries, "\x00") {
 			keys = append(keys, p.add("lvm.global_filter", lvmConfObject, "devices/global_filter is not the declared filter",
@@ -124,22 +111,161 @@ func (p *planner) planLVMConf() {
 	}
 }
 
-// auditLVMConf applies the reference rule for the filter: scan_lvs on with
-// a filter that rejects nothing lets guest VGs onto the host.
+// checkDeclaredFilter reports a declared filter that lets LVs holding VM
+// disks through while LVs are scanned (scan_lvs declared or observed on):
+// keel would write it faithfully, so the warning is about the desired state.
+func (p *planner) checkDeclaredFilter(entries []string, scanLVs *bool) {
+	scan, _ := p.lvmBool("devices/scan_lvs")
+	if scanLVs != nil {
+		scan = *scanLVs
+	}
+	f, err := lvmregex.NewFilter(entries)
+	if !scan || err != nil {
+		return // keel vet reports a filter it cannot model
+	}
+	if seen := p.leakingVMDisks(f, p.vmDiskLVs()); len(seen) > 0 {
+		p.add("lvm.global_filter", "desired:lvm.globalFilter",
+			"the declared global_filter does not hide VM disks while LVs are scanned: "+strings.Join(seen, "; "),
+			"every LV holding a VM disk rejected", quoteList(entries),
+			`declare lvm: globalFilter: reject: ["/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"] and no accept matching a VM disk's name`)
+	}
+}
+
+// vmDiskRE matches the LV names Proxmox VE gives VM disks and their
+// companions (vm-100-disk-0, base-101-disk-1, vm-100-cloudinit,
+// vm-100-state-snap1).
+var vmDiskRE = regexp.MustCompile(`^(vm|base)-[0-9]+-`)
+
+// vmDiskReject is the entry that hides Proxmox VM disks by their
+// device-mapper name (seed 000's, and examples/proxmox-vdo-thick.cue's).
+const vmDiskReject = "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|"
+
+// lvAliases lists the names under /dev that udev gives an LV, which LVM's
+// filter matches one by one: /dev/dm-N, /dev/block/MAJ:MIN,
+// /dev/mapper/<dm name>, /dev/VG/LV and the /dev/disk/by-id links (as listed
+// on the test guest; the /dev/disk/by-diskseq link is not modelled).
+func (p *planner) lvAliases(lv *probes.LV) []string {
+	dmName := lv.DMName
+	if dmName == "" {
+		dmName = strings.ReplaceAll(lv.VG, "-", "--") + "-" + strings.ReplaceAll(lv.Name, "-", "--")
+	}
+	var out []string
+	if lv.Minor >= 0 && lv.Active {
+		out = append(out, fmt.Sprintf("/dev/dm-%d", lv.Minor), fmt.Sprintf("/dev/block/%d:%d", lv.Major, lv.Minor))
+	}
+	out = append(out, "/dev/mapper/"+dmName, "/dev/"+lv.VG+"/"+lv.Name, "/dev/disk/by-id/dm-name-"+dmName)
+	if vg := p.h.VGs[lv.VG]; vg != nil && vg.UUID != "" && lv.UUID != "" {
+		out = append(out, "/dev/disk/by-id/dm-uuid-LVM-"+strings.ReplaceAll(vg.UUID, "-", "")+strings.ReplaceAll(lv.UUID, "-", ""))
+	}
+	return out
+}
+
+// vmDiskLVs returns the LVs that hold (or will hold) VM disks: those named
+// as Proxmox names disks, else one such disk imagined in each VG, so that a
+// host without VMs yet is judged the same.
+func (p *planner) vmDiskLVs() []*probes.LV {
+	var out []*probes.LV
+	for _, key := range sortedKeys(p.h.LVs) {
+		if lv := p.h.LVs[key]; !lv.Hidden && vmDiskRE.MatchString(lv.Name) {
+			out = append(out, lv)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	vgs := sortedKeys(p.h.VGs)
+	if len(vgs) == 0 {
+		vgs = []string{"pve"}
+	}
+	for _, vg := range vgs {
+		out = append(out, &probes.LV{VG: vg, Name: "vm-100-disk-0", FullName: vg + "/vm-100-disk-0", Minor: -1})
+	}
+	return out
+}
+
+// auditLVMConf applies the reference rule for the filter: with scan_lvs on,
+// global_filter must hide every LV that holds a VM disk, or the host sees
+// (and may activate) the guests' own VGs. It is judged with LVM's alias rule
+// (schema/lvmregex): Proxmox's stock filter rejects only zd and rbd devices,
+// and a catch-all accept after the rejects accepts each LV by its /dev/dm-N
+// name.
 func (p *planner) auditLVMConf() {
 	scan, ok := p.lvmBool("devices/scan_lvs")
 	if !ok || !scan {
 		return
 	}
 	got := parseLVMList(p.h.LVMConfig.Values["devices/global_filter"])
+	if len(got) == 0 {
+		got = []string{"a|.*|"} // LVM's default
+	}
+	f, err := lvmregex.NewFilter(got)
+	if err != nil {
+		p.add("lvm.global_filter", lvmConfObject,
+			fmt.Sprintf("scan_lvs is 1 and keel cannot tell whether global_filter hides VM disks: %v", err),
+			"a global_filter that rejects VM disks", quoteList(got), "rewrite devices/global_filter in LVM's regex dialect, e.g. "+quoteList([]string{vmDiskReject}))
+		return
+	}
+	disks := p.vmDiskLVs()
+	seen := p.leakingVMDisks(f, disks)
+	if len(seen) == 0 {
+		return
+	}
+	p.add("lvm.global_filter", lvmConfObject,
+		"scan_lvs is 1 and global_filter does not hide VM disks, so the host sees the guests' VGs: "+strings.Join(seen, "; "),
+		"every LV holding a VM disk rejected", quoteList(got), p.filterRemedy(got, disks))
+}
+
+// leakingVMDisks lists the disks the filter accepts, each with the entry
+// and alias that let it through.
+func (p *planner) leakingVMDisks(f *lvmregex.Filter, disks []*probes.LV) []string {
+	var seen []string
+	for _, lv := range disks {
+		v := f.Decide(p.lvAliases(lv))
+		if !v.Accepted {
+			continue
+		}
+		why := "no entry matches any of its names"
+		if v.Alias != "" {
+			why = fmt.Sprintf("%s accepts it as %s", v.Entry, v.Alias)
+		}
+		seen = append(seen, fmt.Sprintf("%s (%s)", lv.FullName, why))
+	}
+	return seen
+}
+
+// filterRemedy proposes the current filter with the VM-disk reject first
+// and catch-all accepts dropped, when that hides the disks; otherwise it
+// says what to remove.
+func (p *planner) filterRemedy(got []string, disks []*probes.LV) string {
+	proposal := []string{vmDiskReject}
 	for _, e := range got {
-		if strings.HasPrefix(e, "r") {
-			return
+		if e != vmDiskReject && !(strings.HasPrefix(e, "a") && len(e) > 2 && e[2:len(e)-1] == ".*") {
+			proposal = append(proposal, e)
 		}
 	}
-	p.add("lvm.global_filter", lvmConfObject, "scan_lvs is 1 and global_filter rejects nothing: guest VGs on VM disks become visible on the host",
-		"a reject for VM disks, e.g. r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|", quoteList(got),
-		"add rejects for guest disks to devices/global_filter")
+	f, err := lvmregex.NewFilter(proposal)
+	if err == nil {
+		for _, lv := range disks {
+			if f.Decide(p.lvAliases(lv)).Accepted {
+				err = fmt.Errorf("an accept still matches %s", lv.FullName)
+				break
+			}
+		}
+	}
+	if err != nil {
+		return "remove the accepts that match VM disks' names from devices/global_filter and reject " + vmDiskReject
+	}
+	return "set in lvm.conf: devices { global_filter = " + lvmConfList(proposal) + " } (or declare lvm.globalFilter.reject in keel's desired state)"
+}
+
+// lvmConfList writes entries as an lvm.conf string array; in a double-quoted
+// lvm.conf string only \" and \\ are escapes.
+func lvmConfList(entries []string) string {
+	q := make([]string, len(entries))
+	for i, e := range entries {
+		q[i] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(e) + `"`
+	}
+	return "[ " + strings.Join(q, ", ") + " ]"
 }
 
 // stackedVGs returns, for every observed VG with a PV that is an LV, the

@@ -21,23 +21,15 @@ const (
 func (p *planner) planThin(vgName, name string, want schema.ThinPool, phase int) {
 	object := vgName + "/" + name
 	tp := p.h.ThinPools[object]
-	wantChunk, _ := units.ParseSize(want.ChunkSize)
+	wantChunk := want.ChunkSize.Bytes
 	if tp == nil {
 		key := p.add("thin.missing", object, "thin pool "+object+" does not exist",
-			fmt.Sprintf("thin pool of %s, chunk %s", orUnset(want.Size), want.ChunkSize), "no such pool",
-			createRemedy(want.Create && want.Size != "", "lvcreate --type thin-pool with chunk size, zeroing and metadata size on the creation line"))
-		if want.Create && want.Size != "" {
-			args := []string{"lvcreate", "-y", "--type", "thin-pool", "-L", want.Size, "--chunksize", want.ChunkSize}
-			if want.Zero != nil {
-				args = append(args, "-Z", yn(*want.Zero))
-			}
-			if want.MetadataSize != "" {
-				args = append(args, "--poolmetadatasize", want.MetadataSize)
-			}
-			args = append(args, "-n", name, vgName)
+			fmt.Sprintf("thin pool of %s, chunk %s", orUnset(want.Size.Text), want.ChunkSize), "no such pool",
+			createRemedy(want.Create && want.Size.IsSet(), "lvcreate --type thin-pool with chunk size, zeroing and metadata size on the creation line"))
+		if want.Create && want.Size.IsSet() {
 			p.act(phaseCreateThin+phase, Action{ID: "thin.create:" + object, Kind: KindCommand, Class: Live, Object: object,
 				Summary:  fmt.Sprintf("create thin pool %s of %s with %s chunks", object, want.Size, want.ChunkSize),
-				Commands: [][]string{args}, Remedies: []string{key}})
+				Commands: [][]string{thinCreateArgs(vgName, name, want)}, Remedies: []string{key}})
 		}
 		return
 	}
@@ -47,9 +39,8 @@ func (p *planner) planThin(vgName, name string, want schema.ThinPool, phase int)
 		p.reportOnly("thin.chunk_size", object, "chunk size is fixed at creation: rebuild the pool to change it", key)
 	}
 	if want.RAID != nil {
-		strip, _ := units.ParseSize(want.RAID.StripeSize)
-		stripe := strip * uint64(want.RAID.DataDisks)
-		if stripe > 0 && tp.ChunkSize%stripe != 0 {
+		strip, disks := want.RAID.StripeSize.Bytes, uint64(max(want.RAID.DataDisks, 0))
+		if stripe := strip * disks; strip != 0 && disks != 0 && stripe/disks == strip && tp.ChunkSize%stripe != 0 {
 			key := p.add("thin.stripe_alignment", object,
 				fmt.Sprintf("chunk %s is not a multiple of the full RAID stripe (%s x %d = %s): partial-stripe writes",
 					units.FormatSize(tp.ChunkSize), want.RAID.StripeSize, want.RAID.DataDisks, units.FormatSize(stripe)),
@@ -64,17 +55,29 @@ func (p *planner) planThin(vgName, name string, want schema.ThinPool, phase int)
 			Summary:  fmt.Sprintf("turn zeroing %s on %s", onOff(*want.Zero), object),
 			Commands: [][]string{{"lvchange", "-Z", yn(*want.Zero), object}}, Remedies: []string{key}})
 	}
-	if want.MetadataSize != "" {
-		meta, _ := units.ParseSize(want.MetadataSize)
-		if meta > 0 && tp.MetadataSize < meta {
-			key := p.add("thin.metadata_size", object, "the metadata LV is smaller than declared",
-				units.FormatSize(meta), units.FormatSize(tp.MetadataSize), "lvextend --poolmetadatasize "+want.MetadataSize+" "+object)
-			p.act(phaseChange, Action{ID: "thin.metadata_size:" + object, Kind: KindCommand, Class: Live, Object: object,
-				Summary:  fmt.Sprintf("grow the metadata of %s to %s", object, want.MetadataSize),
-				Commands: [][]string{{"lvextend", "--poolmetadatasize", want.MetadataSize, object}}, Remedies: []string{key}})
-		}
+	if meta := want.MetadataSize.Bytes; want.MetadataSize.IsSet() && meta > 0 && tp.MetadataSize < meta {
+		grow := []string{"lvextend", "--poolmetadatasize", want.MetadataSize.LVMArg(), object}
+		key := p.add("thin.metadata_size", object, "the metadata LV is smaller than declared",
+			units.FormatSize(meta), units.FormatSize(tp.MetadataSize), strings.Join(grow, " "))
+		p.act(phaseChange, Action{ID: "thin.metadata_size:" + object, Kind: KindCommand, Class: Live, Object: object,
+			Summary:  fmt.Sprintf("grow the metadata of %s to %s", object, want.MetadataSize),
+			Commands: [][]string{grow}, Remedies: []string{key}})
 	}
 	p.checkThinHealth(tp, want.DataPercentAlert, want.MetadataPercentAlert)
+}
+
+// thinCreateArgs is the lvcreate that makes a declared thin pool, every
+// size with an explicit unit (a bare number is MiB to -L and
+// --poolmetadatasize but KiB to --chunksize).
+func thinCreateArgs(vgName, name string, want schema.ThinPool) []string {
+	args := []string{"lvcreate", "-y", "--type", "thin-pool", "-L", want.Size.LVMArg(), "--chunksize", want.ChunkSize.LVMArg()}
+	if want.Zero != nil {
+		args = append(args, "-Z", yn(*want.Zero))
+	}
+	if want.MetadataSize.IsSet() {
+		args = append(args, "--poolmetadatasize", want.MetadataSize.LVMArg())
+	}
+	return append(args, "-n", name, vgName)
 }
 
 func orUnset(s string) string {

@@ -127,15 +127,11 @@ func threadsText(t vdo.Threads) string {
 // desiredVDO converts a declared pool into vdo.Pool, with the thread layout
 // resolved for this host.
 func (p *planner) desiredVDO(vgName, poolName string, want schema.VDOPool, slabs uint64) (vdo.Pool, error) {
-	parse := func(field, s string) uint64 {
-		n, _ := units.ParseSize(s)
-		return n
-	}
 	d := vdo.Pool{VG: vgName, Pool: poolName, LV: want.LV,
-		PhysicalBytes: parse("size", want.Size), VirtualBytes: parse("virtualSize", want.VirtualSize),
-		SlabBytes: parse("slabSize", want.SlabSize), IndexMemoryMiB: parse("indexMemory", want.IndexMemory) >> 20,
-		Sparse: want.SparseIndex, BlockMapCacheMiB: parse("blockMapCache", want.BlockMapCache) >> 20,
-		MaxDiscardBlocks: parse("maxDiscard", want.MaxDiscard) / vdo.BlockSize,
+		PhysicalBytes: want.Size.Bytes, VirtualBytes: want.VirtualSize.Bytes,
+		SlabBytes: want.SlabSize.Bytes, IndexMemoryMiB: want.IndexMemory.Bytes >> 20,
+		Sparse: want.SparseIndex, BlockMapCacheMiB: want.BlockMapCache.Bytes >> 20,
+		MaxDiscardBlocks: want.MaxDiscard.Bytes / vdo.BlockSize,
 		Compression:      want.Compression, Deduplication: want.Deduplication}
 	if d.PhysicalBytes == 0 || d.VirtualBytes == 0 {
 		return d, fmt.Errorf("vdo pool %s/%s: size %q or virtualSize %q unreadable", vgName, poolName, want.Size, want.VirtualSize)

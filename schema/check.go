@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 func check(d *Desired) []Problem {
 	c := &checker{d: d, cfg: d.Config}
 	c.sizes()
+	c.filters()
 	c.names()
 	c.stacking()
 	c.raid()
@@ -53,47 +55,65 @@ func (c *checker) at(check string, msg string, path ...any) {
 	c.problems = append(c.problems, Problem{Pos: pos, Path: strings.Join(shown, "."), Msg: msg, Check: check})
 }
 
-// size parses a size field, recording a problem when it does not parse.
-func (c *checker) size(s string, path ...any) (uint64, bool) {
-	n, err := units.ParseSize(s)
-	if err != nil {
-		c.at("size", err.Error(), path...)
-		return 0, false
+// size checks a size field that is set: it must parse and be non-zero
+// (a zero strip or chunk size would divide by zero further on). A size
+// keel hands to LVM must also be a whole number of 512-byte sectors.
+func (c *checker) size(s units.Size, lvm bool, path ...any) {
+	if !s.IsSet() {
+		return
 	}
-	return n, true
+	if err := s.Err(); err != nil {
+		c.at("size", err.Error(), path...) // names the text already
+		return
+	}
+	var err error
+	switch {
+	case lvm:
+		err = units.CheckLVMSize(s.Bytes)
+	case s.Bytes == 0:
+		err = fmt.Errorf("size is zero: %w", units.ErrSize)
+	}
+	if err != nil {
+		c.at("size", fmt.Sprintf("size %q: %v", s.Text, err), path...)
+	}
 }
 
-// sizes checks that every size parses with schema/units (the schema's regex
-// admits numbers too large for 64 bits, for one).
+// sizes checks every size field (the schema's regex admits numbers too
+// large for 64 bits, zero, and sizes below a sector).
 func (c *checker) sizes() {
 	for _, vg := range slices.Sorted(maps.Keys(c.cfg.VolumeGroups)) {
 		g := c.cfg.VolumeGroups[vg]
 		for _, name := range slices.Sorted(maps.Keys(g.VDOPools)) {
 			p := g.VDOPools[name]
 			base := []any{"volumeGroups", vg, "vdoPools", name}
-			for _, f := range []struct{ field, v string }{
-				{"size", p.Size}, {"virtualSize", p.VirtualSize}, {"slabSize", p.SlabSize},
-				{"indexMemory", p.IndexMemory}, {"maxDiscard", p.MaxDiscard}, {"blockMapCache", p.BlockMapCache},
+			for _, f := range []struct {
+				field string
+				v     units.Size
+				lvm   bool // handed to lvcreate as a size argument
+			}{
+				{"size", p.Size, true}, {"virtualSize", p.VirtualSize, true}, {"slabSize", p.SlabSize, false},
+				{"indexMemory", p.IndexMemory, false}, {"maxDiscard", p.MaxDiscard, false}, {"blockMapCache", p.BlockMapCache, false},
 			} {
-				c.size(f.v, append(base, f.field)...)
+				c.size(f.v, f.lvm, append(base, f.field)...)
 			}
 		}
 		for _, name := range slices.Sorted(maps.Keys(g.ThinPools)) {
 			p := g.ThinPools[name]
 			base := []any{"volumeGroups", vg, "thinPools", name}
-			for _, f := range []struct{ field, v string }{
+			for _, f := range []struct {
+				field string
+				v     units.Size
+			}{
 				{"size", p.Size}, {"chunkSize", p.ChunkSize}, {"metadataSize", p.MetadataSize},
 			} {
-				if f.v != "" {
-					c.size(f.v, append(base, f.field)...)
-				}
+				c.size(f.v, true, append(base, f.field)...)
 			}
 			if p.RAID != nil {
-				c.size(p.RAID.StripeSize, append(base, "raid", "stripeSize")...)
+				c.size(p.RAID.StripeSize, false, append(base, "raid", "stripeSize")...)
 			}
 		}
 	}
-	c.size(c.cfg.Removal.Step, "removal", "step")
+	c.size(units.NewSize(c.cfg.Removal.Step), false, "removal", "step")
 }
 
 // names checks that LV names are unique within a VG, that an LV listed as
@@ -241,12 +261,16 @@ func (c *checker) raid() {
 			if p.RAID == nil {
 				continue
 			}
-			chunk, err1 := units.ParseSize(p.ChunkSize)
-			strip, err2 := units.ParseSize(p.RAID.StripeSize)
-			if err1 != nil || err2 != nil || p.RAID.DataDisks <= 0 {
+			chunk, strip, disks := p.ChunkSize.Bytes, p.RAID.StripeSize.Bytes, uint64(p.RAID.DataDisks)
+			if p.ChunkSize.Err() != nil || strip == 0 || disks == 0 || chunk == 0 {
 				continue // reported by sizes and the schema
 			}
-			stripe := strip * uint64(p.RAID.DataDisks)
+			if strip > math.MaxUint64/disks {
+				c.at("raid", fmt.Sprintf("thin pool %s/%s: a RAID stripe of %s x %d data disks exceeds 16 EiB", vg, name, p.RAID.StripeSize, p.RAID.DataDisks),
+					"volumeGroups", vg, "thinPools", name, "raid")
+				continue
+			}
+			stripe := strip * disks
 			if chunk%stripe != 0 {
 				c.at("raid", fmt.Sprintf("thin pool %s/%s: chunk size %s does not cover whole RAID stripes of %s (%s x %d data disks); use %s",
 					vg, name, p.ChunkSize, units.FormatSize(stripe), p.RAID.StripeSize, p.RAID.DataDisks, units.FormatSize(roundUp(chunk, stripe))),
@@ -256,11 +280,18 @@ func (c *checker) raid() {
 	}
 }
 
+// roundUp rounds n up to a multiple of m (m > 0), saturating below 2^64.
 func roundUp(n, m uint64) uint64 {
 	if n < m {
 		return m
 	}
-	return (n + m - 1) / m * m
+	if r := n % m; r != 0 {
+		if n > math.MaxUint64-(m-r) {
+			return n - r
+		}
+		return n + m - r
+	}
+	return n
 }
 
 // split checks that a split pool's fast PVs are PVs of its VG and leave at

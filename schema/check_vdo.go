@@ -27,14 +27,12 @@ func (c *checker) vdoGeometry() {
 func (c *checker) vdoPool(vg, name string, p VDOPool) {
 	base := []any{"volumeGroups", vg, "vdoPools", name}
 	path := func(f ...any) []any { return append(append([]any{}, base...), f...) }
-	size, err1 := units.ParseSize(p.Size)
-	virt, err2 := units.ParseSize(p.VirtualSize)
-	slab, err3 := units.ParseSize(p.SlabSize)
-	idx, err4 := units.ParseSize(p.IndexMemory)
-	cache, err5 := units.ParseSize(p.BlockMapCache)
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
-		return // reported by sizes
+	for _, s := range []units.Size{p.Size, p.VirtualSize, p.SlabSize, p.IndexMemory, p.BlockMapCache} {
+		if s.Err() != nil {
+			return // reported by sizes
+		}
 	}
+	size, virt, slab, idx, cache := p.Size.Bytes, p.VirtualSize.Bytes, p.SlabSize.Bytes, p.IndexMemory.Bytes, p.BlockMapCache.Bytes
 	im, err := vdo.IndexMemoryFromBytes(idx)
 	if err != nil {
 		c.at("vdo", fmt.Sprintf("vdo pool %s/%s: %v", vg, name, err), path("indexMemory")...)

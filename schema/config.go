@@ -3,7 +3,10 @@
 // that CUE cannot express, and the Go form of a validated desired state.
 package schema
 
-import "github.com/keel-storage/keel/schema/vdo"
+import (
+	"github.com/keel-storage/keel/schema/units"
+	"github.com/keel-storage/keel/schema/vdo"
+)
 
 // Config is a host's whole desired storage stack, decoded from CUE after
 // validation with every default filled in. Field names follow the CUE schema
@@ -26,8 +29,12 @@ type LVM struct {
 }
 
 // GlobalFilter lists regexes as they stand inside lvm.conf's "r|…|" and "a|…|"
-// entries. Rejects come first in the generated filter, then accepts, then a
-// final accept-all unless Accept is non-empty.
+// entries, in LVM's own regex dialect (schema/lvmregex). The generated
+// filter is the rejects, then the accepts, then "r|.*|" when Accept is
+// non-empty: with accepts it is an allow-list. LVM accepts a device as soon
+// as one of its names (/dev/dm-N, /dev/mapper/VG-LV, /dev/VG/LV,
+// /dev/disk/by-id/dm-…) meets an accept before any reject, and uses a device
+// no entry matches, so no accept-all follows the rejects.
 type GlobalFilter struct {
 	Reject []string `json:"reject,omitempty"`
 	Accept []string `json:"accept,omitempty"`
@@ -46,21 +53,21 @@ type VolumeGroup struct {
 	ThinPools map[string]ThinPool `json:"thinPools,omitempty"`
 }
 
-// VDOPool is an LVM-VDO pool and the VDO LV on top of it. Sizes are strings
-// in LVM's notation ("40G"); use ParseSize for bytes.
+// VDOPool is an LVM-VDO pool and the VDO LV on top of it. Sizes are
+// decoded once into units.Size (the text as written and its bytes).
 type VDOPool struct {
-	LV            string  `json:"lv"`
-	Size          string  `json:"size"`
-	VirtualSize   string  `json:"virtualSize"`
-	Overcommit    bool    `json:"overcommit"`
-	SlabSize      string  `json:"slabSize"`
-	IndexMemory   string  `json:"indexMemory"`
-	SparseIndex   bool    `json:"sparseIndex"`
-	Compression   bool    `json:"compression"`
-	Deduplication bool    `json:"deduplication"`
-	MaxDiscard    string  `json:"maxDiscard"`
-	BlockMapCache string  `json:"blockMapCache"`
-	Threads       Threads `json:"threads"`
+	LV            string     `json:"lv"`
+	Size          units.Size `json:"size"`
+	VirtualSize   units.Size `json:"virtualSize"`
+	Overcommit    bool       `json:"overcommit"`
+	SlabSize      units.Size `json:"slabSize"`
+	IndexMemory   units.Size `json:"indexMemory"`
+	SparseIndex   bool       `json:"sparseIndex"`
+	Compression   bool       `json:"compression"`
+	Deduplication bool       `json:"deduplication"`
+	MaxDiscard    units.Size `json:"maxDiscard"`
+	BlockMapCache units.Size `json:"blockMapCache"`
+	Threads       Threads    `json:"threads"`
 	// Split, when set, names the fast PVs that must hold the head (index,
 	// block-map roots) and the tail (recovery journal, slab summary).
 	Split            *Split  `json:"split,omitempty"`
@@ -83,21 +90,21 @@ type Split struct {
 
 // ThinPool is a dm-thin pool.
 type ThinPool struct {
-	Size                 string  `json:"size,omitempty"`
-	ChunkSize            string  `json:"chunkSize"`
-	Zero                 *bool   `json:"zero,omitempty"`
-	MetadataSize         string  `json:"metadataSize,omitempty"`
-	RAID                 *RAID   `json:"raid,omitempty"`
-	DataPercentAlert     float64 `json:"dataPercentAlert"`
-	MetadataPercentAlert float64 `json:"metadataPercentAlert"`
-	Create               bool    `json:"create"`
+	Size                 units.Size `json:"size,omitempty"`
+	ChunkSize            units.Size `json:"chunkSize"`
+	Zero                 *bool      `json:"zero,omitempty"`
+	MetadataSize         units.Size `json:"metadataSize,omitempty"`
+	RAID                 *RAID      `json:"raid,omitempty"`
+	DataPercentAlert     float64    `json:"dataPercentAlert"`
+	MetadataPercentAlert float64    `json:"metadataPercentAlert"`
+	Create               bool       `json:"create"`
 }
 
 // RAID describes the hardware RAID under a thin pool; the chunk must cover a
 // whole stripe (StripeSize × DataDisks).
 type RAID struct {
-	StripeSize string `json:"stripeSize"`
-	DataDisks  int    `json:"dataDisks"`
+	StripeSize units.Size `json:"stripeSize"`
+	DataDisks  int        `json:"dataDisks"`
 }
 
 // Bcache is one bcache backing device and its per-device tunables, which the
@@ -117,7 +124,9 @@ type Bcache struct {
 // Removal says how LVs listed in Absent are wiped before lvremove.
 type Removal struct {
 	Mode string `json:"mode"` // "zeroout" or "discard"
-	Step string `json:"step"` // e.g. "32M"
+	// Step is e.g. "32M": a size, but never an LVM argument (the wipe's
+	// own step), checked by the schema and by keel's size check.
+	Step string `json:"step"`
 }
 
 // Proxmox points at Proxmox VE's storage configuration.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-storage/keel/schema/units"
 	"github.com/keel-storage/keel/schema/vdo"
 )
 
@@ -74,8 +75,9 @@ func TestLabExampleDecodes(t *testing.T) {
 	if p.Threads != want {
 		t.Errorf("threads = %+v, want %+v", p.Threads, want)
 	}
-	if p.Size != "40G" || p.VirtualSize != "35G" || p.MaxDiscard != "16M" || p.SlabSize != "2G" ||
-		p.IndexMemory != "256M" || p.BlockMapCache != "128M" || !p.Compression || !p.Deduplication || p.Overcommit {
+	if p.Size != units.NewSize("40G") || p.VirtualSize != units.NewSize("35G") || p.MaxDiscard != units.NewSize("16M") ||
+		p.SlabSize != units.NewSize("2G") || p.IndexMemory != units.NewSize("256M") || p.BlockMapCache != units.NewSize("128M") ||
+		p.Size.Bytes != 40<<30 || !p.Compression || !p.Deduplication || p.Overcommit {
 		t.Errorf("pool = %+v", p)
 	}
 	if got := cfg.VolumeGroups["vdovg"].PVs; len(got) != 1 || got[0] != "/dev/vdolab/vdolv" {
@@ -106,11 +108,11 @@ func TestDefaultsFilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := cfg.VolumeGroups["vg0"].VDOPools["pool"]
-	if !p.Threads.Auto || p.UsedPercentAlert != 90 || p.MaxDiscard != "16M" || !p.Compression {
+	if !p.Threads.Auto || p.UsedPercentAlert != 90 || p.MaxDiscard.Bytes != 16<<20 || !p.Compression {
 		t.Errorf("vdo defaults: %+v", p)
 	}
 	tp := cfg.VolumeGroups["vg0"].ThinPools["tp"]
-	if tp.ChunkSize != "512K" || tp.DataPercentAlert != 85 || tp.MetadataPercentAlert != 75 || tp.Zero != nil {
+	if tp.ChunkSize.Bytes != 512<<10 || tp.DataPercentAlert != 85 || tp.MetadataPercentAlert != 75 || tp.Zero != nil {
 		t.Errorf("thin defaults: %+v", tp)
 	}
 	if cfg.VolumeGroups["vg0"].Create {

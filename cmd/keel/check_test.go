@@ -23,7 +23,14 @@ func runKeel(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-func node(name string) string    { return filepath.Join(nodesDir, name+".txtar") }
+func node(name string) string { return filepath.Join(nodesDir, name+".txtar") }
+
+// convergedNode is a capture that is converged against desired("vdo-split"):
+// the regrown split pool, journal back on the NVMe. (The vdo-thick capture's
+// lvm.conf holds the filter keel generated before it followed LVM's alias
+// rule, so keel rewrites it there.)
+var convergedNode = filepath.Join("../../probes/testdata/snapshots", "vdo-split-regrown.txtar")
+
 func desired(name string) string { return filepath.Join(desiredDir, name+".cue") }
 
 func TestCheckExitCodes(t *testing.T) {
@@ -37,7 +44,8 @@ func TestCheckExitCodes(t *testing.T) {
 		want int
 		out  string // must appear on stdout (exit 0/1) or stderr (exit 2)
 	}{
-		{"converged", []string{"check", "-c", desired("vdo-thick"), "--node", node("vdo-thick")}, 0, "0 critical, 0 error, 0 warning"},
+		{"converged", []string{"check", "-c", desired("vdo-split"), "--node", convergedNode}, 0, "0 critical, 0 error, 0 warning"},
+		{"leaky filter", []string{"check", "-c", desired("vdo-thick"), "--node", node("vdo-thick")}, 1, "lvm.global_filter"},
 		{"drift", []string{"check", "-c", desired("vdo-defaults-tuned"), "--node", node("vdo-defaults")}, 1, "vdo.threads"},
 		{"audit", []string{"check", "--audit", "--node", node("thin")}, 1, "thin.chunk_size"},
 		{"invalid desired state", []string{"check", "-c", bad, "--node", node("vdo-thick")}, 2, "invalid desired state"},
@@ -89,7 +97,7 @@ func TestCheckJSONFindingIDs(t *testing.T) {
 func TestCheckOutputFile(t *testing.T) {
 	dir := t.TempDir()
 	prom := filepath.Join(dir, "keel.prom")
-	code, out, errs := runKeel(t, "check", "-c", desired("vdo-thick"), "--node", node("vdo-thick"), "--format", "prometheus", "-o", prom)
+	code, out, errs := runKeel(t, "check", "-c", desired("vdo-split"), "--node", convergedNode, "--format", "prometheus", "-o", prom)
 	if code != exitOK || out != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
@@ -97,7 +105,7 @@ func TestCheckOutputFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"keel_check_success 1\n", `keel_vdo_used_percent_alert{pool="vdolab/vdopool"} 90`} {
+	for _, want := range []string{"keel_check_success 1\n", `keel_vdo_used_percent_alert{pool="vdosplit/pool"} 90`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("%s lacks %q:\n%s", prom, want, b)
 		}
@@ -123,7 +131,7 @@ func TestCheckOutputFile(t *testing.T) {
 }
 
 func TestPlanCommand(t *testing.T) {
-	code, out, errs := runKeel(t, "plan", "-c", desired("vdo-thick"), "--node", node("vdo-thick"))
+	code, out, errs := runKeel(t, "plan", "-c", desired("vdo-split"), "--node", convergedNode)
 	if code != exitOK || !strings.Contains(out, ": 0 actions\n") {
 		t.Errorf("converged plan: exit %d\n%s%s", code, out, errs)
 	}

@@ -17,7 +17,9 @@ func init() {
 	})
 }
 
-// runVet implements `keel vet [-c PATH] [--print] [PATH ...]`. Exit 0: valid;
+// runVet implements `keel vet [-c PATH] [--print] [PATH ...]`: the schema,
+// then keel's own checks (schema.check), which include sizes LVM can take
+// and filter patterns in LVM's regex dialect (schema/lvmregex). Exit 0: valid;
 // 1: invalid, every problem printed as file:line:col: path: message; 2: the
 // desired state could not be read.
 func runVet(args []string, stdout, stderr io.Writer) int {
@@ -29,6 +31,8 @@ func runVet(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: keel vet [-c PATH] [--print] [PATH ...]")
 		fmt.Fprintln(stderr, "\nValidates the desired state: files, or directories whose *.cue files are unified.")
+		fmt.Fprintln(stderr, "Besides the schema: sizes LVM can take, VDO geometry, stacking, and global_filter")
+		fmt.Fprintln(stderr, "patterns against LVM's own regex grammar (\\d, {n} and (?:...) are not LVM's).")
 		fmt.Fprintln(stderr, "Exit status: 0 valid, 1 invalid (problems on stderr), 2 unreadable.")
 		fs.PrintDefaults()
 	}

@@ -12,10 +12,12 @@ PVE_FILTER='r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|'
 lvm_conf_save() { [ -e /etc/lvm/lvm.conf.stock ] || cp /etc/lvm/lvm.conf /etc/lvm/lvm.conf.stock; }
 lvm_conf_reset() { lvm_conf_save && cp /etc/lvm/lvm.conf.stock /etc/lvm/lvm.conf; }
 
-# lvm_conf_article turns scan_lvs on and adds the Proxmox VM-disk filter.
+# lvm_conf_article turns scan_lvs on and adds the Proxmox VM-disk filter, as
+# keel generates it: rejects only, since an accept-all after them would accept
+# each VM disk by its /dev/dm-N name (LVM's alias rule).
 lvm_conf_article() {
 	lvm_conf_save || return
-	printf '\ndevices {\n\tscan_lvs = 1\n\tglobal_filter = [ "%s", "a|.*|" ]\n}\n' "$PVE_FILTER" >>/etc/lvm/lvm.conf
+	printf '\ndevices {\n\tscan_lvs = 1\n\tglobal_filter = [ "%s" ]\n}\n' "$PVE_FILTER" >>/etc/lvm/lvm.conf
 }
 
 # stack_vdo_thick NVME: the article's lab. VG vdolab on the NVMe, a 40G VDO

@@ -20,12 +20,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/schema/lvmregex"
 )
 
 // ParseError is an lvm.conf keel cannot tokenize (an unterminated string,
@@ -211,7 +211,8 @@ func parse(src []byte) (*parsed, error) {
 }
 
 // CheckEntry reports whether e is a well-formed filter entry: "a" or "r",
-// a delimiter, a regular expression that compiles, the same delimiter.
+// a delimiter, a regular expression LVM's own engine parses
+// (schema/lvmregex), the same delimiter.
 func CheckEntry(e string) error {
 	if len(e) < 3 || (e[0] != 'a' && e[0] != 'r') {
 		return fmt.Errorf("%q: %w", e, ErrBadEntry)
@@ -226,7 +227,7 @@ func CheckEntry(e string) error {
 	if strings.ContainsAny(e, "\"\n") {
 		return fmt.Errorf("%q: contains a quote or newline: %w", e, ErrBadEntry)
 	}
-	if _, err := regexp.Compile(e[2 : len(e)-1]); err != nil {
+	if err := lvmregex.Check(e[2 : len(e)-1]); err != nil {
 		return fmt.Errorf("%q: %w: %v", e, ErrBadEntry, err)
 	}
 	return nil

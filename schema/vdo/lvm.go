@@ -3,6 +3,8 @@ package vdo
 import (
 	"fmt"
 	"strings"
+
+	"github.com/keel-storage/keel/schema/units"
 )
 
 // Pool is a desired LVM-VDO pool with the settings keel passes to lvcreate.
@@ -100,18 +102,9 @@ func (p Pool) LVCreateArgs() []string {
 }
 
 // LVMSize writes a byte count in the largest LVM unit that divides it
-// exactly ("40G", "132M", "4945236K"), or in bytes with LVM's "b" suffix.
-func LVMSize(n uint64) string {
-	for _, u := range []struct {
-		s string
-		f uint64
-	}{{"E", 1 << 60}, {"P", 1 << 50}, {"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if n != 0 && n%u.f == 0 {
-			return fmt.Sprintf("%d%s", n/u.f, u.s)
-		}
-	}
-	return fmt.Sprintf("%db", n)
-}
+// exactly ("40G", "132M", "4945236K"), or in bytes with LVM's "b" suffix
+// (units.LVMArg).
+func LVMSize(n uint64) string { return units.LVMArg(n) }
 
 // SplitCreateArgs are the commands that build a split pool as three
 // segments and format it (the VDO article's recipe, with the smallest head

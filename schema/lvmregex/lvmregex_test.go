@@ -1,0 +1,177 @@
+package lvmregex
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestCheck gives LVM's verdict on single patterns; the e2e corpus
+// (e2e/lvmfilter/corpus.txt) checks the same verdicts against lvm itself.
+func TestCheck(t *testing.T) {
+	for _, c := range []struct {
+		pattern string
+		lvmOK   bool
+		msg     string
+	}{
+		{"/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+", true, ""},
+		{"^/dev/sd[a-z]$", true, ""},
+		{"[z-a]", true, ""},
+		{"a**", true, ""},
+		{`/dev/sd\d+`, true, ""},
+		{"a()", true, ""},
+		{"a)", true, ""},
+		{"a(b|)", true, ""},
+		{"(?:[0-9]+)", false, "missing ')'"},
+		{"^/dev/zd(?:[0-9]+)", false, "missing ')'"},
+		{"/dev/(sdx|)$", false, "badly formed 'or'"},
+		{"a|", false, "badly formed 'or'"},
+		{"()", false, "missing ')'"},
+		{"a()b", false, "missing ')'"},
+		{"[abc", false, ""},
+		{`a\`, false, ""},
+		{"*a", false, ""},
+	} {
+		err := Check(c.pattern)
+		if (err == nil) != c.lvmOK {
+			t.Errorf("Check(%q) = %v, want LVM ok %v", c.pattern, err, c.lvmOK)
+			continue
+		}
+		if err != nil && !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("Check(%q) = %v, want %q in it", c.pattern, err, c.msg)
+		}
+	}
+}
+
+func TestCompileRefusesTraps(t *testing.T) {
+	for pattern, want := range map[string]string{
+		`/dev/sd\d+`:        "write [0-9]",
+		`/dev/sd[a-z]{2}`:   "repeat the item",
+		`[[:digit:]]`:       "write [0-9]",
+		`[]a]`:              "empty set",
+		`a)`:                "do not balance",
+		`a(b|)`:             "drops part of it",
+		`(?:x)`:             "no (?...) groups",
+		`/dev/(sdx|)$`:      "non-empty",
+		"/dev/sd\x7f":       "printable ASCII",
+		`/dev/mapper/foo\b`: "word boundary",
+	} {
+		_, err := Compile(pattern)
+		var e *Error
+		if !errors.As(err, &e) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Compile(%q) = %v, want an *Error saying %q", pattern, err, want)
+		}
+	}
+}
+
+func TestMatch(t *testing.T) {
+	for _, c := range []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"/dev/zd.*", "/dev/zd0", true},
+		{"/dev/zd.*", "/dev/sda", false},
+		{"^/dev/sd[a-z]$", "/dev/sda", true},
+		{"^/dev/sd[a-z]$", "/dev/sda1", false},
+		{"^/dev/sd[a-z]$", "x/dev/sda", false},
+		{"sda", "/dev/sda1", true},      // anywhere in the name
+		{"/dev/sda.", "/dev/sda", true}, // '.' matches the end marker
+		{"[z-a]", "m", true},            // a range either way round
+		{`\.`, "a.b", true},
+		{`\.`, "ab", false},
+		{"/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+", "/dev/mapper/vdovg-vm--100--disk--0", true},
+		{"/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+", "/dev/vdovg/vm-100-disk-0", false},
+		{"a()", "a", true},
+	} {
+		re, err := Compile(c.pattern)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", c.pattern, err)
+		}
+		if got := re.MatchString(c.name); got != c.want {
+			t.Errorf("%q on %q = %v, want %v", c.pattern, c.name, got, c.want)
+		}
+	}
+}
+
+// TestDecide follows the alias rule with the aliases udev gives an LV.
+func TestDecide(t *testing.T) {
+	aliases := []string{"/dev/dm-5", "/dev/mapper/vdovg-vm--100--disk--0", "/dev/vdovg/vm-100-disk-0",
+		"/dev/disk/by-id/dm-name-vdovg-vm--100--disk--0"}
+	seed := []string{"r|/dev/zd.*|", "r|/dev/rbd.*|", "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|"}
+	for _, c := range []struct {
+		name    string
+		entries []string
+		accept  bool
+	}{
+		{"seed 000: one alias rejected, none accepted", seed, false},
+		{"seed 000 plus a|.*|: /dev/dm-5 accepted", append(append([]string{}, seed...), "a|.*|"), true},
+		{"Proxmox stock: nothing matches", []string{"r|/dev/zd.*|", "r|/dev/rbd.*|"}, true},
+		{"accept before reject for one alias", []string{"a|/dev/dm-.*|", "r|.*|"}, true},
+		{"allow-list without the LV", []string{"a|^/dev/sd.*|", "r|.*|"}, false},
+	} {
+		f, err := NewFilter(c.entries)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if v := f.Decide(aliases); v.Accepted != c.accept {
+			t.Errorf("%s: %+v, want accepted %v", c.name, v, c.accept)
+		}
+	}
+	if _, err := NewFilter([]string{"r|(?:x)|"}); err == nil {
+		t.Error("NewFilter accepted a filter LVM refuses")
+	}
+	if _, err := NewFilter([]string{"x|a|"}); err == nil {
+		t.Error("NewFilter accepted an entry that is neither a nor r")
+	}
+}
+
+func TestParseEntry(t *testing.T) {
+	for s, want := range map[string]Entry{"r|/dev/zd.*|": {false, "/dev/zd.*"}, "a(x)": {true, "x"}, "r{a|b}": {false, "a|b"}} {
+		if got, err := ParseEntry(s); err != nil || got != want {
+			t.Errorf("ParseEntry(%q) = %+v, %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"", "a", "q|x|", "a|x", "a(x("} {
+		if _, err := ParseEntry(s); err == nil {
+			t.Errorf("ParseEntry(%q) accepted", s)
+		}
+	}
+}
+
+// FuzzCompile: no pattern panics the parser, Check and Compile agree that
+// what keel accepts LVM parses, and an accepted pattern matches without
+// panicking.
+func FuzzCompile(f *testing.F) {
+	for _, s := range []string{"/dev/zd.*", "(?:x)", "[a-", `a\`, "a(b|)", "[]a]", "(|a)", "[^]]", `[\]-a]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		lvm := Check(p)
+		re, err := Compile(p)
+		if err == nil && lvm != nil {
+			t.Fatalf("Compile accepts %q, which LVM refuses: %v", p, lvm)
+		}
+		if re != nil {
+			re.MatchString("/dev/mapper/vg-vm--100--disk--0")
+		}
+	})
+}
+
+// TestCompileCorpusVerdicts pins keel's reading of the patterns LVM parses
+// with a twist (lvm exit 0 in e2e/lvmfilter's corpus run).
+func TestCompileCorpusVerdicts(t *testing.T) {
+	for p, want := range map[string]string{
+		"|a":     "empty alternative",
+		"(a))":   "do not balance",
+		"(|a)":   "drops part of it",
+		"a||b":   "drops part of it",
+		"x{2,1}": "literal characters",
+	} {
+		if Check(p) != nil {
+			t.Errorf("Check(%q): LVM parses it (exit 0 on the guest)", p)
+		}
+		if _, err := Compile(p); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Compile(%q) = %v, want %q", p, err, want)
+		}
+	}
+}
