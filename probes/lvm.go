@@ -42,116 +42,163 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lvm fullreport: %w", err)
 	}
-	nLV := 0
-	for _, el := range rep.Report {
-		nLV += len(el["lv"])
-	}
-	o := &lvmObjects{PVs: map[string]*PV{}, VGs: map[string]*VG{}, LVs: make(map[string]*LV, nLV)}
-	byUUID := make(map[string]*LV, nLV)
-	// The LVs, and each element's first segment of every LV, are laid out
-	// in one array apiece: fewer allocations, and neighbours in memory for
-	// the passes over all LVs that follow.
-	lvs := make([]LV, 0, nLV)
+	p := newReportParser(rep)
 	for i, el := range rep.Report {
 		var f fieldReader
-		vgName := ""
-		for _, r := range el["vg"] {
-			if r["vg_name"] == "" {
-				continue
-			}
-			vgName = r["vg_name"]
-			vg := &VG{Name: vgName, UUID: r["vg_uuid"], Attr: r["vg_attr"], LockType: r["vg_lock_type"],
-				Shared: truthy(r["vg_shared"]) || truthy(r["vg_clustered"]) || len(r["vg_attr"]) > 5 && strings.ContainsRune("sc", rune(r["vg_attr"][5]))}
-			obj := reportObject{kind: "vg", name: vgName}
-			vg.ExtentSize = f.num(obj, "vg_extent_size", r)
-			vg.ExtentCount = f.num(obj, "vg_extent_count", r)
-			vg.FreeCount = f.num(obj, "vg_free_count", r)
-			vg.Size = f.num(obj, "vg_size", r)
-			vg.Free = f.num(obj, "vg_free", r)
-			o.VGs[vgName] = vg
-		}
-		for _, r := range el["pv"] {
-			if r["pv_name"] == "" {
-				continue
-			}
-			pv := &PV{Name: r["pv_name"], UUID: r["pv_uuid"], VG: r["vg_name"], Attr: r["pv_attr"], Rotational: -1}
-			obj := reportObject{kind: "pv", name: pv.Name}
-			pv.Size = f.num(obj, "pv_size", r)
-			pv.Free = f.num(obj, "pv_free", r)
-			pv.DevSize = f.num(obj, "dev_size", r)
-			pv.PECount = f.num(obj, "pv_pe_count", r)
-			pv.PEAlloc = f.num(obj, "pv_pe_alloc_count", r)
-			o.PVs[pv.Name] = pv
-			if vg := o.VGs[pv.VG]; vg != nil {
-				vg.PVs = append(vg.PVs, pv.Name)
-			}
-		}
-		for _, r := range el["lv"] {
-			if r["lv_name"] == "" {
-				continue
-			}
-			vg := r["vg_name"]
-			if vg == "" {
-				vg = vgName
-			}
-			name := stripBrackets(r["lv_name"])
-			lvs = append(lvs, LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: r["lv_uuid"], Attr: r["lv_attr"],
-				Hidden: strings.HasPrefix(r["lv_name"], "["), Origin: stripBrackets(r["origin"]),
-				Role: r["lv_role"], Layout: r["lv_layout"], Fields: r, DMName: dmName(vg, name)})
-			lv := &lvs[len(lvs)-1]
-			obj := reportObject{kind: "lv", name: lv.FullName}
-			if len(lv.Attr) >= 6 {
-				lv.Active = lv.Attr[4] == 'a'
-				lv.Open = lv.Attr[5] == 'o'
-			} else if f.err == nil {
-				f.err = fmt.Errorf("lvm fullreport: %s: field lv_attr: %q is shorter than 6 characters", obj, lv.Attr)
-			}
-			lv.Size = f.num(obj, "lv_size", r)
-			lv.MetadataSize = f.num(obj, "lv_metadata_size", r)
-			lv.Major, lv.Minor = signed(r["lv_kernel_major"]), signed(r["lv_kernel_minor"])
-			lv.Pool, lv.DataLV, lv.MetadataLV = subLV(vg, r["pool_lv"]), subLV(vg, r["data_lv"]), subLV(vg, r["metadata_lv"])
-			lv.DataPercent = percent(r["data_percent"])
-			lv.MetadataPercent = percent(r["metadata_percent"])
-			o.LVs[lv.FullName] = lv
-			byUUID[lv.UUID] = lv
-			if v := o.VGs[vg]; v != nil {
-				if v.LVs == nil {
-					v.LVs = make([]string, 0, len(el["lv"]))
-				}
-				v.LVs = append(v.LVs, lv.FullName)
-			}
-		}
-		segs := make([]Segment, 0, len(el["seg"]))
-		for _, r := range el["seg"] {
-			if r["segtype"] == "" {
-				continue
-			}
-			lv := byUUID[r["lv_uuid"]]
-			if lv == nil {
-				return nil, fmt.Errorf("lvm fullreport: report %d: segment of unknown lv uuid %q", i, r["lv_uuid"])
-			}
-			obj := reportObject{kind: "lv", name: lv.FullName, suffix: " segment"}
-			seg := Segment{Type: r["segtype"], Fields: r}
-			seg.StartLE = f.num(obj, "seg_start_pe", r)
-			seg.Extents = f.num(obj, "seg_size_pe", r)
-			seg.Size = f.num(obj, "seg_size", r)
-			seg.Stripes = int(f.num(obj, "stripes", r))
-			devs, err := parseSegDevices(r["devices"])
-			if err != nil && f.err == nil {
-				f.err = fmt.Errorf("lvm fullreport: %s: field devices: %w", obj, err)
-			}
-			seg.Devices = devs
-			if lv.Segments == nil {
-				segs = append(segs, seg)
-				lv.Segments = segs[len(segs)-1 : len(segs) : len(segs)]
-			} else {
-				lv.Segments = append(lv.Segments, seg)
-			}
+		vgName := p.vgs(&f, el["vg"])
+		p.pvs(&f, el["pv"])
+		p.lvs(&f, el["lv"], vgName)
+		if err := p.segs(&f, i, el["seg"]); err != nil {
+			return nil, err
 		}
 		if f.err != nil {
 			return nil, f.err
 		}
 	}
+	p.finish()
+	return p.o, nil
+}
+
+// reportParser builds the objects of one full report, one sub-report
+// (vg, pv, lv, seg) at a time.
+type reportParser struct {
+	o      *lvmObjects
+	byUUID map[string]*LV
+	// The LVs, and each element's first segment of every LV, are laid out
+	// in one array apiece: fewer allocations, and neighbours in memory for
+	// the passes over all LVs that follow.
+	arr []LV
+}
+
+func newReportParser(rep lvmReport) *reportParser {
+	nLV := 0
+	for _, el := range rep.Report {
+		nLV += len(el["lv"])
+	}
+	return &reportParser{
+		o:      &lvmObjects{PVs: map[string]*PV{}, VGs: map[string]*VG{}, LVs: make(map[string]*LV, nLV)},
+		byUUID: make(map[string]*LV, nLV),
+		arr:    make([]LV, 0, nLV),
+	}
+}
+
+// vgs reads an element's VG rows and returns the name of its VG ("" for
+// the element of orphan PVs).
+func (p *reportParser) vgs(f *fieldReader, rows []map[string]string) string {
+	vgName := ""
+	for _, r := range rows {
+		if r["vg_name"] == "" {
+			continue
+		}
+		vgName = r["vg_name"]
+		vg := &VG{Name: vgName, UUID: r["vg_uuid"], Attr: r["vg_attr"], LockType: r["vg_lock_type"],
+			Shared: truthy(r["vg_shared"]) || truthy(r["vg_clustered"]) || len(r["vg_attr"]) > 5 && strings.ContainsRune("sc", rune(r["vg_attr"][5]))}
+		obj := reportObject{kind: "vg", name: vgName}
+		vg.ExtentSize = f.num(obj, "vg_extent_size", r)
+		vg.ExtentCount = f.num(obj, "vg_extent_count", r)
+		vg.FreeCount = f.num(obj, "vg_free_count", r)
+		vg.Size = f.num(obj, "vg_size", r)
+		vg.Free = f.num(obj, "vg_free", r)
+		p.o.VGs[vgName] = vg
+	}
+	return vgName
+}
+
+// pvs reads an element's PV rows.
+func (p *reportParser) pvs(f *fieldReader, rows []map[string]string) {
+	for _, r := range rows {
+		if r["pv_name"] == "" {
+			continue
+		}
+		pv := &PV{Name: r["pv_name"], UUID: r["pv_uuid"], VG: r["vg_name"], Attr: r["pv_attr"], Rotational: -1}
+		obj := reportObject{kind: "pv", name: pv.Name}
+		pv.Size = f.num(obj, "pv_size", r)
+		pv.Free = f.num(obj, "pv_free", r)
+		pv.DevSize = f.num(obj, "dev_size", r)
+		pv.PECount = f.num(obj, "pv_pe_count", r)
+		pv.PEAlloc = f.num(obj, "pv_pe_alloc_count", r)
+		p.o.PVs[pv.Name] = pv
+		if vg := p.o.VGs[pv.VG]; vg != nil {
+			vg.PVs = append(vg.PVs, pv.Name)
+		}
+	}
+}
+
+// lvs reads an element's LV rows; vgName is the element's VG.
+func (p *reportParser) lvs(f *fieldReader, rows []map[string]string, vgName string) {
+	for _, r := range rows {
+		if r["lv_name"] == "" {
+			continue
+		}
+		vg := r["vg_name"]
+		if vg == "" {
+			vg = vgName
+		}
+		name := stripBrackets(r["lv_name"])
+		p.arr = append(p.arr, LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: r["lv_uuid"], Attr: r["lv_attr"],
+			Hidden: strings.HasPrefix(r["lv_name"], "["), Origin: stripBrackets(r["origin"]),
+			Role: r["lv_role"], Layout: r["lv_layout"], Fields: r, DMName: dmName(vg, name)})
+		lv := &p.arr[len(p.arr)-1]
+		obj := reportObject{kind: "lv", name: lv.FullName}
+		if len(lv.Attr) >= 6 {
+			lv.Active = lv.Attr[4] == 'a'
+			lv.Open = lv.Attr[5] == 'o'
+		} else if f.err == nil {
+			f.err = fmt.Errorf("lvm fullreport: %s: field lv_attr: %q is shorter than 6 characters", obj, lv.Attr)
+		}
+		lv.Size = f.num(obj, "lv_size", r)
+		lv.MetadataSize = f.num(obj, "lv_metadata_size", r)
+		lv.Major, lv.Minor = signed(r["lv_kernel_major"]), signed(r["lv_kernel_minor"])
+		lv.Pool, lv.DataLV, lv.MetadataLV = subLV(vg, r["pool_lv"]), subLV(vg, r["data_lv"]), subLV(vg, r["metadata_lv"])
+		lv.DataPercent = percent(r["data_percent"])
+		lv.MetadataPercent = percent(r["metadata_percent"])
+		p.o.LVs[lv.FullName] = lv
+		p.byUUID[lv.UUID] = lv
+		if v := p.o.VGs[vg]; v != nil {
+			if v.LVs == nil {
+				v.LVs = make([]string, 0, len(rows))
+			}
+			v.LVs = append(v.LVs, lv.FullName)
+		}
+	}
+}
+
+// segs reads an element's segment rows (element i) into their LVs.
+func (p *reportParser) segs(f *fieldReader, i int, rows []map[string]string) error {
+	segs := make([]Segment, 0, len(rows))
+	for _, r := range rows {
+		if r["segtype"] == "" {
+			continue
+		}
+		lv := p.byUUID[r["lv_uuid"]]
+		if lv == nil {
+			return fmt.Errorf("lvm fullreport: report %d: segment of unknown lv uuid %q", i, r["lv_uuid"])
+		}
+		obj := reportObject{kind: "lv", name: lv.FullName, suffix: " segment"}
+		seg := Segment{Type: r["segtype"], Fields: r}
+		seg.StartLE = f.num(obj, "seg_start_pe", r)
+		seg.Extents = f.num(obj, "seg_size_pe", r)
+		seg.Size = f.num(obj, "seg_size", r)
+		seg.Stripes = int(f.num(obj, "stripes", r))
+		devs, err := parseSegDevices(r["devices"])
+		if err != nil && f.err == nil {
+			f.err = fmt.Errorf("lvm fullreport: %s: field devices: %w", obj, err)
+		}
+		seg.Devices = devs
+		if lv.Segments == nil {
+			segs = append(segs, seg)
+			lv.Segments = segs[len(segs)-1 : len(segs) : len(segs)]
+		} else {
+			lv.Segments = append(lv.Segments, seg)
+		}
+	}
+	return nil
+}
+
+// finish orders each LV's segments, marks the devices that are PVs, and
+// sorts each VG's PV and LV lists.
+func (p *reportParser) finish() {
+	o := p.o
 	for _, lv := range o.LVs {
 		slices.SortFunc(lv.Segments, func(a, b Segment) int { return cmp.Compare(a.StartLE, b.StartLE) })
 		if len(lv.Segments) > 0 {
@@ -172,7 +219,6 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 		sort.Strings(vg.PVs)
 		sort.Strings(vg.LVs)
 	}
-	return o, nil
 }
 
 // reportObject names a report object in errors ("lv vg0/lv0 segment"); it
