@@ -354,3 +354,24 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Deb builds keel's Debian package from the repository (packaging/
+// build-deb.sh, offline) and returns its bytes, for a systemd guest to
+// install with dpkg -i.
+func Deb(t testing.TB) []byte {
+	t.Helper()
+	root := RepoRoot(t)
+	build := exec.Command(filepath.Join(root, "packaging", "build-deb.sh"), t.TempDir())
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	if err != nil {
+		t.Fatalf("build-deb.sh: %v\n%s", err, out)
+	}
+	trimmed := strings.TrimSpace(string(out))
+	deb := trimmed[strings.LastIndexByte(trimmed, '\n')+1:]
+	b, err := os.ReadFile(deb)
+	if err != nil {
+		t.Fatalf("the .deb: %v\n%s", err, out)
+	}
+	return b
+}

@@ -8,7 +8,6 @@ package watchdog
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,18 +25,7 @@ func TestLongWipeUnderWatchdog(t *testing.T) {
 		}
 		return b
 	}
-	debDir := t.TempDir()
-	build := exec.Command(filepath.Join(root, "packaging", "build-deb.sh"), debDir)
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	if err != nil {
-		t.Fatalf("build-deb.sh: %v\n%s", err, out)
-	}
-	deb := strings.TrimSpace(string(out[strings.LastIndexByte(strings.TrimSpace(string(out)), '\n')+1:]))
-	debBytes, err := os.ReadFile(deb)
-	if err != nil {
-		t.Fatalf("the .deb: %v\n%s", err, out)
-	}
+	debBytes := guest.Deb(t)
 	m := guest.New(t, guest.Spec{
 		Flavour: guest.Systemd,
 		Disks:   []guest.Disk{{Kind: guest.HDD, Size: "4G", Serial: "hdd1"}},

@@ -197,14 +197,29 @@ func (d *Daemon) publishWipeProgress(ctx context.Context) {
 // progress: a stalled device still stops them, and systemd restarts keel,
 // which resumes the wipe from its last checkpoint (docs/removal.md).
 func (d *Daemon) keepAliveWhileWiping(ctx context.Context, started <-chan struct{}, interval time.Duration, ping func() error) {
+	var last uint64
+	d.whileWiping(ctx, started, interval, func() { last = d.metrics.WipeDone() }, func() {
+		if done := d.metrics.WipeDone(); done > last {
+			_ = ping()
+			last = done
+		} else {
+			d.Log.Warn("safe removal made no progress for a watchdog interval", "interval", interval.String())
+		}
+	})
+}
+
+// whileWiping sleeps until started says a safe removal began, calls begin,
+// then tick every interval while removals are in flight, and sleeps again:
+// an idle daemon has no timer to wake it.
+func (d *Daemon) whileWiping(ctx context.Context, started <-chan struct{}, interval time.Duration, begin, tick func()) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-started:
 		}
+		begin()
 		t := time.NewTicker(interval)
-		last := d.metrics.WipeDone()
 		for d.metrics.WipesInFlight() > 0 {
 			select {
 			case <-ctx.Done():
@@ -212,12 +227,7 @@ func (d *Daemon) keepAliveWhileWiping(ctx context.Context, started <-chan struct
 				return
 			case <-t.C:
 			}
-			if done := d.metrics.WipeDone(); done > last {
-				_ = ping()
-				last = done
-			} else {
-				d.Log.Warn("safe removal made no progress for a watchdog interval", "interval", interval.String())
-			}
+			tick()
 		}
 		t.Stop()
 	}
@@ -527,31 +537,15 @@ func (d *Daemon) textfile() string {
 
 // publishWipes rewrites the metrics textfile every interval while a safe
 // removal is in progress, so its keel_wipe_* progress is visible before the
-// pass that runs it ends. It sleeps until started tells it a removal began:
-// an idle daemon has no timer to wake it.
+// pass that runs it ends.
 func (d *Daemon) publishWipes(ctx context.Context, started <-chan struct{}, interval time.Duration) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-started:
-		}
-		t := time.NewTicker(interval)
-		for d.metrics.WipesInFlight() > 0 {
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			if path, _ := d.wipeTextfile.Load().(string); path != "" && d.metrics.WipesInFlight() > 0 {
-				if err := d.metrics.WriteTextfile(path); err != nil {
-					d.Log.Error("metrics textfile", "path", path, "err", err)
-				}
+	d.whileWiping(ctx, started, interval, func() {}, func() {
+		if path, _ := d.wipeTextfile.Load().(string); path != "" && d.metrics.WipesInFlight() > 0 {
+			if err := d.metrics.WriteTextfile(path); err != nil {
+				d.Log.Error("metrics textfile", "path", path, "err", err)
 			}
 		}
-		t.Stop()
-	}
+	})
 }
 
 // cpuTimes is the CPU time used by keel itself (all threads) and by its
