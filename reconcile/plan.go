@@ -139,10 +139,10 @@ func newPlanner(h *probes.Host) *planner {
 	return p
 }
 
-// add records a finding and returns its key.
-func (p *planner) add(id, object, message, expected, observed, remedy string) string {
-	f := newFinding(id, object, message)
-	f.Expected, f.Observed, f.Remedy = expected, observed, remedy
+// add records f with its catalogue severity (its ID must be catalogued)
+// and returns its key.
+func (p *planner) add(f Finding) string {
+	f.Severity = newFinding(f.ID, f.Object, f.Message).Severity
 	p.findings = append(p.findings, f)
 	return f.Key()
 }

@@ -15,14 +15,20 @@ import (
 func (p *planner) absentGuards(vg, name string, lv *probes.LV) bool {
 	object := vg + "/" + name
 	if s, ok := wipe.SharedVGs(p.h)[vg]; ok {
-		p.add("lv.absent_shared", object,
-			fmt.Sprintf("LV %s is declared absent, but vg %s is shared between nodes (%s): it may be in use on another node, and keel removes it only on the node that owns it", object, vg, s.Why),
-			"removed on the node that owns it", "present in shared vg "+vg, "on the node that owns it: "+s.Remedy(vg, name)+"; then drop "+name+" from absent")
+		p.add(Finding{ID: "lv.absent_shared", Object: object,
+			Message:  fmt.Sprintf("LV %s is declared absent, but vg %s is shared between nodes (%s): it may be in use on another node, and keel removes it only on the node that owns it", object, vg, s.Why),
+			Expected: "removed on the node that owns it", Observed: "present in shared vg " + vg,
+			Remedy: "on the node that owns it: " + s.Remedy(vg, name) + "; then drop " + name + " from absent",
+		})
 		return true
 	}
 	if lv.SegType == "thin" && lv.Pool != "" {
 		if tp := p.h.ThinPools[lv.Pool]; tp != nil && !tp.Zero && !p.raised("thin.unzeroed_reuse", lv.Pool) {
-			p.add("thin.unzeroed_reuse", lv.Pool, wipe.UnzeroedNote(lv.Pool), "zeroing on", "zeroing off", "lvchange -Z y "+lv.Pool)
+			p.add(Finding{ID: "thin.unzeroed_reuse", Object: lv.Pool,
+				Message:  wipe.UnzeroedNote(lv.Pool),
+				Expected: "zeroing on", Observed: "zeroing off",
+				Remedy: "lvchange -Z y " + lv.Pool,
+			})
 		}
 	}
 	return false

@@ -56,16 +56,22 @@ type tunableCheck struct {
 func (p *planner) planBcache(name string, want schema.Bcache) {
 	b := p.findBcache(want.Backing)
 	if b == nil {
-		p.add("bcache.missing", "bcache:"+name, fmt.Sprintf("no registered bcache device has backing device %s", want.Backing),
-			"registered", "not found", "register it (echo the device path > /sys/fs/bcache/register) or create it with make-bcache")
+		p.add(Finding{ID: "bcache.missing", Object: "bcache:" + name,
+			Message:  fmt.Sprintf("no registered bcache device has backing device %s", want.Backing),
+			Expected: "registered", Observed: "not found",
+			Remedy: "register it (echo the device path > /sys/fs/bcache/register) or create it with make-bcache",
+		})
 		return
 	}
 	object := bcacheObject(b.UUID)
 	p.checkBcacheState(object, b, want.CacheSet != "")
 	dir := "/sys/block/" + b.Device + "/bcache/"
 	if want.CacheMode != "" && b.CacheMode != want.CacheMode {
-		key := p.add("bcache.cache_mode", object, fmt.Sprintf("cache mode of %s (%s) is %s, declared %s", name, b.Device, b.CacheMode, want.CacheMode),
-			want.CacheMode, b.CacheMode, "echo "+want.CacheMode+" > "+dir+"cache_mode")
+		key := p.add(Finding{ID: "bcache.cache_mode", Object: object,
+			Message:  fmt.Sprintf("cache mode of %s (%s) is %s, declared %s", name, b.Device, b.CacheMode, want.CacheMode),
+			Expected: want.CacheMode, Observed: b.CacheMode,
+			Remedy: "echo " + want.CacheMode + " > " + dir + "cache_mode",
+		})
 		p.act(phaseChange, Action{ID: "bcache.cache_mode:" + object, Kind: KindSysfs, Class: Live, Object: object,
 			Summary: fmt.Sprintf("set cache_mode %s on %s (%s)", want.CacheMode, name, b.Device),
 			Writes:  []SysfsWrite{{Path: dir + "cache_mode", Value: want.CacheMode}}, Remedies: []string{key}})
@@ -109,9 +115,11 @@ func (p *planner) planBcache(name string, want schema.Bcache) {
 		obs = append(obs, c.file+"="+c.got)
 		writes = append(writes, SysfsWrite{Path: c.path, Value: strconv.FormatUint(c.want, 10)})
 	}
-	keys = append(keys, p.add("bcache.tunable", object,
-		fmt.Sprintf("%s (%s): %s not as declared (the kernel resets them at every registration)", name, b.Device, strings.Join(files, ", ")),
-		strings.Join(exp, " "), strings.Join(obs, " "), "write the declared values (plain decimals) to sysfs"))
+	keys = append(keys, p.add(Finding{ID: "bcache.tunable", Object: object,
+		Message:  fmt.Sprintf("%s (%s): %s not as declared (the kernel resets them at every registration)", name, b.Device, strings.Join(files, ", ")),
+		Expected: strings.Join(exp, " "), Observed: strings.Join(obs, " "),
+		Remedy: "write the declared values (plain decimals) to sysfs",
+	}))
 	p.act(phaseChange, Action{ID: "bcache.tunable:" + object, Kind: KindSysfs, Class: Live, Object: object,
 		Summary: fmt.Sprintf("write %d bcache tunables of %s (%s)", len(writes), name, b.Device), Writes: writes, Remedies: keys})
 }
@@ -128,11 +136,17 @@ func decimal(v *int64) string {
 func (p *planner) checkBcacheState(object string, b *probes.Bcache, wantCache bool) {
 	switch {
 	case b.State == "inconsistent":
-		p.add("bcache.state", object, fmt.Sprintf("%s reports state inconsistent", b.Device), "clean or dirty", b.State,
-			"check the cache device and dmesg before writing more")
+		p.add(Finding{ID: "bcache.state", Object: object,
+			Message:  fmt.Sprintf("%s reports state inconsistent", b.Device),
+			Expected: "clean or dirty", Observed: b.State,
+			Remedy: "check the cache device and dmesg before writing more",
+		})
 	case wantCache && (b.State == "no cache" || b.CacheSet == ""):
-		p.add("bcache.state", object, fmt.Sprintf("%s runs without its cache set", b.Device), "attached", b.State,
-			fmt.Sprintf("echo <cache-set-uuid> > /sys/block/%s/bcache/attach", b.Device))
+		p.add(Finding{ID: "bcache.state", Object: object,
+			Message:  fmt.Sprintf("%s runs without its cache set", b.Device),
+			Expected: "attached", Observed: b.State,
+			Remedy: fmt.Sprintf("echo <cache-set-uuid> > /sys/block/%s/bcache/attach", b.Device),
+		})
 	}
 }
 
@@ -158,7 +172,9 @@ func (p *planner) auditBcache(b *probes.Bcache) {
 	if len(found) == 0 {
 		return
 	}
-	p.add("bcache.tunable", object, fmt.Sprintf("%s still has the kernel's defaults, restored at every registration", b.Device),
-		"sequential_cutoff=0 writeback_percent=40 congested thresholds 0 (or as declared)", strings.Join(found, " "),
-		"declare the tunables in the desired state so keel re-applies them")
+	p.add(Finding{ID: "bcache.tunable", Object: object,
+		Message:  fmt.Sprintf("%s still has the kernel's defaults, restored at every registration", b.Device),
+		Expected: "sequential_cutoff=0 writeback_percent=40 congested thresholds 0 (or as declared)", Observed: strings.Join(found, " "),
+		Remedy: "declare the tunables in the desired state so keel re-applies them",
+	})
 }

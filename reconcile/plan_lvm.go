@@ -76,8 +76,11 @@ func (p *planner) lvmBoolSetting(id, key string, want *bool) string {
 		return ""
 	}
 	name := key[strings.IndexByte(key, '/')+1:]
-	return p.add(id, lvmConfObject, key+" is not the declared value",
-		name+"="+boolDigit(*want), name+"="+p.h.LVMConfig.Values[key], "set "+key+" in lvm.conf")
+	return p.add(Finding{ID: id, Object: lvmConfObject,
+		Message:  key + " is not the declared value",
+		Expected: name + "=" + boolDigit(*want), Observed: name + "=" + p.h.LVMConfig.Values[key],
+		Remedy: "set " + key + " in lvm.conf",
+	})
 }
 
 // planLVMConf compares the managed lvm.conf settings and emits one
@@ -97,8 +100,11 @@ func (p *planner) planLVMConf() {
 		p.checkDeclaredFilter(entries, want.ScanLVs)
 		got := parseLVMList(p.h.LVMConfig.Values["devices/global_filter"])
 		if strings.Join(got, "\x00") != strings.Join(entries, "\x00") {
-			keys = append(keys, p.add("lvm.global_filter", lvmConfObject, "devices/global_filter is not the declared filter",
-				quoteList(entries), quoteList(got), "rewrite devices/global_filter in lvm.conf"))
+			keys = append(keys, p.add(Finding{ID: "lvm.global_filter", Object: lvmConfObject,
+				Message:  "devices/global_filter is not the declared filter",
+				Expected: quoteList(entries), Observed: quoteList(got),
+				Remedy: "rewrite devices/global_filter in lvm.conf",
+			}))
 			change.GlobalFilter = entries
 		}
 	}
@@ -124,10 +130,11 @@ func (p *planner) checkDeclaredFilter(entries []string, scanLVs *bool) {
 		return // keel vet reports a filter it cannot model
 	}
 	if seen := p.leakingVMDisks(f, p.vmDiskLVs()); len(seen) > 0 {
-		p.add("lvm.global_filter", "desired:lvm.globalFilter",
-			"the declared global_filter does not hide VM disks while LVs are scanned: "+strings.Join(seen, "; "),
-			"every LV holding a VM disk rejected", quoteList(entries),
-			`declare lvm: globalFilter: reject: ["/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"] and no accept matching a VM disk's name`)
+		p.add(Finding{ID: "lvm.global_filter", Object: "desired:lvm.globalFilter",
+			Message:  "the declared global_filter does not hide VM disks while LVs are scanned: " + strings.Join(seen, "; "),
+			Expected: "every LV holding a VM disk rejected", Observed: quoteList(entries),
+			Remedy: `declare lvm: globalFilter: reject: ["/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"] and no accept matching a VM disk's name`,
+		})
 	}
 }
 
@@ -200,9 +207,11 @@ func (p *planner) auditLVMConf() {
 	}
 	f, err := lvmregex.NewFilter(got)
 	if err != nil {
-		p.add("lvm.global_filter", lvmConfObject,
-			fmt.Sprintf("scan_lvs is 1 and keel cannot tell whether global_filter hides VM disks: %v", err),
-			"a global_filter that rejects VM disks", quoteList(got), "rewrite devices/global_filter in LVM's regex dialect, e.g. "+quoteList([]string{vmDiskReject}))
+		p.add(Finding{ID: "lvm.global_filter", Object: lvmConfObject,
+			Message:  fmt.Sprintf("scan_lvs is 1 and keel cannot tell whether global_filter hides VM disks: %v", err),
+			Expected: "a global_filter that rejects VM disks", Observed: quoteList(got),
+			Remedy: "rewrite devices/global_filter in LVM's regex dialect, e.g. " + quoteList([]string{vmDiskReject}),
+		})
 		return
 	}
 	disks := p.vmDiskLVs()
@@ -210,9 +219,11 @@ func (p *planner) auditLVMConf() {
 	if len(seen) == 0 {
 		return
 	}
-	p.add("lvm.global_filter", lvmConfObject,
-		"scan_lvs is 1 and global_filter does not hide VM disks, so the host sees the guests' VGs: "+strings.Join(seen, "; "),
-		"every LV holding a VM disk rejected", quoteList(got), p.filterRemedy(got, disks))
+	p.add(Finding{ID: "lvm.global_filter", Object: lvmConfObject,
+		Message:  "scan_lvs is 1 and global_filter does not hide VM disks, so the host sees the guests' VGs: " + strings.Join(seen, "; "),
+		Expected: "every LV holding a VM disk rejected", Observed: quoteList(got),
+		Remedy: p.filterRemedy(got, disks),
+	})
 }
 
 // leakingVMDisks lists the disks the filter accepts, each with the entry
@@ -315,8 +326,11 @@ func (p *planner) planStacking() {
 				if declared {
 					continue // planLVMConf already reports and fixes it
 				}
-				p.add("lvm.scan_lvs", vg, fmt.Sprintf("VG %s is declared on LV %s but devices/scan_lvs is 0: LVM ignores LVs as PVs", vg, lv),
-					"scan_lvs=1", "scan_lvs=0", "declare lvm: scanLVs: true (with a global_filter that rejects guest disks)")
+				p.add(Finding{ID: "lvm.scan_lvs", Object: vg,
+					Message:  fmt.Sprintf("VG %s is declared on LV %s but devices/scan_lvs is 0: LVM ignores LVs as PVs", vg, lv),
+					Expected: "scan_lvs=1", Observed: "scan_lvs=0",
+					Remedy: "declare lvm: scanLVs: true (with a global_filter that rejects guest disks)",
+				})
 				break
 			}
 		}
@@ -356,10 +370,11 @@ func (p *planner) checkActivation(vg string, lowers []string) {
 	if anyActive || !lowerActive || len(v.LVs) == 0 {
 		return
 	}
-	p.add("activation.pvscan_on_lvs", vg,
-		fmt.Sprintf("VG %s sits on %s, which is active, yet none of its LVs is: lvm2's udev rules skip PVs on LVs at boot", vg, strings.Join(lowers, ", ")),
-		"LVs of "+vg+" active after boot", "all LVs inactive",
-		fmt.Sprintf(`vgchange -ay %s now; for boots, a udev rule setting ENV{LVM_PVSCAN_ON_LVS}="1" for %s`, vg, strings.Join(lowers, ", ")))
+	p.add(Finding{ID: "activation.pvscan_on_lvs", Object: vg,
+		Message:  fmt.Sprintf("VG %s sits on %s, which is active, yet none of its LVs is: lvm2's udev rules skip PVs on LVs at boot", vg, strings.Join(lowers, ", ")),
+		Expected: "LVs of " + vg + " active after boot", Observed: "all LVs inactive",
+		Remedy: fmt.Sprintf(`vgchange -ay %s now; for boots, a udev rule setting ENV{LVM_PVSCAN_ON_LVS}="1" for %s`, vg, strings.Join(lowers, ", ")),
+	})
 }
 
 // checkThinOnVDO reports a thin pool whose VG has a PV on a VDO LV.
@@ -374,8 +389,11 @@ func (p *planner) checkThinOnVDO(tp *probes.ThinPool) {
 			continue
 		}
 		if lv := p.lvOfPV(pv); lv != nil && lv.SegType == "vdo" {
-			p.add("thin.on_vdo", tp.LV, fmt.Sprintf("thin pool %s is in VG %s, whose PV %s is the VDO LV %s: two thin layers", tp.LV, tp.VG, pvName, lv.FullName),
-				"thick LVs on VDO", "thin pool on VDO", "rebuild: keep the VG on VDO thick")
+			p.add(Finding{ID: "thin.on_vdo", Object: tp.LV,
+				Message:  fmt.Sprintf("thin pool %s is in VG %s, whose PV %s is the VDO LV %s: two thin layers", tp.LV, tp.VG, pvName, lv.FullName),
+				Expected: "thick LVs on VDO", Observed: "thin pool on VDO",
+				Remedy: "rebuild: keep the VG on VDO thick",
+			})
 			return
 		}
 	}
@@ -410,8 +428,10 @@ func (p *planner) checkProxmox(stacked map[string][]string) {
 		if remove != "" {
 			observed = "on-volume-remove " + remove
 		}
-		p.add("pve.discard_on_remove", "pve:"+s.ID,
-			fmt.Sprintf("Proxmox storage %s (VG %s on VDO) does not discard removed disks, so VDO keeps their blocks", s.ID, s.VG),
-			"on-volume-remove discard=1", observed, fmt.Sprintf("pvesm set %s --on-volume-remove discard=1", s.ID))
+		p.add(Finding{ID: "pve.discard_on_remove", Object: "pve:" + s.ID,
+			Message:  fmt.Sprintf("Proxmox storage %s (VG %s on VDO) does not discard removed disks, so VDO keeps their blocks", s.ID, s.VG),
+			Expected: "on-volume-remove discard=1", Observed: observed,
+			Remedy: fmt.Sprintf("pvesm set %s --on-volume-remove discard=1", s.ID),
+		})
 	}
 }

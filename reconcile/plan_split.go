@@ -27,8 +27,11 @@ func (p *planner) checkSplit(object string, o observedVDO, fastPaths []string) {
 		}
 	}
 	if len(fast) == 0 {
-		p.add("vdo.layout.head_off_fast", object, "none of the declared fast PVs is a PV on this host, so no metadata can be on them",
-			strings.Join(fastPaths, ", "), "not found", "check split.fast against the VG's PVs (keel status)")
+		p.add(Finding{ID: "vdo.layout.head_off_fast", Object: object,
+			Message:  "none of the declared fast PVs is a PV on this host, so no metadata can be on them",
+			Expected: strings.Join(fastPaths, ", "), Observed: "not found",
+			Remedy: "check split.fast against the VG's PVs (keel status)",
+		})
 		return
 	}
 	var headOff, tailOff []probes.PVRange
@@ -48,9 +51,11 @@ func (p *planner) checkSplit(object string, o observedVDO, fastPaths []string) {
 	}
 	fastList := strings.Join(fastOrder, ", ")
 	if len(headOff) > 0 {
-		key := p.add("vdo.layout.head_off_fast", object, "part of the UDS index or super block is on a PV not declared fast",
-			"index and super block on "+fastList, strings.Join(headWhere, "; "),
-			"pvmove those extents of "+o.pool.DataLV+" to a fast PV")
+		key := p.add(Finding{ID: "vdo.layout.head_off_fast", Object: object,
+			Message:  "part of the UDS index or super block is on a PV not declared fast",
+			Expected: "index and super block on " + fastList, Observed: strings.Join(headWhere, "; "),
+			Remedy: "pvmove those extents of " + o.pool.DataLV + " to a fast PV",
+		})
 		p.reportOnly("vdo.layout.head_off_fast", object, "move the pool's head to the fast PVs by hand (pvmove)", key)
 	}
 	if len(tailOff) == 0 {
@@ -83,8 +88,11 @@ func (p *planner) checkSplit(object string, o observedVDO, fastPaths []string) {
 		remedy = fmt.Sprintf("the fast PVs lack %s (%d extents) of free space for the %d extents holding the journal: add fast space, then pvmove",
 			units.FormatSize(missing), need-best, need)
 	}
-	key := p.add("vdo.layout.journal_off_fast", object, msg, "recovery journal and slab summary on "+fastList,
-		strings.Join(tailWhere, "; "), remedy)
+	key := p.add(Finding{ID: "vdo.layout.journal_off_fast", Object: object,
+		Message:  msg,
+		Expected: "recovery journal and slab summary on " + fastList, Observed: strings.Join(tailWhere, "; "),
+		Remedy: remedy,
+	})
 	if dest != "" {
 		p.act(phaseChange, Action{ID: "vdo.layout.journal_off_fast:" + object, Kind: KindCommand, Class: Live, Object: object,
 			Summary:  fmt.Sprintf("move the %d extents holding the recovery journal and slab summary of %s to %s", need, object, dest),

@@ -23,9 +23,11 @@ func (p *planner) planThin(vgName, name string, want schema.ThinPool, phase int)
 	tp := p.h.ThinPools[object]
 	wantChunk := want.ChunkSize.Bytes
 	if tp == nil {
-		key := p.add("thin.missing", object, "thin pool "+object+" does not exist",
-			fmt.Sprintf("thin pool of %s, chunk %s", orUnset(want.Size.Text), want.ChunkSize), "no such pool",
-			createRemedy(want.Create && want.Size.IsSet(), "lvcreate --type thin-pool with chunk size, zeroing and metadata size on the creation line"))
+		key := p.add(Finding{ID: "thin.missing", Object: object,
+			Message:  "thin pool " + object + " does not exist",
+			Expected: fmt.Sprintf("thin pool of %s, chunk %s", orUnset(want.Size.Text), want.ChunkSize), Observed: "no such pool",
+			Remedy: createRemedy(want.Create && want.Size.IsSet(), "lvcreate --type thin-pool with chunk size, zeroing and metadata size on the creation line"),
+		})
 		if want.Create && want.Size.IsSet() {
 			p.act(phaseCreateThin+phase, Action{ID: "thin.create:" + object, Kind: KindCommand, Class: Live, Object: object,
 				Summary:  fmt.Sprintf("create thin pool %s of %s with %s chunks", object, want.Size, want.ChunkSize),
@@ -34,31 +36,42 @@ func (p *planner) planThin(vgName, name string, want schema.ThinPool, phase int)
 		return
 	}
 	if wantChunk != 0 && tp.ChunkSize != wantChunk {
-		key := p.add("thin.chunk_size", object, "chunk size differs from the declared one; it is fixed at creation",
-			units.FormatSize(wantChunk), units.FormatSize(tp.ChunkSize), "rebuild the pool (keel never retries this)")
+		key := p.add(Finding{ID: "thin.chunk_size", Object: object,
+			Message:  "chunk size differs from the declared one; it is fixed at creation",
+			Expected: units.FormatSize(wantChunk), Observed: units.FormatSize(tp.ChunkSize),
+			Remedy: "rebuild the pool (keel never retries this)",
+		})
 		p.reportOnly("thin.chunk_size", object, "chunk size is fixed at creation: rebuild the pool to change it", key)
 	}
 	if want.RAID != nil {
 		strip, disks := want.RAID.StripeSize.Bytes, uint64(max(want.RAID.DataDisks, 0))
 		if stripe := strip * disks; strip != 0 && disks != 0 && stripe/disks == strip && tp.ChunkSize%stripe != 0 {
-			key := p.add("thin.stripe_alignment", object,
-				fmt.Sprintf("chunk %s is not a multiple of the full RAID stripe (%s x %d = %s): partial-stripe writes",
+			key := p.add(Finding{ID: "thin.stripe_alignment", Object: object,
+				Message: fmt.Sprintf("chunk %s is not a multiple of the full RAID stripe (%s x %d = %s): partial-stripe writes",
 					units.FormatSize(tp.ChunkSize), want.RAID.StripeSize, want.RAID.DataDisks, units.FormatSize(stripe)),
-				"a multiple of "+units.FormatSize(stripe), units.FormatSize(tp.ChunkSize), "rebuild the pool with a chunk covering the stripe")
+				Expected: "a multiple of " + units.FormatSize(stripe), Observed: units.FormatSize(tp.ChunkSize),
+				Remedy: "rebuild the pool with a chunk covering the stripe",
+			})
 			p.reportOnly("thin.stripe_alignment", object, "chunk size is fixed at creation: rebuild to align it", key)
 		}
 	}
 	if want.Zero != nil && tp.Zero != *want.Zero {
-		key := p.add("thin.zeroing", object, "zeroing of new chunks is "+onOff(tp.Zero)+", declared "+onOff(*want.Zero),
-			onOff(*want.Zero), onOff(tp.Zero), fmt.Sprintf("lvchange -Z %s %s", yn(*want.Zero), object))
+		key := p.add(Finding{ID: "thin.zeroing", Object: object,
+			Message:  "zeroing of new chunks is " + onOff(tp.Zero) + ", declared " + onOff(*want.Zero),
+			Expected: onOff(*want.Zero), Observed: onOff(tp.Zero),
+			Remedy: fmt.Sprintf("lvchange -Z %s %s", yn(*want.Zero), object),
+		})
 		p.act(phaseChange, Action{ID: "thin.zeroing:" + object, Kind: KindCommand, Class: Live, Object: object,
 			Summary:  fmt.Sprintf("turn zeroing %s on %s", onOff(*want.Zero), object),
 			Commands: [][]string{{"lvchange", "-Z", yn(*want.Zero), object}}, Remedies: []string{key}})
 	}
 	if meta := want.MetadataSize.Bytes; want.MetadataSize.IsSet() && meta > 0 && tp.MetadataSize < meta {
 		grow := []string{"lvextend", "--poolmetadatasize", want.MetadataSize.LVMArg(), object}
-		key := p.add("thin.metadata_size", object, "the metadata LV is smaller than declared",
-			units.FormatSize(meta), units.FormatSize(tp.MetadataSize), strings.Join(grow, " "))
+		key := p.add(Finding{ID: "thin.metadata_size", Object: object,
+			Message:  "the metadata LV is smaller than declared",
+			Expected: units.FormatSize(meta), Observed: units.FormatSize(tp.MetadataSize),
+			Remedy: strings.Join(grow, " "),
+		})
 		p.act(phaseChange, Action{ID: "thin.metadata_size:" + object, Kind: KindCommand, Class: Live, Object: object,
 			Summary:  fmt.Sprintf("grow the metadata of %s to %s", object, want.MetadataSize),
 			Commands: [][]string{grow}, Remedies: []string{key}})
@@ -100,31 +113,46 @@ func (p *planner) checkThinHealth(tp *probes.ThinPool, dataAlert, metaAlert floa
 			}
 		}
 		if len(bad) > 0 {
-			p.add("thin.health", tp.LV, "thin pool reports "+strings.Join(bad, ", "), "rw, no needs_check", strings.Join(bad, ", "),
-				"free or add data space; for needs_check deactivate and run lvconvert --repair")
+			p.add(Finding{ID: "thin.health", Object: tp.LV,
+				Message:  "thin pool reports " + strings.Join(bad, ", "),
+				Expected: "rw, no needs_check", Observed: strings.Join(bad, ", "),
+				Remedy: "free or add data space; for needs_check deactivate and run lvconvert --repair",
+			})
 		}
 	}
 	p.level("thin_data", tp.LV, tp.DataPercent, dataAlert)
 	p.level("thin_metadata", tp.LV, tp.MetadataPercent, metaAlert)
 	if tp.DataPercent >= 0 && tp.DataPercent >= dataAlert {
-		p.add("thin.data_usage", tp.LV, fmt.Sprintf("thin pool data is %s used, alert at %s", pct(tp.DataPercent), pct(dataAlert)),
-			"below "+pct(dataAlert), pct(tp.DataPercent), "lvextend the pool or discard unused blocks in the guests")
+		p.add(Finding{ID: "thin.data_usage", Object: tp.LV,
+			Message:  fmt.Sprintf("thin pool data is %s used, alert at %s", pct(tp.DataPercent), pct(dataAlert)),
+			Expected: "below " + pct(dataAlert), Observed: pct(tp.DataPercent),
+			Remedy: "lvextend the pool or discard unused blocks in the guests",
+		})
 	}
 	if tp.MetadataPercent >= 0 && tp.MetadataPercent >= metaAlert {
-		p.add("thin.metadata_usage", tp.LV, fmt.Sprintf("thin pool metadata is %s used, alert at %s", pct(tp.MetadataPercent), pct(metaAlert)),
-			"below "+pct(metaAlert), pct(tp.MetadataPercent), "lvextend --poolmetadatasize +<size> "+tp.LV)
+		p.add(Finding{ID: "thin.metadata_usage", Object: tp.LV,
+			Message:  fmt.Sprintf("thin pool metadata is %s used, alert at %s", pct(tp.MetadataPercent), pct(metaAlert)),
+			Expected: "below " + pct(metaAlert), Observed: pct(tp.MetadataPercent),
+			Remedy: "lvextend --poolmetadatasize +<size> " + tp.LV,
+		})
 	}
 }
 
 // auditThin judges an observed thin pool against the reference rules.
 func (p *planner) auditThin(tp *probes.ThinPool) {
 	if tp.ChunkSize >= auditMaxChunkBytes {
-		p.add("thin.chunk_size", tp.LV, "chunk size is "+units.FormatSize(tp.ChunkSize)+": every first 4 KiB write allocates a whole chunk",
-			"512K, or one full RAID stripe", units.FormatSize(tp.ChunkSize), "rebuild with --chunksize 512k (or the RAID stripe) when convenient")
+		p.add(Finding{ID: "thin.chunk_size", Object: tp.LV,
+			Message:  "chunk size is " + units.FormatSize(tp.ChunkSize) + ": every first 4 KiB write allocates a whole chunk",
+			Expected: "512K, or one full RAID stripe", Observed: units.FormatSize(tp.ChunkSize),
+			Remedy: "rebuild with --chunksize 512k (or the RAID stripe) when convenient",
+		})
 	}
 	if tp.Zero {
-		p.add("thin.zeroing", tp.LV, "zeroing is on (LVM's default): new chunks are written twice",
-			"off, where guests cannot read stale data", "on", "lvchange -Z n "+tp.LV)
+		p.add(Finding{ID: "thin.zeroing", Object: tp.LV,
+			Message:  "zeroing is on (LVM's default): new chunks are written twice",
+			Expected: "off, where guests cannot read stale data", Observed: "on",
+			Remedy: "lvchange -Z n " + tp.LV,
+		})
 	}
 	p.checkThinHealth(tp, auditThinDataAlert, auditThinMetadataAlert)
 }

@@ -26,8 +26,11 @@ func (p *planner) planUdevRules() {
 	if err != nil {
 		// Order rejects a cycle in the stacking graph, which the schema's
 		// checks already refuse; say so rather than judge the file.
-		p.add("activation.udev_rule", "udev:"+activation.PVScanRule, fmt.Sprintf("udev rules cannot be generated: %v", err),
-			"generated", "error", "fix the desired state's stacking")
+		p.add(Finding{ID: "activation.udev_rule", Object: "udev:" + activation.PVScanRule,
+			Message:  fmt.Sprintf("udev rules cannot be generated: %v", err),
+			Expected: "generated", Observed: "error",
+			Remedy: "fix the desired state's stacking",
+		})
 		return
 	}
 	var unknown []string
@@ -66,7 +69,11 @@ func (p *planner) planUdevRules() {
 		if creating {
 			remedy = "keel apply again after the stack is created (the rule names the created LVs and devices)"
 		}
-		key := p.add(d.FindingID(), "udev:"+d.File.Path, d.Message(), "generated from the desired state", observed, remedy)
+		key := p.add(Finding{ID: d.FindingID(), Object: "udev:" + d.File.Path,
+			Message:  d.Message(),
+			Expected: "generated from the desired state", Observed: observed,
+			Remedy: remedy,
+		})
 		if creating {
 			continue
 		}

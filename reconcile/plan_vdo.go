@@ -174,12 +174,18 @@ func (p *planner) planVDO(vgName, poolName string, vgWant schema.VolumeGroup, wa
 	}
 	d, err := p.desiredVDO(vgName, poolName, want, slabs)
 	if err != nil {
-		p.add("vdo.missing", object, err.Error(), "", "", "fix the desired state (keel vet)")
+		p.add(Finding{ID: "vdo.missing", Object: object,
+			Message: err.Error(),
+			Remedy:  "fix the desired state (keel vet)",
+		})
 		return
 	}
 	if o.lv == nil {
-		p.add("vdo.missing", vgName+"/"+want.LV, fmt.Sprintf("VDO pool %s exists but its VDO LV %s/%s does not", object, vgName, want.LV),
-			"VDO LV "+want.LV, "pool without that LV", "create the VDO LV by hand (lvcreate --type vdo -V … -n "+want.LV+" "+object+")")
+		p.add(Finding{ID: "vdo.missing", Object: vgName + "/" + want.LV,
+			Message:  fmt.Sprintf("VDO pool %s exists but its VDO LV %s/%s does not", object, vgName, want.LV),
+			Expected: "VDO LV " + want.LV, Observed: "pool without that LV",
+			Remedy: "create the VDO LV by hand (lvcreate --type vdo -V … -n " + want.LV + " " + object + ")",
+		})
 	}
 	p.checkVDOImmutables(object, o, d)
 	if t := pool.Table; t != nil {
@@ -197,9 +203,11 @@ func (p *planner) planVDO(vgName, poolName string, vgWant schema.VolumeGroup, wa
 
 func (p *planner) planMissingVDO(vgName, poolName string, vgWant schema.VolumeGroup, want schema.VDOPool, phase int) {
 	object := vgName + "/" + poolName
-	key := p.add("vdo.missing", object, fmt.Sprintf("VDO pool %s (VDO LV %s) does not exist", object, want.LV),
-		fmt.Sprintf("VDO pool of %s, VDO LV %s of %s", want.Size, want.LV, want.VirtualSize), "no such pool",
-		createRemedy(want.Create, "lvcreate --type vdo with every setting on the creation line"))
+	key := p.add(Finding{ID: "vdo.missing", Object: object,
+		Message:  fmt.Sprintf("VDO pool %s (VDO LV %s) does not exist", object, want.LV),
+		Expected: fmt.Sprintf("VDO pool of %s, VDO LV %s of %s", want.Size, want.LV, want.VirtualSize), Observed: "no such pool",
+		Remedy: createRemedy(want.Create, "lvcreate --type vdo with every setting on the creation line"),
+	})
 	if !want.Create {
 		return
 	}
@@ -268,15 +276,21 @@ func (p *planner) splitCreate(vgName, poolName string, vgWant schema.VolumeGroup
 // checkVDOImmutables reports slab size and index drift: fixed at creation.
 func (p *planner) checkVDOImmutables(object string, o observedVDO, d vdo.Pool) {
 	if o.slab != 0 && d.SlabBytes != 0 && o.slab != d.SlabBytes {
-		key := p.add("vdo.slab_size", object, "slab size differs from the declared one; it is fixed at creation",
-			units.FormatSize(d.SlabBytes), units.FormatSize(o.slab), "rebuild the pool (keel never retries this)")
+		key := p.add(Finding{ID: "vdo.slab_size", Object: object,
+			Message:  "slab size differs from the declared one; it is fixed at creation",
+			Expected: units.FormatSize(d.SlabBytes), Observed: units.FormatSize(o.slab),
+			Remedy: "rebuild the pool (keel never retries this)",
+		})
 		p.reportOnly("vdo.slab_size", object, "slab size is fixed at creation: rebuild the pool to change it", key)
 	}
 	if o.indexMiB != 0 && (o.indexMiB != d.IndexMemoryMiB || o.sparse != d.Sparse) {
 		exp := fmt.Sprintf("index %d MiB, sparse %v", d.IndexMemoryMiB, d.Sparse)
 		obs := fmt.Sprintf("index %d MiB, sparse %v", o.indexMiB, o.sparse)
-		key := p.add("vdo.index_memory", object, "UDS index memory or sparse index differs; fixed at creation", exp, obs,
-			"rebuild the pool (keel never retries this)")
+		key := p.add(Finding{ID: "vdo.index_memory", Object: object,
+			Message:  "UDS index memory or sparse index differs; fixed at creation",
+			Expected: exp, Observed: obs,
+			Remedy: "rebuild the pool (keel never retries this)",
+		})
 		p.reportOnly("vdo.index_memory", object, "index memory and sparse index are fixed at creation: rebuild the pool", key)
 	}
 }
@@ -294,8 +308,11 @@ func (p *planner) checkVDOLive(object string, t *probes.VDOTable, d vdo.Pool) {
 		if c.got == c.want {
 			continue
 		}
-		key := p.add(c.id, object, c.actionName+" is "+onOff(c.got)+", declared "+onOff(c.want),
-			onOff(c.want), onOff(c.got), fmt.Sprintf("lvchange %s %s %s", c.flag, yn(c.want), object))
+		key := p.add(Finding{ID: c.id, Object: object,
+			Message:  c.actionName + " is " + onOff(c.got) + ", declared " + onOff(c.want),
+			Expected: onOff(c.want), Observed: onOff(c.got),
+			Remedy: fmt.Sprintf("lvchange %s %s %s", c.flag, yn(c.want), object),
+		})
 		p.act(phaseChange, Action{ID: c.id + ":" + object, Kind: KindCommand, Class: Live, Object: object,
 			Summary:  fmt.Sprintf("turn VDO %s %s on %s", c.actionName, onOff(c.want), object),
 			Commands: [][]string{{"lvchange", c.flag, yn(c.want), object}}, Remedies: []string{key}})
@@ -309,21 +326,29 @@ func (p *planner) checkVDOMaintenance(object string, o observedVDO, d vdo.Pool) 
 	t := o.pool.Table
 	var keys, settings []string
 	if o.threads != d.Threads {
-		keys = append(keys, p.add("vdo.threads", object, "the running VDO thread layout is not the declared one",
-			threadsText(d.Threads), threadsText(o.threads), "maintenance: lvchange --vdosettings with the pool's VMs stopped"))
+		keys = append(keys, p.add(Finding{ID: "vdo.threads", Object: object,
+			Message:  "the running VDO thread layout is not the declared one",
+			Expected: threadsText(d.Threads), Observed: threadsText(o.threads),
+			Remedy: "maintenance: lvchange --vdosettings with the pool's VMs stopped",
+		}))
 		th := d.Threads
 		settings = append(settings, fmt.Sprintf("logical_threads=%d physical_threads=%d hash_zone_threads=%d cpu_threads=%d bio_threads=%d ack_threads=%d",
 			th.Logical, th.Physical, th.Hash, th.CPU, th.Bio, th.Ack))
 	}
 	if d.MaxDiscardBlocks != 0 && t.MaxDiscard != d.MaxDiscardBlocks {
-		keys = append(keys, p.add("vdo.max_discard", object, "max_discard is not the declared value",
-			discardText(d.MaxDiscardBlocks), discardText(t.MaxDiscard), "maintenance: lvchange --vdosettings max_discard"))
+		keys = append(keys, p.add(Finding{ID: "vdo.max_discard", Object: object,
+			Message:  "max_discard is not the declared value",
+			Expected: discardText(d.MaxDiscardBlocks), Observed: discardText(t.MaxDiscard),
+			Remedy: "maintenance: lvchange --vdosettings max_discard",
+		}))
 		settings = append(settings, fmt.Sprintf("max_discard=%d", d.MaxDiscardBlocks))
 	}
 	if want := d.BlockMapCacheMiB << 20 / vdo.BlockSize; want != 0 && t.BlockMapCacheBlocks != want {
-		keys = append(keys, p.add("vdo.block_map_cache", object, "the block map cache is not the declared size",
-			units.FormatSize(want*vdo.BlockSize), units.FormatSize(t.BlockMapCacheBlocks*vdo.BlockSize),
-			"maintenance: lvchange --vdosettings block_map_cache_size_mb"))
+		keys = append(keys, p.add(Finding{ID: "vdo.block_map_cache", Object: object,
+			Message:  "the block map cache is not the declared size",
+			Expected: units.FormatSize(want * vdo.BlockSize), Observed: units.FormatSize(t.BlockMapCacheBlocks * vdo.BlockSize),
+			Remedy: "maintenance: lvchange --vdosettings block_map_cache_size_mb",
+		}))
 		settings = append(settings, fmt.Sprintf("block_map_cache_size_mb=%d", d.BlockMapCacheMiB))
 	}
 	if len(keys) == 0 {
@@ -380,11 +405,12 @@ func (p *planner) checkOvercommit(object string, o observedVDO) {
 	if o.lv.Size <= limit {
 		return
 	}
-	key := p.add("vdo.overcommit", o.lv.FullName,
-		fmt.Sprintf("VDO LV %s is %s but pool %s can address at most %s thick: VDO can fill before the VG above does",
+	key := p.add(Finding{ID: "vdo.overcommit", Object: o.lv.FullName,
+		Message: fmt.Sprintf("VDO LV %s is %s but pool %s can address at most %s thick: VDO can fill before the VG above does",
 			o.lv.FullName, units.FormatSize(o.lv.Size), object, units.FormatSize(limit)),
-		"at most "+units.FormatSize(limit), units.FormatSize(o.lv.Size),
-		"a VDO LV never shrinks: rebuild at a thick size, or declare overcommit: true")
+		Expected: "at most " + units.FormatSize(limit), Observed: units.FormatSize(o.lv.Size),
+		Remedy: "a VDO LV never shrinks: rebuild at a thick size, or declare overcommit: true",
+	})
 	p.reportOnly("vdo.overcommit", o.lv.FullName, "a VDO LV cannot shrink: rebuild it at a thick size", key)
 }
 
@@ -394,30 +420,43 @@ func (p *planner) checkVDOHealth(object string, o observedVDO, alert float64) {
 	pool := o.pool
 	if st := pool.Status; st != nil {
 		if st.Mode != "normal" {
-			p.add("vdo.mode", object, "VDO pool is in "+st.Mode+" mode", "normal", st.Mode,
-				"check dmesg and vdostats --verbose; read-only needs an offline rebuild of the reference counts")
+			p.add(Finding{ID: "vdo.mode", Object: object,
+				Message:  "VDO pool is in " + st.Mode + " mode",
+				Expected: "normal", Observed: st.Mode,
+				Remedy: "check dmesg and vdostats --verbose; read-only needs an offline rebuild of the reference counts",
+			})
 		}
 		if pool.Table != nil && pool.Table.Deduplication && st.IndexState != "online" {
-			p.add("vdo.index", object, "deduplication is on but the UDS index is "+st.IndexState, "online", st.IndexState,
-				fmt.Sprintf("dmsetup message %s 0 index-enable; check dmesg", pool.DMName))
+			p.add(Finding{ID: "vdo.index", Object: object,
+				Message:  "deduplication is on but the UDS index is " + st.IndexState,
+				Expected: "online", Observed: st.IndexState,
+				Remedy: fmt.Sprintf("dmsetup message %s 0 index-enable; check dmesg", pool.DMName),
+			})
 		}
 		used := st.UsedPercent()
 		p.level("vdo_used", object, used, alert)
 		if used >= 0 && used >= alert {
-			p.add("vdo.usage", object, fmt.Sprintf("VDO pool is %s used, alert at %s", pct(used), pct(alert)),
-				"below "+pct(alert), pct(used), "discard unused blocks above (fstrim, on-volume-remove discard=1) or grow the pool")
+			p.add(Finding{ID: "vdo.usage", Object: object,
+				Message:  fmt.Sprintf("VDO pool is %s used, alert at %s", pct(used), pct(alert)),
+				Expected: "below " + pct(alert), Observed: pct(used),
+				Remedy: "discard unused blocks above (fstrim, on-volume-remove discard=1) or grow the pool",
+			})
 		}
 	}
 	if s := pool.Stats; s != nil && s.DedupeAdviceTimeouts > 0 {
-		p.add("vdo.dedupe_timeouts", object, fmt.Sprintf("%d dedupe advice timeouts: the index answered too late and duplicates were written", s.DedupeAdviceTimeouts),
-			"0", strconv.FormatUint(s.DedupeAdviceTimeouts, 10), "put the index on faster storage (split pool) or reduce load")
+		p.add(Finding{ID: "vdo.dedupe_timeouts", Object: object,
+			Message:  fmt.Sprintf("%d dedupe advice timeouts: the index answered too late and duplicates were written", s.DedupeAdviceTimeouts),
+			Expected: "0", Observed: strconv.FormatUint(s.DedupeAdviceTimeouts, 10),
+			Remedy: "put the index on faster storage (split pool) or reduce load",
+		})
 	}
 	if l := o.layout; l != nil && l.Unused.Count*slabRemainderFractionDen > l.Slab.Blocks {
-		p.add("vdo.slab_remainder", object,
-			fmt.Sprintf("%d blocks (%s) between the last slab and the journal are never used", l.Unused.Count, units.FormatSize(l.Unused.Count*vdo.BlockSize)),
-			"under a tenth of a slab", units.FormatSize(l.Unused.Count*vdo.BlockSize),
-			fmt.Sprintf("grow the pool by %s to fit another slab, or size pools in whole slabs plus overhead",
-				units.FormatSize((l.NextSlabBlocks()-l.PhysicalBlocks)*vdo.BlockSize)))
+		p.add(Finding{ID: "vdo.slab_remainder", Object: object,
+			Message:  fmt.Sprintf("%d blocks (%s) between the last slab and the journal are never used", l.Unused.Count, units.FormatSize(l.Unused.Count*vdo.BlockSize)),
+			Expected: "under a tenth of a slab", Observed: units.FormatSize(l.Unused.Count * vdo.BlockSize),
+			Remedy: fmt.Sprintf("grow the pool by %s to fit another slab, or size pools in whole slabs plus overhead",
+				units.FormatSize((l.NextSlabBlocks()-l.PhysicalBlocks)*vdo.BlockSize)),
+		})
 	}
 }
 
@@ -432,12 +471,18 @@ func (p *planner) auditVDO(pool *probes.VDOPool) {
 		}
 		want := vdo.AutoThreadsCache(p.h.CPUs, slabs, t.BlockMapCacheBlocks)
 		if o.threads != want {
-			p.add("vdo.threads", object, fmt.Sprintf("thread layout is not one thread per CPU (%d CPUs)", p.h.CPUs),
-				threadsText(want), threadsText(o.threads), "maintenance: lvchange --vdosettings with the pool's VMs stopped")
+			p.add(Finding{ID: "vdo.threads", Object: object,
+				Message:  fmt.Sprintf("thread layout is not one thread per CPU (%d CPUs)", p.h.CPUs),
+				Expected: threadsText(want), Observed: threadsText(o.threads),
+				Remedy: "maintenance: lvchange --vdosettings with the pool's VMs stopped",
+			})
 		}
 		if t.MaxDiscard == 1 {
-			p.add("vdo.max_discard", object, "max_discard is LVM's default of one 4 KiB block: discards burn a core",
-				discardText(auditMaxDiscardBlocks), discardText(t.MaxDiscard), "maintenance: lvchange --vdosettings max_discard=4096")
+			p.add(Finding{ID: "vdo.max_discard", Object: object,
+				Message:  "max_discard is LVM's default of one 4 KiB block: discards burn a core",
+				Expected: discardText(auditMaxDiscardBlocks), Observed: discardText(t.MaxDiscard),
+				Remedy: "maintenance: lvchange --vdosettings max_discard=4096",
+			})
 		}
 	}
 	p.checkOvercommit(object, o)
@@ -485,7 +530,9 @@ func (p *planner) planVDOMemory() {
 	if total<<20 <= p.h.Memory.TotalBytes {
 		return
 	}
-	p.add("vdo.memory", "host", fmt.Sprintf("VDO pools need %d MiB of RAM (%s), more than the host's %d MiB", total, strings.Join(parts, ", "), p.h.Memory.TotalBytes>>20),
-		fmt.Sprintf("at most %d MiB", p.h.Memory.TotalBytes>>20), fmt.Sprintf("%d MiB", total),
-		"smaller index or block map cache, fewer pools, or more RAM")
+	p.add(Finding{ID: "vdo.memory", Object: "host",
+		Message:  fmt.Sprintf("VDO pools need %d MiB of RAM (%s), more than the host's %d MiB", total, strings.Join(parts, ", "), p.h.Memory.TotalBytes>>20),
+		Expected: fmt.Sprintf("at most %d MiB", p.h.Memory.TotalBytes>>20), Observed: fmt.Sprintf("%d MiB", total),
+		Remedy: "smaller index or block map cache, fewer pools, or more RAM",
+	})
 }

@@ -22,8 +22,11 @@ func (p *planner) planVG(name string, want schema.VolumeGroup) {
 		}
 	}
 	if vg == nil {
-		key := p.add("vg.missing", name, fmt.Sprintf("VG %s does not exist", name),
-			"VG on "+strings.Join(want.PVs, ", "), "no such VG", createRemedy(want.Create, "pvcreate and vgcreate on the declared PVs"))
+		key := p.add(Finding{ID: "vg.missing", Object: name,
+			Message:  fmt.Sprintf("VG %s does not exist", name),
+			Expected: "VG on " + strings.Join(want.PVs, ", "), Observed: "no such VG",
+			Remedy: createRemedy(want.Create, "pvcreate and vgcreate on the declared PVs"),
+		})
 		if want.Create {
 			var cmds [][]string
 			for _, pv := range want.PVs {
@@ -69,8 +72,11 @@ func (p *planner) checkVGHealth(name string, want schema.VolumeGroup) {
 		if len(missing) > 0 {
 			obs += "; missing " + strings.Join(missing, ", ")
 		}
-		p.add("vg.incomplete", name, fmt.Sprintf("VG %s is partial: PVs are missing", name),
-			"all PVs present", obs, "bring the missing device back; do not vgreduce --removemissing without a plan")
+		p.add(Finding{ID: "vg.incomplete", Object: name,
+			Message:  fmt.Sprintf("VG %s is partial: PVs are missing", name),
+			Expected: "all PVs present", Observed: obs,
+			Remedy: "bring the missing device back; do not vgreduce --removemissing without a plan",
+		})
 	}
 	var inactive []string
 	for _, pool := range sortedKeys(want.VDOPools) {
@@ -84,8 +90,11 @@ func (p *planner) checkVGHealth(name string, want schema.VolumeGroup) {
 		}
 	}
 	if len(inactive) > 0 && !p.activationReported(name) {
-		p.add("vg.inactive", name, fmt.Sprintf("VG %s has inactive pools: %s", name, strings.Join(inactive, ", ")),
-			"active", "inactive", "vgchange -ay "+name)
+		p.add(Finding{ID: "vg.inactive", Object: name,
+			Message:  fmt.Sprintf("VG %s has inactive pools: %s", name, strings.Join(inactive, ", ")),
+			Expected: "active", Observed: "inactive",
+			Remedy: "vgchange -ay " + name,
+		})
 	}
 }
 
@@ -136,8 +145,11 @@ func (p *planner) planAbsent(vg string, absent []string) {
 		if lv.SegType == "thin" {
 			how = "discard" // reconcile/wipe never zero-fills a thin LV
 		}
-		key := p.add("lv.absent", object, fmt.Sprintf("LV %s is declared absent but exists (%s)", object, lv.FullName),
-			"absent", "present, "+units.FormatSize(lv.Size), fmt.Sprintf("rename to del-%s, %s in steps of %s, lvremove", name, how, units.FormatSize(step)))
+		key := p.add(Finding{ID: "lv.absent", Object: object,
+			Message:  fmt.Sprintf("LV %s is declared absent but exists (%s)", object, lv.FullName),
+			Expected: "absent", Observed: "present, " + units.FormatSize(lv.Size),
+			Remedy: fmt.Sprintf("rename to del-%s, %s in steps of %s, lvremove", name, how, units.FormatSize(step)),
+		})
 		p.act(phaseChange, Action{ID: "lv.absent:" + object, Kind: KindWipe, Class: Destructive, Object: object,
 			Summary:  fmt.Sprintf("wipe (%s) and remove %s, as the desired state asks", mode, object),
 			Wipe:     &WipeSpec{VG: vg, LV: name, Mode: mode, StepMax: step},
