@@ -32,6 +32,8 @@ var Catalogue = []Rule{
 		"The udev rule that sets the declared bcache tunables at registration is absent or differs from what the desired state generates."},
 	{"lv.absent", Info, "LV declared absent still exists",
 		"An LV listed in absent exists; keel removes it safely (rename, zero or discard in steps, lvremove)."},
+	{"lv.absent_reappeared", Warning, "LV under an absent name is not the one to remove",
+		"An LV exists under an absent name but is not the LV the entry was written for (another UUID after keel removed one, or created after keel first saw the name): a reused name, never wiped."},
 	{"lvm.devices_file", Warning, "lvm devices file setting differs",
 		"devices/use_devicesfile differs from the declared value; with the devices file on, global_filter is not the only gate."},
 	{"lvm.global_filter", Warning, "global_filter does not reject guest disks",

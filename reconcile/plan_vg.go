@@ -126,7 +126,7 @@ func (p *planner) planAbsent(vg string, absent []string) {
 		if lv == nil {
 			lv = p.h.LVs[vg+"/del-"+name]
 		}
-		if lv == nil {
+		if lv == nil || p.absentHeld(vg, name, lv) {
 			continue
 		}
 		key := p.add("lv.absent", object, fmt.Sprintf("LV %s is declared absent but exists (%s)", object, lv.FullName),
