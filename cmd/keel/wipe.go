@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/reconcile/wipe"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/units"
@@ -56,6 +57,10 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	names := fs.Args()
+	if err := checkWipeOwnership(configs); err != nil {
+		fmt.Fprintf(stderr, "keel wipe: %v\nkeel wipe: nothing was changed\n", err)
+		return exitFindings
+	}
 	cfg, err := schema.Load(configs...)
 	var invalid *schema.Error
 	if errors.As(err, &invalid) {
@@ -98,7 +103,12 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
 		return exitError
 	}
-	targets, err := wipe.Plan(wipe.FromHost(host), decl, wipe.Request{Names: names, Mode: mode, RequireAbsent: *absent})
+	req := wipe.Request{Names: names, Mode: mode, RequireAbsent: *absent}
+	store := state.Store{}
+	if *node == "" {
+		wipeMemory(store, decl, &req, !*dryRun)
+	}
+	targets, err := wipe.Plan(wipe.FromHost(host), decl, req)
 	if err != nil {
 		return refused(stderr, err)
 	}
@@ -119,7 +129,10 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 	if err := r.Check(targets); err != nil {
 		return refused(stderr, err)
 	}
-	if err := r.Remove(ctx, targets); err != nil {
+	if err := r.CheckContent(ctx, src.Runner, targets); err != nil {
+		return refused(stderr, err)
+	}
+	if err := wipe.RemoveRecorded(ctx, r, store, targets, time.Now); err != nil {
 		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
 		return exitError
 	}

@@ -148,12 +148,29 @@ refuse "origin of snapshot" vmdata/origin
 # A thin external origin: read-only, read by the thin LVs made from it.
 must lvcreate -q -y -L 32M -n extorig vmdata
 fill vmdata/extorig 8
+must lvchange -q -an vmdata/extorig
 must lvchange -q -pr vmdata/extorig
 must lvcreate -q -y -L 64M -T vmdata/tpool
 must lvcreate -q -y -s --thinpool vmdata/tpool vmdata/extorig -n extthin
 must lvchange -q -an vmdata/extthin
 lvs -a -o lv_name,lv_attr,origin,lv_role vmdata | sed 's/^/    /'
 refuse "external origin" vmdata/extorig
+
+# A file system is the content of a VM disk, which removal is asked to
+# destroy: not refused (docs/removal.md, "Dependents").
+must lvcreate -q -y -L 32M -n fsdisk vmdata
+must mkfs.ext4 -q /dev/vmdata/fsdisk
+blkid -p -o export /dev/vmdata/fsdisk >"$O/blkid-fsdisk.txt" 2>&1
+blkid -p -o export /dev/vmdata/pvhold >"$O/blkid-pvhold.txt" 2>&1
+"$KEEL" snapshot -o "$O/node-deps.txtar" || fail "keel snapshot (dependents)"
+rc=0
+out=$("$KEEL" wipe -c "$CFG" vmdata/fsdisk 2>&1) || rc=$?
+echo "$out" | tail -n 3 | sed 's/^/    /'
+if [ "$rc" -eq 0 ] && ! exists vmdata/fsdisk; then
+	ok "an LV holding an ext4 file system is removed (content, not a layer)"
+else
+	fail "keel wipe vmdata/fsdisk: rc $rc"
+fi
 
 # --- 3. ownership -------------------------------------------------------------------
 mkdir -p /tmp/loose

@@ -47,6 +47,7 @@ func TestWipeReuse(t *testing.T) {
 		"ok: refused vmdata/pvhold (LVM2_member), nothing changed",
 		"ok: refused vmdata/origin (origin of snapshot), nothing changed",
 		"ok: refused vmdata/extorig (external origin), nothing changed",
+		"ok: an LV holding an ext4 file system is removed (content, not a layer)",
 		"ok: keel wipe refuses a desired state writable by others, nothing changed",
 	} {
 		if !strings.Contains(r.Output, want) {

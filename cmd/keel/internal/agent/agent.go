@@ -21,6 +21,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/bcache"
 	"github.com/keel-storage/keel/reconcile/executor"
 	"github.com/keel-storage/keel/reconcile/lvmconf"
+	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/reconcile/wipe"
 	"github.com/keel-storage/keel/schema"
 )
@@ -46,6 +47,12 @@ type Agent struct {
 	// progress (the daemon publishes it as metrics).
 	WipeStarted  func(t wipe.Target, p *wipe.Progress)
 	WipeFinished func(t wipe.Target)
+	// State is keel's persisted memory (absent identities); the zero
+	// Store is state.DefaultPath.
+	State state.Store
+
+	// mem is keel's state as loaded for the current pass.
+	mem reconcile.Memory
 
 	desired     *schema.Config
 	configError *reconcile.Finding
@@ -67,6 +74,7 @@ type Wiring struct {
 	SysFS       bcache.SysFS  // nil means the host's /
 	LVMConfPath string        // "" means lvmconf.DefaultPath
 	FileRoot    string        // root for the files keel generates; "" means "/"
+	StatePath   string        // keel's state file; "" means state.DefaultPath
 	Options     executor.Options
 	Log         hclog.Logger
 }
@@ -87,7 +95,7 @@ func New(configs []string, w Wiring) *Agent {
 	if w.Log == nil {
 		w.Log = hclog.NewNullLogger()
 	}
-	a := &Agent{Configs: configs, Source: w.Source, Log: w.Log}
+	a := &Agent{Configs: configs, Source: w.Source, Log: w.Log, State: state.Store{Path: w.StatePath}}
 	ex := executor.New(w.Runner, a.reprobe, w.Options)
 	ex.Log = w.Log.Named("executor")
 	sysfs := bcache.Applier(w.SysFS)
@@ -116,7 +124,7 @@ func New(configs []string, w Wiring) *Agent {
 	}
 	ex.Files = executor.DirFiles(root)
 	ex.Wipe = func(ctx context.Context, s reconcile.WipeSpec) error {
-		return a.wipeLV(ctx, w.Runner, s)
+		return wipeRefused(a.wipeLV(ctx, w.Runner, s))
 	}
 	a.Exec = ex
 	return a
@@ -150,7 +158,9 @@ func (a *Agent) wipeLV(ctx context.Context, r probes.Runner, s reconcile.WipeSpe
 	for vg, d := range a.desired.VolumeGroups {
 		decl[vg] = d.Absent
 	}
-	targets, err := wipe.Plan(wipe.FromHost(h), decl, wipe.Request{Names: []string{s.VG + "/" + s.LV}, Mode: wipe.Mode(s.Mode), RequireAbsent: true})
+	mem := a.loadMemory(false)
+	targets, err := wipe.Plan(wipe.FromHost(h), decl, wipe.Request{Names: []string{s.VG + "/" + s.LV}, Mode: wipe.Mode(s.Mode), RequireAbsent: true,
+		Known: mem.Absent, Held: mem.Held})
 	if err != nil {
 		return fmt.Errorf("wipe %s/%s: %w", s.VG, s.LV, err)
 	}
@@ -166,7 +176,10 @@ func (a *Agent) wipeLV(ctx context.Context, r probes.Runner, s reconcile.WipeSpe
 	if err := rm.Check(targets); err != nil {
 		return fmt.Errorf("wipe %s/%s: %w", s.VG, s.LV, err)
 	}
-	return rm.Remove(ctx, targets)
+	if err := rm.CheckContent(ctx, a.Source.Runner, targets); err != nil {
+		return fmt.Errorf("wipe %s/%s: %w", s.VG, s.LV, err)
+	}
+	return wipe.RemoveRecorded(ctx, rm, a.State, targets, time.Now)
 }
 
 // Desired returns the desired state in force (nil before the first valid load).
@@ -275,7 +288,7 @@ func (a *Agent) plan(ctx context.Context) (*probes.Host, reconcile.Result, error
 // planOn plans the desired state in force against h.
 func (a *Agent) planOn(h *probes.Host) reconcile.Result {
 	start := time.Now()
-	res := reconcile.Plan(a.desired, h)
+	res := reconcile.PlanWith(a.desired, h, a.mem)
 	a.Log.Debug("plan", "took", since(start), "actions", len(res.Actions), "findings", len(res.Findings))
 	return res
 }
@@ -337,6 +350,7 @@ func (a *Agent) pass(ctx context.Context, h *probes.Host, maintenance, dryRun bo
 	if a.desired == nil {
 		return out, ErrNoDesiredState
 	}
+	a.mem = a.loadMemory(dryRun)
 	var res reconcile.Result
 	if h == nil {
 		var err error
