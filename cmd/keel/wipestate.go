@@ -26,16 +26,11 @@ func checkWipeOwnership(configs []string) error {
 // resume is then refused, and a removal by name fails before its first
 // change because it cannot be recorded (wipe.RemoveRecorded).
 func wipeMemory(store state.Store, decl wipe.Declared, req *wipe.Request, act bool) {
-	st, err := store.Load()
-	if err == nil && act && req.RequireAbsent {
-		names := wipe.AbsentNames(decl)
-		if st.See(names, time.Now()) {
-			st, err = store.Update(func(s *state.State) error {
-				s.See(names, time.Now())
-				return nil
-			})
-		}
+	load := store.Load
+	if act && req.RequireAbsent {
+		load = func() (*state.State, error) { return store.LoadSeeing(wipe.AbsentNames(decl), time.Now()) }
 	}
+	st, err := load()
 	if err != nil {
 		req.Held = err.Error()
 		return

@@ -231,3 +231,18 @@ func (s Store) Update(fn func(*State) error) (*State, error) {
 	}
 	return st, nil
 }
+
+// LoadSeeing is Load that also records now as the first sight of every name
+// in absent ("vg/lv") without a record (State.See), writing the file only
+// when there is such a name. Callers that plan to act call it before they
+// plan; a dry run calls Load.
+func (s Store) LoadSeeing(absent []string, now time.Time) (*State, error) {
+	st, err := s.Load()
+	if err != nil || !st.See(absent, now) {
+		return st, err
+	}
+	return s.Update(func(u *State) error {
+		u.See(absent, now)
+		return nil
+	})
+}

@@ -177,3 +177,25 @@ func TestUpdateErrorWritesNothing(t *testing.T) {
 		t.Errorf("state file written although fn failed: %v", err)
 	}
 }
+
+// LoadSeeing writes only when a name is new, and keeps the first sight.
+func TestLoadSeeing(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "state.json")
+	s := Store{Path: p}
+	st, err := s.LoadSeeing([]string{"vg/a"}, t0)
+	if err != nil || !st.Absent["vg/a"].FirstSeen.Equal(t0) {
+		t.Fatalf("first: %+v %v", st, err)
+	}
+	fi1, _ := os.Stat(p)
+	if _, err := s.LoadSeeing([]string{"vg/a"}, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	fi2, _ := os.Stat(p)
+	if !os.SameFile(fi1, fi2) {
+		t.Error("state rewritten although no name was new")
+	}
+	st, err = s.LoadSeeing([]string{"vg/a", "vg/b"}, t0.Add(time.Hour))
+	if err != nil || !st.Absent["vg/a"].FirstSeen.Equal(t0) || !st.Absent["vg/b"].FirstSeen.Equal(t0.Add(time.Hour)) {
+		t.Errorf("second: %+v %v", st, err)
+	}
+}

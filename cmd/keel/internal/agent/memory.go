@@ -28,13 +28,11 @@ func (a *Agent) loadMemory(dryRun bool) reconcile.Memory {
 	if len(names) == 0 {
 		return reconcile.Memory{}
 	}
-	st, err := a.State.Load()
-	if err == nil && !dryRun && st.See(names, time.Now()) {
-		st, err = a.State.Update(func(s *state.State) error {
-			s.See(names, time.Now())
-			return nil
-		})
+	load := a.State.Load
+	if !dryRun {
+		load = func() (*state.State, error) { return a.State.LoadSeeing(names, time.Now()) }
 	}
+	st, err := load()
 	if err != nil {
 		a.Log.Error("keel's state cannot be read: removals are held", "err", err)
 		return reconcile.Memory{Held: err.Error()}
