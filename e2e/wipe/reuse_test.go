@@ -4,6 +4,7 @@ package wipe_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,19 @@ func TestWipeReuse(t *testing.T) {
 	for _, line := range strings.Split(r.Output, "\n") {
 		if strings.HasPrefix(line, "ok: ") || strings.HasPrefix(line, "FAIL: ") {
 			t.Log(line)
+		}
+	}
+	if dir := os.Getenv("KEEL_WIPE_SNAPSHOT_DIR"); dir != "" {
+		// Keep the captures for reconcile/wipe/testdata (dependents_test.go).
+		for _, name := range []string{"node-deps.txtar", "blkid-pvhold.txt", "blkid-fsdisk.txt", "state-1.json", "state-2.json"} {
+			b, err := r.File("reuse/" + name)
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	// The scenario exits with its number of failures; each must-pass step
