@@ -57,7 +57,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	names := fs.Args()
-	if err := checkWipeOwnership(configs); err != nil {
+	if err := checkWipeOwnership(configs); err != nil && !errors.Is(err, os.ErrNotExist) { // a missing file: schema.Load says so
 		fmt.Fprintf(stderr, "keel wipe: %v\nkeel wipe: nothing was changed\n", err)
 		return exitFindings
 	}
