@@ -22,8 +22,12 @@ import (
 // pool's blocks, not the origin LV, and outlive it.
 func refuseDependents(inv Inventory, lv LVInfo) error {
 	roles := strings.Split(lv.Role, ",")
-	thick := slices.Contains(roles, "thickorigin") || (len(lv.Attr) > 0 && (lv.Attr[0] == 'o' || lv.Attr[0] == 'O'))
+	// An external origin also shows 'o' in lv_attr (seen in the guest:
+	// "ori-------", role public,origin,extthinorigin); the attribute only
+	// stands in for the role when LVM reported none.
 	external := slices.Contains(roles, "extthinorigin")
+	thick := slices.Contains(roles, "thickorigin") ||
+		(!external && lv.Role == "" && len(lv.Attr) > 0 && (lv.Attr[0] == 'o' || lv.Attr[0] == 'O'))
 	if !thick && !external {
 		return nil
 	}
