@@ -44,6 +44,8 @@ var Catalogue = []Rule{
 		"The newest desired state is invalid or not owned by root; the last good one stays in force until it is fixed."},
 	{"lv.absent", Info, "LV declared absent still exists",
 		"An LV listed in absent exists; keel removes it safely (rename, zero or discard in steps, lvremove)."},
+	{"lv.absent_reappeared", Warning, "LV under an absent name is not the one to remove",
+		"An LV exists under an absent name but is not the LV the entry was written for (another UUID after keel removed one, or created after keel first saw the name): a reused name, never wiped."},
 	{"lv.absent_shared", Error, "LV declared absent is in a VG shared between nodes",
 		"The VG is shared (lvmlockd, clvmd, or a Proxmox storage with shared 1): the LV may be in use on another node, so keel never activates, clears or removes it."},
 	{"lvm.devices_file", Warning, "lvm devices file setting differs",

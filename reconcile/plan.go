@@ -30,11 +30,15 @@ type Result struct {
 // from the observed model. A nil desired state plans nothing; use Audit to
 // judge a host without one.
 func Plan(desired *schema.Config, host *probes.Host) Result {
+	return plan(desired, host, Memory{})
+}
+
+func plan(desired *schema.Config, host *probes.Host, mem Memory) Result {
 	if desired == nil || host == nil {
 		return Result{}
 	}
 	p := newPlanner(host)
-	p.d = desired
+	p.d, p.mem = desired, mem
 	p.planLVMConf()
 	for _, name := range sortedKeys(desired.VolumeGroups) {
 		p.planVG(name, desired.VolumeGroups[name])
@@ -80,6 +84,7 @@ func Audit(host *probes.Host) Result {
 type planner struct {
 	d     *schema.Config
 	h     *probes.Host
+	mem   Memory
 	audit bool
 
 	findings     []Finding

@@ -135,7 +135,7 @@ func (p *planner) planAbsent(vg string, absent []string) {
 		if lv == nil {
 			lv = p.h.LVs[vg+"/del-"+name]
 		}
-		if lv == nil {
+		if lv == nil || p.absentHeld(vg, name, lv) {
 			continue
 		}
 		if p.absentGuards(vg, name, lv) {

@@ -52,7 +52,7 @@ func judge(configs []string, node string, audit bool, timeout time.Duration) (ju
 	case audit:
 		return judged{host: l.host, result: reconcile.Audit(l.host), mode: "audit"}, nil
 	}
-	return judged{host: l.host, result: reconcile.Plan(l.cfg, l.host), mode: "desired"}, nil
+	return judged{host: l.host, result: reconcile.PlanWith(l.cfg, l.host, checkMemory(node)), mode: "desired"}, nil
 }
 
 // loadedHost is a desired state and the host it is to be judged against.

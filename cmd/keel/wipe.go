@@ -57,6 +57,13 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	names := fs.Args()
+	// Whoever can write the desired state can make keel destroy data: keel
+	// wipe checks its ownership like keel apply (a missing file is the
+	// loader's error below).
+	if err := converge.CheckOwnership(schema.Paths(configs)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(stderr, "keel wipe: %v\nkeel wipe: nothing was changed\n", err)
+		return exitFindings
+	}
 	src, err := probes.NodeSource(*node, *timeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
@@ -94,7 +101,8 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	targets, err := loop.PlanWipe(ctx, converge.WipeRequest{Names: names, Mode: mode, Absent: *absent})
+	targets, err := loop.PlanWipe(ctx, converge.WipeRequest{Names: names, Mode: mode, Absent: *absent,
+		Act: !*dryRun && *node == "", Replay: *node != ""})
 	if err != nil {
 		return refused(stderr, err)
 	}

@@ -10,6 +10,10 @@ import (
 	"path/filepath"
 )
 
+// rename is os.Rename; a test makes it fail between the write and the
+// rename, as a crash would.
+var rename = os.Rename
+
 // Write replaces path with data: a temporary file in the same directory is
 // written, fsync'd and given mode perm, renamed over path, and the
 // directory is fsync'd so that the rename survives a crash (rename(2) is
@@ -34,7 +38,7 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = rename(tmp, path)
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

@@ -31,6 +31,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/bcache"
 	"github.com/keel-storage/keel/reconcile/executor"
 	"github.com/keel-storage/keel/reconcile/lvmconf"
+	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/reconcile/wipe"
 	"github.com/keel-storage/keel/schema"
 )
@@ -60,6 +61,9 @@ type Loop struct {
 	// progress (the daemon publishes it as metrics, keel wipe draws a bar).
 	WipeStarted  func(t wipe.Target, pass wipe.Mode, p *wipe.Progress)
 	WipeFinished func(t wipe.Target, pass wipe.Mode, p *wipe.Progress, err error)
+	// State is keel's persisted memory (reconcile/state): the LVs bound to
+	// absent names, when keel first saw each name.
+	State state.Store
 
 	// runner runs the safe removal's commands, behind the executor's argv
 	// allowlist like every other mutating command.
@@ -76,6 +80,8 @@ type Loop struct {
 	// lastHost and lastPlan are the newest verifying re-probe.
 	lastHost *probes.Host
 	lastPlan reconcile.Result
+	// mem is keel's state as loaded for the current pass.
+	mem reconcile.Memory
 }
 
 // Wiring is what New needs besides the configuration paths.
@@ -86,6 +92,7 @@ type Wiring struct {
 	LVMConfPath string        // "" means lvmconf.DefaultPath
 	FileRoot    string        // root for the files keel generates; "" means "/"
 	StateDir    string        // keel's own state (wipe checkpoints); "" means DefaultStateDir
+	StatePath   string        // keel's state file; "" means state.json in StateDir
 	Options     executor.Options
 	Log         hclog.Logger
 }
@@ -109,7 +116,11 @@ func New(configs []string, w Wiring) *Loop {
 	if w.StateDir == "" {
 		w.StateDir = DefaultStateDir
 	}
-	l := &Loop{Configs: configs, Source: w.Source, Log: w.Log, runner: executor.Allowlisted{Runner: w.Runner}, stateDir: w.StateDir}
+	if w.StatePath == "" {
+		w.StatePath = filepath.Join(w.StateDir, "state.json")
+	}
+	l := &Loop{Configs: configs, Source: w.Source, Log: w.Log, runner: executor.Allowlisted{Runner: w.Runner},
+		stateDir: w.StateDir, State: state.Store{Path: w.StatePath}}
 	ex := executor.New(w.Runner, w.Options)
 	ex.Log = w.Log.Named("executor")
 	sysfs := bcache.Applier(w.SysFS)
@@ -203,23 +214,23 @@ func (l *Loop) setInvalid(err error) {
 		Observed: oneLine(err.Error()), Remedy: "fix it (keel vet shows every problem with its position)"}
 }
 
-// State is the desired state in force with its files (Loop.State), to be
-// put back by Loop.Restore.
-type State struct {
+// InForce is the desired state in force with its files (Loop.InForce), to
+// be put back by Loop.Restore.
+type InForce struct {
 	desired *schema.Config
 	files   []schema.File
 }
 
-// State returns the desired state in force.
-func (l *Loop) State() State { return State{l.desired, l.files} }
+// InForce returns the desired state in force.
+func (l *Loop) InForce() InForce { return InForce{l.desired, l.files} }
 
 // Changed reports whether the desired state in force is another than s.
-func (l *Loop) Changed(s State) bool { return l.desired != s.desired }
+func (l *Loop) Changed(s InForce) bool { return l.desired != s.desired }
 
 // Restore puts s back in force and raises config.invalid with why: the
 // daemon's way back from a desired state that loaded but that keel cannot
 // plan or apply without crashing.
-func (l *Loop) Restore(s State, why error) {
+func (l *Loop) Restore(s InForce, why error) {
 	l.desired, l.files = s.desired, s.files
 	l.setInvalid(why)
 }
@@ -286,7 +297,7 @@ func (l *Loop) plan(ctx context.Context) (*probes.Host, reconcile.Result, error)
 // planOn plans the desired state in force against h.
 func (l *Loop) planOn(h *probes.Host) reconcile.Result {
 	start := time.Now()
-	res := reconcile.Plan(l.desired, h)
+	res := reconcile.PlanWith(l.desired, h, l.mem)
 	l.Log.Debug("plan", "took", Since(start), "actions", len(res.Actions), "findings", len(res.Findings))
 	return res
 }
@@ -351,6 +362,7 @@ func (l *Loop) pass(ctx context.Context, h *probes.Host, m executor.Mode) (PassR
 	if l.desired == nil {
 		return out, ErrNoDesiredState
 	}
+	l.mem = l.loadMemory(m.DryRun)
 	var res reconcile.Result
 	if h == nil {
 		var err error

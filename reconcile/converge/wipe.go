@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/executor"
@@ -20,6 +21,12 @@ type WipeRequest struct {
 	Mode wipe.Mode
 	// Absent is the daemon's rule: each name must be in its VG's absent list.
 	Absent bool
+	// Act says the caller will remove what is planned (not a dry run): the
+	// first sight of every absent name is recorded in keel's state first.
+	Act bool
+	// Replay says the host is a node snapshot: keel's state is this host's,
+	// not the snapshot's, so it is not used.
+	Replay bool
 }
 
 // declared is the desired state's absent lists by VG.
@@ -46,12 +53,17 @@ func (l *Loop) PlanWipe(ctx context.Context, req WipeRequest) ([]wipe.Target, er
 	if req.Absent && len(names) == 0 {
 		names = wipe.AbsentNames(decl)
 	}
-	return wipe.Plan(wipe.FromHost(h), decl, wipe.Request{Names: names, Mode: req.Mode, RequireAbsent: req.Absent})
+	wr := wipe.Request{Names: names, Mode: req.Mode, RequireAbsent: req.Absent}
+	if !req.Replay {
+		l.wipeMemory(&wr, req.Act)
+	}
+	return wipe.Plan(wipe.FromHost(h), decl, wr)
 }
 
 // RunWipe removes planned targets: an exclusive open of each proves nobody
-// holds it before anything is renamed, then each is renamed, cleared in
-// steps of at most step bytes (0: the default) and removed. Its LVM
+// holds it before anything is renamed, its content is checked, then each is
+// bound to its name in keel's state, renamed, cleared in steps of at most
+// step bytes (0: the default) and removed. Its LVM
 // commands go through the executor's argv allowlist.
 func (l *Loop) RunWipe(ctx context.Context, targets []wipe.Target, step uint64) error {
 	rm := &wipe.Remover{Exec: l.runner, Step: step, Log: l.Log.Named("wipe"),
@@ -60,14 +72,22 @@ func (l *Loop) RunWipe(ctx context.Context, targets []wipe.Target, step uint64) 
 	if err := rm.Check(targets); err != nil {
 		return err
 	}
-	return rm.Remove(ctx, targets)
+	// A PV label, a RAID member or another layer's signature on an LV says
+	// something lives on it: refused (blkid -p, read through the probes'
+	// runner like every other reading).
+	if err := rm.CheckContent(ctx, l.Source.Runner, targets); err != nil {
+		return err
+	}
+	// Each target is bound to its name in keel's state before its first
+	// change, and its removal recorded after its lvremove.
+	return wipe.RemoveRecorded(ctx, rm, l.State, targets, time.Now)
 }
 
 // wipeAbsent is the executor's wipe applier: it plans the one LV of s again
 // against a fresh probe (every refusal is checked anew) and removes it.
 func (l *Loop) wipeAbsent(ctx context.Context, s reconcile.WipeSpec) error {
 	name := s.VG + "/" + s.LV
-	targets, err := l.PlanWipe(ctx, WipeRequest{Names: []string{name}, Mode: wipe.Mode(s.Mode), Absent: true})
+	targets, err := l.PlanWipe(ctx, WipeRequest{Names: []string{name}, Mode: wipe.Mode(s.Mode), Absent: true, Act: true})
 	if err != nil {
 		return refusal(fmt.Errorf("wipe %s: %w", name, err))
 	}

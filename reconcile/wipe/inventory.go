@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/state"
 )
 
 // FromHost builds the removal inventory from a probe pass. Tags come from
@@ -17,8 +18,10 @@ func FromHost(h *probes.Host) Inventory {
 				tags = append(tags, t)
 			}
 		}
-		inv.LVs[key] = LVInfo{VG: lv.VG, Name: lv.Name, UUID: lv.UUID, SegType: lv.SegType, Hidden: lv.Hidden,
-			Active: lv.Active, Open: lv.Open, Size: lv.Size, DMName: lv.DMName, Tags: tags}
+		created, _ := state.ParseLVTime(lv.Fields["lv_time"])
+		inv.LVs[key] = LVInfo{VG: lv.VG, Name: lv.Name, SegType: lv.SegType, Hidden: lv.Hidden,
+			Active: lv.Active, Open: lv.Open, Size: lv.Size, DMName: lv.DMName, Tags: tags,
+			UUID: lv.UUID, Created: created, Attr: lv.Attr, Role: lv.Role, Origin: lv.Origin}
 	}
 	for name, pv := range h.PVs {
 		info := PVInfo{Name: pv.Name, VG: pv.VG}

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/keel-storage/keel/reconcile/state"
 )
 
 // DelPrefix is put in front of an LV's name before it is wiped, so that a
@@ -34,7 +37,6 @@ type Inventory struct {
 // LVInfo is one observed LV.
 type LVInfo struct {
 	VG, Name string
-	UUID     string
 	SegType  string // linear, striped, thin, thin-pool, vdo, vdo-pool, ...
 	Hidden   bool
 	Active   bool
@@ -42,6 +44,12 @@ type LVInfo struct {
 	Size     uint64
 	DMName   string   // device-mapper name, e.g. "vg-lv"
 	Tags     []string // lv_tags
+	// UUID (lv_uuid) and Created (lv_time) identify the LV (identity.go).
+	UUID    string
+	Created time.Time
+	// Attr (lv_attr), Role (lv_role) and Origin (origin) show what depends
+	// on it (dependents.go).
+	Attr, Role, Origin string
 }
 
 // PVInfo is one observed PV.
@@ -54,9 +62,6 @@ type PVInfo struct {
 // Target is one LV to remove, with how to clear it.
 type Target struct {
 	VG string
-	// UUID is the LV's UUID (it survives the rename to del-<name>); the
-	// wipe's checkpoints are kept by it.
-	UUID string
 	// LV is the LV's name as the user knows it (without del-).
 	LV string
 	// Resume is set when the LV is already renamed to del-<LV> (a wipe that
@@ -73,6 +78,11 @@ type Target struct {
 	NoZeroFill bool
 	// Notes say why the mode differs from the one asked for.
 	Notes []string
+	// UUID and Created identify the LV; keel's state binds them to the
+	// name, and the wipe's checkpoints are kept by the UUID (it survives
+	// the rename to del-<name>).
+	UUID    string
+	Created time.Time
 }
 
 // Name is "vg/lv" as the user knows it.
@@ -90,6 +100,12 @@ type Request struct {
 	// RequireAbsent refuses names that are not in their VG's absent list (the
 	// daemon's rule); the CLI only needs the VG to be declared.
 	RequireAbsent bool
+	// Known is keel's record of each absent name by "vg/lv"
+	// (state.State.Absent); Held says why it could not be read. Under
+	// RequireAbsent, and for every resumed del-* LV, an LV that is not the
+	// one its absent entry was written for is not removed (identity.go).
+	Known map[string]state.Absent
+	Held  string
 }
 
 // ErrRefused marks a refusal: nothing was changed.
@@ -169,6 +185,9 @@ func Plan(inv Inventory, decl Declared, req Request) ([]Target, error) {
 		if !slices.Contains(lv.Tags, Tag) && !slices.Contains(absent, orig) {
 			continue
 		}
+		if req.judge(lv.VG+"/"+orig, lv) != nil {
+			continue // not keel's to resume: the planner reports it (lv.absent_reappeared)
+		}
 		if err := refuseKind(inv, lv); err != nil {
 			return nil, fmt.Errorf("resume %s/%s: %w", lv.VG, lv.Name, err)
 		}
@@ -226,6 +245,10 @@ func Plan(inv Inventory, decl Declared, req Request) ([]Target, error) {
 			refusals = append(refusals, fmt.Errorf("lv %s: %w", name, err))
 			continue
 		}
+		if err := req.identity(name, lv); err != nil {
+			refusals = append(refusals, err)
+			continue
+		}
 		targets = append(targets, target(inv, lv, lvName, mode))
 	}
 	refusals = append(refusals, applyGuards(inv, targets)...)
@@ -261,6 +284,9 @@ func refuseKind(inv Inventory, lv LVInfo) error {
 			}
 		}
 	}
+	if err := refuseDependents(inv, lv); err != nil {
+		return err
+	}
 	if lv.Open {
 		return fmt.Errorf("%w: is open (in use by a VM, a mount or another device)", ErrRefused)
 	}
@@ -283,7 +309,7 @@ func onVDO(inv Inventory, vg string) bool {
 }
 
 func target(inv Inventory, lv LVInfo, orig string, mode Mode) Target {
-	t := Target{VG: lv.VG, LV: orig, UUID: lv.UUID, Active: lv.Active, Size: lv.Size, Mode: mode}
+	t := Target{VG: lv.VG, LV: orig, Active: lv.Active, Size: lv.Size, Mode: mode, UUID: lv.UUID, Created: lv.Created}
 	vdo := onVDO(inv, lv.VG)
 	gives := vdo || lv.SegType == "thin"
 	switch {

@@ -50,6 +50,17 @@ type Remover struct {
 // syncer is a device whose volatile cache can be flushed.
 type syncer interface{ Sync() error }
 
+// command runs one LVM command through Exec; a failure or a non-zero exit
+// is an error naming it.
+func (r *Remover) command(ctx context.Context, argv ...string) error {
+	c := probes.Cmd{Name: argv[0], Args: argv[1:]}
+	res, err := r.Exec.Run(ctx, c)
+	if err != nil {
+		return err
+	}
+	return res.Err(c)
+}
+
 func (r *Remover) log() hclog.Logger {
 	if r.Log == nil {
 		return hclog.NewNullLogger()
@@ -126,13 +137,8 @@ func (r *Remover) removeOne(ctx context.Context, t Target) error {
 		log.Warn(n)
 	}
 	run := func(argv ...string) error {
-		c := probes.Cmd{Name: argv[0], Args: argv[1:]}
-		log.Info("run", "argv", c.String())
-		res, err := r.Exec.Run(ctx, c)
-		if err == nil {
-			err = res.Err(c)
-		}
-		if err != nil {
+		log.Info("run", "argv", probes.ShellJoin(argv))
+		if err := r.command(ctx, argv...); err != nil {
 			return fmt.Errorf("lv %s: %w", t.Name(), err)
 		}
 		return nil

@@ -300,7 +300,7 @@ func (d *Daemon) watch(ctx context.Context, dir string, match func(string) bool,
 // pass still plans against what the host reports after the change),
 // unless the files look changed in bcache fields only (MaybeBcacheOnly).
 func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string) string {
-	prev := d.Loop.State()
+	prev := d.Loop.InForce()
 	var status string
 	err := d.recovered(why, func() { status = d.serveOnce(ctx, reload, fast, why) })
 	if err == nil {

@@ -1,0 +1,71 @@
+//go:build e2e
+
+package wipe_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keel-storage/keel/e2e/guest"
+)
+
+// TestWipeReuse runs reuse.sh in one boot: a reused name after removal is
+// kept with its data and reported (lv.absent_reappeared) by a new keel
+// process, dependents (a PV label LVM does not list, a snapshot origin, a
+// thin external origin) are refused with nothing changed, and keel wipe
+// refuses a desired state others can write.
+func TestWipeReuse(t *testing.T) {
+	script, err := os.ReadFile("reuse.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cue, err := os.ReadFile("reuse.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := guest.Run(t, guest.Spec{
+		Disks:   []guest.Disk{{Kind: guest.HDD, Size: "4G", Serial: "hdd1"}},
+		Keel:    true,
+		Files:   map[string][]byte{"reuse.cue": cue},
+		Script:  string(script),
+		Timeout: 15 * time.Minute,
+	})
+	t.Logf("guest wall time %s", r.Wall)
+	for _, line := range strings.Split(r.Output, "\n") {
+		if strings.HasPrefix(line, "ok: ") || strings.HasPrefix(line, "FAIL: ") {
+			t.Log(line)
+		}
+	}
+	if dir := os.Getenv("KEEL_WIPE_SNAPSHOT_DIR"); dir != "" {
+		// Keep the captures for reconcile/wipe/testdata (dependents_test.go).
+		for _, name := range []string{"node-deps.txtar", "blkid-pvhold.txt", "blkid-fsdisk.txt", "state-1.json", "state-2.json"} {
+			b, err := r.File("reuse/" + name)
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The scenario exits with its number of failures; each must-pass step
+	// prints an "ok:" line, so a scenario that stopped early cannot pass.
+	r.RequireOK(t)
+	for _, want := range []string{
+		"ok: new vmdata/vm-101-disk-0 kept, checksum intact, lv.absent_reappeared reported",
+		"ok: new vmdata/vm-103-disk-0 kept, checksum intact, lv.absent_reappeared reported",
+		"ok: refused vmdata/pvhold (LVM2_member), nothing changed",
+		"ok: refused vmdata/origin (origin of snapshot), nothing changed",
+		"ok: refused vmdata/extorig (external origin), nothing changed",
+		"ok: an LV holding an ext4 file system is removed (content, not a layer)",
+		"ok: keel wipe refuses a desired state writable by others, nothing changed",
+	} {
+		if !strings.Contains(r.Output, want) {
+			t.Errorf("scenario output lacks %q", want)
+		}
+	}
+}

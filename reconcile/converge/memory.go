@@ -1,0 +1,59 @@
+package converge
+
+import (
+	"time"
+
+	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/state"
+	"github.com/keel-storage/keel/reconcile/wipe"
+)
+
+// absentNames are the absent entries ("vg/lv") of the desired state in force.
+func (l *Loop) absentNames() []string {
+	decl := wipe.Declared{}
+	for vg, d := range l.desired.VolumeGroups {
+		decl[vg] = d.Absent
+	}
+	return wipe.AbsentNames(decl)
+}
+
+// loadMemory reads keel's state before a plan and, unless dryRun, records
+// the first sight of every absent name it has no record of yet (written
+// only when there is one). With no absent name the file is not touched. A
+// state that cannot be read holds every removal (Memory.Held).
+func (l *Loop) loadMemory(dryRun bool) reconcile.Memory {
+	names := l.absentNames()
+	if len(names) == 0 {
+		return reconcile.Memory{}
+	}
+	load := l.State.Load
+	if !dryRun {
+		load = func() (*state.State, error) { return l.State.LoadSeeing(names, time.Now()) }
+	}
+	st, err := load()
+	if err != nil {
+		l.Log.Error("keel's state cannot be read: removals are held", "err", err)
+		return reconcile.Memory{Held: err.Error()}
+	}
+	return reconcile.Memory{Absent: st.Absent}
+}
+
+// wipeMemory puts keel's state into a removal request: the records it
+// judges absent names by. When the removal will act under the daemon's
+// rule (req.RequireAbsent), it first records the first sight of every
+// absent name it has no record of, as a pass does. A state that cannot be
+// read goes into req.Held: every absent-driven removal and resume is then
+// refused, and a removal by name fails before its first change because it
+// cannot be recorded (wipe.RemoveRecorded).
+func (l *Loop) wipeMemory(req *wipe.Request, act bool) {
+	load := l.State.Load
+	if act && req.RequireAbsent {
+		load = func() (*state.State, error) { return l.State.LoadSeeing(l.absentNames(), time.Now()) }
+	}
+	st, err := load()
+	if err != nil {
+		req.Held = err.Error()
+		return
+	}
+	req.Known = st.Absent
+}

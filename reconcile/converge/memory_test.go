@@ -1,0 +1,117 @@
+package converge
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/executor"
+	"github.com/keel-storage/keel/reconcile/state"
+)
+
+// The agent loads keel's state before it plans, records first sights only
+// when it acts, and holds removals when the state cannot be read. The host
+// is node-deps.txtar, recorded by e2e/wipe/reuse.sh in the test guest, with
+// vmdata/vm-101-disk-0 declared absent (e2e/wipe/reuse.cue).
+func TestPassUsesState(t *testing.T) {
+	snap, err := probes.ReadSnapshotFile("../../reconcile/wipe/testdata/node-deps.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cue, err := os.ReadFile("../../e2e/wipe/reuse.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const object = "vmdata/vm-101-disk-0"
+	newAgent := func(t *testing.T, statePath string) *Loop {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "reuse.cue"), cue, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a := New([]string{dir}, Wiring{Source: probes.Replay(snap), StatePath: statePath,
+			LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), FileRoot: t.TempDir()})
+		a.SkipOwnerCheck = true
+		if err := a.Load(); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	wipeOf := func(res PassResult) (planned bool, finding string) {
+		for _, r := range res.Report.Results {
+			if r.Action.Kind == reconcile.KindWipe && r.Action.Object == object {
+				planned = true
+			}
+		}
+		for _, f := range res.Findings {
+			if f.Object == object {
+				finding = f.ID + ": " + f.Message + " | " + f.Observed
+			}
+		}
+		return planned, finding
+	}
+
+	t.Run("dry run: first sight planned, nothing written", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "state.json")
+		res, err := newAgent(t, p).Pass(context.Background(), executor.Mode{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if planned, f := wipeOf(res); !planned || !strings.HasPrefix(f, "lv.absent:") {
+			t.Errorf("wipe planned %v, finding %q; want the removal planned", planned, f)
+		}
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("a dry run wrote the state: %v", err)
+		}
+	})
+	t.Run("act: first sight recorded before planning", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "state.json")
+		before := time.Now()
+		if _, err := newAgent(t, p).Pass(context.Background(), executor.Mode{}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := state.Store{Path: p}.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fs := st.Absent[object].FirstSeen; fs.Before(before.Add(-time.Second)) || fs.After(time.Now()) {
+			t.Errorf("first sight of %s: %v, want this pass", object, fs)
+		}
+	})
+	t.Run("bound to another LV: reported, not planned", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "state.json")
+		st := state.New()
+		st.Bind(object, state.LV{UUID: "5lW7H0-HqYX-BTd1-cB84-I0i9-4fY9-fr62pX"}, time.Now().Add(-time.Hour))
+		st.Removed(object, "5lW7H0-HqYX-BTd1-cB84-I0i9-4fY9-fr62pX", time.Now().Add(-time.Hour))
+		if err := (state.Store{Path: p}).Save(st); err != nil {
+			t.Fatal(err)
+		}
+		res, err := newAgent(t, p).Pass(context.Background(), executor.Mode{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if planned, f := wipeOf(res); planned || !strings.HasPrefix(f, "lv.absent_reappeared:") {
+			t.Errorf("wipe planned %v, finding %q; want lv.absent_reappeared and no removal", planned, f)
+		}
+	})
+	t.Run("corrupt state: removal held, file untouched", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "state.json")
+		if err := os.WriteFile(p, []byte("{\"version\": 1, \"absent\": {"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res, err := newAgent(t, p).Pass(context.Background(), executor.Mode{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if planned, f := wipeOf(res); planned || !strings.Contains(f, "held") || !strings.Contains(f, p) {
+			t.Errorf("wipe planned %v, finding %q; want the removal held, naming %s", planned, f, p)
+		}
+		if b, _ := os.ReadFile(p); string(b) != "{\"version\": 1, \"absent\": {" {
+			t.Errorf("corrupt state rewritten: %q", b)
+		}
+	})
+}

@@ -1,0 +1,136 @@
+package state
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// LV is what the identity rules need of an LV found under an absent name.
+type LV struct {
+	// UUID is lv_uuid.
+	UUID string
+	// Created is lv_time; zero when LVM reported none keel can read.
+	Created time.Time
+}
+
+// lvTimeLayout is LVM's default report/time_format, "%Y-%m-%d %T %z"
+// (lib/config/defaults.h DEFAULT_TIME_FORMAT in lvm2).
+const lvTimeLayout = "2006-01-02 15:04:05 -0700"
+
+// ParseLVTime reads an lv_time field. LVM stores the creation time as whole
+// seconds since the epoch and prints it with report/time_format; keel reads
+// the default format and plain epoch seconds ("%s"). Anything else (a host
+// with another time_format, an LV made by an LVM too old to record it) gives
+// false, and the first-seen rule then refuses (see Judge).
+func ParseLVTime(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, false
+	}
+	if t, err := time.Parse(lvTimeLayout, s); err == nil {
+		return t, true
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
+		return time.Unix(n, 0), true
+	}
+	return time.Time{}, false
+}
+
+// Judge decides whether lv, found under an absent name, is the LV the
+// absent entry asks to remove. rec is keel's record of the name; known is
+// false when keel has none (it sees the name for the first time now). It
+// returns "" when the LV may be removed, and otherwise why not:
+//
+//  1. An LV keel bound to the name (it began to remove it) is removed, unless
+//     keel already finished removing that very LV (it came back, e.g. by
+//     vgcfgrestore): never twice.
+//  2. Once keel bound any LV to the name, every other LV under it is a
+//     reused name.
+//  3. Otherwise the LV must have been created (lv_time) strictly before the
+//     second keel first saw the name in absent: an LV made at or after that
+//     moment, or one whose creation time is unknown, was not what the
+//     desired state meant.
+//  4. A name keel sees for the first time now (no record): the LV exists
+//     already, so it predates the absent entry as far as keel can know.
+func Judge(rec Absent, known bool, lv LV) string {
+	for _, b := range rec.Bound {
+		if b.UUID != lv.UUID {
+			continue
+		}
+		if b.Removed.IsZero() {
+			return ""
+		}
+		return fmt.Sprintf("keel already removed this LV (uuid %s) at %s and it is back; keel never removes an LV twice",
+			lv.UUID, stamp(b.Removed))
+	}
+	if n := len(rec.Bound); n > 0 {
+		last := rec.Bound[n-1]
+		return fmt.Sprintf("a reused name: keel removed the LV with uuid %s under this name (at %s); this is another LV (uuid %s, created %s)",
+			last.UUID, stamp(last.Started), lv.UUID, stamp(lv.Created))
+	}
+	if !known || rec.FirstSeen.IsZero() {
+		return ""
+	}
+	first := rec.FirstSeen.Truncate(time.Second)
+	switch {
+	case lv.Created.IsZero():
+		return fmt.Sprintf("LVM reports no creation time (lv_time) keel can read for it, so keel cannot tell whether it existed when the name was first seen in absent (%s)",
+			stamp(rec.FirstSeen))
+	case !lv.Created.Before(first):
+		return fmt.Sprintf("it was created at %s, after keel first saw the name in absent (%s): a reused name",
+			stamp(lv.Created), stamp(rec.FirstSeen))
+	}
+	return ""
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// See records now as the first sighting of every absent name ("vg/lv") that
+// has no record yet, and reports whether it added any.
+func (st *State) See(names []string, now time.Time) bool {
+	added := false
+	for _, n := range names {
+		if _, ok := st.Absent[n]; ok {
+			continue
+		}
+		st.Absent[n] = Absent{FirstSeen: now.UTC()}
+		added = true
+	}
+	return added
+}
+
+// Bind records that keel begins to remove lv under name ("vg/lv"). It is
+// recorded (and saved) before the first change to the LV, so a crash
+// anywhere after leaves the binding that lets the next run finish it, and
+// only it. Binding an LV already bound changes nothing.
+func (st *State) Bind(name string, lv LV, now time.Time) {
+	rec, ok := st.Absent[name]
+	if !ok {
+		rec.FirstSeen = now.UTC()
+	}
+	if slices.ContainsFunc(rec.Bound, func(b Binding) bool { return b.UUID == lv.UUID }) {
+		return
+	}
+	rec.Bound = append(rec.Bound, Binding{UUID: lv.UUID, Created: lv.Created.UTC(), Started: now.UTC()})
+	st.Absent[name] = rec
+}
+
+// Removed records that lvremove of the LV with uuid, bound under name,
+// succeeded.
+func (st *State) Removed(name, uuid string, now time.Time) {
+	rec := st.Absent[name]
+	for i := range rec.Bound {
+		if rec.Bound[i].UUID == uuid && rec.Bound[i].Removed.IsZero() {
+			rec.Bound[i].Removed = now.UTC()
+		}
+	}
+	st.Absent[name] = rec
+}

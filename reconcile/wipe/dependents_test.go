@@ -1,0 +1,131 @@
+package wipe
+
+import (
+	"context"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/keel-storage/keel/probes"
+)
+
+// node-deps.txtar, blkid-pvhold.txt and blkid-fsdisk.txt were recorded by
+// e2e/wipe/reuse.sh in the test guest (KEEL_WIPE_SNAPSHOT_DIR): vmdata holds
+// a snapshot origin (origin, with origin-snap), a read-only external origin
+// (extorig) of the thin LV extthin in tpool, pvhold carrying the PV of the
+// VG upper that LVM does not list (scan_lvs=0), and fsdisk with ext4.
+var depsDecl = Declared{"vmdata": {"vm-101-disk-0", "vm-103-disk-0"}}
+
+func TestPlanRefusesDependentsOnRecordedHost(t *testing.T) {
+	inv := snapshotInventory(t, "node-deps.txtar")
+	for name, want := range map[string]string{
+		"vmdata/origin":  "is the origin of snapshot(s) vmdata/origin-snap",
+		"vmdata/extorig": "is the external origin of thin LV(s) vmdata/extthin",
+	} {
+		targets, err := Plan(inv, depsDecl, Request{Names: []string{name}})
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) || len(targets) != 0 {
+			t.Errorf("%s: got %v %+v, want a refusal containing %q", name, err, targets, want)
+		}
+	}
+	// What depends on nothing is planned: the snapshot itself, the thin LV
+	// made from the external origin, and the LV whose PV label LVM does not
+	// list (only its content tells, see TestCheckContent).
+	for _, name := range []string{"vmdata/origin-snap", "vmdata/extthin", "vmdata/pvhold", "vmdata/fsdisk"} {
+		if targets, err := Plan(inv, depsDecl, Request{Names: []string{name}}); err != nil || len(targets) != 1 {
+			t.Errorf("%s: got %v %+v, want one target", name, err, targets)
+		}
+	}
+}
+
+// blkidRunner answers blkid -p with a captured output per device path.
+type blkidRunner struct {
+	out  map[string][]byte
+	code map[string]int
+	err  error
+	ran  []string
+}
+
+func (b *blkidRunner) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
+	b.ran = append(b.ran, c.String())
+	if b.err != nil {
+		return probes.Result{ExitCode: -1}, b.err
+	}
+	dev := c.Args[len(c.Args)-1]
+	if c.Name != "blkid" || !reflect.DeepEqual(c.Args[:len(c.Args)-1], []string{"-p", "-o", "export"}) {
+		return probes.Result{ExitCode: 1, Stderr: []byte("unexpected command")}, nil
+	}
+	return probes.Result{Stdout: b.out[dev], ExitCode: b.code[dev]}, nil
+}
+
+func readCapture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestCheckContent(t *testing.T) {
+	run := &blkidRunner{
+		out:  map[string][]byte{"vmdata/pvhold": readCapture(t, "blkid-pvhold.txt"), "vmdata/fsdisk": readCapture(t, "blkid-fsdisk.txt")},
+		code: map[string]int{"vmdata/blank": blkidNothing, "vmdata/two": blkidAmbivalent, "vmdata/gone": 4},
+	}
+	ex := &fakeExec{}
+	r := testRemover(t, ex, nil)
+	tg := func(lv string, active bool) Target { return Target{VG: "vmdata", LV: lv, Active: active} }
+	for _, c := range []struct {
+		t    Target
+		want string // "" = passes
+		cmds []string
+	}{
+		{tg("pvhold", true), "LVM2_member signature", nil},
+		{tg("fsdisk", true), "", nil},
+		{tg("blank", true), "", nil},
+		{tg("two", true), "several signatures", nil},
+		{tg("gone", true), "cannot read its content", nil},
+		{tg("pvhold", false), "lvchange --activate y vmdata/pvhold && wipefs --all vmdata/pvhold", []string{
+			"lvchange --activate y --ignoreactivationskip vmdata/pvhold", "lvchange --activate n vmdata/pvhold"}},
+		{tg("fsdisk", false), "", []string{"lvchange --activate y --ignoreactivationskip vmdata/fsdisk"}},
+		{Target{VG: "vmdata", LV: "pvhold", Resume: true}, "", nil}, // keel began clearing it: not read
+	} {
+		ex.argvs = nil
+		err := r.CheckContent(context.Background(), run, []Target{c.t})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%+v: refused: %v", c.t, err)
+		case c.want != "" && (!errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "lv "+c.t.Name())):
+			t.Errorf("%+v: got %v, want a refusal of %s containing %q", c.t, err, c.t.Name(), c.want)
+		}
+		if !reflect.DeepEqual(ex.argvs, c.cmds) {
+			t.Errorf("%+v: commands %q, want %q", c.t, ex.argvs, c.cmds)
+		}
+	}
+	run.err = errors.New("exec: \"blkid\": executable file not found in $PATH")
+	if err := r.CheckContent(context.Background(), run, []Target{tg("fsdisk", true)}); !errors.Is(err, ErrRefused) {
+		t.Errorf("blkid missing: %v, want a refusal", err)
+	}
+}
+
+func TestSignatureLayer(t *testing.T) {
+	for _, c := range []struct {
+		sig   Signature
+		layer bool
+	}{
+		{Signature{"TYPE": "LVM2_member", "USAGE": "raid"}, true},
+		{Signature{"TYPE": "crypto_LUKS", "USAGE": "crypto"}, true},
+		{Signature{"TYPE": "bcache", "USAGE": "other"}, true},
+		{Signature{"TYPE": "swap", "USAGE": "other"}, true},
+		{Signature{"TYPE": "zfs_member", "USAGE": "filesystem"}, true},
+		{Signature{"TYPE": "weird"}, true},
+		{Signature{"TYPE": "ext4", "USAGE": "filesystem"}, false},
+		{Signature{"PTTYPE": "gpt", "PTUUID": "x"}, false},
+		{nil, false},
+	} {
+		if got := c.sig.layer(); got != c.layer {
+			t.Errorf("%v: layer %v, want %v", c.sig, got, c.layer)
+		}
+	}
+}
