@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -76,7 +78,7 @@ func makeSynthHost(tb testing.TB, lvs int) synthHost {
 		pool = p
 	}
 	var disk *probes.LV
-	for _, key := range sortedKeys(h.LVs) {
+	for _, key := range slices.Sorted(maps.Keys(h.LVs)) {
 		if lv := h.LVs[key]; !lv.Hidden && lv.SegType == "linear" && lv.VG != pool.VG {
 			disk = lv
 			break

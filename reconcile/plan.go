@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -40,10 +42,10 @@ func plan(desired *schema.Config, host *probes.Host, mem Memory) Result {
 	p := newPlanner(host)
 	p.d, p.mem = desired, mem
 	p.planLVMConf()
-	for _, name := range sortedKeys(desired.VolumeGroups) {
+	for _, name := range slices.Sorted(maps.Keys(desired.VolumeGroups)) {
 		p.planVG(name, desired.VolumeGroups[name])
 	}
-	for _, name := range sortedKeys(desired.Bcache) {
+	for _, name := range slices.Sorted(maps.Keys(desired.Bcache)) {
 		p.planBcache(name, desired.Bcache[name])
 	}
 	p.planVDOMemory()
@@ -65,13 +67,13 @@ func Audit(host *probes.Host) Result {
 	p := newPlanner(host)
 	p.audit = true
 	p.auditLVMConf()
-	for _, key := range sortedKeys(host.VDOPools) {
+	for _, key := range slices.Sorted(maps.Keys(host.VDOPools)) {
 		p.auditVDO(host.VDOPools[key])
 	}
-	for _, key := range sortedKeys(host.ThinPools) {
+	for _, key := range slices.Sorted(maps.Keys(host.ThinPools)) {
 		p.auditThin(host.ThinPools[key])
 	}
-	for _, uuid := range sortedKeys(host.Bcache) {
+	for _, uuid := range slices.Sorted(maps.Keys(host.Bcache)) {
 		p.auditBcache(host.Bcache[uuid])
 	}
 	p.planVDOMemory()
@@ -233,15 +235,6 @@ func (p *planner) isLVPath(path string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func yn(b bool) string {

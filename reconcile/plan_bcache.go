@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,7 +26,7 @@ func (p *planner) findBcache(backing string) *probes.Bcache {
 		return b
 	}
 	if id, ok := strings.CutPrefix(backing, "/dev/disk/by-id/"); ok {
-		for _, uuid := range sortedKeys(p.h.Bcache) {
+		for _, uuid := range slices.Sorted(maps.Keys(p.h.Bcache)) {
 			if b := p.h.Bcache[uuid]; slices.Contains(b.BackingByID, id) {
 				return b
 			}
@@ -35,7 +36,7 @@ func (p *planner) findBcache(backing string) *probes.Bcache {
 	if pv := p.resolvePV(backing); pv != "" && p.h.PVs[pv] != nil {
 		name = p.h.PVs[pv].Device
 	}
-	for _, uuid := range sortedKeys(p.h.Bcache) {
+	for _, uuid := range slices.Sorted(maps.Keys(p.h.Bcache)) {
 		if b := p.h.Bcache[uuid]; b.Backing == name {
 			return b
 		}

@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -172,7 +174,7 @@ func (p *planner) lvAliases(lv *probes.LV) []string {
 // host without VMs yet is judged the same.
 func (p *planner) vmDiskLVs() []*probes.LV {
 	var out []*probes.LV
-	for _, key := range sortedKeys(p.h.LVs) {
+	for _, key := range slices.Sorted(maps.Keys(p.h.LVs)) {
 		if lv := p.h.LVs[key]; !lv.Hidden && vmDiskRE.MatchString(lv.Name) {
 			out = append(out, lv)
 		}
@@ -180,7 +182,7 @@ func (p *planner) vmDiskLVs() []*probes.LV {
 	if len(out) > 0 {
 		return out
 	}
-	vgs := sortedKeys(p.h.VGs)
+	vgs := slices.Sorted(maps.Keys(p.h.VGs))
 	if len(vgs) == 0 {
 		vgs = []string{"pve"}
 	}
@@ -286,7 +288,7 @@ func (p *planner) stackedVGs() map[string][]string {
 		return p.stacked
 	}
 	out := map[string][]string{}
-	for _, name := range sortedKeys(p.h.PVs) {
+	for _, name := range slices.Sorted(maps.Keys(p.h.PVs)) {
 		pv := p.h.PVs[name]
 		if pv.VG == "" {
 			continue
@@ -316,7 +318,7 @@ func (p *planner) lvOfPV(pv *probes.PV) *probes.LV {
 func (p *planner) planStacking() {
 	scan, scanKnown := p.lvmBool("devices/scan_lvs")
 	if !p.audit {
-		for _, vg := range sortedKeys(p.d.VolumeGroups) {
+		for _, vg := range slices.Sorted(maps.Keys(p.d.VolumeGroups)) {
 			for _, path := range p.d.VolumeGroups[vg].PVs {
 				lv, ok := p.isLVPath(path)
 				if !ok || !scanKnown || scan {
@@ -336,12 +338,12 @@ func (p *planner) planStacking() {
 		}
 	}
 	stacked := p.stackedVGs()
-	for _, vg := range sortedKeys(stacked) {
+	for _, vg := range slices.Sorted(maps.Keys(stacked)) {
 		p.checkActivation(vg, stacked[vg])
 	}
 	// Every thin pool on the host, declared or not: keel vet refuses to
 	// declare one on VDO, so this is how such a pool shows up.
-	for _, key := range sortedKeys(p.h.ThinPools) {
+	for _, key := range slices.Sorted(maps.Keys(p.h.ThinPools)) {
 		p.checkThinOnVDO(p.h.ThinPools[key])
 	}
 	p.checkProxmox(stacked)

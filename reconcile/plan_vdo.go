@@ -2,6 +2,8 @@ package reconcile
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -497,7 +499,7 @@ func (p *planner) planVDOMemory() {
 	}
 	var total uint64
 	var parts []string
-	for _, key := range sortedKeys(p.h.VDOPools) {
+	for _, key := range slices.Sorted(maps.Keys(p.h.VDOPools)) {
 		o := p.observeVDO(p.h.VDOPools[key], "")
 		virt := uint64(0)
 		if o.lv != nil {
@@ -512,8 +514,8 @@ func (p *planner) planVDOMemory() {
 		parts = append(parts, fmt.Sprintf("%s %d MiB", key, bill))
 	}
 	if !p.audit {
-		for _, vg := range sortedKeys(p.d.VolumeGroups) {
-			for _, name := range sortedKeys(p.d.VolumeGroups[vg].VDOPools) {
+		for _, vg := range slices.Sorted(maps.Keys(p.d.VolumeGroups)) {
+			for _, name := range slices.Sorted(maps.Keys(p.d.VolumeGroups[vg].VDOPools)) {
 				if p.h.VDOPools[vg+"/"+name] != nil {
 					continue
 				}

@@ -2,6 +2,8 @@ package reconcile
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/keel-storage/keel/schema"
@@ -40,10 +42,10 @@ func (p *planner) planVG(name string, want schema.VolumeGroup) {
 	} else {
 		p.checkVGHealth(name, want)
 	}
-	for _, pool := range sortedKeys(want.VDOPools) {
+	for _, pool := range slices.Sorted(maps.Keys(want.VDOPools)) {
 		p.planVDO(name, pool, want, want.VDOPools[pool], phase)
 	}
-	for _, pool := range sortedKeys(want.ThinPools) {
+	for _, pool := range slices.Sorted(maps.Keys(want.ThinPools)) {
 		p.planThin(name, pool, want.ThinPools[pool], phase)
 	}
 	if vg != nil {
@@ -79,12 +81,12 @@ func (p *planner) checkVGHealth(name string, want schema.VolumeGroup) {
 		})
 	}
 	var inactive []string
-	for _, pool := range sortedKeys(want.VDOPools) {
+	for _, pool := range slices.Sorted(maps.Keys(want.VDOPools)) {
 		if lv := p.h.LVs[name+"/"+want.VDOPools[pool].LV]; lv != nil && !lv.Active {
 			inactive = append(inactive, lv.FullName)
 		}
 	}
-	for _, pool := range sortedKeys(want.ThinPools) {
+	for _, pool := range slices.Sorted(maps.Keys(want.ThinPools)) {
 		if lv := p.h.LVs[name+"/"+pool]; lv != nil && !lv.Active {
 			inactive = append(inactive, lv.FullName)
 		}
