@@ -80,6 +80,26 @@ func TestHungGuestFails(t *testing.T) {
 	t.Logf("hung guest reported after %.1fs: %s", time.Since(start).Seconds(), firstLine(ft.msg))
 }
 
+// TestCrashedGuestFails shows that a guest that dies before writing its exit
+// code (here a kernel panic: panic=-1 reboots and qemu runs with -no-reboot)
+// fails the test as a crash, not as a timeout and not as a pass.
+func TestCrashedGuestFails(t *testing.T) {
+	ft := &fatalRecorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ft, Spec{Timeout: 2 * time.Minute, Script: "echo crashing the kernel; echo c >/proc/sysrq-trigger; sleep 600"})
+	}()
+	<-done
+	if !ft.failed {
+		t.Fatal("a crashed guest did not fail the test")
+	}
+	if !strings.Contains(ft.msg, "wrote no exit code") {
+		t.Fatalf("failure message %q does not say the guest wrote no exit code", firstLine(ft.msg))
+	}
+	t.Logf("crashed guest reported: %s", firstLine(ft.msg))
+}
+
 // fatalRecorder records Fatalf instead of failing, so a test can check that
 // the harness fails a hung guest.
 type fatalRecorder struct {
