@@ -72,10 +72,12 @@ func TestCheckHealth(t *testing.T) {
 		got = append(got, f.ID+"@"+f.Object)
 	}
 	sort.Strings(got)
-	// Exact: the two thin layers, the full pool's state and usage, and the
-	// slab remainder every pool of the article's size has; exit 1 (a
+	// Exact: the two thin layers, the full pool's state and usage, the
+	// slab remainder every pool of the article's size has, and keel's
+	// PV-scan rule for vdovg, which this scenario never writes; exit 1 (a
 	// critical finding).
-	want := []string{"thin.data_usage@thinvg/tpfull", "thin.health@thinvg/tpfull", "thin.on_vdo@vdovg/tpv", "vdo.slab_remainder@vdolab/vdopool"}
+	want := []string{"activation.udev_rule@udev:" + pvRule, "thin.data_usage@thinvg/tpfull", "thin.health@thinvg/tpfull",
+		"thin.on_vdo@vdovg/tpv", "vdo.slab_remainder@vdolab/vdopool"}
 	if rc := strings.TrimSpace(string(rcb)); rc != "1" || !slices.Equal(got, want) {
 		t.Errorf("keel check: exit %s, findings\n got %q\nwant exit 1 and %q", rc, got, want)
 	}
