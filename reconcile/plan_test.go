@@ -77,7 +77,15 @@ func instantiateBcache(t testing.TB, h *probes.Host, tmplPath string) string {
 		t.Fatal(err)
 	}
 	for _, b := range h.Bcache {
-		tmpl = []byte(strings.NewReplacer("@BACKING@", b.UUID, "@CSET@", b.CacheSet).Replace(string(tmpl)))
+		cset := b.CacheSet
+		if cset == "" && len(h.CacheSets) == 1 {
+			// A detached backing device names no set: declare the one
+			// cache set the host has, as its desired state would.
+			for uuid := range h.CacheSets {
+				cset = uuid
+			}
+		}
+		tmpl = []byte(strings.NewReplacer("@BACKING@", b.UUID, "@CSET@", cset).Replace(string(tmpl)))
 	}
 	path := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(tmplPath), ".in"))
 	if err := os.WriteFile(path, tmpl, 0o644); err != nil {
@@ -212,6 +220,41 @@ var scenarios = []scenario{
 		name: "thin-health", snapshot: "thin-health", desired: "thin-on-vdo",
 		want: []string{"thin.data_usage@thinvg/tpfull", "thin.health@thinvg/tpfull", "thin.on_vdo@vdovg/tpv",
 			"vdo.slab_remainder@vdolab/vdopool"},
+	},
+	// Captured by e2e/capture-fixtures.sh for the findings no other
+	// scenario produced (each snapshot is one real-kernel state).
+	{
+		// The thin stack after vgchange -an thinvg: the declared pools are
+		// inactive; the thin pools' own findings stay.
+		name: "thin-inactive", snapshot: "thin-inactive", desired: "thin",
+		want:    []string{"thin.chunk_size@thinvg/tpbad", "thin.zeroing@thinvg/tpbad", "vg.inactive@thinvg"},
+		actions: []string{"thin.zeroing:thinvg/tpbad", "thin.chunk_size:thinvg/tpbad"},
+	},
+	{
+		// The article's lab after lvchange --deduplication n; this capture
+		// also records that keel's PV-scan rule was never written.
+		name: "vdo-nodedupe", snapshot: "vdo-nodedupe", desired: "vdo-thick",
+		want: []string{"activation.udev_rule@udev:/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules",
+			"vdo.deduplication@vdolab/vdopool", "vdo.slab_remainder@vdolab/vdopool"},
+		actions: []string{"vdo.deduplication:vdolab/vdopool", "activation.udev_rule:/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules"},
+	},
+	{
+		// lvm.conf with use_devicesfile = 1, declared off.
+		name: "devices-file", snapshot: "devices-file", desired: "devices-file",
+		want:    []string{"lvm.devices_file@lvm.conf"},
+		actions: []string{"lvm.conf:lvm.conf"},
+	},
+	{
+		// incvg after the kernel deleted its HDD: partial, nothing to run.
+		name: "vg-incomplete", snapshot: "vg-incomplete", desired: "vg-incomplete",
+		want: []string{"vg.incomplete@incvg"},
+	},
+	{
+		// The article's bcache with its cache set detached ("no cache"),
+		// keel's bcache rule never written; keel does not re-attach.
+		name: "bcache-detached", snapshot: "bcache-detached", desired: "bcache",
+		want:    []string{"bcache.state@bcache:@UUID@", "bcache.udev_rule@udev:/etc/udev/rules.d/70-keel-bcache.rules"},
+		actions: []string{"bcache.udev_rule:/etc/udev/rules.d/70-keel-bcache.rules"},
 	},
 	// Audits: the reference rules alone, no desired state, never an action.
 	{
