@@ -3,6 +3,7 @@ package probes
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -210,28 +211,123 @@ func FuzzParseTargetArgs(f *testing.F) {
 	addSeeds(f, "FuzzParseTargetArgs")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := string(b)
-		_, err := parseVDOTable(1, s)
+		fields := strings.Fields(s)
+		num := func(v string) uint64 {
+			n, _ := strconv.ParseUint(v, 10, 64)
+			return n
+		}
+		vt, err := parseVDOTable(1, s)
 		errMust(t, err, "dmsetup table: vdo: ")
-		_, err = parseVDOStatus(s)
+		if err == nil {
+			// The optional arguments are the key/value pairs after the six
+			// fixed fields; the numbers read back what the pairs say.
+			opts := map[string]string{}
+			for i := 6; i+1 < len(fields); i += 2 {
+				opts[fields[i]] = fields[i+1]
+			}
+			dedupe := true // dm-vdo's default
+			if v, ok := opts["deduplication"]; ok {
+				dedupe = v == "on"
+			}
+			want := func(key string, def uint64) uint64 {
+				if v, ok := opts[key]; ok {
+					return num(v)
+				}
+				return def
+			}
+			if !reflect.DeepEqual(vt.Options, opts) || vt.StorageDevice != fields[1] || vt.PhysicalBlocks != num(fields[2]) ||
+				vt.MaxDiscard != want("maxDiscard", 1) || uint64(vt.Logical) != want("logical", 0) ||
+				uint64(vt.Physical) != want("physical", 0) || uint64(vt.Hash) != want("hash", 0) || uint64(vt.CPU) != want("cpu", 1) ||
+				vt.Deduplication != dedupe {
+				t.Errorf("%q: vdo table %+v does not read back its fields", s, vt)
+			}
+		}
+		vs, err := parseVDOStatus(s)
 		errMust(t, err, "dmsetup status: vdo: ")
-		_, err = parseThinPoolStatus(s)
+		if err == nil && (vs.Device != fields[0] || vs.Mode != fields[1] || vs.IndexState != fields[3] ||
+			vs.UsedBlocks != num(fields[5]) || vs.TotalBlocks != num(fields[6])) {
+			t.Errorf("%q: vdo status %+v does not read back its fields", s, vs)
+		}
+		ts, err := parseThinPoolStatus(s)
 		errMust(t, err, "dmsetup status: thin-pool: ")
+		if err == nil && !ts.Failed {
+			meta, data := strings.Split(fields[1], "/"), strings.Split(fields[2], "/")
+			if ts.TransactionID != num(fields[0]) || ts.UsedMetaBlocks != num(meta[0]) || ts.MetaBlocks != num(meta[1]) ||
+				ts.UsedDataBlocks != num(data[0]) || ts.DataBlocks != num(data[1]) ||
+				ts.OutOfDataSpace != (fields[4] == "out_of_data_space") || ts.ReadOnly != (fields[4] == "ro") ||
+				ts.NeedsCheck != (fields[7] == "needs_check") {
+				t.Errorf("%q: thin-pool status %+v does not read back its fields", s, ts)
+			}
+		}
 	})
 }
 
 func FuzzParseVDOStats(f *testing.F) {
 	addSeeds(f, "FuzzParseVDOStats")
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, err := parseVDOStats(b)
+		st, err := parseVDOStats(b)
 		errMust(t, err, "dmsetup message stats: ")
+		if err != nil {
+			return
+		}
+		// Each named field is the flattened leaf of that name (0 when absent).
+		for key, got := range map[string]uint64{
+			"dataBlocksUsed": st.DataBlocksUsed, "overheadBlocksUsed": st.OverheadBlocksUsed,
+			"logicalBlocksUsed": st.LogicalBlocksUsed, "physicalBlocks": st.PhysicalBlocks, "logicalBlocks": st.LogicalBlocks,
+			"completeRecoveries": st.CompleteRecoveries, "readOnlyRecoveries": st.ReadOnlyRecoveries,
+			"hashLock.dedupeAdviceValid": st.DedupeAdviceValid, "hashLock.dedupeAdviceStale": st.DedupeAdviceStale,
+			"dedupeAdviceTimeouts": st.DedupeAdviceTimeouts, "errors.invalidAdvicePBNCount": st.InvalidAdvicePBN,
+			"errors.noSpaceErrorCount": st.NoSpaceErrors, "errors.readOnlyErrorCount": st.ReadOnlyErrors,
+		} {
+			want := uint64(0)
+			if v, ok := st.Values[key]; ok {
+				want, _ = strconv.ParseUint(v, 10, 64)
+			}
+			if got != want {
+				t.Errorf("%q: field %s = %d, its leaf %q", b, key, got, st.Values[key])
+			}
+		}
+		if st.Mode != st.Values["mode"] {
+			t.Errorf("%q: mode %q, leaf %q", b, st.Mode, st.Values["mode"])
+		}
+		for k, v := range st.Values {
+			if v != strings.TrimSpace(v) || !strings.Contains(string(b), v) || strings.HasPrefix(k, ".") || strings.HasSuffix(k, ".") {
+				t.Errorf("%q: leaf %q = %q is not a trimmed value of the input under a dotted key", b, k, v)
+			}
+		}
 	})
 }
 
 func FuzzParseLVMConfig(f *testing.F) {
 	addSeeds(f, "FuzzParseLVMConfig")
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, err := parseLVMConfig(b)
+		m, err := parseLVMConfig(b)
 		errMust(t, err, "lvmconfig: ")
+		if err != nil {
+			return
+		}
+		// The same text inside one more section gives the same values
+		// under that section's name.
+		wrapped, err := parseLVMConfig([]byte("outer {\n" + string(b) + "\n}\n"))
+		if err != nil {
+			t.Fatalf("%q parses alone but not inside a section: %v", b, err)
+		}
+		want := map[string]string{}
+		for k, v := range m {
+			want["outer/"+k] = v
+			if v != strings.TrimSpace(v) {
+				t.Errorf("%q: value %q of %s not trimmed", b, v, k)
+			}
+		}
+		if len(wrapped) != len(want) {
+			t.Errorf("%q inside a section: %d keys, want %d", b, len(wrapped), len(want))
+		}
+		for k, v := range want {
+			if got, ok := wrapped[k]; !ok || got != v {
+				t.Errorf("inside a section: %s = %q (present %v), want %q", k, got, ok, v)
+				break
+			}
+		}
 	})
 }
 
@@ -242,6 +338,24 @@ func FuzzDecodeVDOBlocks(f *testing.F) {
 		errMust(t, err, "vdo geometry: ")
 		if err == nil && l.Index.First > l.Index.Last+1 {
 			t.Errorf("index range %+v", l.Index)
+		}
+		if err == nil {
+			// The nonce is the field at 0x20; a geometry block long enough
+			// to hold its CRC-32 refuses a changed nonce.
+			if l.Nonce != binary.LittleEndian.Uint64(b[0x20:]) {
+				t.Errorf("nonce %#x, field %#x", l.Nonce, binary.LittleEndian.Uint64(b[0x20:]))
+			}
+			crcAt := 0x40 + 24 + 9
+			if binary.LittleEndian.Uint32(b[12:]) == 4 {
+				crcAt = 0x38 + 24 + 9
+			}
+			if len(b) >= crcAt+4 {
+				bad := bytes.Clone(b)
+				bad[0x20] ^= 1
+				if _, err := decodeVDOGeometry(bad); err == nil || !strings.Contains(err.Error(), "checksum") {
+					t.Errorf("geometry with a changed nonce: %v, want a checksum error", err)
+				}
+			}
 		}
 		if l == nil {
 			l = &VDOLayout{}
@@ -254,17 +368,91 @@ func FuzzParseSysfs(f *testing.F) {
 	addSeeds(f, "FuzzParseSysfs")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := string(b)
-		_, err := parseHumanBytes(s)
-		_ = err
-		_, _ = parseCacheMode(s)
-		_, err = parseCPUList(b)
+		hn, herr := parseHumanBytes(s)
+		if herr == nil && hn < 1<<62 {
+			// bch_hprint of the value parses back to at most the value, and
+			// short of it by less than a tenth of the printed unit plus one
+			// unit below it (the print truncates to one decimal).
+			p := Hprint(int64(hn))
+			back, err := parseHumanBytes(p)
+			unit := uint64(1) << (10 * (strings.IndexByte("?kMGTPEZY", p[len(p)-1])))
+			if err != nil || back > hn+1 || hn-min(hn, back) > unit/10+unit>>10+1 {
+				t.Errorf("%q = %d; Hprint %q parses back to %d (%v)", s, hn, p, back, err)
+			}
+		}
+		if m, err := parseCacheMode(s); err == nil && (!strings.Contains(s, "["+m+"]") || strings.Contains(m, "]")) {
+			t.Errorf("%q: cache mode %q is not the bracketed choice", s, m)
+		}
+		n, err := parseCPUList(b)
 		errMust(t, err, "cpu list")
-		_, err = parseMeminfo(b)
+		if err == nil && n < 1<<20 {
+			// A list twice over counts twice the CPUs.
+			if n2, err := parseCPUList([]byte(strings.TrimSpace(s) + "," + strings.TrimSpace(s))); err != nil || n2 != 2*n || n < 1 {
+				t.Errorf("%q counts %d CPUs, twice over %d (%v)", s, n, n2, err)
+			}
+		}
+		mem, err := parseMeminfo(b)
 		errMust(t, err, "/proc/meminfo: ")
-		_, err = parseStorageCfg(b)
+		if err == nil {
+			// The last MemTotal and MemAvailable lines, in bytes.
+			want := map[string]uint64{}
+			for _, line := range strings.Split(s, "\n") {
+				k, v, _ := strings.Cut(line, ":")
+				if f := strings.Fields(v); (k == "MemTotal" || k == "MemAvailable") && len(f) > 0 {
+					want[k], _ = strconv.ParseUint(f[0], 10, 64)
+					if len(f) > 1 && f[1] == "kB" {
+						want[k] *= 1024
+					}
+				}
+			}
+			if mem.TotalBytes != want["MemTotal"] || mem.AvailableBytes != want["MemAvailable"] {
+				t.Errorf("%q: meminfo %+v, want %v", s, mem, want)
+			}
+		}
+		pve, err := parseStorageCfg(b)
 		errMust(t, err, "storage.cfg: ")
-		buildBcache("bcache0", map[string]string{"cache_mode": s, "sequential_cutoff": s, "writeback_percent": s, "dirty_data": s}, s)
-		buildCacheSet("x", map[string]string{"errors": s, "journal_delay_ms": s})
+		if err == nil {
+			// One storage per unindented line; the named fields are options.
+			heads := 0
+			for _, line := range strings.Split(s, "\n") {
+				if tl := strings.TrimSpace(line); tl != "" && !strings.HasPrefix(tl, "#") && line[0] != ' ' && line[0] != '\t' {
+					heads++
+				}
+			}
+			if len(pve.Storages) != heads {
+				t.Errorf("%q: %d storages, %d header lines", s, len(pve.Storages), heads)
+			}
+			for _, st := range pve.Storages {
+				if st.VG != st.Options["vgname"] || st.Saferemove != (st.Options["saferemove"] == "1") ||
+					st.SaferemoveDiscard != (st.Options["saferemove_discard"] == "1") {
+					t.Errorf("%q: storage %+v does not match its options", s, st)
+				}
+			}
+		}
+		// A malformed sysfs value is an error naming the field, never a
+		// silent zero; a good one is the parsed value.
+		bc := buildBcache("bcache0", map[string]string{"cache_mode": s, "sequential_cutoff": s, "writeback_percent": s, "dirty_data": s}, s)
+		named := func(field string) bool {
+			for _, e := range bc.Errors {
+				if strings.Contains(e, ": "+field+": ") {
+					return true
+				}
+			}
+			return false
+		}
+		if named("sequential_cutoff") != (herr != nil) || herr == nil && (bc.SequentialCutoff != hn || bc.DirtyData != hn) {
+			t.Errorf("%q: sequential_cutoff %d, errors %q; parseHumanBytes %d, %v", s, bc.SequentialCutoff, bc.Errors, hn, herr)
+		}
+		if wp, err := strconv.ParseUint(s, 10, 64); named("writeback_percent") != (err != nil) || err == nil && uint64(bc.WritebackPercent) != wp && wp <= 1<<31 {
+			t.Errorf("%q: writeback_percent %d, errors %q", s, bc.WritebackPercent, bc.Errors)
+		}
+		if _, err := parseCacheMode(s); named("cache_mode") != (err != nil) {
+			t.Errorf("%q: cache_mode %q, errors %q", s, bc.CacheMode, bc.Errors)
+		}
+		cs := buildCacheSet("x", map[string]string{"errors": s, "journal_delay_ms": s})
+		if jd, err := strconv.ParseUint(s, 10, 64); (len(cs.Errors) > 0) != (err != nil) || err == nil && cs.JournalDelayMS != jd {
+			t.Errorf("%q: journal_delay_ms %d, errors %q", s, cs.JournalDelayMS, cs.Errors)
+		}
 	})
 }
 
@@ -284,8 +472,20 @@ func FuzzParseSnapshot(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-parse: %v", err)
 		}
-		if len(s2.Commands) != len(s.Commands) || len(s2.Files) != len(s.Files) {
-			t.Errorf("round trip: %d/%d commands, %d/%d files", len(s2.Commands), len(s.Commands), len(s2.Files), len(s.Files))
+		if s2.Host != s.Host || s2.Version != s.Version || !s2.Time.Equal(s.Time) ||
+			len(s2.Commands) != len(s.Commands) || len(s2.Files) != len(s.Files) {
+			t.Fatalf("round trip: header or record counts changed: %q %q %v, %d commands, %d files; was %q %q %v, %d, %d",
+				s2.Host, s2.Version, s2.Time, len(s2.Commands), len(s2.Files), s.Host, s.Version, s.Time, len(s.Commands), len(s.Files))
+		}
+		for k, rec := range s.Commands {
+			if !reflect.DeepEqual(s2.Commands[k], rec) {
+				t.Errorf("round trip changed command %q:\n got %+v\nwant %+v", k, s2.Commands[k], rec)
+			}
+		}
+		for k, rec := range s.Files {
+			if !reflect.DeepEqual(s2.Files[k], rec) {
+				t.Errorf("round trip changed file record %q:\n got %+v\nwant %+v", k, s2.Files[k], rec)
+			}
 		}
 	})
 }

@@ -288,6 +288,14 @@ func ParseSnapshot(data []byte) (*Snapshot, error) {
 			rec.Data = data
 		}
 		i := strings.IndexByte(key, '/')
+		for _, op := range []string{OpFile, OpDir, OpLink, OpReadAt} {
+			// A recorded name need not be a path: LVM names a PV whose
+			// device is gone "[unknown]", and the probe reads it as a link.
+			if strings.HasPrefix(key, op) && (i < 0 || i > len(op)) {
+				i = len(op)
+				break
+			}
+		}
 		if i <= 0 {
 			return nil, fmt.Errorf("snapshot member %s: no operation prefix", name)
 		}

@@ -146,3 +146,31 @@ func TestParseSnapshotErrors(t *testing.T) {
 		})
 	}
 }
+
+// The snapshot of a host with a missing PV (e2e capture vg-incomplete)
+// holds the probe's readlink of LVM's name for it, "[unknown]": a recorded
+// name that is not a path must parse back and replay its error.
+func TestSnapshotUnknownPVLink(t *testing.T) {
+	s, err := ReadSnapshotFile(filepath.Join("..", "reconcile", "testdata", "snapshots", "vg-incomplete.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, ok := s.Files[OpLink+"[unknown]"]
+	if !ok || !rec.NotExist {
+		t.Fatalf("no not-exist link record for [unknown]: %+v", rec)
+	}
+	text, err := s.MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseSnapshot(text)
+	if err != nil {
+		t.Fatalf("re-parse: %v", err)
+	}
+	if got := again.Files[OpLink+"[unknown]"]; got.Path != "[unknown]" || !got.NotExist {
+		t.Errorf("after a round trip: %+v", got)
+	}
+	if _, err := Replay(again).FS.Readlink("[unknown]"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("replayed readlink [unknown]: %v, want not-exist", err)
+	}
+}

@@ -77,7 +77,15 @@ func instantiateBcache(t testing.TB, h *probes.Host, tmplPath string) string {
 		t.Fatal(err)
 	}
 	for _, b := range h.Bcache {
-		tmpl = []byte(strings.NewReplacer("@BACKING@", b.UUID, "@CSET@", b.CacheSet).Replace(string(tmpl)))
+		cset := b.CacheSet
+		if cset == "" && len(h.CacheSets) == 1 {
+			// A detached backing device names no set: declare the one
+			// cache set the host has, as its desired state would.
+			for uuid := range h.CacheSets {
+				cset = uuid
+			}
+		}
+		tmpl = []byte(strings.NewReplacer("@BACKING@", b.UUID, "@CSET@", cset).Replace(string(tmpl)))
 	}
 	path := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(tmplPath), ".in"))
 	if err := os.WriteFile(path, tmpl, 0o644); err != nil {
@@ -217,11 +225,76 @@ var scenarios = []scenario{
 			"vdo.slab_remainder@vdolab/vdopool"},
 		actions: []string{"lvm.conf:lvm.conf"},
 	},
-	{name: "audit-thin-health", snapshot: "thin-health"},
-	{name: "audit-vdo-defaults", snapshot: "vdo-defaults"},
-	{name: "audit-vdo-thick", snapshot: "vdo-thick"},
-	{name: "audit-thin", snapshot: "thin"},
-	{name: "audit-bcache-defaults", snapshot: "bcache-defaults"},
+	// Captured by e2e/capture-fixtures.sh for the findings no other
+	// scenario produced (each snapshot is one real-kernel state).
+	{
+		// The thin stack after vgchange -an thinvg: the declared pools are
+		// inactive; the thin pools' own findings stay.
+		name: "thin-inactive", snapshot: "thin-inactive", desired: "thin",
+		want:    []string{"thin.chunk_size@thinvg/tpbad", "thin.zeroing@thinvg/tpbad", "vg.inactive@thinvg"},
+		actions: []string{"thin.zeroing:thinvg/tpbad", "thin.chunk_size:thinvg/tpbad"},
+	},
+	{
+		// The article's lab after lvchange --deduplication n; this capture
+		// also records that keel's PV-scan rule was never written.
+		// The capture's filter ends in a|.*| (written before keel followed
+		// LVM's alias rule): the declared filter is put back as well.
+		name: "vdo-nodedupe", snapshot: "vdo-nodedupe", desired: "vdo-thick",
+		want: []string{"activation.udev_rule@udev:/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules",
+			"lvm.global_filter@lvm.conf", "vdo.deduplication@vdolab/vdopool", "vdo.slab_remainder@vdolab/vdopool"},
+		actions: []string{"lvm.conf:lvm.conf", "vdo.deduplication:vdolab/vdopool", "activation.udev_rule:/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules"},
+	},
+	{
+		// lvm.conf with use_devicesfile = 1, declared off.
+		name: "devices-file", snapshot: "devices-file", desired: "devices-file",
+		want:    []string{"lvm.devices_file@lvm.conf"},
+		actions: []string{"lvm.conf:lvm.conf"},
+	},
+	{
+		// incvg after the kernel deleted its HDD: partial, nothing to run.
+		name: "vg-incomplete", snapshot: "vg-incomplete", desired: "vg-incomplete",
+		want: []string{"vg.incomplete@incvg"},
+	},
+	{
+		// The article's bcache with its cache set detached ("no cache"),
+		// keel's bcache rule never written; keel does not re-attach.
+		name: "bcache-detached", snapshot: "bcache-detached", desired: "bcache",
+		want:    []string{"bcache.state@bcache:@UUID@", "bcache.udev_rule@udev:/etc/udev/rules.d/70-keel-bcache.rules"},
+		actions: []string{"bcache.udev_rule:/etc/udev/rules.d/70-keel-bcache.rules"},
+	},
+	// Audits: the reference rules alone, no desired state, never an action.
+	{
+		// The article's 4/4/2/3/2/1 threads on the guest's 2 CPUs, beside
+		// the health findings the desired state also gives; the capture's
+		// filter ends in a|.*|, so scan_lvs=1 shows VM-disk LVs.
+		name: "audit-thin-health", snapshot: "thin-health",
+		want: []string{"lvm.global_filter@lvm.conf", "thin.data_usage@thinvg/tpfull", "thin.health@thinvg/tpfull", "thin.on_vdo@vdovg/tpv",
+			"vdo.slab_remainder@vdolab/vdopool", "vdo.threads@vdolab/vdopool"},
+	},
+	{
+		// LVM's defaults: ten threads, max_discard 1, 40G virtual on 20G.
+		name: "audit-vdo-defaults", snapshot: "vdo-defaults",
+		want: []string{"vdo.max_discard@vdodef/vdopool", "vdo.overcommit@vdodef/vdolv", "vdo.slab_remainder@vdodef/vdopool",
+			"vdo.threads@vdodef/vdopool"},
+	},
+	{
+		// The article's lab: its discard size passes, its thread layout is
+		// more than 2 CPUs want, and the capture's filter (seed 000's
+		// rejects followed by a|.*|, as keel wrote it before it followed
+		// LVM's alias rule) lets VM-disk LVs through.
+		name: "audit-vdo-thick", snapshot: "vdo-thick",
+		want: []string{"lvm.global_filter@lvm.conf", "vdo.slab_remainder@vdolab/vdopool", "vdo.threads@vdolab/vdopool"},
+	},
+	{
+		// tpbad's 8M chunks and zeroing; tp (512K, -Z n) passes.
+		name: "audit-thin", snapshot: "thin",
+		want: []string{"thin.chunk_size@thinvg/tpbad", "thin.zeroing@thinvg/tpbad"},
+	},
+	{
+		// The kernel's defaults after re-registration.
+		name: "audit-bcache-defaults", snapshot: "bcache-defaults",
+		want: []string{"bcache.tunable@bcache:@UUID@"},
+	},
 }
 
 func (s scenario) run(t testing.TB) (*probes.Host, Result) {
@@ -245,24 +318,27 @@ func TestPlanScenarios(t *testing.T) {
 	for _, s := range scenarios {
 		t.Run(s.name, func(t *testing.T) {
 			h, r := s.run(t)
-			if s.want != nil {
-				var want, wantActions []string
-				for _, k := range s.want {
-					want = append(want, bcacheKey(h, k))
-				}
-				for _, k := range s.actions {
-					wantActions = append(wantActions, bcacheKey(h, k))
-				}
-				if got := keys(r.Findings); !slices.Equal(got, want) {
-					t.Errorf("findings\n got %q\nwant %q", got, want)
-				}
-				var ids []string
-				for _, a := range r.Actions {
-					ids = append(ids, a.ID)
-				}
-				if !slices.Equal(ids, wantActions) {
-					t.Errorf("actions\n got %q\nwant %q", ids, wantActions)
-				}
+			// Exact IDs for every scenario, written here: the goldens below
+			// are regenerated from the code under test and prove nothing alone.
+			if s.want == nil {
+				t.Fatal("scenario without explicit expected findings (want)")
+			}
+			var want, wantActions []string
+			for _, k := range s.want {
+				want = append(want, bcacheKey(h, k))
+			}
+			for _, k := range s.actions {
+				wantActions = append(wantActions, bcacheKey(h, k))
+			}
+			if got := keys(r.Findings); !slices.Equal(got, want) {
+				t.Errorf("findings\n got %q\nwant %q", got, want)
+			}
+			var ids []string
+			for _, a := range r.Actions {
+				ids = append(ids, a.ID)
+			}
+			if !slices.Equal(ids, wantActions) {
+				t.Errorf("actions\n got %q\nwant %q", ids, wantActions)
 			}
 			checkInvariants(t, r)
 			rep := NewReport(HostInfo{Name: h.Hostname, Mode: map[bool]string{true: "audit", false: "desired"}[s.desired == ""],

@@ -19,7 +19,9 @@ func init() {
 
 // runSnapshot records a probe pass. Exit 0 when written (even if some
 // objects could not be probed: their errors are in the snapshot), 2 when
-// the snapshot could not be made or written.
+// the snapshot could not be made or written. With --verify, also 2 when the
+// live pass or the replay of the written snapshot failed, or when the two
+// models differ; nothing is written then.
 func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -51,6 +53,12 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		printTimings(stderr, time.Since(start), rec.Timings())
 	}
 	if perr != nil {
+		if *verify {
+			// Nothing to verify: a replay that fails the same way would
+			// "equal" a pass that failed.
+			fmt.Fprintf(stderr, "keel snapshot: verify: the live pass failed: %v\n", perr)
+			return exitError
+		}
 		fmt.Fprintf(stderr, "keel snapshot: warning: %v\n", perr)
 	}
 	snap := rec.Snapshot(h.Hostname, Version, time.Now())
@@ -95,14 +103,19 @@ func printTimings(w io.Writer, total time.Duration, t map[string]time.Duration) 
 }
 
 // verifySnapshot parses the written snapshot back, probes its replay and
-// compares the model with the recorded pass's.
+// compares the model with the recorded pass's. A replay that fails is a
+// failed verification, whatever its model.
 func verifySnapshot(data []byte, live *probes.Host, stderr io.Writer) int {
 	snap, err := probes.ParseSnapshot(data)
 	if err != nil {
 		fmt.Fprintf(stderr, "keel snapshot: verify: %v\n", err)
 		return exitError
 	}
-	replayed, _ := probes.Probe(context.Background(), probes.Replay(snap))
+	replayed, err := probes.Probe(context.Background(), probes.Replay(snap))
+	if err != nil {
+		fmt.Fprintf(stderr, "keel snapshot: verify: the replay failed: %v\n", err)
+		return exitError
+	}
 	diff, err := probes.Diff(live, replayed, 20)
 	if err != nil {
 		fmt.Fprintf(stderr, "keel snapshot: verify: %v\n", err)

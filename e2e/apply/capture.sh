@@ -4,13 +4,20 @@
 # trixie's stock lvm.conf, bcache sysfs read-backs (including a clamped
 # writeback_percent) and raw uevent datagrams of a bcache re-registration.
 # Run with: e2e/vm-run.sh --nvme 20G --hdd 8G --ssd 4G --hdd 4G \
-#             e2e/apply/capture.sh <static ueventcap binary>
-# Results land in the share's out/capture/.
+#             e2e/apply/capture.sh e2e/scenarios/stacks.sh <static ueventcap binary>
+# Results land in the share's out/capture/. A setup step that fails stops the
+# capture with exit 1 (its outputs are not fixtures); the recorded commands
+# (rec) may fail, their status is part of what is captured.
 set -u
+. "$SHARE/stacks.sh"
 O=$OUT/capture
 mkdir -p "$O"
 versions >"$O/versions.txt" 2>&1
-nv=$(disk nvme0) hdd=$(disk hdd1) ssd=$(disk ssd2) spare=$(disk hdd3)
+must() { "$@" || { echo "capture: setup failed: $*" >&2; exit 1; }; }
+nv=$(disk nvme0) || exit 1
+hdd=$(disk hdd1) || exit 1
+ssd=$(disk ssd2) || exit 1
+spare=$(disk hdd3) || exit 1
 rec() { # rec NAME CMD... : stdout to NAME.out, stderr to NAME.err, status to NAME.rc
 	local name=$1
 	shift
@@ -26,14 +33,14 @@ printf 'devices {\n\tscan_lvs = "bogus"\n}\n' >>"$bad/lvm.conf"
 rec validate-bad env LVM_SYSTEM_DIR="$bad" lvmconfig --validate
 
 rec blkid-blank blkid -p -o export "$nv"
-mkfs.ext4 -q -F "$spare"
+must mkfs.ext4 -q -F "$spare"
 rec blkid-ext4 blkid -p -o export "$spare"
-pvcreate -q "$nv"
+must pvcreate -q "$nv"
 rec blkid-pv blkid -p -o export "$nv"
 rec pvs-orphan pvs --noheadings -o vg_name "$nv"
-vgcreate -q vgcap "$nv"
+must vgcreate -q vgcap "$nv"
 rec pvs-member pvs --noheadings -o vg_name "$nv"
-lvcreate -q -y --type vdo -n vdocap -L 5G -V 10G --vdosettings index_memory_size_mb=256 vgcap/vpcap
+must lvcreate -q -y --type vdo -n vdocap -L 5G -V 10G --vdosettings index_memory_size_mb=256 vgcap/vpcap
 rec lvs-closed lvs --reportformat json -o lv_name,pool_lv,lv_device_open vgcap
 exec 3</dev/vgcap/vdocap
 rec lvs-open lvs --reportformat json -o lv_name,pool_lv,lv_device_open vgcap
@@ -45,13 +52,14 @@ cap=$!
 udevadm monitor --kernel --property >"$O/udevadm-monitor.txt" 2>&1 &
 mon=$!
 sleep 0.5
-make-bcache -C "$ssd" >/dev/null
-make-bcache -B "$hdd" >/dev/null
+must make-bcache -C "$ssd" >/dev/null
+must make-bcache -B "$hdd" >/dev/null
 udevadm settle
 for i in $(seq 50); do [ -e /sys/block/bcache0/bcache ] && break; sleep 0.1; done
-cset=$(basename "$(ls -d /sys/fs/bcache/*-*)")
+must test -e /sys/block/bcache0/bcache
+cset=$(bcache_cset "$ssd")
 echo "$cset" >"$O/cset-uuid.txt"
-echo "$cset" >/sys/block/bcache0/bcache/attach
+echo "$cset" >/sys/block/bcache0/bcache/attach || { echo "capture: attach $cset failed" >&2; exit 1; }
 b=/sys/block/bcache0/bcache
 for f in sequential_cutoff writeback_percent writeback_rate writeback_rate_minimum cache_mode state; do
 	cat "$b/$f" >"$O/bcache-default-$f.txt"
@@ -80,19 +88,14 @@ readlink -f /sys/block/bcache0/bcache/.. >"$O/bcache0-dir.txt"
 cat $b/backing_dev_uuid >"$O/bcache-backing_dev_uuid.txt" 2>&1
 ls /sys/block/bcache0/bcache/ >"$O/bcache-attrs.txt"
 
-# Stop and register again: what a reboot does to the tunables.
-echo 1 >$b/stop
-echo 1 >/sys/fs/bcache/$cset/unregister
-for i in $(seq 50); do [ -e /sys/block/bcache0 ] || break; sleep 0.1; done
-sleep 0.5
-echo "$ssd" >/sys/fs/bcache/register
-echo "$hdd" >/sys/fs/bcache/register
-udevadm settle
-for i in $(seq 50); do [ -e /sys/block/bcache0/bcache ] && break; sleep 0.1; done
+# Stop and register again: what a reboot does to the tunables (stacks.sh's
+# bcache_reregister waits for a new bcache0, not the old one going away).
+must bcache_reregister "$ssd" "$hdd"
 for f in sequential_cutoff writeback_percent cache_mode; do
 	cat "/sys/block/bcache0/bcache/$f" >"$O/bcache-reregistered-$f.txt"
 done
 sleep 1
 kill $cap $mon 2>/dev/null
 ls "$O/uevents" | wc -l >"$O/uevent-count.txt"
+[ "$(cat "$O/uevent-count.txt")" -gt 0 ] || { echo "capture: no uevent captured" >&2; exit 1; }
 echo capture done

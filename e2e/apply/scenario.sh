@@ -9,7 +9,9 @@
 #          e2e/apply/scenario.sh e2e/scenarios/stacks.sh <dir holding desired/>
 set -uo pipefail
 . "$SHARE/stacks.sh"
-nv=$(disk nvme0) hd=$(disk hdd1) ssd=$(disk ssd2)
+nv=$(disk nvme0) || exit 2
+hd=$(disk hdd1) || exit 2
+ssd=$(disk ssd2) || exit 2
 D=$SHARE/desired
 lvm_conf_save
 fail=0
@@ -166,12 +168,29 @@ vgremove -ff -y vdovg >/dev/null 2>&1
 vgremove -ff -y vdolab >/dev/null 2>&1
 rm -f /etc/keel/*.cue
 install_desired "$D/bcache.cue"
+# Make the value wrong first: since step 1 sequential_cutoff reads 0.0k, so
+# only the daemon can bring it back from 8.0M (no uevent, so no udev rule).
+echo 8388608 >/sys/block/bcache0/bcache/sequential_cutoff
+reads /sys/block/bcache0/bcache/sequential_cutoff 8.0M || flunk "sequential_cutoff not dirtied: $(cat /sys/block/bcache0/bcache/sequential_cutoff)"
 "$KEEL" run -c /etc/keel --textfile "$OUT/keel.prom" --resync 3s >"$OUT/daemon.log" 2>&1 &
 dpid=$!
 wait_for 30 test -s "$OUT/keel.prom" >/dev/null || flunk "daemon wrote no textfile"
-wait_for 10 reads /sys/block/bcache0/bcache/sequential_cutoff 0.0k >/dev/null || flunk "daemon did not converge bcache"
+if wait_for 10 reads /sys/block/bcache0/bcache/sequential_cutoff 0.0k >/dev/null; then
+	pass "daemon converged bcache (sequential_cutoff 8.0M back to 0.0k)"
+else
+	flunk "daemon did not converge bcache: sequential_cutoff $(cat /sys/block/bcache0/bcache/sequential_cutoff)"
+fi
 
-# 5a. stop and register again: the kernel forgets the tunables.
+# 5a. stop and register again: the kernel forgets the tunables. keel's own
+# 70-keel-bcache.rules would restore them at registration too, so for this
+# step a rule that sorts between bcache-tools' 69-bcache.rules and keel's
+# renames the event's CACHED_UUID, and keel's rule no longer matches; the
+# file keel judges stays as keel wrote it. Only the daemon (the uevent, its
+# bcache fast path) can put the values back, and its log must say it did.
+mask=/etc/udev/rules.d/69-zz-keel-e2e-mask.rules
+echo 'SUBSYSTEM=="block", KERNEL=="bcache[0-9]*", ENV{CACHED_UUID}=="?*", ENV{CACHED_UUID}="masked-by-e2e"' >"$mask"
+udevadm control --reload
+logged=$(wc -l <"$OUT/daemon.log")
 bcache_reregister "$ssd" "$hd" || flunk "re-register"
 if ms=$(wait_for 10 reads /sys/block/bcache0/bcache/sequential_cutoff 0.0k); then
 	echo "$ms" >"$OUT/bcache-restore-ms"
@@ -180,6 +199,15 @@ if ms=$(wait_for 10 reads /sys/block/bcache0/bcache/sequential_cutoff 0.0k); the
 else
 	flunk "tunables not restored after re-registration: $(bcache_show "$ssd" | tr '\n' ' ')"
 fi
+# The daemon's own account: the uevent seen, then a fast path that wrote.
+tail -n +"$((logged + 1))" "$OUT/daemon.log" >"$OUT/daemon-5a.log"
+if grep -q 'bcache device registered' "$OUT/daemon-5a.log" && grep -q 'bcache fast path.*converged=[1-9]' "$OUT/daemon-5a.log"; then
+	pass "the daemon saw the registration uevent and its fast path wrote the tunables"
+else
+	flunk "no daemon fast-path write after the re-registration: $(grep -i bcache "$OUT/daemon-5a.log" | tr '\n' ' ')"
+fi
+rm -f "$mask"
+udevadm control --reload
 bcache_show "$ssd" >"$OUT/bcache-restored.txt"
 
 # 5b. lvm.conf reset while the daemon runs.

@@ -27,7 +27,9 @@
 set -uo pipefail
 . "$SHARE/stacks.sh"
 . "$SHARE/bench.env"
-nv=$(disk nvme0) hd=$(disk hdd1) ssd=$(disk ssd2)
+nv=$(disk nvme0) || exit 2
+hd=$(disk hdd1) || exit 2
+ssd=$(disk ssd2) || exit 2
 lvm_conf_save
 now() { date +%s%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", (b - a) / 1e9 }'; }

@@ -5,7 +5,9 @@
 # a pve-guests stand-in. Disks: nvme0 20G, hdd1 60G (slow), ssd2 8G (cache).
 set -uo pipefail
 . "$SHARE/stacks.sh"
-nv=$(disk nvme0) hd=$(disk hdd1) ssd=$(disk ssd2)
+nv=$(disk nvme0) || exit 2
+hd=$(disk hdd1) || exit 2
+ssd=$(disk ssd2) || exit 2
 fail=0
 pass() { echo "PASS: $*"; }
 flunk() { echo "FAIL: $*"; fail=1; }

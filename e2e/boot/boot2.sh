@@ -26,28 +26,40 @@ echo "activate_start_to_ready_ms=$(((a - s) / 1000))" | tee "$OUT/activate-ready
 cset=$(basename "$(readlink -f /sys/block/bcache0/bcache/cache)")
 cat "/sys/fs/bcache/$cset/congested_read_threshold_us" "/sys/fs/bcache/$cset/congested_write_threshold_us" >"$OUT/congested.txt" 2>&1
 [ "$(tr '\n' ' ' <"$OUT/congested.txt")" = "0 0 " ] && pass "cache-set congested thresholds 0 0" || flunk "congested: $(cat "$OUT/congested.txt")"
-# Who set them: keel-activate logs a "boot action" when it had to write sysfs;
-# none means keel's udev rule did it at registration.
-journalctl -b -u keel-activate.service -o cat >"$OUT/activate.journal" 2>&1
-if grep -q 'boot action.*bcache' "$OUT/activate.journal"; then
-	echo "NOTE: keel-activate re-applied bcache tunables (the udev rule did not)"
-else
-	pass "keel-activate had no bcache tunable to write: the udev rule set them at registration"
-fi
 [ "$(lvmconfig --typeconfig full devices/scan_lvs)" = scan_lvs=1 ] && pass "lvm.conf intact (scan_lvs=1)" || flunk "lvm.conf: $(lvmconfig --typeconfig full devices/scan_lvs)"
 
 systemctl is-active -q keel.service && pass "keel.service active (Type=notify: READY received)" || flunk "keel.service: $(systemctl is-active keel.service); $(journalctl -b -u keel.service -o cat | tail -5)"
-journalctl -b -o json SYSLOG_IDENTIFIER=keel-activate >"$OUT/activate.json" 2>&1
-journalctl -b -o json SYSLOG_IDENTIFIER=keel >"$OUT/keel.json" 2>&1
+rc=0
+journalctl -b -o json SYSLOG_IDENTIFIER=keel-activate >"$OUT/activate.json" 2>"$OUT/activate.json.err" || rc=$?
+[ $rc = 0 ] || flunk "journalctl SYSLOG_IDENTIFIER=keel-activate: exit $rc, $(cat "$OUT/activate.json.err")"
+rc=0
+journalctl -b -o json SYSLOG_IDENTIFIER=keel >"$OUT/keel.json" 2>"$OUT/keel.json.err" || rc=$?
+[ $rc = 0 ] || flunk "journalctl SYSLOG_IDENTIFIER=keel: exit $rc, $(cat "$OUT/keel.json.err")"
 grep -q '"MESSAGE":"stack active"' "$OUT/activate.json" && grep -q '"TOOK":' "$OUT/activate.json" &&
 	pass "journal: keel-activate's structured 'stack active' entry" || flunk "no structured keel-activate entry"
-[ -s "$OUT/keel.json" ] && pass "journal: $(wc -l <"$OUT/keel.json") keel.service entries" || flunk "no keel.service entries"
+# Who set the bcache tunables: keel-activate logs a structured "boot action"
+# entry (field ID, the action) for each value it had to write. Once its pass
+# is known to have run ("stack active", the presence check), no bcache boot
+# action means keel's udev rule had set them at registration.
+if ! grep -q '"MESSAGE":"stack active"' "$OUT/activate.json"; then
+	flunk "keel-activate logged no 'stack active': cannot tell who set the bcache tunables"
+elif grep '"MESSAGE":"boot action"' "$OUT/activate.json" | grep -q '"ID":"bcache'; then
+	flunk "keel-activate had to re-apply bcache tunables, keel's udev rule did not set them: $(grep '"MESSAGE":"boot action"' "$OUT/activate.json" | grep -o '"ID":"bcache[^"]*"' | tr '\n' ' ')"
+else
+	pass "keel-activate ran and wrote no bcache tunable: the udev rule set them at registration"
+fi
+# keel.service's own structured entries (journal fields, not stderr text):
+# the daemon logs "keel running" with its status once its first pass is done.
+grep -q '"MESSAGE":"keel running"' "$OUT/keel.json" && grep -q '"STATUS":' "$OUT/keel.json" &&
+	pass "journal: keel.service's structured 'keel running' entry ($(wc -l <"$OUT/keel.json") entries)" ||
+	flunk "no structured keel.service 'keel running' entry in $(wc -l <"$OUT/keel.json") entries"
 grep -o '"MESSAGE":"activating[^"]*"\|"COMMAND":"[^"]*"' "$OUT/activate.json" >"$OUT/activate-commands.txt" || true
 echo "keel-activate ran: $(tr '\n' ' ' <"$OUT/activate-commands.txt")"
 
 sum=$(head -c 64M /dev/vdovg/data | sha256sum | cut -d' ' -f1)
 [ "$sum" = "$(cat /var/lib/keel-e2e/data.sha256)" ] && pass "data checksum matches" || flunk "checksum $sum != $(cat /var/lib/keel-e2e/data.sha256)"
 rm -f /var/lib/standin/ran
+journalctl -b -u keel-activate.service -o cat >"$OUT/activate.journal" 2>&1
 journalctl -b -o short-monotonic -u keel-activate.service -u pve-guests.service -u keel.service >"$OUT/units.journal" 2>&1
 sync
 exit $fail

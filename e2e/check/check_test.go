@@ -23,7 +23,9 @@ import (
 // stack down. Each check writes $OUT/<case>.json and $OUT/<case>.rc.
 const script = `set -uo pipefail
 . /mnt/host/stacks.sh
-nv=$(disk nvme0) hd=$(disk hdd1) ssd=$(disk ssd2)
+nv=$(disk nvme0) || exit 2
+hd=$(disk hdd1) || exit 2
+ssd=$(disk ssd2) || exit 2
 lvm_conf_save
 D=/mnt/host/desired
 check() { # check CASE DESIRED [extra flags]
@@ -44,7 +46,7 @@ run() { "$@" || { echo "step failed: $*" >&2; fail=1; }; }
 run stack_vdo_defaults "$nv"
 check vdo-defaults-tuned "$D/vdo-defaults-tuned.cue"
 check vdo-defaults-stacked "$D/vdo-defaults-stacked.cue"
-"$KEEL" plan -c "$D/vdo-defaults-tuned.cue" | tee "$OUT/vdo-defaults-tuned.plan"
+"$KEEL" plan -c "$D/vdo-defaults-tuned.cue" --format json >"$OUT/vdo-defaults-tuned.plan.json"
 stack_teardown "$nv" "$hd" "$ssd"
 
 # 2. The split pool, grown onto the HDD (journal moves off the NVMe),
@@ -120,6 +122,37 @@ type report struct {
 	} `json:"summary"`
 }
 
+// planAction is the part of one keel plan --format json action the test reads.
+type planAction struct {
+	ID       string     `json:"id"`
+	Class    string     `json:"class"`
+	Commands [][]string `json:"commands"`
+	Remedies []string   `json:"remedies"`
+}
+
+// planActions reads the actions of a keel plan --format json output.
+func planActions(t *testing.T, r *guest.Result, name string) []planAction {
+	t.Helper()
+	b, err := r.File(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Actions []planAction `json:"actions"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, b)
+	}
+	return p.Actions
+}
+
+// sorted returns a sorted copy of s.
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	sort.Strings(s)
+	return s
+}
+
 func TestCheckOnRealStacks(t *testing.T) {
 	root := guest.RepoRoot(t)
 	files := map[string][]byte{}
@@ -155,6 +188,9 @@ func TestCheckOnRealStacks(t *testing.T) {
 		{"vdo-split-moved", 0, []string{"vdo.slab_remainder@vdosplit/pool"}},
 		{"vdo-split-regrown", 0, []string{"vdo.slab_remainder@vdosplit/pool"}},
 		{"thin", 1, []string{"thin.chunk_size@thinvg/tpbad", "thin.zeroing@thinvg/tpbad"}},
+		// keel check --audit: the reference rules flag tpbad's 8M chunks
+		// and its zeroing, and nothing about tp (512K, zeroing off).
+		{"audit-thin", 1, []string{"thin.chunk_size@thinvg/tpbad", "thin.zeroing@thinvg/tpbad"}},
 		{"bcache-norule", 1, []string{"bcache.udev_rule@udev:" + bcacheRule}},
 		{"bcache", 0, []string{}},
 		{"bcache-defaults", 1, nil}, // checked below: exactly one bcache.tunable, and the rule missing
@@ -196,15 +232,36 @@ func TestCheckOnRealStacks(t *testing.T) {
 			}
 		})
 	}
-	plan, err := r.File("vdo-thick.plan.json")
-	if err != nil {
-		t.Fatal(err)
+	// The plans: the defaults pool gets one maintenance action with the
+	// article's settings, clearing the threads and discard findings; the
+	// grown split pool one pvmove of the journal extents back to the NVMe;
+	// the converged thick stack none.
+	if acts := planActions(t, r, "vdo-defaults-tuned.plan.json"); len(acts) != 1 {
+		t.Errorf("vdo-defaults-tuned plan: %d actions, want 1: %+v", len(acts), acts)
+	} else {
+		a := acts[0]
+		settings := "logical_threads=4 physical_threads=4 hash_zone_threads=2 cpu_threads=3 bio_threads=2 ack_threads=1 max_discard=4096"
+		if a.ID != "vdo.vdosettings:vdodef/vdopool" || a.Class != "maintenance" ||
+			!slices.Equal(sorted(a.Remedies), []string{"vdo.max_discard@vdodef/vdopool", "vdo.threads@vdodef/vdopool"}) ||
+			!slices.ContainsFunc(a.Commands, func(c []string) bool {
+				return slices.Equal(c, []string{"lvchange", "--vdosettings", settings, "vdodef/vdopool"})
+			}) {
+			t.Errorf("vdo-defaults-tuned plan: %+v, want vdo.vdosettings:vdodef/vdopool (maintenance) running lvchange --vdosettings %q and clearing vdo.threads and vdo.max_discard", a, settings)
+		}
 	}
-	var pr struct {
-		Actions []json.RawMessage `json:"actions"`
+	if acts := planActions(t, r, "vdo-split-grown.plan.json"); len(acts) != 1 {
+		t.Errorf("vdo-split-grown plan: %d actions, want 1: %+v", len(acts), acts)
+	} else {
+		a := acts[0]
+		if a.ID != "vdo.layout.journal_off_fast:vdosplit/pool" || a.Class != "live" ||
+			!slices.Equal(a.Remedies, []string{"vdo.layout.journal_off_fast@vdosplit/pool"}) || len(a.Commands) != 1 ||
+			len(a.Commands[0]) != 5 || !slices.Equal(a.Commands[0][:3], []string{"pvmove", "-n", "vdosplit/pool_vdata"}) ||
+			!strings.HasPrefix(a.Commands[0][4], "/dev/nvme") {
+			t.Errorf("vdo-split-grown plan: %+v, want one live pvmove -n vdosplit/pool_vdata <slow extents> /dev/nvme... clearing vdo.layout.journal_off_fast", a)
+		}
 	}
-	if err := json.Unmarshal(plan, &pr); err != nil || len(pr.Actions) != 0 {
-		t.Errorf("plan for the converged vdo-thick stack: %d actions (err %v), want none:\n%s", len(pr.Actions), err, plan)
+	if acts := planActions(t, r, "vdo-thick.plan.json"); len(acts) != 0 {
+		t.Errorf("plan for the converged vdo-thick stack: %d actions, want none: %+v", len(acts), acts)
 	}
 	if dir := os.Getenv("KEEL_CHECK_SNAPSHOT_DIR"); dir != "" {
 		// Keep the inactive-VG capture for reconcile/testdata/snapshots.

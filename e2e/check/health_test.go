@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,8 @@ import (
 // checks them, and records the host as a node snapshot.
 const healthScript = `set -uo pipefail
 . /mnt/host/stacks.sh
-nv=$(disk nvme0) hd=$(disk hdd1)
+nv=$(disk nvme0) || exit 2
+hd=$(disk hdd1) || exit 2
 lvm_conf_save
 stack_vdo_thick "$nv" || exit 1
 step lvcreate -y --type thin-pool --chunksize 512k -Z n -L 2G -n tpv vdovg || exit 1
@@ -61,15 +63,23 @@ func TestCheckHealth(t *testing.T) {
 	if err := json.Unmarshal(js, &rep); err != nil {
 		t.Fatalf("%v\n%s", err, js)
 	}
-	var got []string
+	rcb, err := r.File("health.rc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{}
 	for _, f := range rep.Findings {
 		got = append(got, f.ID+"@"+f.Object)
 	}
 	sort.Strings(got)
-	for _, want := range []string{"thin.on_vdo@vdovg/tpv", "thin.health@thinvg/tpfull", "thin.data_usage@thinvg/tpfull"} {
-		if !slices.Contains(got, want) {
-			t.Errorf("findings %q lack %s", got, want)
-		}
+	// Exact: the two thin layers, the full pool's state and usage, the
+	// slab remainder every pool of the article's size has, and keel's
+	// PV-scan rule for vdovg, which this scenario never writes; exit 1 (a
+	// critical finding).
+	want := []string{"activation.udev_rule@udev:" + pvRule, "thin.data_usage@thinvg/tpfull", "thin.health@thinvg/tpfull",
+		"thin.on_vdo@vdovg/tpv", "vdo.slab_remainder@vdolab/vdopool"}
+	if rc := strings.TrimSpace(string(rcb)); rc != "1" || !slices.Equal(got, want) {
+		t.Errorf("keel check: exit %s, findings\n got %q\nwant exit 1 and %q", rc, got, want)
 	}
 	if dir := os.Getenv("KEEL_CHECK_SNAPSHOT_DIR"); dir != "" {
 		b, err := r.File("thin-health.txtar")

@@ -60,24 +60,43 @@ exit 3
 // TestHungGuestFails shows that a scenario that never ends is cut off by the
 // hard timeout and reported as such, not waited for.
 func TestHungGuestFails(t *testing.T) {
-	ft := &fatalRecorder{TB: t}
-	done := make(chan struct{})
 	start := time.Now()
-	go func() {
-		defer close(done)
-		Run(ft, Spec{Timeout: 45 * time.Second, Script: "echo going to sleep; sleep 3600"})
-	}()
-	<-done
-	if !ft.failed {
-		t.Fatal("a hung guest did not fail the test")
-	}
-	if !strings.Contains(ft.msg, "timed out") {
-		t.Fatalf("failure message %q does not say timed out", ft.msg)
+	msg := runFailing(t, Spec{Timeout: 45 * time.Second, Script: "echo going to sleep; sleep 3600"})
+	if !strings.Contains(msg, "timed out") {
+		t.Fatalf("failure message %q does not say timed out", msg)
 	}
 	if took := time.Since(start); took > 3*time.Minute {
 		t.Fatalf("the timeout took %s to fire", took)
 	}
-	t.Logf("hung guest reported after %.1fs: %s", time.Since(start).Seconds(), firstLine(ft.msg))
+	t.Logf("hung guest reported after %.1fs: %s", time.Since(start).Seconds(), firstLine(msg))
+}
+
+// TestCrashedGuestFails shows that a guest that dies before writing its exit
+// code (here a kernel panic: panic=-1 reboots and qemu runs with -no-reboot)
+// fails the test as a crash, not as a timeout and not as a pass.
+func TestCrashedGuestFails(t *testing.T) {
+	msg := runFailing(t, Spec{Timeout: 2 * time.Minute, Script: "echo crashing the kernel; echo c >/proc/sysrq-trigger; sleep 600"})
+	if !strings.Contains(msg, "wrote no exit code") {
+		t.Fatalf("failure message %q does not say the guest wrote no exit code", firstLine(msg))
+	}
+	t.Logf("crashed guest reported: %s", firstLine(msg))
+}
+
+// runFailing runs spec with a recorder in place of t and returns the
+// harness's failure message; it fails t when the harness did not fail.
+func runFailing(t *testing.T, spec Spec) string {
+	t.Helper()
+	ft := &fatalRecorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ft, spec)
+	}()
+	<-done
+	if !ft.failed {
+		t.Fatalf("the guest (%q) did not fail the test", spec.Script)
+	}
+	return ft.msg
 }
 
 // fatalRecorder records Fatalf instead of failing, so a test can check that

@@ -31,7 +31,7 @@ cache=${KEEL_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keel-e2e}
 suite=trixie
 # Storage modules whose dependency closure goes into the guest.
 modules="dm-mod dm-vdo dm-thin-pool dm-cache dm-cache-smq dm-snapshot dm-mirror dm-zero
-dm-writecache dm-integrity dm-delay dm-flakey bcache nvme virtio_scsi sd_mod virtio_blk 9p 9pnet_virtio loop
+dm-writecache dm-integrity dm-delay dm-flakey dm-crypt xts essiv bcache nvme virtio_scsi sd_mod virtio_blk 9p 9pnet_virtio loop
 ext4 xfs crc32c_generic crct10dif_generic virtio-rng"
 packages=lvm2,vdo,bcache-tools,thin-provisioning-tools,util-linux,udev,kmod,e2fsprogs,procps
 fast_packages=systemd-standalone-sysusers

@@ -17,7 +17,8 @@ import (
 // costs seconds). It prints "fullreport S", "keel S" and "pass DURATION" lines.
 const benchScript = `set -uo pipefail
 . /mnt/host/stacks.sh
-nv=$(disk nvme0) hd=$(disk hdd1) || exit 2
+nv=$(disk nvme0) || exit 2
+hd=$(disk hdd1) || exit 2
 stack_vdo_split "$nv" "$hd" >/dev/null || exit 1
 lvcreate -y -q --type thin-pool -L 2G -n tp vdosplit "$nv" >/dev/null || exit 1
 args='fullreport --reportformat json --units b --nosuffix --all --configreport vg -o vg_all --configreport pv -o pv_all,vg_name --configreport lv -o lv_all,vg_name --configreport seg -o seg_all,lv_uuid,lv_name,vg_name --configreport pvseg -o pvseg_all,pv_name,lv_uuid'

@@ -12,7 +12,10 @@ snap() { # snap NAME
 }
 mkdir -p "$OUT"
 versions
-NV=$(disk nvme0) HD=$(disk hdd1) SSD=$(disk ssd2) HD3=$(disk hdd3)
+NV=$(disk nvme0) || exit 2
+HD=$(disk hdd1) || exit 2
+SSD=$(disk ssd2) || exit 2
+HD3=$(disk hdd3) || exit 2
 
 snap empty
 step pvcreate -q "$NV"

@@ -25,7 +25,9 @@ import (
 // three capture disks as $nv, $hd, $ssd, and the stock lvm.conf kept.
 const prelude = `set -uo pipefail
 . /mnt/host/stacks.sh
-nv=$(disk nvme0) hd=$(disk hdd1) ssd=$(disk ssd2) || exit 2
+nv=$(disk nvme0) || exit 2
+hd=$(disk hdd1) || exit 2
+ssd=$(disk ssd2) || exit 2
 lvm_conf_save
 `
 
@@ -33,6 +35,7 @@ const script = prelude + `rec() { # rec NAME: record with --verify, then the rep
 	"$KEEL" snapshot --verify -o "$OUT/$1.txtar" || { echo "verify $1 failed"; exit 1; }
 	"$KEEL" status --node "$OUT/$1.txtar" --format json >"$OUT/$1.replay.json" || exit 1
 	"$KEEL" status >"$OUT/$1.status.txt" || exit 1
+	lvmconfig --typeconfig full devices/scan_lvs >"$OUT/$1.scan_lvs" || exit 1
 }
 rec empty
 stack_vdo_split "$nv" "$hd" && rec vdo-split || exit 1
@@ -40,7 +43,9 @@ step lvextend -q -L +4G vdosplit/pool "$hd" && rec vdo-split-grown || exit 1
 stack_teardown "$nv" "$hd" "$ssd"
 stack_thin "$nv" && rec thin || exit 1
 stack_teardown "$nv" "$hd" "$ssd"
-stack_bcache "$ssd" "$hd" && bcache_tunables "$ssd" && rec bcache || exit 1
+# scan_lvs on for the last stack, so that the live status must show a value
+# other than trixie's default.
+stack_bcache "$ssd" "$hd" && bcache_tunables "$ssd" && lvm_conf_article && rec bcache || exit 1
 exit 0
 `
 
@@ -94,9 +99,17 @@ func TestLiveMatchesReplay(t *testing.T) {
 		if !bytes.Equal(bytes.TrimSpace(guestJSON), bytes.TrimSpace(hostJSON)) {
 			t.Errorf("%s: the host's replay differs from the guest's", name)
 		}
-		status, _ := r.File(name + ".status.txt")
-		if !strings.Contains(string(status), "lvm config: scan_lvs=") {
-			t.Errorf("%s: live keel status:\n%s", name, status)
+		status, err := r.File(name + ".status.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lvmconfig, err := r.File(name + ".scan_lvs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The live status shows the value lvmconfig printed in the guest.
+		if want := "lvm config: " + strings.TrimSpace(string(lvmconfig)) + " "; !strings.Contains(string(status), want) {
+			t.Errorf("%s: live keel status lacks %q:\n%s", name, want, status)
 		}
 	}
 	// The recovery journal sits at the fast tail of the split pool and moves
@@ -122,6 +135,9 @@ func TestLiveMatchesReplay(t *testing.T) {
 	}
 	if tp := models["thin"].ThinPools["thinvg/tp"]; tp == nil || tp.ChunkSize != 512<<10 || tp.Zero || tp.MetadataSize != 128<<20 {
 		t.Errorf("thin pool thinvg/tp = %+v", tp)
+	}
+	if n := len(models["bcache"].Bcache); n != 1 {
+		t.Errorf("bcache: %d bcache devices probed, want 1", n)
 	}
 	for _, b := range models["bcache"].Bcache {
 		if b.CacheMode != "writeback" || b.WritebackPercent != 40 || b.SequentialCutoff != 0 {

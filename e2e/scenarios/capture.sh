@@ -6,7 +6,9 @@
 set -uo pipefail
 . /mnt/host/stacks.sh
 
-nv=$(disk nvme0) hd=$(disk hdd1) ssd=$(disk ssd2) || exit 2
+nv=$(disk nvme0) || exit 2
+hd=$(disk hdd1) || exit 2
+ssd=$(disk ssd2) || exit 2
 all_disks=("$nv" "$hd" "$ssd")
 lvm_conf_save
 failed=0
@@ -93,6 +95,51 @@ lvm: vdostore
 CFG
 		snap pve
 		rm -rf /etc/pve
+		;;
+	thin-inactive)
+		# The thin stack with its VG deactivated: declared pools inactive.
+		stack_thin "$nv" || return
+		step vgchange -an thinvg || return
+		lvs -a -o lv_name,lv_active,lv_attr thinvg
+		snap thin-inactive
+		;;
+	vdo-nodedupe)
+		# The article's lab with deduplication turned off on the pool.
+		stack_vdo_thick "$nv" || return
+		step lvchange --deduplication n vdolab/vdopool || return
+		dmsetup table vdolab-vdopool-vpool
+		snap vdo-nodedupe
+		;;
+	devices-file)
+		# Blank disks, lvm.conf with the devices file turned on.
+		printf '\ndevices {\n\tuse_devicesfile = 1\n}\n' >>/etc/lvm/lvm.conf || return
+		lvmconfig --typeconfig full devices/use_devicesfile
+		snap devices-file
+		;;
+	bcache-detached)
+		# The article's bcache, then its cache set detached: bcache0 runs
+		# without a cache ("no cache").
+		stack_bcache "$ssd" "$hd" || return
+		bcache_tunables "$ssd" || return
+		echo 1 >/sys/block/bcache0/bcache/detach || return
+		local i
+		for i in $(seq 100); do [ "$(cat /sys/block/bcache0/bcache/state)" = "no cache" ] && break; sleep 0.1; done
+		bcache_show "$ssd"
+		[ "$(cat /sys/block/bcache0/bcache/state)" = "no cache" ] || return
+		snap bcache-detached
+		;;
+	vg-incomplete)
+		# VG incvg on the NVMe and the HDD, an LV on the NVMe only; then the
+		# kernel deletes the HDD (SCSI delete, as a pulled disk): the VG is
+		# partial. Last in a capture: hdd1 is gone for the rest of the boot.
+		step pvcreate -q "$nv" "$hd" && step vgcreate -q incvg "$nv" "$hd" &&
+			step lvcreate -y -q -L 1G -n lv0 incvg "$nv" || return
+		local sd
+		sd=$(basename "$(readlink -f "$hd")")
+		echo 1 >"/sys/block/$sd/device/delete" || return
+		udevadm settle
+		vgs -o vg_name,vg_attr,pv_count,vg_missing_pv_count incvg
+		snap vg-incomplete
 		;;
 	*)
 		echo "capture: unknown scenario $name" >&2

@@ -68,7 +68,8 @@ dmesg | grep 'device-mapper: vdo' | tee "$OUT/dmesg-vdo.txt"
 		t.Errorf("vm-100-disk-0 missing from vdovg")
 	}
 	dm := outFile(t, r, "dmesg-vdo.txt")
-	if !strings.Contains(dm, "logical, 4 physical, 2 hash") && !strings.Contains(dm, "4 logical, 4 physical, 2 hash") {
+	// dm-vdo logs "zones: 4 logical, 4 physical, 2 hash; total threads: N".
+	if !strings.Contains(dm, "zones: 4 logical, 4 physical, 2 hash;") {
 		t.Errorf("dmesg does not show the 4/4/2 zones:\n%s", dm)
 	}
 }
@@ -114,7 +115,8 @@ func TestSplitPoolJournalMoves(t *testing.T) {
 			{Kind: guest.HDD, Size: "128G", Serial: "hdd1"}},
 		Files: files(t),
 		Script: prelude + `
-nv=$(disk nvme0) hd=$(disk hdd1)
+nv=$(disk nvme0)
+hd=$(disk hdd1)
 lsblk -dno MAJ:MIN "$nv" | tr -d ' ' > "$OUT/nvme.majmin"
 lsblk -dno MAJ:MIN "$hd" | tr -d ' ' > "$OUT/hdd.majmin"
 stack_vdo_split "$nv" "$hd"
@@ -189,7 +191,8 @@ func TestBcacheTunables(t *testing.T) {
 			{Kind: guest.HDD, Size: "128G", Serial: "hdd1"}},
 		Files: files(t),
 		Script: prelude + `
-ssd=$(disk ssd0) hdd=$(disk hdd1)
+ssd=$(disk ssd0)
+hdd=$(disk hdd1)
 stack_bcache "$ssd" "$hdd"
 bcache_show "$ssd" | tee "$OUT/default.txt"
 bcache_tunables "$ssd"

@@ -21,7 +21,12 @@ fail() {
 	FAILS=$((FAILS + 1))
 }
 must() { step "$@" || { fail "setup: $*"; exit 100; }; }
-lvlist() { lvs -a --noheadings -o vg_name,lv_name,lv_tags,lv_attr 2>/dev/null | sort; }
+# lvlist fails when lvs does (an empty list must not pass for "unchanged").
+lvlist() {
+	local l
+	l=$(lvs -a --noheadings -o vg_name,lv_name,lv_tags,lv_attr) || return
+	sort <<<"$l"
+}
 vdo_used() { vdostats --verbose vdolab-vpool-vpool | awk -F: '/data blocks used/ { gsub(/ /, "", $2); print $2 }'; }
 thin_pct() { lvs --noheadings -o data_percent vdolab/tpool | tr -d ' '; }
 
@@ -55,10 +60,10 @@ exec 3<>/dev/vdolab/openlv
 refuse() { # refuse WANT ARGS...
 	local want=$1 before after out rc
 	shift
-	before=$(lvlist)
+	before=$(lvlist) || { fail "refusal $*: lvs failed before"; return; }
 	out=$("$KEEL" wipe -c "$CFG" "$@" 2>&1)
 	rc=$?
-	after=$(lvlist)
+	after=$(lvlist) || { fail "refusal $*: lvs failed after"; return; }
 	echo "$out" | sed 's/^/    /'
 	if [ "$rc" -ne 1 ]; then
 		fail "refusal $*: rc $rc, want 1"
