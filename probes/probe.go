@@ -84,12 +84,14 @@ type panics struct {
 // catch is deferred in a goroutine: a panic there is recorded as what's.
 func (p *panics) catch(what string) {
 	var err error
-	if r := recover(); r != nil {
-		err = fmt.Errorf("%s: panic: %v\n%s", what, r, debug.Stack())
-		p.mu.Lock()
-		p.errs = append(p.errs, err)
-		p.mu.Unlock()
-	}
+	defer func() {
+		if err != nil {
+			p.mu.Lock()
+			p.errs = append(p.errs, err)
+			p.mu.Unlock()
+		}
+	}()
+	caught(&err, what)
 }
 
 // Probe runs one probe pass over src and returns the observed host. The

@@ -70,9 +70,8 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "keel", Output: stderr, Level: hclog.Info})
-	// The loop checks, like keel apply, that the desired state is owned by
-	// root and writable by nobody else: it decides what may be destroyed.
 	loop := converge.New(configs, converge.Wiring{Source: src, Log: log})
+	loop.SkipOwnerCheck = true // checked above, with keel wipe's own exit status
 	err = loop.Load()
 	var invalid *schema.Error
 	if errors.As(err, &invalid) {

@@ -9,12 +9,16 @@ import (
 )
 
 // absentNames are the absent entries ("vg/lv") of the desired state in force.
-func (l *Loop) absentNames() []string {
-	decl := wipe.Declared{}
-	for vg, d := range l.desired.VolumeGroups {
-		decl[vg] = d.Absent
+func (l *Loop) absentNames() []string { return wipe.AbsentNames(l.declared()) }
+
+// records reads keel's state; with seeing set it first records the first
+// sight of every absent name it has no record of (written only when there
+// is one).
+func (l *Loop) records(seeing bool) (*state.State, error) {
+	if seeing {
+		return l.State.LoadSeeing(l.absentNames(), time.Now())
 	}
-	return wipe.AbsentNames(decl)
+	return l.State.Load()
 }
 
 // loadMemory reads keel's state before a plan and, unless dryRun, records
@@ -22,15 +26,10 @@ func (l *Loop) absentNames() []string {
 // only when there is one). With no absent name the file is not touched. A
 // state that cannot be read holds every removal (Memory.Held).
 func (l *Loop) loadMemory(dryRun bool) reconcile.Memory {
-	names := l.absentNames()
-	if len(names) == 0 {
+	if len(l.absentNames()) == 0 {
 		return reconcile.Memory{}
 	}
-	load := l.State.Load
-	if !dryRun {
-		load = func() (*state.State, error) { return l.State.LoadSeeing(names, time.Now()) }
-	}
-	st, err := load()
+	st, err := l.records(!dryRun)
 	if err != nil {
 		l.Log.Error("keel's state cannot be read: removals are held", "err", err)
 		return reconcile.Memory{Held: err.Error()}
@@ -46,11 +45,7 @@ func (l *Loop) loadMemory(dryRun bool) reconcile.Memory {
 // refused, and a removal by name fails before its first change because it
 // cannot be recorded (wipe.RemoveRecorded).
 func (l *Loop) wipeMemory(req *wipe.Request, act bool) {
-	load := l.State.Load
-	if act && req.RequireAbsent {
-		load = func() (*state.State, error) { return l.State.LoadSeeing(l.absentNames(), time.Now()) }
-	}
-	st, err := load()
+	st, err := l.records(act && req.RequireAbsent)
 	if err != nil {
 		req.Held = err.Error()
 		return
