@@ -21,14 +21,7 @@ set -u
 O=$OUT/guard
 mkdir -p "$O"
 CFG=$SHARE/guard.cue
-FAILS=0
-ok() { echo "ok: $*"; }
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
-must() { step "$@" || { fail "setup: $*"; exit 100; }; }
-lvlist() { lvs -a --noheadings -o vg_name,lv_name,lv_tags,lv_attr 2>/dev/null | sort; }
+. "$SHARE/wipelib.sh"
 pct() { lvs --noheadings -o data_percent "$1" | tr -d ' '; }
 md5() { md5sum <"$1" | cut -d' ' -f1; }
 # higher A B: A > B as decimal numbers

@@ -25,6 +25,7 @@ func TestWipeGuards(t *testing.T) {
 		}
 		files[f] = b
 	}
+	files["wipelib.sh"] = lib(t)
 	script, err := os.ReadFile("guard.sh")
 	if err != nil {
 		t.Fatal(err)

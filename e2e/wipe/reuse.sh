@@ -20,14 +20,8 @@ set -u
 O=$OUT/reuse
 mkdir -p "$O"
 versions >"$O/versions.txt" 2>&1
-FAILS=0
-ok() { echo "ok: $*"; }
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
-must() { step "$@" || { fail "setup: $*"; exit 100; }; }
-lvlist() { lvs -a --noheadings -o vg_name,lv_name,lv_uuid,lv_tags,lv_attr 2>/dev/null | sort; }
+. "$SHARE/wipelib.sh"
+LVLIST_FIELDS=vg_name,lv_name,lv_uuid,lv_tags,lv_attr
 sum() { sha256sum "/dev/$1" | cut -d' ' -f1; }
 fill() { must dd if=/dev/urandom of="/dev/$1" bs=1M count="$2" oflag=direct status=none; }
 exists() { lvs "$1" >/dev/null 2>&1; }

@@ -29,7 +29,7 @@ func TestWipeReuse(t *testing.T) {
 	r := guest.Run(t, guest.Spec{
 		Disks:   []guest.Disk{{Kind: guest.HDD, Size: "4G", Serial: "hdd1"}},
 		Keel:    true,
-		Files:   map[string][]byte{"reuse.cue": cue},
+		Files:   map[string][]byte{"wipelib.sh": lib(t), "reuse.cue": cue},
 		Script:  string(script),
 		Timeout: 15 * time.Minute,
 	})

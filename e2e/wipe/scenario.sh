@@ -14,19 +14,7 @@ O=$OUT/wipe
 mkdir -p "$O"
 versions >"$O/versions.txt" 2>&1
 CFG=$SHARE/wipe.cue
-FAILS=0
-ok() { echo "ok: $*"; }
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
-must() { step "$@" || { fail "setup: $*"; exit 100; }; }
-# lvlist fails when lvs does (an empty list must not pass for "unchanged").
-lvlist() {
-	local l
-	l=$(lvs -a --noheadings -o vg_name,lv_name,lv_tags,lv_attr) || return
-	sort <<<"$l"
-}
+. "$SHARE/wipelib.sh"
 vdo_used() { vdostats --verbose vdolab-vpool-vpool | awk -F: '/data blocks used/ { gsub(/ /, "", $2); print $2 }'; }
 thin_pct() { lvs --noheadings -o data_percent vdolab/tpool | tr -d ' '; }
 

@@ -28,7 +28,7 @@ func TestWipeScenario(t *testing.T) {
 		Disks: []guest.Disk{{Kind: guest.NVMe, Size: "20G", Serial: "nvme0"},
 			{Kind: guest.HDD, Size: "4G", Serial: "hdd1"}},
 		Keel:    true,
-		Files:   map[string][]byte{"wipe.cue": cue},
+		Files:   map[string][]byte{"wipelib.sh": lib(t), "wipe.cue": cue},
 		Script:  string(script),
 		Timeout: 20 * time.Minute,
 	})
@@ -49,4 +49,15 @@ func TestWipeScenario(t *testing.T) {
 	if n := strings.Count(r.Output, "\nok: "); n < 10 {
 		t.Errorf("only %d ok: lines; the scenario checks every refusal and three removals", n)
 	}
+}
+
+// lib returns wipelib.sh (the harness has its own lib.sh in the share), the helpers every scenario of this package sources
+// from the share.
+func lib(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("wipelib.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -1,0 +1,21 @@
+# Helpers shared by the safe-removal scenarios (scenario.sh, guard.sh,
+# reuse.sh), sourced from the share: "ok:" / "FAIL:" lines counted in FAILS,
+# setup steps that end the scenario, and the LV list a refusal compares.
+FAILS=0
+ok() { echo "ok: $*"; }
+fail() {
+	echo "FAIL: $*"
+	FAILS=$((FAILS + 1))
+}
+must() { step "$@" || { fail "setup: $*"; exit 100; }; }
+# lvlist: every LV with the fields in LVLIST_FIELDS, sorted. When lvs fails it prints a line that no
+# other call prints and fails, so two lists taken while LVM is broken never
+# compare equal ("nothing changed" must not pass on two empty lists).
+lvlist() {
+	local l
+	l=$(lvs -a --noheadings -o "${LVLIST_FIELDS:-vg_name,lv_name,lv_tags,lv_attr}") || {
+		echo "lvs failed ($$ $RANDOM $RANDOM)"
+		return 1
+	}
+	sort <<<"$l"
+}
