@@ -22,6 +22,9 @@ type Report struct {
 	// NotEvaluated lists catalogue IDs this check did not judge
 	// (Result.NotEvaluated): absent from Findings does not mean passed for these.
 	NotEvaluated []string `json:"notEvaluated,omitempty"`
+	// Error says why keel could not check the host (FailedReport); the
+	// report then has no findings and Summary.OK is false.
+	Error string `json:"error,omitempty"`
 }
 
 // HostInfo names the checked host and how it was judged.

@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -18,7 +15,6 @@ import (
 	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/executor"
-	"github.com/keel-storage/keel/schema"
 )
 
 func init() {
@@ -30,29 +26,28 @@ func init() {
 // remain, or actions are stuck or refused; 2: keel could not run (bad
 // flags, invalid or unreadable desired state, failed probe).
 func runApply(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("apply", "keel apply [-c PATH] [--dry-run] [--maintenance] [--node SNAPSHOT] [--format text|json] [--command-log FILE] [-v]",
+		"Probes the host, plans, applies each action, re-probes and verifies it converged.",
+		"--dry-run prints each action's commands and sysfs writes, and a unified diff of each file it",
+		"would write, and changes nothing. Without --dry-run or --node keel must run as root.",
+		"Exit status: 0 converged, 1 findings at warning or above remain or actions are stuck, refused",
+		"or failed, 2 could not run (bad flags, not root, missing or invalid desired state, failed probe).")
 	var configs multiFlag
 	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "replay the node `SNAPSHOT` instead of probing this host (implies --dry-run)")
 	dryRun := fs.Bool("dry-run", false, "say what would run, run nothing")
 	maint := fs.Bool("maintenance", false, "also apply maintenance actions (the pool is stopped; refused while any LV on it is open)")
-	format := fs.String("format", "text", "output `format`: text or json")
+	format := choice(fs, "format", "output `format`: text or json", "text", "json")
 	timeout := fs.Duration("timeout", 5*time.Minute, "per-command timeout")
 	cmdLog := fs.String("command-log", "", "append every command keel runs, one argv per line (JSON), to `FILE`")
 	verbose := fs.Bool("v", false, "log what the executor does on stderr")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel apply [-c PATH] [--dry-run] [--maintenance] [--node SNAPSHOT] [--format text|json]")
-		fmt.Fprintln(stderr, "\nProbes the host, plans, applies each action, re-probes and verifies it converged.")
-		fmt.Fprintln(stderr, "Exit status: 0 converged, 1 findings at warning or above remain or actions are stuck or refused,")
-		fmt.Fprintln(stderr, "2 could not run (invalid desired state, failed probe).")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, exitError); !ok {
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if fs.NArg() != 0 || (*format != "text" && *format != "json") {
-		fs.Usage()
+	if code := noArgs(fs, stderr); code != exitOK {
+		return code
+	}
+	if !*dryRun && *node == "" && !requireRoot("apply", args, "add --dry-run to see what it would do", stderr) {
 		return exitError
 	}
 	src, err := probes.NodeSource(*node, *timeout)
@@ -81,7 +76,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	}
 	a := converge.New(configs, converge.Wiring{Source: src, Runner: runner, Log: log})
 	if err := a.Load(); err != nil {
-		fmt.Fprintf(stderr, "keel apply: %s\n", describeLoadError(err))
+		fmt.Fprintf(stderr, "keel apply: %s\n", loadErrorText("apply", configs, err))
 		return exitError
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -151,20 +146,6 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 	if n == 0 && !dryRun {
 		fmt.Fprintln(w, "converged")
 	}
-}
-
-// describeLoadError renders an invalid desired state with every problem.
-func describeLoadError(err error) string {
-	var invalid *schema.Error
-	if errors.As(err, &invalid) {
-		var b strings.Builder
-		fmt.Fprintf(&b, "invalid desired state (%d problems):", len(invalid.Problems))
-		for _, p := range invalid.Problems {
-			b.WriteString("\n  " + p.String())
-		}
-		return b.String()
-	}
-	return err.Error()
 }
 
 // commandLog records every command run through it, as one JSON argv per
