@@ -6,7 +6,10 @@ set -u
 keel=${1:-bin/keel}
 cd "$(dirname "$0")/.."
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; printf '(exit %d)\n' "$?"; }
+# Bold command lines on a terminal only: no escape codes in a pipe or a log.
+bold='' plain=''
+if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; fi
+step() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; printf '(exit %d)\n' "$?"; }
 
 echo "keel demo: desired state in examples/*.cue, real hosts in examples/nodes/*.txtar"
 for f in examples/*.cue; do

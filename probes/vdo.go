@@ -123,7 +123,8 @@ type VDOLayout struct {
 
 // BlockRange is an inclusive range of VDO blocks.
 type BlockRange struct {
-	First, Last uint64
+	First uint64 `json:"first"`
+	Last  uint64 `json:"last"`
 }
 
 // Count is the number of blocks in the range.

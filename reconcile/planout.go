@@ -59,7 +59,7 @@ var classHeadings = map[Class]string{
 // sysfs writes, lvm.conf settings and wipes each action performs.
 func (pr PlanReport) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "host %s: %d actions\n", pr.Host.Name, len(pr.Actions))
+	fmt.Fprintf(&b, "host %s: %s\n", pr.Host.Name, plural(len(pr.Actions), "action"))
 	for c := Live; c <= Destructive; c++ {
 		first := true
 		for _, a := range pr.Actions {

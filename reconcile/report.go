@@ -29,7 +29,8 @@ type Report struct {
 
 // HostInfo names the checked host and how it was judged.
 type HostInfo struct {
-	// Name is the host name the probe (or the replayed snapshot) reported.
+	// Name is the host name the probe (or the replayed snapshot) reported;
+	// keel check names a snapshot that recorded none by its file name.
 	Name string `json:"name"`
 	// Mode is "desired" (against the desired state) or "audit" (against the
 	// reference rules, without a desired state).
@@ -108,7 +109,7 @@ func (r Report) WriteJSON(w io.Writer) error {
 // serious first, then a summary line.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "host %s (%s, %d CPUs)\n", r.Host.Name, modeText(r.Host.Mode), r.Host.CPUs)
+	fmt.Fprintf(&b, "host %s (%s, %s)\n", r.Host.Name, modeText(r.Host.Mode), plural(r.Host.CPUs, "CPU"))
 	for _, f := range r.Findings {
 		fmt.Fprintf(&b, "\n%-8s %s  %s\n", strings.ToUpper(f.Severity.String()), f.ID, f.Object)
 		fmt.Fprintf(&b, "         %s\n", f.Message)
@@ -122,8 +123,8 @@ func (r Report) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 	}
 	s := r.Summary
-	fmt.Fprintf(&b, "%d findings: %d critical, %d error, %d warning, %d info\n",
-		s.Total, s.Critical, s.Error, s.Warning, s.Info)
+	fmt.Fprintf(&b, "%s: %d critical, %d error, %d warning, %d info\n",
+		plural(s.Total, "finding"), s.Critical, s.Error, s.Warning, s.Info)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -137,7 +137,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	for _, e := range j.host.Errors {
 		fmt.Fprintf(stderr, "keel check: probe: %s\n", e)
 	}
-	rep := reconcile.NewReport(reconcile.HostInfo{Name: j.host.Hostname, Mode: j.mode, CPUs: j.host.CPUs,
+	rep := reconcile.NewReport(reconcile.HostInfo{Name: hostName(j.host, *node), Mode: j.mode, CPUs: j.host.CPUs,
 		MemoryBytes: j.host.Memory.TotalBytes}, j.result.Findings, j.result.Levels, j.result.NotEvaluated)
 	if err := emit(*out, stdout, func(w io.Writer) error { return write(rep, w) }); err != nil {
 		fmt.Fprintf(stderr, "keel check: %v\n", err)

@@ -293,3 +293,17 @@ func requireRoot(name string, args []string, alternative string, stderr io.Write
 		name, euid, probes.ShellJoin(append([]string{"keel", name}, args...)), alternative)
 	return false
 }
+
+// hostName is the name keel prints for a host: the one it reported, or,
+// when it has none (the kernel says "(none)" for an unset nodename,
+// UTS_NODENAME in include/linux/uts.h), the node snapshot's file name
+// without .txtar, or "unnamed" for this host.
+func hostName(h *probes.Host, node string) string {
+	if h.Hostname != "" && h.Hostname != "(none)" {
+		return h.Hostname
+	}
+	if node != "" {
+		return strings.TrimSuffix(filepath.Base(node), ".txtar")
+	}
+	return "unnamed"
+}

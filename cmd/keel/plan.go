@@ -36,7 +36,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel plan: %v\n", err)
 		return exitError
 	}
-	pr := reconcile.NewPlanReport(reconcile.HostInfo{Name: j.host.Hostname, Mode: j.mode, CPUs: j.host.CPUs,
+	pr := reconcile.NewPlanReport(reconcile.HostInfo{Name: hostName(j.host, *node), Mode: j.mode, CPUs: j.host.CPUs,
 		MemoryBytes: j.host.Memory.TotalBytes}, j.result)
 	write := pr.WriteText
 	if *format == "json" {

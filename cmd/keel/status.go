@@ -47,7 +47,9 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 	} else {
-		probes.WriteStatus(stdout, h)
+		shown := *h
+		shown.Hostname = hostName(h, *node)
+		probes.WriteStatus(stdout, &shown)
 	}
 	if perr != nil {
 		fmt.Fprintf(stderr, "keel status: %v\n", perr)
