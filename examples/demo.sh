@@ -22,5 +22,10 @@ step "$keel" check --audit --node examples/nodes/vdo-defaults.txtar
 # The VDO article's lab, declared, against the host as captured.
 step "$keel" check -c examples/proxmox-vdo-thick.cue --node examples/nodes/vdo-thick.txtar
 step "$keel" plan -c examples/proxmox-vdo-thick.cue --node examples/nodes/vdo-thick.txtar
+# The Harvester example against a thin host with the same names: what keel
+# would change there (metadata to grow, the RAID-shaped pool to create).
+step "$keel" plan -c examples/harvester-thin.cue --node examples/nodes/thin.txtar
+# VDO on bcache, declared thick, against a capture that overcommits its pool.
+step "$keel" check -c examples/vdo-on-bcache.cue --node examples/nodes/vdo-on-bcache.txtar
 step "$keel" recommend --cpus 16 --size 40G
 exit 0
