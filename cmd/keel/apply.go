@@ -15,6 +15,7 @@ import (
 	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/executor"
+	"github.com/keel-storage/keel/reconcile/lvmconf"
 )
 
 func init() {
@@ -130,6 +131,11 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 			for _, s := range r.Action.Writes {
 				fmt.Fprintf(w, "          %s <- %s\n", s.Path, s.Value)
 			}
+			for _, d := range fileDiffs(r.Action, res.Host) {
+				for _, l := range splitLines(d) {
+					fmt.Fprintf(w, "          %s\n", l)
+				}
+			}
 		}
 	}
 	n := 0
@@ -175,3 +181,37 @@ func (c *commandLog) Run(ctx context.Context, cmd probes.Cmd) (probes.Result, er
 }
 
 func (c *commandLog) Close() error { return c.f.Close() }
+
+// fileDiffs returns, for each file action a would write (lvm.conf, keel's
+// udev rules), the unified diff from the file as the probe read it on h to
+// what keel would write, or a line saying why there is none.
+func fileDiffs(a reconcile.Action, h *probes.Host) []string {
+	var out []string
+	if a.LVMConf != nil && h != nil {
+		before := h.LVMConfig.LVMConf
+		after, changed, err := lvmconf.Edit([]byte(before), *a.LVMConf)
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("%s: no diff: %v", lvmconf.DefaultPath, err))
+		case before == "":
+			out = append(out, fmt.Sprintf("%s: no diff: the probe could not read the file", lvmconf.DefaultPath))
+		case changed:
+			out = append(out, unifiedDiff(lvmconf.DefaultPath, before, string(after)))
+		}
+	}
+	for _, f := range a.Files {
+		before := ""
+		if h != nil {
+			if kf := h.KeelFiles[f.Path]; kf != nil && kf.Unknown != "" {
+				out = append(out, fmt.Sprintf("%s: no diff: %s", f.Path, kf.Unknown))
+				continue
+			} else if kf != nil {
+				before = kf.Content
+			}
+		}
+		if d := unifiedDiff(f.Path, before, f.Content); d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
