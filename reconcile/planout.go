@@ -3,6 +3,7 @@ package reconcile
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/keel-storage/keel/schema/units"
 	"io"
 	"strings"
 
@@ -106,8 +107,8 @@ func writeSteps(b *strings.Builder, a Action) {
 		}
 	}
 	if wp := a.Wipe; wp != nil {
-		fmt.Fprintf(b, "    wipe %s/%s: rename to del-%s, %s in steps of at most %d bytes, lvremove\n",
-			wp.VG, wp.LV, wp.LV, wp.Mode, wp.StepMax)
+		fmt.Fprintf(b, "    wipe %s/%s: rename to del-%s, %s in steps of at most %s, lvremove\n",
+			wp.VG, wp.LV, wp.LV, wp.Mode, units.FormatSize(wp.StepMax))
 	}
 	if a.Kind == KindNone {
 		b.WriteString("    (nothing runs)\n")
