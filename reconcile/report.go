@@ -211,16 +211,7 @@ func (r Report) WriteJUnit(w io.Writer) error {
 	}
 	suite.Tests = len(suite.Cases)
 	doc := junitSuites{Name: "keel", Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped, Suites: []junitSuite{suite}}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return writeXML(w, doc)
 }
 
 // WritePrometheus writes the report in the Prometheus text format for

@@ -49,6 +49,11 @@ func (r Report) WriteJUnitFailure(w io.Writer) error {
 	doc.Suite.Case.Name, doc.Suite.Case.Classname = "keel.check", "keel"
 	doc.Suite.Case.Error.Message = "keel could not check the host"
 	doc.Suite.Case.Error.Text = r.Error
+	return writeXML(w, doc)
+}
+
+// writeXML writes doc as an indented XML document with its header.
+func writeXML(w io.Writer, doc any) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
