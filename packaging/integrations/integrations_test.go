@@ -68,13 +68,14 @@ func TestPrometheusRules(t *testing.T) {
 	}
 	decodeYAML(t, "prometheus/keel-alerts.yml", &doc)
 	metrics := emittedMetrics(t)
-	if !slices.Contains(metrics, "keel_finding") || !slices.Contains(metrics, "keel_reconcile_last_success_timestamp_seconds") {
+	if !slices.Contains(metrics, "keel_finding_active") || !slices.Contains(metrics, "keel_reconcile_last_success_timestamp_seconds") {
 		t.Fatalf("metric scan found %v", metrics)
 	}
 	docs, err := os.ReadFile("../../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	anchors := headingAnchors(t, "../../docs/findings.md")
 	ref := regexp.MustCompile(`\bkeel_[a-z_]+\b`)
 	names := map[string]bool{}
 	n := 0
@@ -86,6 +87,12 @@ func TestPrometheusRules(t *testing.T) {
 			n++
 			if r.Alert == "" || r.Expr == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
 				t.Errorf("rule %+v: alert, expr, labels.severity and annotations.summary are required", r)
+			}
+			anchor, ok := strings.CutPrefix(r.Annotations["runbook_url"], "https://github.com/keel-storage/keel/blob/main/docs/findings.md#")
+			if !ok {
+				t.Errorf("%s: runbook_url %q does not point into docs/findings.md", r.Alert, r.Annotations["runbook_url"])
+			} else if !strings.Contains(anchor, "{{") && !anchors[anchor] {
+				t.Errorf("%s: docs/findings.md has no section #%s", r.Alert, anchor)
 			}
 			if names[r.Alert] {
 				t.Errorf("alert %s twice", r.Alert)
@@ -107,6 +114,26 @@ func TestPrometheusRules(t *testing.T) {
 	if n < 5 {
 		t.Errorf("only %d rules", n)
 	}
+}
+
+// headingAnchors returns the anchors GitHub gives the headings of a
+// Markdown file: lower case, spaces to hyphens, punctuation other than
+// hyphens and underscores dropped ("## `vdo.usage`" is #vdousage).
+func headingAnchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := regexp.MustCompile(`[^a-z0-9 _-]`)
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if h, ok := strings.CutPrefix(line, "#"); ok {
+			h = strings.TrimSpace(strings.TrimLeft(h, "#"))
+			out[strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(h), ""), " ", "-")] = true
+		}
+	}
+	return out
 }
 
 // registered returns the subcommands cmd/keel registers.
