@@ -348,4 +348,53 @@ func TestUnitsOrderGuestStart(t *testing.T) {
 			t.Errorf("keel-activate.service: %s needs Before= and RequiredBy=", u)
 		}
 	}
+	// libvirt autostarts guests from the daemon itself: ordered, not required.
+	for _, u := range []string{"libvirtd.service", "virtqemud.service"} {
+		if !regexp.MustCompile(`(?m)^Before=.*\b` + regexp.QuoteMeta(u)).MatchString(unit) {
+			t.Errorf("keel-activate.service: not Before=%s", u)
+		}
+	}
+}
+
+// keel.service may write what keel run writes: lvm.conf, its udev rules,
+// its state and node_exporter's textfile directory; the alerts hook may
+// reach the network. keel-check.service skips itself while keel.service
+// runs, so one file has one writer.
+func TestUnitSandbox(t *testing.T) {
+	b, err := os.ReadFile("../systemd/keel.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := string(b)
+	rw := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^ReadWritePaths=(.*)$`).FindAllStringSubmatch(unit, -1) {
+		for _, p := range strings.Fields(m[1]) {
+			rw[strings.TrimPrefix(p, "-")] = true
+		}
+	}
+	for _, p := range []string{"/etc/lvm", "/run", "/etc/udev/rules.d", "/var/lib/prometheus/node-exporter"} {
+		if !rw[p] {
+			t.Errorf("keel.service: %s is not in ReadWritePaths= (%v)", p, rw)
+		}
+	}
+	if !strings.Contains(unit, "\nProtectSystem=strict\n") || !strings.Contains(unit, "\nStateDirectory=keel\n") {
+		t.Error("keel.service: ProtectSystem=strict with StateDirectory=keel expected")
+	}
+	if regexp.MustCompile(`(?m)^IPAddressDeny=`).MatchString(unit) || !regexp.MustCompile(`(?m)^RestrictAddressFamilies=.*\bAF_INET\b`).MatchString(unit) {
+		t.Error("keel.service: the alerts hook cannot reach the network")
+	}
+	b, err = os.ReadFile("../systemd/keel-check.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := string(b)
+	for _, want := range []string{"\nExecCondition=/bin/sh -c '! systemctl is-active --quiet keel.service'\n",
+		"\nExecStart=/usr/bin/keel check --format prometheus -o /var/lib/prometheus/node-exporter/keel.prom\n", "\nSuccessExitStatus=1\n"} {
+		if !strings.Contains(check, want) {
+			t.Errorf("keel-check.service lacks %q", want)
+		}
+	}
+	if _, err := os.Stat("../systemd/keel-check.timer"); err != nil {
+		t.Error(err)
+	}
 }

@@ -495,9 +495,7 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 	d.metrics.Audit(audit)
 	d.metrics.Pass(time.Now(), err, statuses, findings, levels)
 	if textfile := d.textfile(); textfile != "" {
-		if werr := d.metrics.WriteTextfile(textfile); werr != nil {
-			d.Log.Error("metrics textfile", "path", textfile, "err", werr)
-		}
+		d.writeTextfile(textfile)
 	}
 	s := statusLine(res, findings, err)
 	if audit {
@@ -563,15 +561,27 @@ func (d *Daemon) textfile() string {
 	return ""
 }
 
+// writeTextfile writes the metrics to path and logs a failure. A
+// read-only file system there is most often keel.service's sandbox
+// (ProtectSystem=strict): the message says how to allow the directory.
+func (d *Daemon) writeTextfile(path string) {
+	err := d.metrics.WriteTextfile(path)
+	switch {
+	case errors.Is(err, syscall.EROFS):
+		d.Log.Error("metrics textfile: read-only here; under systemd allow its directory with `systemctl edit keel`: [Service] ReadWritePaths="+filepath.Dir(path),
+			"path", path, "err", err)
+	case err != nil:
+		d.Log.Error("metrics textfile", "path", path, "err", err)
+	}
+}
+
 // publishWipes rewrites the metrics textfile every interval while a safe
 // removal is in progress, so its keel_wipe_* progress is visible before the
 // pass that runs it ends.
 func (d *Daemon) publishWipes(ctx context.Context, started <-chan struct{}, interval time.Duration) {
 	d.whileWiping(ctx, started, interval, func() {}, func() {
 		if path, _ := d.wipeTextfile.Load().(string); path != "" && d.metrics.WipesInFlight() > 0 {
-			if err := d.metrics.WriteTextfile(path); err != nil {
-				d.Log.Error("metrics textfile", "path", path, "err", err)
-			}
+			d.writeTextfile(path)
 		}
 	})
 }
