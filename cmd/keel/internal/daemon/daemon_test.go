@@ -459,3 +459,40 @@ func TestDaemonAuditChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// In audit mode a change of bcache tunables takes no fast path: the full
+// pass reports the drift and nothing writes sysfs.
+func TestDaemonAuditNoFastPath(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "b.cue")
+	os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
+	src, sys, _ := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
+	a := converge.New([]string{dir}, converge.Wiring{Source: src, SysFS: sys, Runner: &recordingRunner{},
+		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), StateDir: t.TempDir()})
+	a.SkipOwnerCheck = true
+	sock, recv := testsock.Listen(t)
+	t.Setenv("NOTIFY_SOCKET", sock)
+	var logs strings.Builder
+	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Debug}),
+		NoUevents: true, Debounce: 10 * time.Millisecond, Audit: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	recv() // READY
+	if got := string(recv()); !strings.HasPrefix(got, "STATUS=audit mode, nothing changed; 0 actions converged") {
+		t.Fatalf("first pass: %q", got)
+	}
+	os.WriteFile(cfg, []byte(bcacheCue(30)), 0o644)
+	if got := string(recv()); !strings.Contains(got, "1 warning") {
+		t.Fatalf("after the bcache change: %q", got)
+	}
+	cancel()
+	recv() // STOPPING=1
+	<-done
+	if w := sys.WriteLog(); w != "" {
+		t.Errorf("audit mode wrote sysfs: %q", w)
+	}
+	if l := logs.String(); strings.Contains(l, "bcache fast path") || !strings.Contains(l, "the change touches bcache devices only") {
+		t.Errorf("log:\n%s", l)
+	}
+}
