@@ -35,6 +35,15 @@ type Flag struct {
 	Doc  string
 }
 
+// Option is the flag as completion offers it: "-c" for a one-letter name,
+// "--name" otherwise (Go's flag package takes either dash count).
+func (f Flag) Option() string {
+	if len(f.Name) == 1 {
+		return "-" + f.Name
+	}
+	return "--" + f.Name
+}
+
 // parseCommands reads the command table of `keel help`.
 func parseCommands(help string) []Command {
 	var out []Command
@@ -171,11 +180,7 @@ func Completion(cmds []Command) string {
 	for _, c := range cmds {
 		var fl []string
 		for _, f := range c.Flags {
-			if len(f.Name) == 1 {
-				fl = append(fl, "-"+f.Name)
-			} else {
-				fl = append(fl, "--"+f.Name)
-			}
+			fl = append(fl, f.Option())
 		}
 		fmt.Fprintf(&b, "\t%s) COMPREPLY=($(compgen -W %q -- \"$cur\"));;\n", c.Name, strings.Join(fl, " "))
 	}
@@ -199,11 +204,7 @@ func ZshCompletion(cmds []Command) string {
 	for _, c := range cmds {
 		fmt.Fprintf(&b, "\t%s)\n\t\t_arguments", c.Name)
 		for _, f := range c.Flags {
-			dash := "--"
-			if len(f.Name) == 1 {
-				dash = "-"
-			}
-			spec := dash + f.Name + "[" + shortDoc(f.Doc) + "]"
+			spec := f.Option() + "[" + shortDoc(f.Doc) + "]"
 			if f.Arg != "" {
 				spec += ":" + shortDoc(f.Arg) + ":_files"
 			}
