@@ -21,6 +21,7 @@ type Config struct {
 	Removal      Removal                `json:"removal"`
 	Proxmox      Proxmox                `json:"proxmox"`
 	Alerts       Alerts                 `json:"alerts"`
+	Agent        Agent                  `json:"agent"`
 }
 
 // LVM is the part of lvm.conf that keel keeps: devices/scan_lvs,
@@ -183,6 +184,16 @@ type Removal struct {
 // Proxmox points at Proxmox VE's storage configuration.
 type Proxmox struct {
 	StorageConfig string `json:"storageConfig"`
+}
+
+// AgentAudit is the Agent.Mode in which keel run observes, reports and
+// alerts but never changes the host.
+const AgentAudit = "audit"
+
+// Agent is how keel run treats the host: Mode is "converge" (the default)
+// or AgentAudit.
+type Agent struct {
+	Mode string `json:"mode"`
 }
 
 // Alerts says where keel sends alert transitions besides the journal.
