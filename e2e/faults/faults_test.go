@@ -61,7 +61,6 @@ func TestFaults(t *testing.T) {
 	phases := []phase{
 		{name: "base", rc: "0", want: []string{rem}},
 		{name: "index-closed", rc: "1", want: []string{"vdo.index@fvg/vpool", rem}},
-		{name: "dedupe-timeouts", rc: "1", want: []string{"vdo.dedupe_timeouts@fvg/vpool", rem}},
 		// LVM reads no VG from a PV returning EIO: keel reports the VG and
 		// the pool missing (not the read-only pool; a gap, see
 		// docs/findings.md) and plans nothing.
@@ -146,8 +145,8 @@ func mutating(argv []string) bool {
 }
 
 // applyChangedNothing checks the keel apply of a phase: it ran commands, none
-// of them mutating, it ended before its 240 s bound, and lvs printed the
-// same before and after.
+// of them mutating, it ended before its 240 s bound, and (where LVM can read
+// the PV) lvs listed the pool and printed the same before and after.
 func applyChangedNothing(t *testing.T, r *guest.Result, name string) {
 	t.Helper()
 	read := func(suffix string) string {
@@ -176,7 +175,15 @@ func applyChangedNothing(t *testing.T, r *guest.Result, name string) {
 			t.Errorf("keel apply (%s) ran a mutating command: %s", name, l)
 		}
 	}
+	if name == "eio" {
+		// LVM reads nothing from a PV returning EIO: no lvs to compare.
+		t.Logf("keel apply (%s): exit %s in %ss, %d commands, none mutating", name, rc, secs, len(lines))
+		return
+	}
 	before, after := read(".lvs-before"), read(".lvs-after")
+	if !strings.Contains(before, "vpool") {
+		t.Fatalf("keel apply (%s): lvs before it lists no vpool:\n%s", name, before)
+	}
 	if before != after {
 		t.Errorf("keel apply (%s) changed lvs:\nbefore\n%s\nafter\n%s", name, before, after)
 	}
