@@ -262,6 +262,49 @@ var scenarios = []scenario{
 		want:    []string{"bcache.state@bcache:@UUID@", "bcache.udev_rule@udev:/etc/udev/rules.d/70-keel-bcache.rules"},
 		actions: []string{"bcache.udev_rule:/etc/udev/rules.d/70-keel-bcache.rules"},
 	},
+	// Captured by e2e/faults (KEEL_FAULTS_SNAPSHOT_DIR set): VG fvg on the
+	// device-mapper device flt over the NVMe, VDO pool fvg/vpool (10G, 3
+	// slabs: its slab remainder is in every capture), one fault each.
+	{
+		// The healthy pool, before any fault.
+		name: "fault-base", snapshot: "fault-base", desired: "faults",
+		want: []string{"vdo.slab_remainder@fvg/vpool"},
+	},
+	{
+		// dmsetup message … index-close: deduplication on, index closed.
+		name: "fault-index-closed", snapshot: "fault-index-closed", desired: "faults",
+		want: []string{"vdo.index@fvg/vpool", "vdo.slab_remainder@fvg/vpool"},
+	},
+	{
+		// flt swapped to an error table: VDO turned read-only, and LVM reads
+		// no VG from the PV. keel sees a missing VG, not the read-only pool
+		// nor the EIO (reported as a gap in docs/findings.md).
+		name: "fault-eio", snapshot: "fault-eio", desired: "faults",
+		want: []string{"vdo.missing@fvg/vpool", "vg.missing@fvg"},
+	},
+	{
+		// flt linear again: the pool stays read-only until rebuilt; keel
+		// reports it and plans nothing for it.
+		name: "fault-readonly", snapshot: "fault-readonly", desired: "faults",
+		want: []string{"vdo.mode@fvg/vpool", "vdo.slab_remainder@fvg/vpool"},
+	},
+	{
+		// A second pool, inactive, given a 4G block map cache by lvchange:
+		// activating it would need more RAM than the 2G guest has.
+		name: "fault-memory-inactive", snapshot: "fault-memory-inactive", desired: "faults",
+		want: []string{"vdo.memory@host", "vdo.mode@fvg/vpool", "vdo.slab_remainder@fvg/vpool"},
+	},
+	{
+		// The same host, a third pool declared with a 4G cache, not created.
+		name: "fault-memory-create", snapshot: "fault-memory-create", desired: "faults-memory",
+		want: []string{"vdo.memory@host", "vdo.missing@fvg/vpool3", "vdo.mode@fvg/vpool", "vdo.slab_remainder@fvg/vpool"},
+	},
+	{
+		// The read-only pool judged by the reference rules alone: its one
+		// thread per kind is not the layout for the guest's 2 CPUs.
+		name: "audit-fault-readonly", snapshot: "fault-readonly",
+		want: []string{"vdo.mode@fvg/vpool", "vdo.slab_remainder@fvg/vpool", "vdo.threads@fvg/vpool"},
+	},
 	// Audits: the reference rules alone, no desired state, never an action.
 	{
 		// The article's 4/4/2/3/2/1 threads on the guest's 2 CPUs, beside

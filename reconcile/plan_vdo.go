@@ -80,6 +80,12 @@ func (p *planner) computeObservedVDO(pool *probes.VDOPool, lvName string) observ
 	if t := pool.Table; t != nil {
 		o.threads = vdo.Threads{Logical: t.Logical, Physical: t.Physical, Hash: t.Hash, CPU: t.CPU, Bio: t.Bio, Ack: t.Ack}
 		o.cacheBlock = t.BlockMapCacheBlocks
+	} else {
+		// An inactive pool has no table: LVM's setting is the cache the
+		// kernel allocates when the pool is activated (lvchange
+		// --vdosettings changes it while the pool is down, and LVM checks
+		// no memory then).
+		o.cacheBlock = settingUint(pool.Settings, "vdo_block_map_cache_size") / vdo.BlockSize
 	}
 	if o.physical > 0 && o.slab > 0 && o.indexMiB > 0 {
 		if m, err := vdo.IndexMemoryFromMiB(o.indexMiB); err == nil {
