@@ -34,6 +34,9 @@ type Host struct {
 type Memory struct {
 	TotalBytes     uint64 // MemTotal
 	AvailableBytes uint64 // MemAvailable
+	// AnonBytes, ShmemBytes and SwapFreeBytes are AnonPages, Shmem and
+	// SwapFree (0 when absent): LVM counts part of them as available to VDO.
+	AnonBytes, ShmemBytes, SwapFreeBytes uint64
 }
 
 // PV is an LVM physical volume.
