@@ -693,21 +693,19 @@ func (p *planner) planVDOMemory() {
 		}
 	}
 	avail, totalMiB := lvmAvailableMiB(p.h.Memory), p.h.Memory.TotalBytes>>20
+	report := func(msg string, need, limit uint64, pendingOnly bool) {
+		p.add(Finding{ID: "vdo.memory", Object: "host", Message: msg,
+			Expected: fmt.Sprintf("at most %d MiB", limit), Observed: fmt.Sprintf("%d MiB", need),
+			Remedy: p.memoryRemedy(bills, need-limit, pendingOnly),
+		})
+	}
 	switch {
 	case pending > avail:
-		p.add(Finding{ID: "vdo.memory", Object: "host",
-			Message: fmt.Sprintf("VDO pools still to be created or activated need %d MiB of RAM (%s) and LVM counts %d MiB available (MemAvailable plus two thirds of swappable pages, at most two thirds of free swap): LVM refuses with \"Not enough free memory for VDO target\"",
-				pending, strings.Join(waiting, ", "), avail),
-			Expected: fmt.Sprintf("at most %d MiB", avail), Observed: fmt.Sprintf("%d MiB", pending),
-			Remedy: p.memoryRemedy(bills, pending-avail, true),
-		})
+		report(fmt.Sprintf("VDO pools still to be created or activated need %d MiB of RAM (%s) and LVM counts %d MiB available (MemAvailable plus two thirds of swappable pages, at most two thirds of free swap): LVM refuses with \"Not enough free memory for VDO target\"",
+			pending, strings.Join(waiting, ", "), avail), pending, avail, true)
 	case total > totalMiB:
-		p.add(Finding{ID: "vdo.memory", Object: "host",
-			Message: fmt.Sprintf("VDO pools need %d MiB of RAM (%s), more than the host's %d MiB: at the next boot LVM refuses to activate the pools that no longer fit in the available memory",
-				total, strings.Join(all, ", "), totalMiB),
-			Expected: fmt.Sprintf("at most %d MiB", totalMiB), Observed: fmt.Sprintf("%d MiB", total),
-			Remedy: p.memoryRemedy(bills, total-totalMiB, false),
-		})
+		report(fmt.Sprintf("VDO pools need %d MiB of RAM (%s), more than the host's %d MiB: at the next boot LVM refuses to activate the pools that no longer fit in the available memory",
+			total, strings.Join(all, ", "), totalMiB), total, totalMiB, false)
 	}
 }
 

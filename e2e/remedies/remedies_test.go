@@ -160,6 +160,24 @@ func ran(t *testing.T, r *guest.Result, id, object string) {
 	t.Logf("%s on %s: ran %q, exit %s", id, object, want, strings.TrimSpace(string(rc)))
 }
 
+// keepCapture copies the snapshot of the stacked VG with its declared pool
+// inactive into $KEEL_REMEDIES_SNAPSHOT_DIR when it is set: the fixture of
+// reconcile's activation test (reconcile/testdata/snapshots).
+func keepCapture(t *testing.T, r *guest.Result) {
+	dir := os.Getenv("KEEL_REMEDIES_SNAPSHOT_DIR")
+	if dir == "" {
+		return
+	}
+	b, err := r.File("stacked-pool-inactive.txtar")
+	if err != nil {
+		t.Errorf("keep the capture: %v", err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stacked-pool-inactive.txtar"), b, 0o644); err != nil {
+		t.Errorf("keep the capture: %v", err)
+	}
+}
+
 func TestRemediesWorkAsPrinted(t *testing.T) {
 	stacks, err := os.ReadFile(filepath.Join(guest.RepoRoot(t), "e2e", "scenarios", "stacks.sh"))
 	if err != nil {
@@ -173,6 +191,7 @@ func TestRemediesWorkAsPrinted(t *testing.T) {
 		Script:  script,
 		Timeout: 8 * time.Minute,
 	})
+	keepCapture(t, r)
 	r.RequireOK(t)
 	t.Logf("boot: %s", r.Wall.Round(time.Second))
 	objects := map[string]string{"vdo.slab_remainder": "vg/vdopool", "vdo.overcommit": "vg/vdolv",
