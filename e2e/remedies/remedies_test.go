@@ -56,13 +56,14 @@ done
 lvs -a -o lv_name,lv_size,lv_attr vg upper
 
 # activation.pvscan_on_lvs: upper left inactive as a boot leaves it is
-# Proxmox's normal state while nothing is declared in it; with a thin pool
-# declared in it the finding is raised, and its remedy (keel on the PATH as
-# the package installs it, the desired state in /etc/keel) must activate the
-# pool and never the guest disk next to it.
+# Proxmox's normal state while nothing is declared in it; with a pool
+# declared in it (keel vet refuses a thin pool on VDO, so a small VDO pool)
+# the finding is raised, and its remedy (keel on the PATH as the package
+# installs it, the desired state in /etc/keel) must activate the pool and
+# never the guest disk next to it.
 ln -sf "$KEEL" /usr/local/bin/keel || exit 20
 mkdir -p /etc/keel || exit 20
-step lvcreate -y -q --type thin-pool -L 256M --chunksize 64k -n tp upper || exit 21
+step lvcreate -y --type vdo -L 3G -V 248M -n innerlv upper/innerpool --vdosettings slab_size_mb=128 || exit 21
 step vgchange -an upper || exit 21
 "$KEEL" check -c /mnt/host/upper-plain.cue --format json >"$OUT/activation-plain.json"
 cp /mnt/host/upper-pool.cue /etc/keel/keel.cue || exit 22
@@ -73,17 +74,25 @@ cat "$OUT/upper-after.txt"
 exit 0
 `
 
+// The desired states of the activation step: vg as the remedies left it
+// (10G grown by 2784M, the VDO LV reduced to 10216M).
 const upperPlain = `volumeGroups: {
-	vg: pvs: ["/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"]
+	vg: {
+		pvs: ["/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"]
+		vdoPools: vdopool: {lv: "vdolv", size: "13024M", virtualSize: "10216M"}
+	}
 	upper: pvs: ["/dev/vg/vdolv"]
 }
 `
 
 const upperPool = `volumeGroups: {
-	vg: pvs: ["/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"]
+	vg: {
+		pvs: ["/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"]
+		vdoPools: vdopool: {lv: "vdolv", size: "13024M", virtualSize: "10216M"}
+	}
 	upper: {
 		pvs: ["/dev/vg/vdolv"]
-		thinPools: tp: chunkSize: "64K"
+		vdoPools: innerpool: {lv: "innerlv", size: "3G", virtualSize: "248M", slabSize: "128M"}
 	}
 }
 `
@@ -214,8 +223,8 @@ func TestRemediesWorkAsPrinted(t *testing.T) {
 			attr[f[0]] = f[1]
 		}
 	}
-	if a := attr["tp"]; len(a) < 5 || a[4] != 'a' {
-		t.Errorf("upper/tp not active after the remedy: %q", a)
+	if a := attr["innerlv"]; len(a) < 5 || a[4] != 'a' {
+		t.Errorf("upper/innerlv not active after the remedy: %q", a)
 	}
 	if a := attr["vm-100-disk-0"]; len(a) < 5 || a[4] != '-' {
 		t.Errorf("the remedy activated the guest disk upper/vm-100-disk-0: %q", a)
