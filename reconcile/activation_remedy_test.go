@@ -8,8 +8,9 @@ import (
 // A VG on a VDO LV left inactive by a boot: with nothing declared in it
 // (vdo-thick-inactive) nothing breaks and nothing is raised, and no remedy
 // or action of these plans activates a whole VG (vgchange -ay would start
-// every VM disk in it). The raised case, a pool declared in the inactive
-// VG, runs on the real kernel in e2e/remedies.
+// every VM disk in it). With a pool declared in the inactive VG
+// (stacked-pool-inactive, captured by e2e/remedies) the finding names the
+// pool and its remedy activates that pool only.
 func TestActivationJudgedByWhatBreaks(t *testing.T) {
 	for _, tt := range []struct{ snapshot, desired string }{
 		{"vdo-thick-inactive", "vdo-thick"},
@@ -34,5 +35,16 @@ func TestActivationJudgedByWhatBreaks(t *testing.T) {
 				}
 			}
 		}
+	}
+	h := replayHost(t, "stacked-pool-inactive")
+	r := Plan(loadDesired(t, "stacked-pool", h), h)
+	var got []string
+	for _, f := range r.Findings {
+		if f.ID == "activation.pvscan_on_lvs" {
+			got = append(got, f.Object+": "+f.Remedy)
+		}
+	}
+	if want := "upper: lvchange -ay upper/innerlv && keel udev-rules --write"; len(got) != 1 || got[0] != want {
+		t.Errorf("stacked-pool-inactive: activation.pvscan_on_lvs %q, want [%q]", got, want)
 	}
 }
