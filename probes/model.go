@@ -34,6 +34,11 @@ type Host struct {
 type Memory struct {
 	TotalBytes     uint64 `json:"totalBytes"`     // MemTotal
 	AvailableBytes uint64 `json:"availableBytes"` // MemAvailable
+	// AnonBytes, ShmemBytes and SwapFreeBytes are AnonPages, Shmem and
+	// SwapFree (0 when absent): LVM counts part of them as available to VDO.
+	AnonBytes     uint64 `json:"anonBytes"`
+	ShmemBytes    uint64 `json:"shmemBytes"`
+	SwapFreeBytes uint64 `json:"swapFreeBytes"`
 }
 
 // PV is an LVM physical volume.

@@ -94,13 +94,17 @@ func parseLVMConfig(b []byte) (map[string]string, error) {
 	return out, nil
 }
 
-// parseMeminfo reads MemTotal and MemAvailable from /proc/meminfo.
+// parseMeminfo reads MemTotal and MemAvailable (required), AnonPages, Shmem
+// and SwapFree (optional) from /proc/meminfo.
 func parseMeminfo(b []byte) (Memory, error) {
 	var m Memory
+	fields := map[string]*uint64{"MemTotal": &m.TotalBytes, "MemAvailable": &m.AvailableBytes,
+		"AnonPages": &m.AnonBytes, "Shmem": &m.ShmemBytes, "SwapFree": &m.SwapFreeBytes}
 	var seen int
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "MemTotal" && k != "MemAvailable") {
+		dst := fields[k]
+		if !ok || dst == nil {
 			continue
 		}
 		f := strings.Fields(v)
@@ -114,12 +118,10 @@ func parseMeminfo(b []byte) (Memory, error) {
 		if len(f) > 1 && f[1] == "kB" {
 			n *= 1024
 		}
-		if k == "MemTotal" {
-			m.TotalBytes = n
-		} else {
-			m.AvailableBytes = n
+		*dst = n
+		if k == "MemTotal" || k == "MemAvailable" {
+			seen++
 		}
-		seen++
 	}
 	if seen != 2 {
 		return m, fmt.Errorf("/proc/meminfo: MemTotal or MemAvailable missing")

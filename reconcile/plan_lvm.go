@@ -349,36 +349,6 @@ func (p *planner) planStacking() {
 	p.checkProxmox(stacked)
 }
 
-// checkActivation reports a VG on an LV that has nothing active while the
-// LV under it is active: what a boot leaves when no udev rule sets
-// LVM_PVSCAN_ON_LVS=1 for the lower LV. keel cannot read udev rules yet, so
-// this is judged from the symptom.
-func (p *planner) checkActivation(vg string, lowers []string) {
-	v := p.h.VGs[vg]
-	if v == nil {
-		return
-	}
-	anyActive, lowerActive := false, false
-	for _, key := range v.LVs {
-		if lv := p.h.LVs[key]; lv != nil && lv.Active {
-			anyActive = true
-		}
-	}
-	for _, key := range lowers {
-		if lv := p.h.LVs[key]; lv != nil && lv.Active {
-			lowerActive = true
-		}
-	}
-	if anyActive || !lowerActive || len(v.LVs) == 0 {
-		return
-	}
-	p.add(Finding{ID: "activation.pvscan_on_lvs", Object: vg,
-		Message:  fmt.Sprintf("VG %s sits on %s, which is active, yet none of its LVs is: lvm2's udev rules skip PVs on LVs at boot", vg, strings.Join(lowers, ", ")),
-		Expected: "LVs of " + vg + " active after boot", Observed: "all LVs inactive",
-		Remedy: fmt.Sprintf(`vgchange -ay %s now; for boots, a udev rule setting ENV{LVM_PVSCAN_ON_LVS}="1" for %s`, vg, strings.Join(lowers, ", ")),
-	})
-}
-
 // checkThinOnVDO reports a thin pool whose VG has a PV on a VDO LV.
 func (p *planner) checkThinOnVDO(tp *probes.ThinPool) {
 	v := p.h.VGs[tp.VG]

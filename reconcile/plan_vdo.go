@@ -329,46 +329,74 @@ func (p *planner) checkVDOLive(object string, t *probes.VDOTable, d vdo.Pool) {
 
 // checkVDOMaintenance compares the settings that need the pool stopped
 // (threads, max_discard, block map cache) and emits one maintenance action
-// that deactivates, changes them all and activates again.
+// that deactivates, changes them all and activates again. LVM refuses these
+// settings on an active pool ("Cannot change VDO settings for active VDO
+// pool", tools/lvchange.c _lvchange_vdo; they are VDO_CHANGE_OFFLINE in
+// tools/toollib.c get_vdo_settings), so each finding's remedy is the whole
+// stop, change, start sequence for its own setting.
 func (p *planner) checkVDOMaintenance(object string, o observedVDO, d vdo.Pool) {
 	t := o.pool.Table
-	var keys, settings []string
-	if o.threads != d.Threads {
-		keys = append(keys, p.add(Finding{ID: "vdo.threads", Object: object,
-			Message:  "the running VDO thread layout is not the declared one",
-			Expected: threadsText(d.Threads), Observed: threadsText(o.threads),
-			Remedy: "maintenance: lvchange --vdosettings with the pool's VMs stopped",
-		}))
-		th := d.Threads
-		settings = append(settings, fmt.Sprintf("logical_threads=%d physical_threads=%d hash_zone_threads=%d cpu_threads=%d bio_threads=%d ack_threads=%d",
-			th.Logical, th.Physical, th.Hash, th.CPU, th.Bio, th.Ack))
-	}
-	if d.MaxDiscardBlocks != 0 && t.MaxDiscard != d.MaxDiscardBlocks {
-		keys = append(keys, p.add(Finding{ID: "vdo.max_discard", Object: object,
-			Message:  "max_discard is not the declared value",
-			Expected: discardText(d.MaxDiscardBlocks), Observed: discardText(t.MaxDiscard),
-			Remedy: "maintenance: lvchange --vdosettings max_discard",
-		}))
-		settings = append(settings, fmt.Sprintf("max_discard=%d", d.MaxDiscardBlocks))
-	}
-	if want := d.BlockMapCacheMiB << 20 / vdo.BlockSize; want != 0 && t.BlockMapCacheBlocks != want {
-		keys = append(keys, p.add(Finding{ID: "vdo.block_map_cache", Object: object,
-			Message:  "the block map cache is not the declared size",
-			Expected: units.FormatSize(want * vdo.BlockSize), Observed: units.FormatSize(t.BlockMapCacheBlocks * vdo.BlockSize),
-			Remedy: "maintenance: lvchange --vdosettings block_map_cache_size_mb",
-		}))
-		settings = append(settings, fmt.Sprintf("block_map_cache_size_mb=%d", d.BlockMapCacheMiB))
-	}
-	if len(keys) == 0 {
-		return
-	}
 	lvName := ""
 	if o.lv != nil {
 		lvName = o.lv.FullName
 	}
+	var keys, settings []string
+	if o.threads != d.Threads {
+		set := threadSettings(d.Threads)
+		keys = append(keys, p.add(Finding{ID: "vdo.threads", Object: object,
+			Message:  "the running VDO thread layout is not the declared one; it changes only with the pool stopped (its VMs stopped)",
+			Expected: threadsText(d.Threads), Observed: threadsText(o.threads),
+			Remedy: p.vdoSettingsRemedy(object, lvName, set),
+		}))
+		settings = append(settings, set)
+	}
+	if d.MaxDiscardBlocks != 0 && t.MaxDiscard != d.MaxDiscardBlocks {
+		set := fmt.Sprintf("max_discard=%d", d.MaxDiscardBlocks)
+		keys = append(keys, p.add(Finding{ID: "vdo.max_discard", Object: object,
+			Message:  "max_discard is not the declared value; it changes only with the pool stopped (its VMs stopped)",
+			Expected: discardText(d.MaxDiscardBlocks), Observed: discardText(t.MaxDiscard),
+			Remedy: p.vdoSettingsRemedy(object, lvName, set),
+		}))
+		settings = append(settings, set)
+	}
+	if want := d.BlockMapCacheMiB << 20 / vdo.BlockSize; want != 0 && t.BlockMapCacheBlocks != want {
+		set := fmt.Sprintf("block_map_cache_size_mb=%d", d.BlockMapCacheMiB)
+		keys = append(keys, p.add(Finding{ID: "vdo.block_map_cache", Object: object,
+			Message:  "the block map cache is not the declared size; it changes only with the pool stopped (its VMs stopped)",
+			Expected: units.FormatSize(want * vdo.BlockSize), Observed: units.FormatSize(t.BlockMapCacheBlocks * vdo.BlockSize),
+			Remedy: p.vdoSettingsRemedy(object, lvName, set),
+		}))
+		settings = append(settings, set)
+	}
+	if len(keys) == 0 {
+		return
+	}
 	p.act(phaseChange, Action{ID: "vdo.vdosettings:" + object, Kind: KindCommand, Class: Maintenance, Object: object,
 		Summary:  fmt.Sprintf("stop %s, change %s, start it again (needs its VMs stopped)", object, strings.Join(settings, " ")),
 		Commands: p.framedVDOSettings(object, lvName, strings.Join(settings, " ")), Remedies: keys})
+}
+
+// threadSettings is the --vdosettings text of a thread layout.
+func threadSettings(th vdo.Threads) string {
+	return fmt.Sprintf("logical_threads=%d physical_threads=%d hash_zone_threads=%d cpu_threads=%d bio_threads=%d ack_threads=%d",
+		th.Logical, th.Physical, th.Hash, th.CPU, th.Bio, th.Ack)
+}
+
+// vdoSettingsRemedy is framedVDOSettings as one line to type: each command
+// runs only when the one before succeeded, so a VG above that cannot be
+// deactivated (a VM still running) stops the sequence before anything
+// changed.
+func (p *planner) vdoSettingsRemedy(pool, vdoLV, settings string) string {
+	return shellAnd(p.framedVDOSettings(pool, vdoLV, settings))
+}
+
+// shellAnd renders commands as one shell line joined by "&&".
+func shellAnd(cmds [][]string) string {
+	out := make([]string, len(cmds))
+	for i, c := range cmds {
+		out[i] = probes.ShellJoin(c)
+	}
+	return strings.Join(out, " && ")
 }
 
 func discardText(blocks uint64) string {
@@ -376,7 +404,11 @@ func discardText(blocks uint64) string {
 }
 
 // framedVDOSettings deactivates every VG stacked on the VDO LV and the VDO
-// LV itself, changes the settings, and activates them again.
+// LV itself (which takes the pool down with it; lvchange -an on the pool LV
+// leaves an active VDO LV running), changes the settings on the pool, and
+// activates the VDO LV again and, above it, exactly the LVs that were
+// active: a vgchange -ay would also start every guest disk Proxmox had left
+// inactive.
 func (p *planner) framedVDOSettings(pool, vdoLV, settings string) [][]string {
 	var uppers []string
 	for vg, lowers := range p.stackedVGs() {
@@ -388,8 +420,16 @@ func (p *planner) framedVDOSettings(pool, vdoLV, settings string) [][]string {
 	}
 	sort.Strings(uppers)
 	var cmds [][]string
+	var reactivate []string
 	for _, vg := range uppers {
 		cmds = append(cmds, []string{"vgchange", "-an", vg})
+		if v := p.h.VGs[vg]; v != nil {
+			for _, key := range v.LVs {
+				if lv := p.h.LVs[key]; lv != nil && lv.Active && !lv.Hidden {
+					reactivate = append(reactivate, key)
+				}
+			}
+		}
 	}
 	target := pool
 	if vdoLV != "" {
@@ -398,8 +438,8 @@ func (p *planner) framedVDOSettings(pool, vdoLV, settings string) [][]string {
 	cmds = append(cmds, []string{"lvchange", "-an", target},
 		[]string{"lvchange", "--vdosettings", settings, pool},
 		[]string{"lvchange", "-ay", target})
-	for _, vg := range uppers {
-		cmds = append(cmds, []string{"vgchange", "-ay", vg})
+	if len(reactivate) > 0 {
+		cmds = append(cmds, append([]string{"lvchange", "-ay"}, reactivate...))
 	}
 	return cmds
 }
@@ -413,13 +453,54 @@ func (p *planner) checkOvercommit(object string, o observedVDO) {
 	if o.lv.Size <= limit {
 		return
 	}
+	msg := fmt.Sprintf("VDO LV %s is %s but pool %s can address at most %s thick: VDO can fill before what sits on it does",
+		o.lv.FullName, units.FormatSize(o.lv.Size), object, units.FormatSize(limit))
+	if !p.audit {
+		msg += " (declare overcommit: true if that is intended)"
+	}
+	remedy, note := p.overcommitRemedy(o, limit)
 	key := p.add(Finding{ID: "vdo.overcommit", Object: o.lv.FullName,
-		Message: fmt.Sprintf("VDO LV %s is %s but pool %s can address at most %s thick: VDO can fill before the VG above does",
-			o.lv.FullName, units.FormatSize(o.lv.Size), object, units.FormatSize(limit)),
+		Message:  msg + note,
 		Expected: "at most " + units.FormatSize(limit), Observed: units.FormatSize(o.lv.Size),
-		Remedy: "a VDO LV never shrinks: rebuild at a thick size, or declare overcommit: true",
+		Remedy: remedy,
 	})
-	p.reportOnly("vdo.overcommit", o.lv.FullName, "a VDO LV cannot shrink: rebuild it at a thick size", key)
+	p.reportOnly("vdo.overcommit", o.lv.FullName, "keel never shrinks a VDO LV itself: the finding's remedy reduces it by hand", key)
+}
+
+// overcommitRemedy reduces the VDO LV to the thick limit. lvm2 reduces a
+// VDO LV like any LV since 2.03.11, discarding the area it drops
+// (lvmvdo(7), "Extending or reducing the VDOLV size"). What sits on it
+// shrinks first: a PV of a VG above with pvresize, which refuses while
+// extents past the new end are allocated (so its -y only answers "size is
+// less than the device"); lvreduce then runs with --fs ignore, because LVM's
+// file system check cannot read an LVM2_member's used size and fails
+// (lib/metadata/lv_manip.c _fs_reduce). Without a PV on it, plain lvreduce
+// keeps LVM's own file system check and asks before it reduces.
+func (p *planner) overcommitRemedy(o observedVDO, limit uint64) (remedy, note string) {
+	size := units.LVMArg(limit)
+	var pv *probes.PV
+	for _, name := range slices.Sorted(maps.Keys(p.h.PVs)) {
+		if lv := p.lvOfPV(p.h.PVs[name]); lv != nil && lv.FullName == o.lv.FullName {
+			pv = p.h.PVs[name]
+			break
+		}
+	}
+	if pv == nil {
+		return shellAnd([][]string{{"lvreduce", "-L", size, o.lv.FullName}}), ""
+	}
+	if vg := p.h.VGs[pv.VG]; vg != nil && vg.ExtentSize > 0 && pv.DevSize > pv.PECount*vg.ExtentSize {
+		overhead := pv.DevSize - pv.PECount*vg.ExtentSize // pe_start and the unused tail
+		if limit < overhead || pv.PEAlloc > (limit-overhead)/vg.ExtentSize {
+			return fmt.Sprintf("VG %s uses %s of PV %s, more than the %s the pool holds thick: free space in %s (lvreduce or remove LVs in it) until at most %d extents are allocated, then: %s",
+					pv.VG, units.FormatSize(pv.PEAlloc*vg.ExtentSize), pv.Name, units.FormatSize(limit), pv.VG, (limit-min(overhead, limit))/vg.ExtentSize,
+					shellAnd([][]string{{"pvresize", "-y", "--setphysicalvolumesize", size, pv.Name}, {"lvreduce", "-y", "--fs", "ignore", "-L", size, o.lv.FullName}})),
+				"; the VG above uses more than that"
+		}
+	}
+	return shellAnd([][]string{
+		{"pvresize", "-y", "--setphysicalvolumesize", size, pv.Name},
+		{"lvreduce", "-y", "--fs", "ignore", "-L", size, o.lv.FullName},
+	}), ""
 }
 
 // checkVDOHealth covers mode, index, usage, dedupe timeouts and the slab
@@ -458,14 +539,56 @@ func (p *planner) checkVDOHealth(object string, o observedVDO, alert float64) {
 			Remedy: "put the index on faster storage (split pool) or reduce load",
 		})
 	}
-	if l := o.layout; l != nil && l.Unused.Count*slabRemainderFractionDen > l.Slab.Blocks {
-		p.add(Finding{ID: "vdo.slab_remainder", Object: object,
+	if l := o.layout; l != nil && remainderWasted(*l) {
+		f := Finding{ID: "vdo.slab_remainder", Object: object,
 			Message:  fmt.Sprintf("%d blocks (%s) between the last slab and the journal are never used", l.Unused.Count, units.FormatSize(l.Unused.Count*vdo.BlockSize)),
 			Expected: "under a tenth of a slab", Observed: units.FormatSize(l.Unused.Count * vdo.BlockSize),
-			Remedy: fmt.Sprintf("grow the pool by %s to fit another slab, or size pools in whole slabs plus overhead",
-				units.FormatSize((l.NextSlabBlocks()-l.PhysicalBlocks)*vdo.BlockSize)),
-		})
+		}
+		if grow, ok := remainderGrow(*l, o.extent); ok {
+			f.Message += fmt.Sprintf("; LVM raises every pool extend to at least one slab (%s), which leaves the remainder as it is, so the grow that uses it adds %s",
+				units.FormatSize(l.Slab.Blocks*vdo.BlockSize), units.FormatSize(grow))
+			f.Remedy = shellAnd([][]string{{"lvextend", "-L", "+" + units.LVMArg(grow), object}})
+		} else {
+			f.Remedy = "a VDO pool cannot shrink: size the next pool in whole slabs plus overhead (keel recommend)"
+		}
+		p.add(f)
 	}
+}
+
+// remainderWasted reports whether the space between the last slab and the
+// recovery journal is above a tenth of a slab.
+func remainderWasted(l vdo.Layout) bool {
+	return l.Unused.Count*slabRemainderFractionDen > l.Slab.Blocks
+}
+
+// remainderGrow is the smallest whole-extent lvextend of the pool after
+// which the remainder is no longer reported. LVM raises a VDO pool extend to
+// at least max(one slab, 128 MiB + 128 KiB) (lib/metadata/lv_manip.c,
+// "Increasing incremental size ... to fit new VDO slab"), and growing by one
+// slab adds one slab and keeps the remainder; the grow that uses the
+// remainder is one slab less the remainder, plus the slab LVM insists on.
+// dm-vdo lays out a grown pool as vdoformat would a new one of that size
+// (the journal and summary move to the new end).
+func remainderGrow(l vdo.Layout, extent uint64) (uint64, bool) {
+	if extent == 0 || extent%vdo.BlockSize != 0 {
+		return 0, false
+	}
+	slab := l.Slab.Blocks * vdo.BlockSize
+	want := 2*slab - l.Unused.Count*vdo.BlockSize
+	grow := max(vdo.MinGrowBytes(slab, extent), (want+extent-1)/extent*extent)
+	for range 1 + slab/extent {
+		g := l.Geometry
+		g.PhysicalBytes = l.PhysicalBlocks*vdo.BlockSize + grow
+		after, err := vdo.NewLayout(g)
+		if err != nil {
+			return 0, false
+		}
+		if !remainderWasted(after) {
+			return grow, true
+		}
+		grow += extent
+	}
+	return 0, false
 }
 
 // auditVDO judges an observed pool against the reference rules.
@@ -478,18 +601,22 @@ func (p *planner) auditVDO(pool *probes.VDOPool) {
 			slabs = o.layout.Slabs
 		}
 		want := vdo.AutoThreadsCache(p.h.CPUs, slabs, t.BlockMapCacheBlocks)
+		lvName := ""
+		if o.lv != nil {
+			lvName = o.lv.FullName
+		}
 		if o.threads != want {
 			p.add(Finding{ID: "vdo.threads", Object: object,
-				Message:  fmt.Sprintf("thread layout is not one thread per CPU (%d CPUs)", p.h.CPUs),
+				Message:  fmt.Sprintf("thread layout is not one thread per CPU (%d CPUs); it changes only with the pool stopped (its VMs stopped)", p.h.CPUs),
 				Expected: threadsText(want), Observed: threadsText(o.threads),
-				Remedy: "maintenance: lvchange --vdosettings with the pool's VMs stopped",
+				Remedy: p.vdoSettingsRemedy(object, lvName, threadSettings(want)),
 			})
 		}
 		if t.MaxDiscard == 1 {
 			p.add(Finding{ID: "vdo.max_discard", Object: object,
-				Message:  "max_discard is LVM's default of one 4 KiB block: discards burn a core",
+				Message:  "max_discard is LVM's default of one 4 KiB block: discards burn a core; it changes only with the pool stopped (its VMs stopped)",
 				Expected: discardText(auditMaxDiscardBlocks), Observed: discardText(t.MaxDiscard),
-				Remedy: "maintenance: lvchange --vdosettings max_discard=4096",
+				Remedy: p.vdoSettingsRemedy(object, lvName, fmt.Sprintf("max_discard=%d", auditMaxDiscardBlocks)),
 			})
 		}
 	}
@@ -497,27 +624,54 @@ func (p *planner) auditVDO(pool *probes.VDOPool) {
 	p.checkVDOHealth(object, o, auditVDOUsedAlert)
 }
 
-// planVDOMemory adds up LVM's RAM bill for every VDO pool (observed, and
-// declared ones still to create) and compares it with the host's memory.
+// lvmAvailableMiB is the memory LVM lets a VDO pool have when it creates or
+// activates one (lib/metadata/vdo_manip.c, _get_memory_info): MemAvailable
+// plus two thirds of the anonymous and shared pages, at most two thirds of
+// the free swap.
+func lvmAvailableMiB(m probes.Memory) uint64 {
+	swappable := min((m.AnonBytes+m.ShmemBytes)/3*2, m.SwapFreeBytes/3*2)
+	return (m.AvailableBytes + swappable) >> 20
+}
+
+// vdoBill is one pool's line in planVDOMemory's sum.
+type vdoBill struct {
+	name     string
+	mib      uint64
+	pending  string // "" for a running pool, else what LVM still has to do
+	cacheMiB uint64
+	pool, lv string // observed pool and VDO LV ("vg/lv"), "" for one to create
+}
+
+// planVDOMemory compares LVM's RAM bill for VDO pools with what LVM checks
+// it against (check_vdo_constrains, lib/metadata/vdo_manip.c): before
+// lvcreate and before each activation, a pool's bill must fit in the memory
+// available then (lvmAvailableMiB). Pools keel is to create and pools whose
+// VDO LV is inactive are still to pass that check, together, against the
+// memory available now; running pools passed it, but every one of them
+// passes it again at the next boot, so all pools together must fit in the
+// host's memory.
 func (p *planner) planVDOMemory() {
 	if p.h.Memory.TotalBytes == 0 {
 		return
 	}
-	var total uint64
-	var parts []string
+	var bills []vdoBill
 	for _, key := range slices.Sorted(maps.Keys(p.h.VDOPools)) {
 		o := p.observeVDO(p.h.VDOPools[key], "")
 		virt := uint64(0)
+		b := vdoBill{name: key, pool: key}
 		if o.lv != nil {
 			virt = o.lv.Size
+			b.lv = o.lv.FullName
+			if !o.lv.Active {
+				b.pending = "lvchange -ay " + o.lv.FullName
+			}
 		}
-		cache := uint64(vdo.DefaultBlockMapCacheBytes >> 20)
+		b.cacheMiB = uint64(vdo.DefaultBlockMapCacheBytes >> 20)
 		if o.cacheBlock > 0 {
-			cache = o.cacheBlock * vdo.BlockSize >> 20
+			b.cacheMiB = o.cacheBlock * vdo.BlockSize >> 20
 		}
-		bill := vdo.RAMBill(o.physical, virt, cache, max(o.indexMiB, 256)).TotalMiB()
-		total += bill
-		parts = append(parts, fmt.Sprintf("%s %s", key, units.FormatSize(uint64(bill)<<20)))
+		b.mib = vdo.RAMBill(o.physical, virt, b.cacheMiB, max(o.indexMiB, 256)).TotalMiB()
+		bills = append(bills, b)
 	}
 	if !p.audit {
 		for _, vg := range slices.Sorted(maps.Keys(p.d.VolumeGroups)) {
@@ -529,19 +683,63 @@ func (p *planner) planVDOMemory() {
 				if err != nil {
 					continue
 				}
-				bill := vdo.RAMBill(d.PhysicalBytes, d.VirtualBytes, max(d.BlockMapCacheMiB, 128), max(d.IndexMemoryMiB, 256)).TotalMiB()
-				total += bill
-				parts = append(parts, fmt.Sprintf("%s/%s %s (to create)", vg, name, units.FormatSize(uint64(bill)<<20)))
+				bills = append(bills, vdoBill{name: vg + "/" + name, pending: "lvcreate",
+					mib: vdo.RAMBill(d.PhysicalBytes, d.VirtualBytes, max(d.BlockMapCacheMiB, 128), max(d.IndexMemoryMiB, 256)).TotalMiB()})
 			}
 		}
 	}
-	if total<<20 <= p.h.Memory.TotalBytes {
-		return
+	var total, pending uint64
+	var all, waiting []string
+	for _, b := range bills {
+		total += b.mib
+		all = append(all, fmt.Sprintf("%s %d MiB", b.name, b.mib))
+		if b.pending != "" {
+			pending += b.mib
+			waiting = append(waiting, fmt.Sprintf("%s %d MiB (%s)", b.name, b.mib, b.pending))
+		}
 	}
-	p.add(Finding{ID: "vdo.memory", Object: "host",
-		Message: fmt.Sprintf("VDO pools need %s of RAM (%s), more than the host's %s", units.FormatSize(uint64(total)<<20),
-			strings.Join(parts, ", "), units.FormatSize(p.h.Memory.TotalBytes>>20<<20)),
-		Expected: "at most " + units.FormatSize(p.h.Memory.TotalBytes>>20<<20), Observed: units.FormatSize(uint64(total) << 20),
-		Remedy: "smaller index or block map cache, fewer pools, or more RAM",
-	})
+	avail, totalMiB := lvmAvailableMiB(p.h.Memory), p.h.Memory.TotalBytes>>20
+	report := func(msg string, need, limit uint64, pendingOnly bool) {
+		p.add(Finding{ID: "vdo.memory", Object: "host", Message: msg,
+			Expected: fmt.Sprintf("at most %d MiB", limit), Observed: fmt.Sprintf("%d MiB", need),
+			Remedy: p.memoryRemedy(bills, need-limit, pendingOnly),
+		})
+	}
+	switch {
+	case pending > avail:
+		report(fmt.Sprintf("VDO pools still to be created or activated need %d MiB of RAM (%s) and LVM counts %d MiB available (MemAvailable plus two thirds of swappable pages, at most two thirds of free swap): LVM refuses with \"Not enough free memory for VDO target\"",
+			pending, strings.Join(waiting, ", "), avail), pending, avail, true)
+	case total > totalMiB:
+		report(fmt.Sprintf("VDO pools need %d MiB of RAM (%s), more than the host's %d MiB: at the next boot LVM refuses to activate the pools that no longer fit in the available memory",
+			total, strings.Join(all, ", "), totalMiB), total, totalMiB, false)
+	}
+}
+
+// memoryRemedy says how to close a shortfall of short MiB: the commands that
+// lower the block map cache of observed pools above LVM's 128 MiB default
+// (an offline VDO setting, so each is the stop, change, start sequence;
+// pendingOnly keeps to the pools not running), then what commands cannot do.
+func (p *planner) memoryRemedy(bills []vdoBill, short uint64, pendingOnly bool) string {
+	var cmds [][]string
+	var saved uint64
+	for _, b := range bills {
+		if b.pool == "" || b.lv == "" || b.cacheMiB <= 128 || (pendingOnly && b.pending == "") {
+			continue
+		}
+		saved += vdo.RAMBill(0, 0, b.cacheMiB, 0).BlockMapCacheMiB - vdo.RAMBill(0, 0, 128, 0).BlockMapCacheMiB
+		if b.pending != "" {
+			// Inactive: change the setting, then activate.
+			cmds = append(cmds, []string{"lvchange", "--vdosettings", "block_map_cache_size_mb=128", b.pool}, []string{"lvchange", "-ay", b.lv})
+		} else {
+			cmds = append(cmds, p.framedVDOSettings(b.pool, b.lv, "block_map_cache_size_mb=128")...)
+		}
+	}
+	rest := fmt.Sprintf("free %d MiB (stop VMs or services), add RAM, or declare smaller indexMemory and blockMapCache for pools keel is to create", short)
+	if len(cmds) == 0 {
+		return rest
+	}
+	if saved >= short {
+		return shellAnd(cmds)
+	}
+	return fmt.Sprintf("%s (saves %d MiB), and %s", shellAnd(cmds), saved, strings.Replace(rest, fmt.Sprint(short), fmt.Sprint(short-saved), 1))
 }

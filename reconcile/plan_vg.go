@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/units"
 )
@@ -80,44 +81,92 @@ func (p *planner) checkVGHealth(name string, want schema.VolumeGroup) {
 			Remedy: "bring the missing device back; do not vgreduce --removemissing without a plan",
 		})
 	}
-	var inactive []string
-	for _, pool := range slices.Sorted(maps.Keys(want.VDOPools)) {
-		if lv := p.h.LVs[name+"/"+want.VDOPools[pool].LV]; lv != nil && !lv.Active {
-			inactive = append(inactive, lv.FullName)
-		}
-	}
-	for _, pool := range slices.Sorted(maps.Keys(want.ThinPools)) {
-		if lv := p.h.LVs[name+"/"+pool]; lv != nil && !lv.Active {
-			inactive = append(inactive, lv.FullName)
-		}
-	}
+	inactive := p.inactivePools(name)
 	if len(inactive) > 0 && !p.activationReported(name) {
 		p.add(Finding{ID: "vg.inactive", Object: name,
 			Message:  fmt.Sprintf("VG %s has inactive pools: %s", name, strings.Join(inactive, ", ")),
 			Expected: "active", Observed: "inactive",
-			Remedy: "vgchange -ay " + name,
+			Remedy: activatePools(inactive),
 		})
 	}
 }
 
-// activationReported tells whether activation.pvscan_on_lvs will describe
-// the VG's inactivity (it runs later, in planStacking).
-func (p *planner) activationReported(vg string) bool {
-	lowers := p.stackedVGs()[vg]
-	if len(lowers) == 0 {
-		return false
+// inactivePools returns the "vg/lv" of the declared pools of VG vg that
+// exist and are inactive: the VDO LV of each VDO pool, each thin pool.
+func (p *planner) inactivePools(vg string) []string {
+	if p.audit || p.d == nil {
+		return nil
 	}
-	for _, key := range p.h.VGs[vg].LVs {
-		if lv := p.h.LVs[key]; lv != nil && lv.Active {
-			return false
+	want, ok := p.d.VolumeGroups[vg]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, pool := range slices.Sorted(maps.Keys(want.VDOPools)) {
+		if lv := p.h.LVs[vg+"/"+want.VDOPools[pool].LV]; lv != nil && !lv.Active {
+			out = append(out, lv.FullName)
 		}
 	}
-	for _, key := range lowers {
+	for _, pool := range slices.Sorted(maps.Keys(want.ThinPools)) {
+		if lv := p.h.LVs[vg+"/"+pool]; lv != nil && !lv.Active {
+			out = append(out, lv.FullName)
+		}
+	}
+	return out
+}
+
+// activatePools activates exactly the named pools: never vgchange -ay,
+// which would also start every guest disk in the VG (Proxmox activates a
+// VM's disks itself, lvchange -aey at qm start, and leaves the others
+// inactive). Activating a thin pool does not activate its thin LVs.
+func activatePools(lvs []string) string {
+	return probes.ShellJoin(append([]string{"lvchange", "-ay"}, lvs...))
+}
+
+// activationReported tells whether activation.pvscan_on_lvs describes the
+// VG's inactive pools (checkActivation, which runs later in planStacking).
+func (p *planner) activationReported(vg string) bool {
+	return p.lowerActive(vg) && len(p.inactivePools(vg)) > 0
+}
+
+// lowerActive reports whether VG vg is stacked on LVs and one of them is
+// active: its PVs are there for lvm2 to scan.
+func (p *planner) lowerActive(vg string) bool {
+	for _, key := range p.stackedVGs()[vg] {
 		if lv := p.h.LVs[key]; lv != nil && lv.Active {
 			return true
 		}
 	}
 	return false
+}
+
+// checkActivation judges the boot activation of a VG on LVs by what breaks
+// without it. After a boot lvm2's udev rules leave such a VG inactive unless
+// a rule sets LVM_PVSCAN_ON_LVS=1 for the LV below (69-dm-lvm.rules;
+// devices/scan_lvs "does not enable autoactivation of layered VGs",
+// conf/example.conf.in). That alone breaks nothing on Proxmox VE: its LVM
+// plugin activates each VM disk with lvchange -aey at qm start, and a VG
+// whose LVs are all inactive is the normal state after a boot (seed 000,
+// tested on the guest). It breaks what keel is declared to keep running in
+// that VG: a declared thin or VDO pool that is inactive while the LV below
+// is active. A PV on an active LV that LVM does not see at all is reported
+// as lvm.scan_lvs (scan_lvs 0) or vg.missing: keel reads no signatures to
+// tell a hidden PV from one never created. The remedy activates the
+// declared pools only, and installs keel's udev rule for the next boot.
+func (p *planner) checkActivation(vg string, lowers []string) {
+	if p.h.VGs[vg] == nil || !p.lowerActive(vg) {
+		return
+	}
+	inactive := p.inactivePools(vg)
+	if len(inactive) == 0 {
+		return
+	}
+	p.add(Finding{ID: "activation.pvscan_on_lvs", Object: vg,
+		Message: fmt.Sprintf("VG %s sits on %s, which is active, yet its declared pools %s are not: lvm2's udev rules skip PVs on LVs at boot unless LVM_PVSCAN_ON_LVS=1 is set for the LV below",
+			vg, strings.Join(lowers, ", "), strings.Join(inactive, ", ")),
+		Expected: "declared pools of " + vg + " active after boot", Observed: "inactive: " + strings.Join(inactive, ", "),
+		Remedy: activatePools(inactive) + " && keel udev-rules --write",
+	})
 }
 
 // planAbsent emits a destructive wipe for each LV the desired state lists

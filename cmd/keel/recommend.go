@@ -77,15 +77,16 @@ type recommendation struct {
 	RAM         vdo.RAM `json:"ram"`
 	RAMTotalMiB uint64  `json:"ramTotalMiB"`
 	// NodeMemAvailableMiB is the --node snapshot's MemAvailable, 0 without --node.
-	NodeMemAvailableMiB uint64         `json:"nodeMemAvailableMiB,omitempty"`
-	DedupeWindow        uint64         `json:"dedupeWindowBytes"`
-	Threads             vdo.Threads    `json:"threads"`
-	LVCreate            []string       `json:"lvcreate"`
-	Split               *vdo.SplitPlan `json:"split,omitempty"`
-	SplitCmds           [][]string     `json:"splitCommands,omitempty"`
-	Grow                *vdo.GrowPlan  `json:"grow,omitempty"`
-	GrowCmds            [][]string     `json:"growCommands,omitempty"`
-	Problems            []string       `json:"problems,omitempty"`
+	NodeMemAvailableMiB uint64      `json:"nodeMemAvailableMiB,omitempty"`
+	DedupeWindow        uint64      `json:"dedupeWindowBytes"`
+	Threads             vdo.Threads `json:"threads"`
+	// LVCreate, SplitCmds and GrowCmds are left out when Problems refuse the pool.
+	LVCreate  []string       `json:"lvcreate,omitempty"`
+	Split     *vdo.SplitPlan `json:"split,omitempty"`
+	SplitCmds [][]string     `json:"splitCommands,omitempty"`
+	Grow      *vdo.GrowPlan  `json:"grow,omitempty"`
+	GrowCmds  [][]string     `json:"growCommands,omitempty"`
+	Problems  []string       `json:"problems,omitempty"`
 }
 
 // sizeFlag is a flag.Value holding a size parsed with units.ParseSize.
@@ -293,7 +294,9 @@ func recommend(o recommendOpts) (recommendation, error) {
 	r.DedupeWindow = vdo.DedupeWindowBytes(g.IndexMemory, o.sparse)
 	r.Threads = vdo.AutoThreadsCache(o.cpus, l.Slabs, p.BlockMapCacheMiB*256)
 	p.Threads = r.Threads
-	r.LVCreate = p.LVCreateArgs()
+	if len(r.Problems) == 0 {
+		r.LVCreate = p.LVCreateArgs()
+	}
 
 	if o.split {
 		s, err := l.Split(o.extent)
@@ -301,14 +304,18 @@ func recommend(o recommendOpts) (recommendation, error) {
 			return r, err
 		}
 		r.Split = &s
-		r.SplitCmds = p.SplitCreateArgs(s, o.fast, o.slow)
+		if len(r.Problems) == 0 {
+			r.SplitCmds = p.SplitCreateArgs(s, o.fast, o.slow)
+		}
 		if o.grow != 0 {
 			gp, err := l.PlanSplitGrow(o.grow, o.extent)
 			if err != nil {
 				return r, err
 			}
 			r.Grow = &gp
-			r.GrowCmds = p.GrowArgs(gp, o.fast, o.slow)
+			if len(r.Problems) == 0 {
+				r.GrowCmds = p.GrowArgs(gp, o.fast, o.slow)
+			}
 		}
 	}
 	return r, nil
@@ -389,8 +396,17 @@ func writeRecommendation(w io.Writer, r recommendation) error {
 	fmt.Fprintf(&b, "\nThreads for %d CPUs: logical %d, physical %d, hash %d, cpu %d, bio %d, ack %d (%d; LVM default is 1,1,1,2,4,1)\n",
 		in.CPUs, t.Logical, t.Physical, t.Hash, t.CPU, t.Bio, t.Ack, t.Total())
 
-	fmt.Fprintln(&b, "\nCreate (one command, LVM picks the PVs):")
-	fmt.Fprintf(&b, "  %s\n", probes.ShellJoin(r.LVCreate))
+	if len(r.Problems) > 0 {
+		// A pool keel refuses gets no command to paste, only the reasons
+		// (the same lines go to stderr and the exit status is 1).
+		fmt.Fprintln(&b, "\nCreate: refused, nothing to paste:")
+		for _, p := range r.Problems {
+			fmt.Fprintf(&b, "  %s\n", p)
+		}
+	} else {
+		fmt.Fprintln(&b, "\nCreate (one command, LVM picks the PVs):")
+		fmt.Fprintf(&b, "  %s\n", probes.ShellJoin(r.LVCreate))
+	}
 	if r.Split != nil {
 		s := r.Split
 		fmt.Fprintf(&b, "\nSplit pool (%s extents of %d blocks, %d extents):\n", sz(s.ExtentBytes), s.ExtentBlocks, s.TotalExtents)

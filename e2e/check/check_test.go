@@ -196,7 +196,9 @@ func TestCheckOnRealStacks(t *testing.T) {
 		{"bcache-defaults", 1, nil}, // checked below: exactly one bcache.tunable, and the rule missing
 		{"vdo-thick-norule", 1, []string{"activation.udev_rule@udev:" + pvRule, "vdo.slab_remainder@vdolab/vdopool"}},
 		{"vdo-thick", 0, []string{"vdo.slab_remainder@vdolab/vdopool"}},
-		{"vdo-thick-inactive", 1, []string{"activation.pvscan_on_lvs@vdovg", "vdo.slab_remainder@vdolab/vdopool"}},
+		// vdovg inactive after vgchange -an, nothing declared in it: what
+		// Proxmox leaves after a boot, and nothing breaks (seed 000).
+		{"vdo-thick-inactive", 0, []string{"vdo.slab_remainder@vdolab/vdopool"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -225,7 +225,9 @@ func checkCapacity(t *testing.T, l vdo.Layout, out string) {
 	var got []string
 	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "The VDO volume can address") || strings.HasPrefix(line, "It can grow to address") {
+		if strings.HasPrefix(line, "The VDO volume can address") || strings.HasPrefix(line, "It can grow to address") ||
+			strings.HasPrefix(line, "If a larger maximum size") || strings.HasPrefix(line, "The volume has the maximum") ||
+			strings.HasPrefix(line, "Consider using larger slabs") {
 			got = append(got, line)
 		}
 	}

@@ -220,12 +220,16 @@ func (l Layout) ZeroWasteBlocks() uint64 { return l.PhysicalBlocks - l.Unused.Co
 func (l Layout) NextSlabBlocks() uint64 { return l.ZeroWasteBlocks() + l.Slab.Blocks }
 
 // CapacityLines are the lines vdoformat prints after formatting
-// (describeCapacity in vdoformat.c), e.g.
+// (describeCapacity in the vdo userspace's utils/vdo/vdoformat.c), e.g.
 //
 //	The VDO volume can address 36.00 GB in 18 data slabs, each 2.00 GB.
 //	It can grow to address at most 16.00 TB of physical storage in 8192 slabs.
+//	If a larger maximum size might be needed, use bigger slabs.
 //
-// The second line is printed only below 8192 slabs.
+// Below 8192 slabs the second line follows, and the third when the slabs
+// are smaller than the largest (2^23 blocks, 32 GiB); at 8192 slabs
+// vdoformat says the volume cannot grow instead, and suggests larger slabs
+// under the same condition.
 func (l Layout) CapacityLines() []string {
 	first := fmt.Sprintf("The VDO volume can address %s in %d data slab", readableSize(l.AddressableBytes()), l.Slabs)
 	if l.Slabs != 1 {
@@ -235,9 +239,18 @@ func (l Layout) CapacityLines() []string {
 		first += ", each " + readableSize(l.Slab.Blocks*BlockSize)
 	}
 	out := []string{first + "."}
+	smallSlabs := l.SlabBits < MaxSlabBits
 	if l.Slabs < MaxSlabs {
 		out = append(out, fmt.Sprintf("It can grow to address at most %s of physical storage in %d slabs.",
 			readableSize(MaxSlabs*l.Slab.Blocks*BlockSize), MaxSlabs))
+		if smallSlabs {
+			out = append(out, "If a larger maximum size might be needed, use bigger slabs.")
+		}
+	} else {
+		out = append(out, "The volume has the maximum number of slabs and so cannot grow.")
+		if smallSlabs {
+			out = append(out, "Consider using larger slabs to allow the volume to grow.")
+		}
 	}
 	return out
 }

@@ -121,23 +121,36 @@ func TestCapacityLines(t *testing.T) {
 	}{
 		{40 * gib, 0, []string{
 			"The VDO volume can address 36.00 GB in 18 data slabs, each 2.00 GB.",
-			"It can grow to address at most 16.00 TB of physical storage in 8192 slabs."}},
+			"It can grow to address at most 16.00 TB of physical storage in 8192 slabs.",
+			"If a larger maximum size might be needed, use bigger slabs."}},
 		{10 * gib, 0, []string{
 			"The VDO volume can address 6.00 GB in 3 data slabs, each 2.00 GB.",
-			"It can grow to address at most 16.00 TB of physical storage in 8192 slabs."}},
+			"It can grow to address at most 16.00 TB of physical storage in 8192 slabs.",
+			"If a larger maximum size might be needed, use bigger slabs."}},
 		{13 * gib, 0, []string{
 			"The VDO volume can address 10.00 GB in 5 data slabs, each 2.00 GB.",
-			"It can grow to address at most 16.00 TB of physical storage in 8192 slabs."}},
+			"It can grow to address at most 16.00 TB of physical storage in 8192 slabs.",
+			"If a larger maximum size might be needed, use bigger slabs."}},
 		{5 * gib, 0, []string{
 			"The VDO volume can address 2.00 GB in 1 data slab.",
-			"It can grow to address at most 16.00 TB of physical storage in 8192 slabs."}},
+			"It can grow to address at most 16.00 TB of physical storage in 8192 slabs.",
+			"If a larger maximum size might be needed, use bigger slabs."}},
 		{3 * gib, 128 << 20, []string{
 			"The VDO volume can address 256.00 MB in 2 data slabs, each 128.00 MB.",
-			"It can grow to address at most 1.00 TB of physical storage in 8192 slabs."}},
+			"It can grow to address at most 1.00 TB of physical storage in 8192 slabs.",
+			"If a larger maximum size might be needed, use bigger slabs."}},
 		{6 * 1024 * gib, 0, []string{
 			"The VDO volume can address 6.00 TB in 3070 data slabs, each 2.00 GB.",
-			"It can grow to address at most 16.00 TB of physical storage in 8192 slabs."}},
+			"It can grow to address at most 16.00 TB of physical storage in 8192 slabs.",
+			"If a larger maximum size might be needed, use bigger slabs."}},
 	}
+	// 32 GiB slabs are vdoformat's largest: no advice to use bigger ones.
+	tests = append(tests, struct {
+		bytes, slab uint64
+		want        []string
+	}{100 * gib, 32 * gib, []string{
+		"The VDO volume can address 96.00 GB in 3 data slabs, each 32.00 GB.",
+		"It can grow to address at most 256.00 TB of physical storage in 8192 slabs."}})
 	for _, tt := range tests {
 		l, err := NewLayout(Geometry{PhysicalBytes: tt.bytes, SlabBytes: tt.slab})
 		if err != nil {

@@ -1,0 +1,13 @@
+// Package remedies proves on the real kernel that the remedies keel check
+// prints work when typed, behind the build tag e2e. In one boot it builds
+// the states that raise vdo.slab_remainder, vdo.overcommit, vdo.threads and
+// vdo.max_discard (a VDO pool with LVM's defaults, overcommitted, with a VG
+// stacked on its VDO LV), and for each finding in turn takes the remedy
+// keel check --audit prints, runs it exactly as printed with bash, and
+// checks that keel check no longer raises that finding. Then it leaves a
+// thin pool declared in the stacked VG inactive, as a boot does, and does
+// the same for activation.pvscan_on_lvs, checking that the remedy leaves the
+// VM disk next to the pool inactive.
+//
+// Run: E2E_PKGS=./e2e/remedies e2e/run-e2e.sh
+package remedies
