@@ -86,7 +86,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := a.Converge(ctx, executor.Mode{Maintenance: *maint, DryRun: *dryRun})
+	res, err := a.Converge(ctx, executor.Mode{Maintenance: *maint, DryRun: *dryRun, Retry: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "keel apply: %v\n", err)
 		return exitError

@@ -123,6 +123,7 @@ func New(configs []string, w Wiring) *Loop {
 		stateDir: w.StateDir, State: state.Store{Path: w.StatePath}}
 	ex := executor.New(w.Runner, w.Options)
 	ex.Log = w.Log.Named("executor")
+	ex.Records = actionRecords{store: l.State}
 	sysfs := bcache.Applier(w.SysFS)
 	ex.Sysfs = func(ctx context.Context, act reconcile.Action) error {
 		err := sysfs(ctx, act)

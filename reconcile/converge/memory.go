@@ -52,3 +52,28 @@ func (l *Loop) wipeMemory(req *wipe.Request, act bool) {
 	}
 	req.Known = st.Absent
 }
+
+// actionRecords keeps the executor's records (stuck actions, destructive
+// actions begun, finished or failed) in keel's state file, beside the
+// identities of absent names, under the same lock.
+type actionRecords struct{ store state.Store }
+
+func (r actionRecords) Load() (map[string]state.Action, error) {
+	st, err := r.store.Load()
+	if err != nil {
+		return nil, err
+	}
+	return st.Actions, nil
+}
+
+func (r actionRecords) Put(id string, a state.Action) error {
+	_, err := r.store.Update(func(st *state.State) error {
+		if a.Empty() {
+			delete(st.Actions, id)
+		} else {
+			st.Actions[id] = a
+		}
+		return nil
+	})
+	return err
+}
