@@ -505,7 +505,7 @@ func (sysfsOnly) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
 func (l *Loop) planBcache(ctx context.Context) (*probes.Host, reconcile.Result) {
 	start := time.Now()
 	h, _ := l.SysfsProbe(ctx)
-	res := reconcile.Plan(&schema.Config{Bcache: l.desired.Bcache}, h)
+	res := reconcile.Plan(&schema.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
 	l.Log.Debug("bcache sysfs probe and plan", "took", Since(start), "actions", len(res.Actions))
 	return h, res
 }
@@ -541,7 +541,7 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repor
 	if h == nil {
 		_, res = l.planBcache(ctx)
 	} else {
-		res = reconcile.Plan(&schema.Config{Bcache: l.desired.Bcache}, h)
+		res = reconcile.Plan(&schema.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
 	}
 	var acts []reconcile.Action
 	for _, x := range res.Actions {

@@ -6,6 +6,7 @@ import (
 	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/reconcile/wipe"
+	"github.com/keel-storage/keel/schema"
 )
 
 // absentNames are the absent entries ("vg/lv") of the desired state in force.
@@ -26,15 +27,16 @@ func (l *Loop) records(seeing bool) (*state.State, error) {
 // only when there is one). With no absent name the file is not touched. A
 // state that cannot be read holds every removal (Memory.Held).
 func (l *Loop) loadMemory(dryRun bool) reconcile.Memory {
+	today := schema.WaiverDay(time.Now())
 	if len(l.absentNames()) == 0 {
-		return reconcile.Memory{}
+		return reconcile.Memory{Today: today}
 	}
 	st, err := l.records(!dryRun)
 	if err != nil {
 		l.Log.Error("keel's state cannot be read: removals are held", "err", err)
-		return reconcile.Memory{Held: err.Error()}
+		return reconcile.Memory{Held: err.Error(), Today: today}
 	}
-	return reconcile.Memory{Absent: st.Absent}
+	return reconcile.Memory{Absent: st.Absent, Today: today}
 }
 
 // wipeMemory puts keel's state into a removal request: the records it
