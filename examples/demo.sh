@@ -6,7 +6,10 @@ set -u
 keel=${1:-bin/keel}
 cd "$(dirname "$0")/.."
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; printf '(exit %d)\n' "$?"; }
+# Bold command lines on a terminal only: no escape codes in a pipe or a log.
+bold='' plain=''
+if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; fi
+step() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; printf '(exit %d)\n' "$?"; }
 
 echo "keel demo: desired state in examples/*.cue, real hosts in examples/nodes/*.txtar"
 for f in examples/*.cue; do
@@ -19,5 +22,10 @@ step "$keel" check --audit --node examples/nodes/vdo-defaults.txtar
 # The VDO article's lab, declared, against the host as captured.
 step "$keel" check -c examples/proxmox-vdo-thick.cue --node examples/nodes/vdo-thick.txtar
 step "$keel" plan -c examples/proxmox-vdo-thick.cue --node examples/nodes/vdo-thick.txtar
+# The Harvester example against a thin host with the same names: what keel
+# would change there (metadata to grow, the RAID-shaped pool to create).
+step "$keel" plan -c examples/harvester-thin.cue --node examples/nodes/thin.txtar
+# VDO on bcache, declared thick, against a capture that overcommits its pool.
+step "$keel" check -c examples/vdo-on-bcache.cue --node examples/nodes/vdo-on-bcache.txtar
 step "$keel" recommend --cpus 16 --size 40G
 exit 0

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
@@ -108,4 +109,15 @@ func (r ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 		return res, fmt.Errorf("%s: %w", c, err)
 	}
 	return res, nil
+}
+
+// MissingCommand returns the name of the command that err says is not
+// installed (not found in PATH, or an absolute path that does not exist),
+// anywhere in err's chain or joined errors.
+func MissingCommand(err error) (string, bool) {
+	var ee *exec.Error
+	if errors.As(err, &ee) && (errors.Is(ee.Err, exec.ErrNotFound) || errors.Is(ee.Err, fs.ErrNotExist)) {
+		return ee.Name, true
+	}
+	return "", false
 }

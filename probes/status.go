@@ -16,8 +16,12 @@ import (
 // bcache devices, key LVM settings and Proxmox storages. The order is
 // deterministic.
 func WriteStatus(w io.Writer, h *Host) {
-	fmt.Fprintf(w, "host %s: kernel %s, %d CPUs, memory %s total, %s available\n",
-		h.Hostname, h.Kernel, h.CPUs, units.FormatSize(h.Memory.TotalBytes), units.FormatSize(h.Memory.AvailableBytes))
+	cpus := fmt.Sprintf("%d CPUs", h.CPUs)
+	if h.CPUs == 1 {
+		cpus = "1 CPU"
+	}
+	fmt.Fprintf(w, "host %s: kernel %s, %s, memory %s total, %s available\n",
+		h.Hostname, h.Kernel, cpus, units.FormatSize(h.Memory.TotalBytes), units.FormatSize(h.Memory.AvailableBytes))
 	lvByDM := map[string]*LV{}
 	for _, lv := range h.LVs {
 		lvByDM[lv.DMName] = lv

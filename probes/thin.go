@@ -8,36 +8,36 @@ import (
 
 // ThinPool is an LVM thin pool with its live dm-thin status.
 type ThinPool struct {
-	VG           string
-	Name         string
-	LV           string   // "vg/pool"
-	ThinLVs      []string // "vg/lv" of its thin volumes
-	DMName       string   // dm name of the thin-pool target
-	ChunkSize    uint64   // chunk_size, bytes
-	Zero         bool     // zero: new blocks are zeroed
-	Discards     string   // discards: passdown, nopassdown, ignore
-	DataSize     uint64   // lv_size
-	MetadataSize uint64   // lv_metadata_size
+	VG           string   `json:"vg"`
+	Name         string   `json:"name"`
+	LV           string   `json:"lv"`           // "vg/pool"
+	ThinLVs      []string `json:"thinLVs"`      // "vg/lv" of its thin volumes
+	DMName       string   `json:"dmName"`       // dm name of the thin-pool target
+	ChunkSize    uint64   `json:"chunkSize"`    // chunk_size, bytes
+	Zero         bool     `json:"zero"`         // zero: new blocks are zeroed
+	Discards     string   `json:"discards"`     // discards: passdown, nopassdown, ignore
+	DataSize     uint64   `json:"dataSize"`     // lv_size
+	MetadataSize uint64   `json:"metadataSize"` // lv_metadata_size
 	// DataPercent and MetadataPercent are LVM's figures, -1 when unknown.
-	DataPercent     float64
-	MetadataPercent float64
-	Status          *ThinPoolStatus // nil when inactive
-	Errors          []string
+	DataPercent     float64         `json:"dataPercent"`
+	MetadataPercent float64         `json:"metadataPercent"`
+	Status          *ThinPoolStatus `json:"status"` // nil when inactive
+	Errors          []string        `json:"errors"`
 }
 
 // ThinPoolStatus is a parsed dm-thin pool status line.
 type ThinPoolStatus struct {
-	Failed         bool // status was "Fail" or "Error"
-	TransactionID  uint64
-	UsedMetaBlocks uint64 // 4 KiB metadata blocks
-	MetaBlocks     uint64
-	UsedDataBlocks uint64 // pool blocks (chunks)
-	DataBlocks     uint64
-	ReadOnly       bool // "ro"
-	OutOfDataSpace bool // "out_of_data_space"
-	Discards       string
-	ErrorIfNoSpace bool
-	NeedsCheck     bool
+	Failed         bool   `json:"failed"` // status was "Fail" or "Error"
+	TransactionID  uint64 `json:"transactionID"`
+	UsedMetaBlocks uint64 `json:"usedMetaBlocks"` // 4 KiB metadata blocks
+	MetaBlocks     uint64 `json:"metaBlocks"`
+	UsedDataBlocks uint64 `json:"usedDataBlocks"` // pool blocks (chunks)
+	DataBlocks     uint64 `json:"dataBlocks"`
+	ReadOnly       bool   `json:"readOnly"`       // "ro"
+	OutOfDataSpace bool   `json:"outOfDataSpace"` // "out_of_data_space"
+	Discards       string `json:"discards"`
+	ErrorIfNoSpace bool   `json:"errorIfNoSpace"`
+	NeedsCheck     bool   `json:"needsCheck"`
 }
 
 // parseThinPoolStatus parses the arguments of a thin-pool status line.

@@ -286,8 +286,8 @@ func (p *planner) checkVDOImmutables(object string, o observedVDO, d vdo.Pool) {
 		p.reportOnly("vdo.slab_size", object, "slab size is fixed at creation: rebuild the pool to change it", key)
 	}
 	if o.indexMiB != 0 && (o.indexMiB != d.IndexMemoryMiB || o.sparse != d.Sparse) {
-		exp := fmt.Sprintf("index %d MiB, sparse %v", d.IndexMemoryMiB, d.Sparse)
-		obs := fmt.Sprintf("index %d MiB, sparse %v", o.indexMiB, o.sparse)
+		exp := fmt.Sprintf("index %s, sparse %v", units.FormatSize(uint64(d.IndexMemoryMiB)<<20), d.Sparse)
+		obs := fmt.Sprintf("index %s, sparse %v", units.FormatSize(uint64(o.indexMiB)<<20), o.sparse)
 		key := p.add(Finding{ID: "vdo.index_memory", Object: object,
 			Message:  "UDS index memory or sparse index differs; fixed at creation",
 			Expected: exp, Observed: obs,
@@ -511,7 +511,7 @@ func (p *planner) planVDOMemory() {
 		}
 		bill := vdo.RAMBill(o.physical, virt, cache, max(o.indexMiB, 256)).TotalMiB()
 		total += bill
-		parts = append(parts, fmt.Sprintf("%s %d MiB", key, bill))
+		parts = append(parts, fmt.Sprintf("%s %s", key, units.FormatSize(uint64(bill)<<20)))
 	}
 	if !p.audit {
 		for _, vg := range slices.Sorted(maps.Keys(p.d.VolumeGroups)) {
@@ -525,7 +525,7 @@ func (p *planner) planVDOMemory() {
 				}
 				bill := vdo.RAMBill(d.PhysicalBytes, d.VirtualBytes, max(d.BlockMapCacheMiB, 128), max(d.IndexMemoryMiB, 256)).TotalMiB()
 				total += bill
-				parts = append(parts, fmt.Sprintf("%s/%s %d MiB (to create)", vg, name, bill))
+				parts = append(parts, fmt.Sprintf("%s/%s %s (to create)", vg, name, units.FormatSize(uint64(bill)<<20)))
 			}
 		}
 	}
@@ -533,8 +533,9 @@ func (p *planner) planVDOMemory() {
 		return
 	}
 	p.add(Finding{ID: "vdo.memory", Object: "host",
-		Message:  fmt.Sprintf("VDO pools need %d MiB of RAM (%s), more than the host's %d MiB", total, strings.Join(parts, ", "), p.h.Memory.TotalBytes>>20),
-		Expected: fmt.Sprintf("at most %d MiB", p.h.Memory.TotalBytes>>20), Observed: fmt.Sprintf("%d MiB", total),
+		Message: fmt.Sprintf("VDO pools need %s of RAM (%s), more than the host's %s", units.FormatSize(uint64(total)<<20),
+			strings.Join(parts, ", "), units.FormatSize(p.h.Memory.TotalBytes>>20<<20)),
+		Expected: "at most " + units.FormatSize(p.h.Memory.TotalBytes>>20<<20), Observed: units.FormatSize(uint64(total) << 20),
 		Remedy: "smaller index or block map cache, fewer pools, or more RAM",
 	})
 }

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/keel-storage/keel/schema/units"
 	"io"
 	"strings"
 
@@ -59,7 +60,7 @@ var classHeadings = map[Class]string{
 // sysfs writes, lvm.conf settings and wipes each action performs.
 func (pr PlanReport) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "host %s: %d actions\n", pr.Host.Name, len(pr.Actions))
+	fmt.Fprintf(&b, "host %s: %s\n", pr.Host.Name, plural(len(pr.Actions), "action"))
 	for c := Live; c <= Destructive; c++ {
 		first := true
 		for _, a := range pr.Actions {
@@ -106,8 +107,8 @@ func writeSteps(b *strings.Builder, a Action) {
 		}
 	}
 	if wp := a.Wipe; wp != nil {
-		fmt.Fprintf(b, "    wipe %s/%s: rename to del-%s, %s in steps of at most %d bytes, lvremove\n",
-			wp.VG, wp.LV, wp.LV, wp.Mode, wp.StepMax)
+		fmt.Fprintf(b, "    wipe %s/%s: rename to del-%s, %s in steps of at most %s, lvremove\n",
+			wp.VG, wp.LV, wp.LV, wp.Mode, units.FormatSize(wp.StepMax))
 	}
 	if a.Kind == KindNone {
 		b.WriteString("    (nothing runs)\n")

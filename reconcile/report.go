@@ -22,11 +22,15 @@ type Report struct {
 	// NotEvaluated lists catalogue IDs this check did not judge
 	// (Result.NotEvaluated): absent from Findings does not mean passed for these.
 	NotEvaluated []string `json:"notEvaluated,omitempty"`
+	// Error says why keel could not check the host (FailedReport); the
+	// report then has no findings and Summary.OK is false.
+	Error string `json:"error,omitempty"`
 }
 
 // HostInfo names the checked host and how it was judged.
 type HostInfo struct {
-	// Name is the host name the probe (or the replayed snapshot) reported.
+	// Name is the host name the probe (or the replayed snapshot) reported;
+	// keel check names a snapshot that recorded none by its file name.
 	Name string `json:"name"`
 	// Mode is "desired" (against the desired state) or "audit" (against the
 	// reference rules, without a desired state).
@@ -105,7 +109,7 @@ func (r Report) WriteJSON(w io.Writer) error {
 // serious first, then a summary line.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "host %s (%s, %d CPUs)\n", r.Host.Name, modeText(r.Host.Mode), r.Host.CPUs)
+	fmt.Fprintf(&b, "host %s (%s, %s)\n", r.Host.Name, modeText(r.Host.Mode), plural(r.Host.CPUs, "CPU"))
 	for _, f := range r.Findings {
 		fmt.Fprintf(&b, "\n%-8s %s  %s\n", strings.ToUpper(f.Severity.String()), f.ID, f.Object)
 		fmt.Fprintf(&b, "         %s\n", f.Message)
@@ -119,8 +123,8 @@ func (r Report) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 	}
 	s := r.Summary
-	fmt.Fprintf(&b, "%d findings: %d critical, %d error, %d warning, %d info\n",
-		s.Total, s.Critical, s.Error, s.Warning, s.Info)
+	fmt.Fprintf(&b, "%s: %d critical, %d error, %d warning, %d info\n",
+		plural(s.Total, "finding"), s.Critical, s.Error, s.Warning, s.Info)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -207,16 +211,7 @@ func (r Report) WriteJUnit(w io.Writer) error {
 	}
 	suite.Tests = len(suite.Cases)
 	doc := junitSuites{Name: "keel", Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped, Suites: []junitSuite{suite}}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return writeXML(w, doc)
 }
 
 // WritePrometheus writes the report in the Prometheus text format for

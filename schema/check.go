@@ -131,6 +131,11 @@ func (c *checker) sizes() {
 		}
 	}
 	c.size(units.NewSize(c.cfg.Removal.Step), false, "removal", "step")
+	for _, name := range slices.Sorted(maps.Keys(c.cfg.Bcache)) {
+		if err := c.cfg.Bcache[name].cutoffErr; err != nil {
+			c.at("sizes", err.Error(), "bcache", name, "sequentialCutoff")
+		}
+	}
 }
 
 // names checks that LV names are unique within a VG, that an LV listed as

@@ -46,6 +46,10 @@ func (c *checker) vdoPool(vg, name string, p VDOPool) {
 			vg, name, p.Size, units.FormatSize(min*vdo.BlockSize), min*vdo.BlockSize, p.SlabSize, p.IndexMemory), path("size")...)
 		return
 	}
+	if errors.Is(err, vdo.ErrTooManySlabs) {
+		c.at("vdo", fmt.Sprintf("vdo pool %s/%s: %v", vg, name, tooManySlabs(geo, err)), path("slabSize")...)
+		return
+	}
 	if err != nil {
 		c.at("vdo", fmt.Sprintf("vdo pool %s/%s: %v", vg, name, err), path("size")...)
 		return
@@ -69,4 +73,21 @@ func (c *checker) vdoPool(vg, name string, p VDOPool) {
 	if err := vt.Validate(layout.Slabs, cache/vdo.BlockSize); err != nil {
 		c.at("vdo", fmt.Sprintf("vdo pool %s/%s: %v", vg, name, err), path("threads")...)
 	}
+}
+
+// tooManySlabs says which slabSize fits a pool too large for its slabs:
+// the smallest power of two (VDO's 128M..32G) that gives at most
+// vdo.MaxSlabs slabs.
+func tooManySlabs(geo vdo.Geometry, err error) string {
+	for slab := uint64(128 << 20); slab <= 32<<30; slab <<= 1 {
+		g := geo
+		g.SlabBytes = slab
+		if slab > geo.SlabBytes {
+			if _, e := vdo.NewLayout(g); e == nil {
+				return fmt.Sprintf("size %s needs more than VDO's %d slabs of slabSize %s: set slabSize to %s or more",
+					units.FormatSize(geo.PhysicalBytes), vdo.MaxSlabs, units.FormatSize(geo.SlabBytes), units.FormatSize(slab))
+			}
+		}
+	}
+	return fmt.Sprintf("%v: no slabSize up to 32G fits; lower size", err)
 }

@@ -4,6 +4,8 @@
 package schema
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/keel-storage/keel/schema/units"
@@ -135,6 +137,54 @@ type Bcache struct {
 	WritebackRateMinimum      *int64 `json:"writebackRateMinimum,omitempty"`
 	CongestedReadThresholdUs  *int64 `json:"congestedReadThresholdUs,omitempty"`
 	CongestedWriteThresholdUs *int64 `json:"congestedWriteThresholdUs,omitempty"`
+
+	// cutoffErr is why a sequentialCutoff size string is not a byte count
+	// bcache takes (reported by check with the field's position).
+	cutoffErr error
+}
+
+// maxSequentialCutoff is the largest sequential_cutoff bcache stores: an
+// unsigned int of bytes (drivers/md/bcache/sysfs.c clamps it to UINT_MAX).
+const maxSequentialCutoff = 1<<32 - 1
+
+// UnmarshalJSON decodes a Bcache whose sequentialCutoff is a size string
+// ("4M", as every size in the schema) or a number of bytes (accepted as
+// before sizes were strings here); SequentialCutoff holds bytes either way.
+func (b *Bcache) UnmarshalJSON(data []byte) error {
+	type plain Bcache // without this method
+	var aux struct {
+		plain
+		SequentialCutoff json.RawMessage `json:"sequentialCutoff,omitempty"`
+	}
+	if err := json.Unmarshal(data, &aux); err != nil {
+		return err
+	}
+	*b = Bcache(aux.plain)
+	b.SequentialCutoff, b.cutoffErr = nil, nil
+	raw := aux.SequentialCutoff
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err == nil {
+		b.SequentialCutoff = &n
+		return nil
+	}
+	var text string
+	if err := json.Unmarshal(raw, &text); err != nil {
+		return fmt.Errorf("sequentialCutoff: want a size such as \"4M\": %w", err)
+	}
+	bytes, err := units.ParseSize(text)
+	if err == nil && bytes > maxSequentialCutoff {
+		err = fmt.Errorf("above bcache's limit of %d bytes (4G - 1)", maxSequentialCutoff)
+	}
+	if err != nil {
+		b.cutoffErr = fmt.Errorf("invalid value %q: %w", text, err)
+		return nil
+	}
+	n = int64(bytes)
+	b.SequentialCutoff = &n
+	return nil
 }
 
 // Removal says how LVs listed in Absent are wiped before lvremove.

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -102,6 +103,8 @@ func present(g []cueProblem, v cue.Value, userFiles []string) Problem {
 		}
 	}
 	switch {
+	case sizeAsNumber(g) != "":
+		msg = fmt.Sprintf("invalid value %s: sizes are strings such as \"40G\"", sizeAsNumber(g))
 	case reasonOf(conflicts) != "":
 		msg = reasonOf(conflicts)
 	case len(structFields) > 0 && len(others) == 0:
@@ -125,6 +128,11 @@ func present(g []cueProblem, v cue.Value, userFiles []string) Problem {
 		msg = g[0].msg()
 	}
 	msg = explainBound(msg)
+	if strings.HasPrefix(msg, "field not allowed") && v.Exists() && len(path) > 0 {
+		if near := nearestField(v, path); near != "" {
+			msg += fmt.Sprintf("; did you mean %s?", near)
+		}
+	}
 	// Hidden _name fields carry the name rules for map keys: report them
 	// at the key.
 	if n := len(path); n > 0 && path[n-1] == "_name" {
@@ -266,4 +274,86 @@ func explainBound(msg string) string {
 		}
 	}
 	return msg
+}
+
+// sizeMarker is a piece of the size regex as CUE prints it in an error.
+const sizeMarker = `[bBsSkKmMgGtTpPeE]|[KMGTPE]iB`
+
+// numberRE matches a number as CUE prints it.
+var numberRE = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
+
+// sizeAsNumber returns the number given where the schema wants a size
+// string (size: 40 instead of size: "40G"), or "".
+func sizeAsNumber(g []cueProblem) string {
+	for _, e := range g {
+		if strings.Contains(e.msg(), "out of bound") {
+			return "" // a number is one alternative (bcache's sequentialCutoff)
+		}
+	}
+	for _, e := range g {
+		if !strings.Contains(e.msg(), sizeMarker) {
+			continue
+		}
+		for _, a := range e.args {
+			if s := fmt.Sprint(a); numberRE.MatchString(s) {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// nearestField returns the field of the struct holding the field at path
+// whose name is closest to the one given (a typo: maxDiscrad for
+// maxDiscard), or "" when none is close. The fields are the schema's: the
+// value v has the schema unified in, with its optional fields.
+func nearestField(v cue.Value, path []string) string {
+	given := path[len(path)-1]
+	parent := v.LookupPath(cue.ParsePath(cuePath(path[:len(path)-1])))
+	if !parent.Exists() {
+		return ""
+	}
+	it, err := parent.Fields(cue.Optional(true))
+	if err != nil {
+		return ""
+	}
+	best, bestD := "", len(given)/3+2 // at most a third of the name wrong, and at least 2 edits allowed
+	for it.Next() {
+		name := it.Selector().Unquoted()
+		if name == given || strings.HasPrefix(name, "_") {
+			continue
+		}
+		if d := editDistance(strings.ToLower(given), strings.ToLower(name)); d < bestD {
+			best, bestD = name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Damerau-Levenshtein distance (optimal string
+// alignment) between a and b: insertions, deletions, substitutions and
+// swaps of two adjacent letters each cost 1.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
 }

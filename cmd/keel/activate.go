@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -31,8 +30,14 @@ func init() {
 // (each missing piece named), or the desired state is invalid; 2: keel
 // could not run (probe failed, bad flags).
 func runActivate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("activate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("activate", "keel activate [-c PATH] [--timeout 2m] [--node SNAPSHOT]",
+		"Brings the declared stack up in its stacking order: re-applies lvm.conf and the bcache",
+		"tunables (live actions only; nothing is created or destroyed), waits for the declared PVs,",
+		"activates the lower VGs and VDO pools, makes LVM scan the PVs on their LVs, activates the",
+		"VGs stacked on them, rewrites keel's udev rules if they drifted, and tells systemd READY.",
+		"Without --node keel must run as root.",
+		"Exit status: 0 stack up, 1 stack incomplete at the timeout (each missing PV named), 2 could",
+		"not run (bad flags, not root, missing or invalid desired state, failed probe).")
 	var configs multiFlag
 	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "say what activation would do on the node `SNAPSHOT`; run nothing")
@@ -40,27 +45,22 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	poll := fs.Duration("poll", time.Second, "re-probe this often while waiting for devices")
 	lvmConf := fs.String("lvm-conf", lvmconf.DefaultPath, "the lvm.conf to keep")
 	noRules := fs.Bool("no-udev-rules", false, "do not rewrite keel's udev rules when they drift")
-	level := fs.String("log-level", "info", "log `level`: trace, debug, info, warn, error")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel activate [-c PATH] [--timeout 2m] [--node SNAPSHOT]")
-		fmt.Fprintln(stderr, "\nBrings the declared stack up in its stacking order: re-applies lvm.conf and the bcache")
-		fmt.Fprintln(stderr, "tunables (live actions only; nothing is created or destroyed), waits for the declared PVs,")
-		fmt.Fprintln(stderr, "activates the lower VGs and VDO pools, makes LVM scan the PVs on their LVs, activates the")
-		fmt.Fprintln(stderr, "VGs stacked on them, rewrites keel's udev rules if they drifted, and tells systemd READY.")
-		fmt.Fprintln(stderr, "Exit status: 0 stack up, 1 stack incomplete at the timeout (each missing PV named) or")
-		fmt.Fprintln(stderr, "invalid desired state, 2 could not run.")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, exitError); !ok {
+	level := choice(fs, "log-level", "log `level`: info, trace, debug, warn or error", "info", "trace", "debug", "warn", "error")
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	lvl := hclog.LevelFromString(*level)
-	if fs.NArg() != 0 || lvl == hclog.NoLevel || *timeout <= 0 || *poll <= 0 {
-		fs.Usage()
-		return exitError
+	if code := noArgs(fs, stderr); code != exitOK {
+		return code
 	}
+	if *timeout <= 0 || *poll <= 0 {
+		return usageError(fs, stderr, "--timeout and --poll must be above zero")
+	}
+	lvl := hclog.LevelFromString(*level)
 	if *node != "" {
 		return activateReplay(configs, *node, stdout, stderr)
+	}
+	if !requireRoot("activate", args, "pass --node SNAPSHOT to see what it would do on a recorded host", stderr) {
+		return exitError
 	}
 	log, sink := logging.New(logging.Options{Name: "keel-activate", Level: lvl, Stderr: stderr})
 	if sink != nil {
@@ -69,8 +69,8 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	src := probes.Live("/", time.Minute)
 	loop := converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log})
 	if err := loop.Load(); err != nil {
-		fmt.Fprintf(stderr, "keel activate: %s\n", describeLoadError(err))
-		return exitFindings
+		fmt.Fprintf(stderr, "keel activate: %s\n", loadErrorText("activate", configs, err))
+		return exitError
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -130,7 +130,7 @@ func activateReplay(configs []string, node string, stdout, stderr io.Writer) int
 	plan, err := activation.Compute(cfg, h)
 	if err != nil {
 		fmt.Fprintf(stderr, "keel activate: %v\n", err)
-		return exitFindings
+		return exitError
 	}
 	for _, a := range converge.LiveBootActions(reconcile.Plan(cfg, h).Actions) {
 		fmt.Fprintf(stdout, "%-8s %s: %s\n", "re-apply", a.ID, a.Summary)

@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -18,7 +15,7 @@ import (
 	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/executor"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/reconcile/lvmconf"
 )
 
 func init() {
@@ -30,29 +27,28 @@ func init() {
 // remain, or actions are stuck or refused; 2: keel could not run (bad
 // flags, invalid or unreadable desired state, failed probe).
 func runApply(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("apply", "keel apply [-c PATH] [--dry-run] [--maintenance] [--node SNAPSHOT] [--format text|json] [--command-log FILE] [-v]",
+		"Probes the host, plans, applies each action, re-probes and verifies it converged.",
+		"--dry-run prints each action's commands and sysfs writes, and a unified diff of each file it",
+		"would write, and changes nothing. Without --dry-run or --node keel must run as root.",
+		"Exit status: 0 converged, 1 findings at warning or above remain or actions are stuck, refused",
+		"or failed, 2 could not run (bad flags, not root, missing or invalid desired state, failed probe).")
 	var configs multiFlag
 	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "replay the node `SNAPSHOT` instead of probing this host (implies --dry-run)")
 	dryRun := fs.Bool("dry-run", false, "say what would run, run nothing")
 	maint := fs.Bool("maintenance", false, "also apply maintenance actions (the pool is stopped; refused while any LV on it is open)")
-	format := fs.String("format", "text", "output `format`: text or json")
+	format := choice(fs, "format", "output `format`: text or json", "text", "json")
 	timeout := fs.Duration("timeout", 5*time.Minute, "per-command timeout")
 	cmdLog := fs.String("command-log", "", "append every command keel runs, one argv per line (JSON), to `FILE`")
 	verbose := fs.Bool("v", false, "log what the executor does on stderr")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel apply [-c PATH] [--dry-run] [--maintenance] [--node SNAPSHOT] [--format text|json]")
-		fmt.Fprintln(stderr, "\nProbes the host, plans, applies each action, re-probes and verifies it converged.")
-		fmt.Fprintln(stderr, "Exit status: 0 converged, 1 findings at warning or above remain or actions are stuck or refused,")
-		fmt.Fprintln(stderr, "2 could not run (invalid desired state, failed probe).")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, exitError); !ok {
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if fs.NArg() != 0 || (*format != "text" && *format != "json") {
-		fs.Usage()
+	if code := noArgs(fs, stderr); code != exitOK {
+		return code
+	}
+	if !*dryRun && *node == "" && !requireRoot("apply", args, "add --dry-run to see what it would do", stderr) {
 		return exitError
 	}
 	src, err := probes.NodeSource(*node, *timeout)
@@ -81,7 +77,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	}
 	a := converge.New(configs, converge.Wiring{Source: src, Runner: runner, Log: log})
 	if err := a.Load(); err != nil {
-		fmt.Fprintf(stderr, "keel apply: %s\n", describeLoadError(err))
+		fmt.Fprintf(stderr, "keel apply: %s\n", loadErrorText("apply", configs, err))
 		return exitError
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -135,6 +131,11 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 			for _, s := range r.Action.Writes {
 				fmt.Fprintf(w, "          %s <- %s\n", s.Path, s.Value)
 			}
+			for _, d := range fileDiffs(r.Action, res.Host) {
+				for _, l := range splitLines(d) {
+					fmt.Fprintf(w, "          %s\n", l)
+				}
+			}
 		}
 	}
 	n := 0
@@ -151,20 +152,6 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 	if n == 0 && !dryRun {
 		fmt.Fprintln(w, "converged")
 	}
-}
-
-// describeLoadError renders an invalid desired state with every problem.
-func describeLoadError(err error) string {
-	var invalid *schema.Error
-	if errors.As(err, &invalid) {
-		var b strings.Builder
-		fmt.Fprintf(&b, "invalid desired state (%d problems):", len(invalid.Problems))
-		for _, p := range invalid.Problems {
-			b.WriteString("\n  " + p.String())
-		}
-		return b.String()
-	}
-	return err.Error()
 }
 
 // commandLog records every command run through it, as one JSON argv per
@@ -194,3 +181,37 @@ func (c *commandLog) Run(ctx context.Context, cmd probes.Cmd) (probes.Result, er
 }
 
 func (c *commandLog) Close() error { return c.f.Close() }
+
+// fileDiffs returns, for each file action a would write (lvm.conf, keel's
+// udev rules), the unified diff from the file as the probe read it on h to
+// what keel would write, or a line saying why there is none.
+func fileDiffs(a reconcile.Action, h *probes.Host) []string {
+	var out []string
+	if a.LVMConf != nil && h != nil {
+		before := h.LVMConfig.LVMConf
+		after, changed, err := lvmconf.Edit([]byte(before), *a.LVMConf)
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("%s: no diff: %v", lvmconf.DefaultPath, err))
+		case before == "":
+			out = append(out, fmt.Sprintf("%s: no diff: the probe could not read the file", lvmconf.DefaultPath))
+		case changed:
+			out = append(out, unifiedDiff(lvmconf.DefaultPath, before, string(after)))
+		}
+	}
+	for _, f := range a.Files {
+		before := ""
+		if h != nil {
+			if kf := h.KeelFiles[f.Path]; kf != nil && kf.Unknown != "" {
+				out = append(out, fmt.Sprintf("%s: no diff: %s", f.Path, kf.Unknown))
+				continue
+			} else if kf != nil {
+				before = kf.Content
+			}
+		}
+		if d := unifiedDiff(f.Path, before, f.Content); d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"io"
 	"time"
+
+	"github.com/keel-storage/keel/reconcile/atomicfile"
 
 	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
 	"github.com/keel-storage/keel/probes"
@@ -37,18 +37,16 @@ type judged struct {
 
 // judge loads the desired state (unless audit), probes the host or replays
 // the node snapshot (both at once, see loadWhileProbing), and runs the
-// planner. Errors mean keel could not judge the host: an invalid or
-// unreadable desired state, or a failed probe.
-func judge(configs []string, node string, audit bool, timeout time.Duration) (judged, error) {
+// planner. Errors mean keel could not judge the host: a missing, invalid or
+// unreadable desired state (described by loadErrorText for command name),
+// or a failed probe (probeErrorText).
+func judge(name string, configs []string, node string, audit bool, timeout time.Duration) (judged, error) {
 	l, loadErr, probeErr := loadWhileProbing(configs, node, audit, timeout)
-	var invalid *schema.Error
 	switch {
-	case errors.As(loadErr, &invalid):
-		return judged{}, fmt.Errorf("invalid desired state (%d problems):\n%w", len(invalid.Problems), invalid)
 	case loadErr != nil:
-		return judged{}, fmt.Errorf("desired state: %w", loadErr)
+		return judged{}, errors.New(loadErrorText(name, configs, loadErr))
 	case probeErr != nil:
-		return judged{}, probeErr
+		return judged{}, errors.New(probeErrorText(probeErr))
 	case audit:
 		return judged{host: l.host, result: reconcile.Audit(l.host), mode: "audit"}, nil
 	}
@@ -98,38 +96,40 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 // 1: at least one; 2: keel could not check (bad flags, invalid desired
 // state, failed probe, unwritable output).
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("check", "keel check [-c PATH | --audit] [--node SNAPSHOT] [--format text|json|junit|prometheus] [-o FILE]",
+		"Lists what differs between the desired state and the host, with stable finding IDs (docs/findings.md).",
+		"--audit judges the host against keel's reference rules instead, without a desired state.",
+		"Exit status: 0 nothing at warning or above, 1 findings at warning or above, 2 could not check",
+		"(bad flags, missing or invalid desired state, failed probe); with --format json, junit or",
+		"prometheus a report that says the check failed is written even then.")
 	var configs multiFlag
 	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "replay the node `SNAPSHOT` instead of probing this host")
 	audit := fs.Bool("audit", false, "judge the host against keel's reference rules, without a desired state")
-	format := fs.String("format", "text", "output `format`: text, json, junit or prometheus")
+	format := choice(fs, "format", "output `format`: text, json, junit or prometheus", "text", "json", "junit", "prometheus")
 	out := fs.String("o", "", "write the report to `FILE` atomically instead of stdout")
 	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout of the probe")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel check [-c PATH] [--audit] [--node SNAPSHOT] [--format text|json|junit|prometheus] [-o FILE]")
-		fmt.Fprintln(stderr, "\nLists what differs between the desired state and the host, with stable finding IDs (docs/findings.md).")
-		fmt.Fprintln(stderr, "Exit status: 0 nothing at warning or above, 1 findings at warning or above, 2 could not check.")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, exitError); !ok {
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	write, ok := checkFormats[*format]
-	if !ok || fs.NArg() != 0 || (*audit && len(configs) > 0) {
-		fs.Usage()
-		return exitError
+	if code := noArgs(fs, stderr); code != exitOK {
+		return code
 	}
-	j, err := judge(configs, *node, *audit, *timeout)
+	if *audit && len(configs) > 0 {
+		return usageError(fs, stderr, "--audit takes no desired state (-c)")
+	}
+	write := checkFormats[*format]
+	j, err := judge("check", configs, *node, *audit, *timeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "keel check: %v\n", err)
-		if *format == "prometheus" && *out != "" {
-			var b bytes.Buffer
-			if werr := reconcile.WritePrometheusFailure(&b); werr == nil {
-				if werr := atomicfile.Write(*out, b.Bytes(), 0o644); werr != nil {
-					fmt.Fprintf(stderr, "keel check: %s: %v\n", *out, werr)
-				}
+		if *format != "text" {
+			// A consumer of the document reads a failed check, not none.
+			mode := "desired"
+			if *audit {
+				mode = "audit"
+			}
+			if werr := emit(*out, stdout, func(w io.Writer) error { return writeCheckFailure(*format, mode, err, w) }); werr != nil {
+				fmt.Fprintf(stderr, "keel check: %v\n", werr)
 			}
 		}
 		return exitError
@@ -137,7 +137,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	for _, e := range j.host.Errors {
 		fmt.Fprintf(stderr, "keel check: probe: %s\n", e)
 	}
-	rep := reconcile.NewReport(reconcile.HostInfo{Name: j.host.Hostname, Mode: j.mode, CPUs: j.host.CPUs,
+	rep := reconcile.NewReport(reconcile.HostInfo{Name: hostName(j.host, *node), Mode: j.mode, CPUs: j.host.CPUs,
 		MemoryBytes: j.host.Memory.TotalBytes}, j.result.Findings, j.result.Levels, j.result.NotEvaluated)
 	if err := emit(*out, stdout, func(w io.Writer) error { return write(rep, w) }); err != nil {
 		fmt.Fprintf(stderr, "keel check: %v\n", err)
@@ -147,6 +147,20 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return exitFindings
 	}
 	return exitOK
+}
+
+// writeCheckFailure writes the report of a check that could not judge the
+// host in format (json, junit or prometheus): the document says the check
+// failed and why.
+func writeCheckFailure(format, mode string, err error, w io.Writer) error {
+	r := reconcile.FailedReport(reconcile.HostInfo{Mode: mode}, err)
+	switch format {
+	case "json":
+		return r.WriteJSON(w)
+	case "junit":
+		return r.WriteJUnitFailure(w)
+	}
+	return reconcile.WritePrometheusFailure(w)
 }
 
 // emit writes through fn to stdout, or to path atomically (a temporary

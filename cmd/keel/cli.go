@@ -5,17 +5,33 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 
+	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/schema"
 )
 
-// Exit codes shared by every subcommand. Subcommands document any extra
-// meaning they give to 1.
+// The exit-code contract every subcommand holds (docs/cli.md, "Exit
+// status"); each test script under testdata/script holds it for its command.
 const (
-	exitOK       = 0 // success, or nothing at warning or above
-	exitFindings = 1 // invalid input, or findings at warning or above
-	exitError    = 2 // keel could not do its job (unreadable input, failed probe)
+	// exitOK: the command did what was asked and found nothing at warning
+	// or above (valid, converged, in sync, written).
+	exitOK = 0
+	// exitFindings: the command did its job and the answer is "not as it
+	// should be": findings at warning or above, drifted udev rules, a stack
+	// still incomplete at the timeout, a pool the sizes do not fit, a wipe
+	// refused for safety (nothing changed).
+	exitFindings = 1
+	// exitError: keel could not do its job, so there is no verdict: a bad
+	// flag or argument, a missing, unreadable or invalid desired state, a
+	// mutating command run without root, a tool missing, a failed probe,
+	// command or write.
+	exitError = 2
 )
 
 // command is one keel subcommand.
@@ -43,23 +59,52 @@ var Version = "dev"
 // Main runs keel with the given arguments (without the program name) and
 // returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stdout)
-		if len(args) == 0 {
-			return exitError
-		}
-		return exitOK
+	if len(args) == 0 {
+		usage(stderr)
+		return exitError
 	}
-	if args[0] == "version" || args[0] == "--version" {
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	case "help":
+		return help(args[1:], stdout, stderr)
+	case "version", "--version":
 		fmt.Fprintf(stdout, "keel %s\n", Version)
 		return exitOK
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "keel: unknown command %q (see 'keel help')\n", args[0])
+		fmt.Fprintf(stderr, "keel: unknown command %q; run 'keel help' for the list\n", args[0])
 		return exitError
 	}
 	return c.run(args[1:], stdout, stderr)
+}
+
+// help implements `keel help [COMMAND]`: the command list, or one
+// command's help (the same as `keel COMMAND -h`), on stdout.
+func help(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		usage(stdout)
+		return exitOK
+	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
+		fmt.Fprintln(stdout, "usage: keel help [COMMAND]\n\nLists the commands, or shows the help of one (the same as keel COMMAND -h).")
+		fmt.Fprintln(stdout, "Exit status: 0 shown, 2 unknown command.")
+		return exitOK
+	case len(args) > 1:
+		fmt.Fprintf(stderr, "keel help: unexpected argument %q; run 'keel help' for the list of commands\n", args[1])
+		return exitError
+	case args[0] == "version":
+		fmt.Fprintln(stdout, "usage: keel version\n\nPrints keel's version. Exit status: 0.")
+		return exitOK
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "keel help: unknown command %q; run 'keel help' for the list\n", args[0])
+		return exitError
+	}
+	return c.run([]string{"-h"}, stdout, stderr)
 }
 
 func usage(w io.Writer) {
@@ -73,27 +118,192 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprintf(w, "  %-10s %s\n", "help", "show the help of a command: keel help <command>")
 	fmt.Fprintf(w, "  %-10s %s\n", "version", "print keel's version")
-	fmt.Fprintln(w, "\nRun 'keel <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "\nExit status: 0 done and nothing at warning or above, 1 done and findings (or drift,")
+	fmt.Fprintln(w, "an incomplete stack, a refusal), 2 keel could not do its job. 'keel help <command>'")
+	fmt.Fprintln(w, "shows a command's flags and what its exit status means.")
+}
+
+// newFlags returns the flag set of subcommand name. Its Usage prints the
+// usage line, the description (lines of text) and the flags to the flag
+// set's output, which parseArgs points at stdout for -h.
+func newFlags(name, usageLine string, description ...string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintln(w, "usage: "+usageLine)
+		if len(description) > 0 {
+			fmt.Fprintln(w)
+			for _, l := range description {
+				fmt.Fprintln(w, l)
+			}
+		}
+		fs.PrintDefaults()
+	}
+	return fs
 }
 
 // parseArgs parses a subcommand's flags. ok is false when the command must
-// return code at once: exitOK after -h, bad otherwise (the flag package has
-// already printed the problem and the usage).
-func parseArgs(fs *flag.FlagSet, args []string, bad int) (code int, ok bool) {
+// return code at once: exitOK after -h (the help on stdout), exitError
+// after a bad flag or flag value (one line on stderr, see usageError).
+func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	usage := fs.Usage
+	fs.Usage = func() {} // the flag package calls it on every error
+	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
+	fs.Usage = usage
 	switch {
 	case err == nil:
-		return 0, true
+		return exitOK, true
 	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
 		return exitOK, false
-	default:
-		return bad, false
 	}
+	return usageError(fs, stderr, "%s", strings.TrimPrefix(err.Error(), "flag provided but not defined: ")), false
+}
+
+// usageError prints what is wrong with a command line, and where its help
+// is, on one line; it returns exitError.
+func usageError(fs *flag.FlagSet, stderr io.Writer, format string, args ...any) int {
+	msg := fmt.Sprintf(format, args...)
+	if strings.HasPrefix(msg, "-") && !strings.Contains(msg, " ") {
+		msg = "unknown flag " + msg
+	}
+	fmt.Fprintf(stderr, "keel %s: %s; run 'keel help %s' for usage\n", fs.Name(), msg, fs.Name())
+	return exitError
+}
+
+// noArgs is usageError for the first argument of a command that takes
+// none; it returns exitOK when there is none.
+func noArgs(fs *flag.FlagSet, stderr io.Writer) int {
+	if fs.NArg() == 0 {
+		return exitOK
+	}
+	return usageError(fs, stderr, "unexpected argument %q", fs.Arg(0))
+}
+
+// choiceFlag is a string flag that takes one of a fixed list of values, so
+// that a wrong one is refused while the flags are parsed.
+type choiceFlag struct {
+	value   string
+	choices []string
+}
+
+// choice registers a choiceFlag named name with default def (the first
+// choice) and returns its value.
+func choice(fs *flag.FlagSet, name, usage string, choices ...string) *string {
+	c := &choiceFlag{value: choices[0], choices: choices}
+	fs.Var(c, name, usage)
+	return &c.value
+}
+
+// String implements flag.Value.
+func (c *choiceFlag) String() string {
+	if c == nil {
+		return ""
+	}
+	return c.value
+}
+
+// Set implements flag.Value.
+func (c *choiceFlag) Set(s string) error {
+	if !slices.Contains(c.choices, s) {
+		return fmt.Errorf("want %s", orList(c.choices))
+	}
+	c.value = s
+	return nil
+}
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // desiredFlag registers -c, the desired-state path every command that reads
 // the desired state takes.
 func desiredFlag(fs *flag.FlagSet, configs *multiFlag) {
 	fs.Var(configs, "c", "desired-state `PATH` (file or directory; repeatable; default "+schema.DefaultPath+")")
+}
+
+// loadErrorText says why command name could not load the desired state in
+// configs: every problem of an invalid one (file:line:col: field: message),
+// or, when no -c was given and the default path holds none, where else a
+// desired state can come from.
+func loadErrorText(name string, configs []string, err error) string {
+	var invalid *schema.Error
+	if errors.As(err, &invalid) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "invalid desired state (%s):", plural(len(invalid.Problems), "problem"))
+		for _, p := range invalid.Problems {
+			b.WriteString("\n  " + p.String())
+		}
+		return b.String()
+	}
+	if len(configs) == 0 && errors.Is(err, fs.ErrNotExist) {
+		msg := "no desired state in " + schema.DefaultPath + "; pass -c PATH"
+		if name == "check" {
+			msg += ", or --audit to judge the host against keel's reference rules"
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+// probeErrorText says why the probe pass failed; a missing command is
+// named with the package that installs it, not with its whole command line.
+func probeErrorText(err error) string {
+	if name, ok := probes.MissingCommand(err); ok {
+		pkg := map[string]string{"lvm": "lvm2", "lvmconfig": "lvm2", "dmsetup": "dmsetup"}[filepath.Base(name)]
+		if pkg == "" {
+			return fmt.Sprintf("%s is not installed (not found in PATH)", name)
+		}
+		return fmt.Sprintf("%s is not installed (not found in PATH): install the %s package (apt-get install %s)", name, pkg, pkg)
+	}
+	return err.Error()
+}
+
+// plural formats n with noun, adding an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// geteuid is os.Geteuid; the script tests replace it (KEEL_TEST_EUID) to
+// run a mutating command as a user other than root.
+var geteuid = os.Geteuid
+
+// requireRoot refuses command name, run with args, before it touches
+// anything when keel is not root: LVM, device-mapper and sysfs refuse a
+// user, and keel would otherwise fail after its first lvm command. It
+// prints the command line to retry with sudo and the read-only alternative,
+// and reports whether keel may go on.
+func requireRoot(name string, args []string, alternative string, stderr io.Writer) bool {
+	euid := geteuid()
+	if euid == 0 {
+		return true
+	}
+	fmt.Fprintf(stderr, "keel %s: changes the host and must run as root (effective uid %d): run 'sudo %s', or %s\n",
+		name, euid, probes.ShellJoin(append([]string{"keel", name}, args...)), alternative)
+	return false
+}
+
+// hostName is the name keel prints for a host: the one it reported, or,
+// when it has none (the kernel says "(none)" for an unset nodename,
+// UTS_NODENAME in include/linux/uts.h), the node snapshot's file name
+// without .txtar, or "unnamed" for this host.
+func hostName(h *probes.Host, node string) string {
+	if h.Hostname != "" && h.Hostname != "(none)" {
+		return h.Hostname
+	}
+	if node != "" {
+		return strings.TrimSuffix(filepath.Base(node), ".txtar")
+	}
+	return "unnamed"
 }

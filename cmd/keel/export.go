@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -19,29 +18,23 @@ func init() {
 
 // runExport writes the desired state of the host as it is (reconcile.Export)
 // with what it leaves out as comments at the top. Exit 0 when written, 2
-// when the host could not be probed or the file not written. It reads
+// when it could not (bad flags, a probe or write failure). It reads
 // only; the file it writes is for a person to review before it goes to
 // /etc/keel.
 func runExport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("export", "keel export [-o FILE] [--node SNAPSHOT] [--timeout D]",
+		"Writes a desired state (CUE) that describes this host as it is: lvm.conf's devices settings,",
+		"every VG with its VDO and thin pools, every bcache device with its tunables. keel check against",
+		"it on the same host reports no setting as drift. Review it before committing it to /etc/keel.",
+		"Exit status: 0 written, 2 could not (bad flags, the host could not be probed, write error).")
 	out := fs.String("o", "", "write the desired state to `FILE` (default standard output)")
 	node := fs.String("node", "", "export the node `SNAPSHOT` instead of this host")
 	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout of the probe")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel export [-o FILE] [--node SNAPSHOT] [--timeout D]")
-		fmt.Fprintln(stderr, "\nWrites a desired state (CUE) that describes this host as it is: lvm.conf's devices settings,")
-		fmt.Fprintln(stderr, "every VG with its VDO and thin pools, every bcache device with its tunables. keel check against")
-		fmt.Fprintln(stderr, "it on the same host reports no setting as drift. Review it before committing it to /etc/keel.")
-		fmt.Fprintln(stderr, "Exit status: 0 written, 2 the host could not be probed or the file not written.")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, exitFindings); !ok {
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "keel export: unexpected argument %q (see keel export -h)\n", fs.Arg(0))
-		return exitFindings
+	if code := noArgs(fs, stderr); code != exitOK {
+		return code
 	}
 	src, err := probes.NodeSource(*node, *timeout)
 	if err != nil {

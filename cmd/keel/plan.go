@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -17,32 +16,27 @@ func init() {
 // not); 2: keel could not plan (bad flags, invalid desired state, failed
 // probe). keel check is the command whose exit status says "converged".
 func runPlan(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("plan", "keel plan [-c PATH] [--node SNAPSHOT] [--format text|json]",
+		"Prints what keel apply would do: live, maintenance, immutable (report only) and destructive actions.",
+		"Exit status: 0 plan printed (empty or not; keel check says whether the host is converged),",
+		"2 could not plan (bad flags, missing or invalid desired state, failed probe).")
 	var configs multiFlag
 	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "replay the node `SNAPSHOT` instead of probing this host")
-	format := fs.String("format", "text", "output `format`: text or json")
+	format := choice(fs, "format", "output `format`: text or json", "text", "json")
 	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout of the probe")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel plan [-c PATH] [--node SNAPSHOT] [--format text|json]")
-		fmt.Fprintln(stderr, "\nPrints what keel apply would do: live, maintenance, immutable (report only) and destructive actions.")
-		fmt.Fprintln(stderr, "Exit status: 0 plan printed, 2 could not plan.")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, exitError); !ok {
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if fs.NArg() != 0 || (*format != "text" && *format != "json") {
-		fs.Usage()
-		return exitError
+	if code := noArgs(fs, stderr); code != exitOK {
+		return code
 	}
-	j, err := judge(configs, *node, false, *timeout)
+	j, err := judge("plan", configs, *node, false, *timeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "keel plan: %v\n", err)
 		return exitError
 	}
-	pr := reconcile.NewPlanReport(reconcile.HostInfo{Name: j.host.Hostname, Mode: j.mode, CPUs: j.host.CPUs,
+	pr := reconcile.NewPlanReport(reconcile.HostInfo{Name: hostName(j.host, *node), Mode: j.mode, CPUs: j.host.CPUs,
 		MemoryBytes: j.host.Memory.TotalBytes}, j.result)
 	write := pr.WriteText
 	if *format == "json" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -111,13 +110,19 @@ func (s *sizeFlag) Set(v string) error {
 	return nil
 }
 
-// runRecommend implements `keel recommend`. Exit 0: report printed; 1:
-// invalid input, or a --virtual-size the pool cannot hold thick (without
-// --overcommit); 2: the report could not be written.
+// runRecommend implements `keel recommend`. Exit 0: report printed; 1: a
+// --virtual-size the pool cannot hold thick (without --overcommit) or a RAM
+// bill above the node's memory; 2: invalid input, or the report could not
+// be written.
 func runRecommend(args []string, stdout, stderr io.Writer) int {
 	o := recommendOpts{vg: "VG", pool: "vpool", lv: "vdolv", compression: true, dedupe: true}
-	fs := flag.NewFlagSet("recommend", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("recommend", "keel recommend --size SIZE [--cpus N] [--virtual-size SIZE] [--index-memory SIZE]\n"+
+		"         [--slab-size SIZE] [--sparse] [--split [--extent-size SIZE] [--grow SIZE]] [--format text|json]",
+		"The VDO calculator: where vdoformat puts the index, slabs and journal, what the pool can",
+		"address, the largest virtual size it holds thick, LVM's RAM bill, a thread layout for the",
+		"CPU count and the lvcreate line. Sizes take LVM's suffixes (k m g t p e, KiB..EiB); a bare",
+		"number is bytes. Exit status: 0 ok, 1 the pool does not fit (a virtual size above the thick",
+		"limit, a RAM bill above the node's memory), 2 invalid input (bad flags or sizes).")
 	fs.IntVar(&o.cpus, "cpus", 0, "`N` CPUs to spread VDO threads over (default: this host's count)")
 	sizeF := &sizeFlag{v: &o.size}
 	fs.Var(sizeF, "size", "pool (data LV) `SIZE`, as lvcreate -L (required)")
@@ -143,31 +148,16 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 	var fast, slow multiFlag
 	fs.Var(&fast, "fast-pv", "fast `PV` for a split pool (repeatable; default FAST_PV)")
 	fs.Var(&slow, "slow-pv", "slow `PV` for a split pool (repeatable; default SLOW_PV)")
-	format := fs.String("format", "text", "output `FORMAT`: text or json")
+	format := choice(fs, "format", "output `FORMAT`: text or json", "text", "json")
 	node := fs.String("node", "", "take the CPU count and available memory from the node `SNAPSHOT` (default: this host's CPU count, memory not checked)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel recommend --size SIZE [--cpus N] [--virtual-size SIZE] [--index-memory SIZE]")
-		fmt.Fprintln(stderr, "         [--slab-size SIZE] [--sparse] [--split [--extent-size SIZE] [--grow SIZE]] [--format text|json]")
-		fmt.Fprintln(stderr, "\nThe VDO calculator: where vdoformat puts the index, slabs and journal, what the pool can")
-		fmt.Fprintln(stderr, "address, the largest virtual size it holds thick, LVM's RAM bill, a thread layout for the")
-		fmt.Fprintln(stderr, "CPU count and the lvcreate line. Sizes take LVM's suffixes (k m g t p e, KiB..EiB); a bare")
-		fmt.Fprintln(stderr, "number is bytes. Exit status: 0 ok, 1 invalid input or virtual size above the thick limit.")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, exitFindings); !ok {
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "keel recommend: unexpected argument %q\n", fs.Arg(0))
-		return exitFindings
+	if code := noArgs(fs, stderr); code != exitOK {
+		return code
 	}
 	if !sizeF.set {
-		fmt.Fprintln(stderr, "keel recommend: --size is required")
-		return exitFindings
-	}
-	if *format != "text" && *format != "json" {
-		fmt.Fprintf(stderr, "keel recommend: --format %q: want text or json\n", *format)
-		return exitFindings
+		return usageError(fs, stderr, "--size is required")
 	}
 	o.fast, o.slow = fast, slow
 	if *node != "" {
@@ -198,7 +188,7 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 	r, err := recommend(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "keel recommend: %v\n", err)
-		return exitFindings
+		return exitError
 	}
 	if *format == "json" {
 		b, err := json.MarshalIndent(r, "", "  ")

@@ -32,12 +32,12 @@ func TestRecommendGolden(t *testing.T) {
 		{"split_grow", []string{"--cpus", "16", "--size", "40G", "-V", "35G", "--split", "--grow", "10G",
 			"--fast-pv", "/dev/nvme6n1", "--slow-pv", "/dev/nvme8n1", "--vg", "vdolab", "--pool", "splitpool", "--lv", "splitlv"}, 0},
 		{"split_grow_json", []string{"--cpus", "16", "--size", "13G", "--split", "--grow", "256M", "--format", "json"}, 0},
-		{"too_small", []string{"--cpus", "16", "--size", "4G"}, 1},
-		{"bad_size", []string{"--cpus", "16", "--size", "12Q"}, 1},
-		{"not_extent", []string{"--cpus", "16", "--size", "40G", "--extent-size", "3M"}, 1},
-		{"no_size", []string{"--cpus", "16"}, 1},
-		{"grow_without_split", []string{"--cpus", "16", "--size", "40G", "--grow", "2G"}, 1},
-		{"index_unknown", []string{"--cpus", "16", "--size", "100G", "--index-memory", "3G"}, 1},
+		{"too_small", []string{"--cpus", "16", "--size", "4G"}, 2},
+		{"bad_size", []string{"--cpus", "16", "--size", "12Q"}, 2},
+		{"not_extent", []string{"--cpus", "16", "--size", "40G", "--extent-size", "3M"}, 2},
+		{"no_size", []string{"--cpus", "16"}, 2},
+		{"grow_without_split", []string{"--cpus", "16", "--size", "40G", "--grow", "2G"}, 2},
+		{"index_unknown", []string{"--cpus", "16", "--size", "100G", "--index-memory", "3G"}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

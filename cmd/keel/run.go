@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -27,8 +25,11 @@ func init() {
 // runDaemon implements keel run. It returns only on SIGTERM or SIGINT
 // (exit 0) or when it cannot start (exit 2).
 func runDaemon(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("run", "keel run [-c PATH] [--resync 5m] [--textfile FILE]",
+		"Keeps the host converged: passes on desired-state and lvm.conf changes, on bcache",
+		"registrations (kernel uevents), on SIGHUP (reload) and every --resync. Logs to the journal",
+		"when stderr is the journal, else to stderr. See docs/daemon.md.",
+		"Exit status: 0 after SIGTERM or SIGINT, 2 could not start (bad flags, not root).")
 	var configs multiFlag
 	desiredFlag(fs, &configs)
 	resync := fs.Duration("resync", 5*time.Minute, "pass at least this often, events or not")
@@ -39,19 +40,17 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	noUevents := fs.Bool("no-uevents", false, "do not listen to kernel uevents")
 	timeout := fs.Duration("timeout", 5*time.Minute, "per-command timeout")
 	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile of the whole run to `FILE` when keel stops (diagnosis)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel run [-c PATH] [--resync 5m] [--textfile FILE]")
-		fmt.Fprintln(stderr, "\nKeeps the host converged: passes on desired-state and lvm.conf changes, on bcache")
-		fmt.Fprintln(stderr, "registrations (kernel uevents), on SIGHUP (reload) and every --resync. Logs to the journal")
-		fmt.Fprintln(stderr, "when stderr is the journal, else to stderr. See docs/daemon.md.")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, exitError); !ok {
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	lvl := hclog.LevelFromString(*level)
-	if fs.NArg() != 0 || lvl == hclog.NoLevel {
-		fs.Usage()
+	if code := noArgs(fs, stderr); code != exitOK {
+		return code
+	}
+	if lvl == hclog.NoLevel {
+		return usageError(fs, stderr, "invalid value %q for flag -log-level: want trace, debug, info, warn or error", *level)
+	}
+	if !requireRoot("run", args, "run 'keel check' to see what differs without changing anything", stderr) {
 		return exitError
 	}
 	log, sink := logging.New(logging.Options{Name: "keel", Level: lvl, Stderr: stderr, JSON: *logJSON})

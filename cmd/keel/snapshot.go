@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,23 +22,22 @@ func init() {
 // live pass or the replay of the written snapshot failed, or when the two
 // models differ; nothing is written then.
 func runSnapshot(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("snapshot", "keel snapshot [-o FILE] [--node SNAPSHOT] [--timeout D] [-v] [--verify]",
+		"Records one probe pass of this host (every command keel runs and file it reads, with their",
+		"output) into a txtar node snapshot, for bug reports and for --node in the other commands.",
+		"Objects that could not be probed are recorded with their errors.",
+		"Exit status: 0 written, 2 could not record or write it (bad flags, write error), or with",
+		"--verify: the pass failed or its replay differs (then nothing is written).")
 	out := fs.String("o", "", "write the snapshot to `FILE` (default standard output)")
 	node := fs.String("node", "", "re-record from the node `SNAPSHOT` instead of the live host")
 	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout")
 	verbose := fs.Bool("v", false, "print the time of the pass and of its slowest commands and file reads")
 	verify := fs.Bool("verify", false, "replay the written snapshot and check it gives the same model as the pass that recorded it")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel snapshot [-o FILE] [--node SNAPSHOT] [--timeout D] [-v] [--verify]")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, exitFindings); !ok {
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return exitFindings
+	if code := noArgs(fs, stderr); code != exitOK {
+		return code
 	}
 	src, err := probes.NodeSource(*node, *timeout)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -16,24 +15,23 @@ func init() {
 }
 
 // runStatus prints the observed stack. Exit 0 when the probe pass worked,
-// 1 for bad flags, 2 when a core command failed (what could be read is
+// 2 for bad flags or when a core command failed (what could be read is
 // still printed).
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("status", "keel status [--node SNAPSHOT] [--format text|json] [--timeout D]",
+		"Shows the storage stack keel sees: each VG with its PVs (fast or slow), VDO pools with where",
+		"their index and journal sit, thin pools, LVs, fill levels, bcache devices and lvm.conf.",
+		"It judges nothing: keel check compares the host with the desired state.",
+		"Exit status: 0 shown, 2 could not probe (bad flags, a core command failed; what could be",
+		"read is still shown).")
 	node := fs.String("node", "", "replay the node `SNAPSHOT` instead of probing this host")
-	format := fs.String("format", "text", "output `format`: text or json")
+	format := choice(fs, "format", "output `format`: text or json", "text", "json")
 	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel status [--node SNAPSHOT] [--format text|json]")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, exitFindings); !ok {
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if fs.NArg() != 0 || (*format != "text" && *format != "json") {
-		fs.Usage()
-		return exitFindings
+	if code := noArgs(fs, stderr); code != exitOK {
+		return code
 	}
 	src, err := probes.NodeSource(*node, *timeout)
 	if err != nil {
@@ -49,7 +47,9 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 	} else {
-		probes.WriteStatus(stdout, h)
+		shown := *h
+		shown.Hostname = hostName(h, *node)
+		probes.WriteStatus(stdout, &shown)
 	}
 	if perr != nil {
 		fmt.Fprintf(stderr, "keel status: %v\n", perr)

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,12 +20,18 @@ func init() {
 }
 
 // runUdevRules implements keel udev-rules. Exit 0: printed, written, or
-// (with --check) installed files match; 1: --check found drift, or the
-// desired state is invalid; 2: keel could not run (probe, write), or
-// --check could not read a file and found no drift in the other.
+// (with --check) installed files match; 1: --check found drift; 2: keel
+// could not run (bad flags, not root for --write to /, missing or invalid
+// desired state, probe, write), or --check could not read a file and found
+// no drift in the other.
 func runUdevRules(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("udev-rules", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("udev-rules", "keel udev-rules [-c PATH] [--node SNAPSHOT] [--check | --write [--root DIR]]",
+		"Prints the two udev rules files keel keeps from the desired state:",
+		"  "+activation.PVScanRule+"  LVM_PVSCAN_ON_LVS=1 for keel's LVs under stacked VGs",
+		"  "+activation.BcacheRule+"          the declared bcache tunables, set at registration",
+		"--write installs them (as root, unless --root names another directory).",
+		"Exit status: 0 ok, 1 drift (--check), 2 could not run (bad flags, not root, missing or",
+		"invalid desired state, failed probe or write).")
 	var configs multiFlag
 	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "generate for the node `SNAPSHOT` instead of this host")
@@ -33,19 +39,18 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 	write := fs.Bool("write", false, "install the generated files (atomic rename) and reload udev's rules")
 	root := fs.String("root", "/", "install under `DIR` instead of / (packaging, tests); udev is reloaded only for /")
 	timeout := fs.Duration("timeout", time.Minute, "per-command timeout")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel udev-rules [-c PATH] [--node SNAPSHOT] [--check | --write [--root DIR]]")
-		fmt.Fprintln(stderr, "\nPrints the two udev rules files keel keeps from the desired state:")
-		fmt.Fprintln(stderr, "  "+activation.PVScanRule+"  LVM_PVSCAN_ON_LVS=1 for keel's LVs under stacked VGs")
-		fmt.Fprintln(stderr, "  "+activation.BcacheRule+"          the declared bcache tunables, set at registration")
-		fmt.Fprintln(stderr, "Exit status: 0 ok, 1 drift (--check) or invalid desired state, 2 could not run.")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, exitError); !ok {
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if fs.NArg() != 0 || (*check && *write) || (*write && *node != "") {
-		fs.Usage()
+	if code := noArgs(fs, stderr); code != exitOK {
+		return code
+	}
+	switch {
+	case *check && *write:
+		return usageError(fs, stderr, "--check and --write exclude each other")
+	case *write && *node != "":
+		return usageError(fs, stderr, "--write installs on this host, not on a node snapshot (--node)")
+	case *write && filepath.Clean(*root) == "/" && !requireRoot("udev-rules", args, "leave out --write to print the rules", stderr):
 		return exitError
 	}
 	cfg, src, h, code := loadAndProbe("udev-rules", configs, *node, *timeout, stderr)
@@ -56,7 +61,7 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 	files, err := activation.Rules(cfg, h, converge.LinkResolver(src.FS))
 	if err != nil {
 		fmt.Fprintf(stderr, "keel udev-rules: %v\n", err)
-		return exitFindings
+		return exitError
 	}
 	for _, f := range files {
 		for _, n := range f.Notes {
@@ -113,16 +118,15 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 }
 
 // loadAndProbe loads the desired state while it probes the host (or replays
-// node). On failure it prints why and returns a nil config and the exit
-// code: 1 for an invalid desired state, 2 for a failed probe.
+// node). On failure it prints why and returns a nil config and exitError.
 func loadAndProbe(name string, configs []string, node string, timeout time.Duration, stderr io.Writer) (*schema.Config, probes.Source, *probes.Host, int) {
 	l, loadErr, probeErr := loadWhileProbing(configs, node, false, timeout)
 	switch {
 	case loadErr != nil:
-		fmt.Fprintf(stderr, "keel %s: %s\n", name, describeLoadError(loadErr))
-		return nil, probes.Source{}, nil, exitFindings
+		fmt.Fprintf(stderr, "keel %s: %s\n", name, loadErrorText(name, configs, loadErr))
+		return nil, probes.Source{}, nil, exitError
 	case probeErr != nil:
-		fmt.Fprintf(stderr, "keel %s: %v\n", name, probeErr)
+		fmt.Fprintf(stderr, "keel %s: %s\n", name, probeErrorText(probeErr))
 		return nil, probes.Source{}, nil, exitError
 	}
 	return l.cfg, l.src, l.host, exitOK

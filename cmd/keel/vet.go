@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -19,24 +18,20 @@ func init() {
 
 // runVet implements `keel vet [-c PATH] [--print] [PATH ...]`: the schema,
 // then keel's own checks (schema.check), which include sizes LVM can take
-// and filter patterns in LVM's regex dialect (schema/lvmregex). Exit 0: valid;
-// 1: invalid, every problem printed as file:line:col: path: message; 2: the
-// desired state could not be read.
+// and filter patterns in LVM's regex dialect (schema/lvmregex). Exit 0:
+// valid; 2: invalid (every problem printed as file:line:col: path:
+// message), missing or unreadable, or bad flags.
 func runVet(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vet", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("vet", "keel vet [-c PATH] [--print] [PATH ...]",
+		"Validates the desired state: files, or directories whose *.cue files are unified.",
+		"Besides the schema: sizes LVM can take, VDO geometry, stacking, and global_filter",
+		"patterns against LVM's own regex grammar (\\d, {n} and (?:...) are not LVM's).",
+		"Exit status: 0 valid, 2 invalid (each problem on stderr as file:line:col: field: message),",
+		"missing or unreadable, or bad flags.")
 	var configs multiFlag
 	desiredFlag(fs, &configs)
 	printEffective := fs.Bool("print", false, "print the effective desired state, every default filled in")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel vet [-c PATH] [--print] [PATH ...]")
-		fmt.Fprintln(stderr, "\nValidates the desired state: files, or directories whose *.cue files are unified.")
-		fmt.Fprintln(stderr, "Besides the schema: sizes LVM can take, VDO geometry, stacking, and global_filter")
-		fmt.Fprintln(stderr, "patterns against LVM's own regex grammar (\\d, {n} and (?:...) are not LVM's).")
-		fmt.Fprintln(stderr, "Exit status: 0 valid, 1 invalid (problems on stderr), 2 unreadable.")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, exitError); !ok {
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	paths := append([]string(configs), fs.Args()...)
@@ -45,10 +40,10 @@ func runVet(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case errors.As(err, &invalid):
 		fmt.Fprintln(stderr, invalid) // one file:line:col line per problem
-		fmt.Fprintf(stderr, "keel vet: %d problem(s)\n", len(invalid.Problems))
-		return exitFindings
+		fmt.Fprintf(stderr, "keel vet: %s\n", plural(len(invalid.Problems), "problem"))
+		return exitError
 	case err != nil:
-		fmt.Fprintf(stderr, "keel vet: %v\n", err)
+		fmt.Fprintf(stderr, "keel vet: %s\n", loadErrorText("vet", paths, err))
 		return exitError
 	}
 	if *printEffective {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,11 +31,16 @@ func init() {
 // runWipe implements `keel wipe [-c PATH] [--node SNAPSHOT] [--mode M]
 // [--step SIZE] [--dry-run] [--absent] [VG/LV ...]`. Interrupted wipes
 // (del-* LVs keel left) are finished first. Exit 0: done (or planned);
-// 1: invalid input or a refusal, nothing changed; 2: keel could not do the
-// job (probe, command or I/O failure, interrupted).
+// 1: refused for safety, nothing changed; 2: keel could not do the job
+// (bad flags, not root, missing, invalid or unsafe desired state, probe,
+// command or I/O failure, interrupted).
 func runWipe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("wipe", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("wipe", "keel wipe [-c PATH] [--node SNAPSHOT] [--mode zeroout|discard] [--step SIZE] [--dry-run] [--absent] [VG/LV ...]",
+		"Renames each LV to del-<name>, zeroes (BLKZEROOUT) or discards (BLKDISCARD) it in steps with",
+		"progress, then lvremoves it. del-* LVs left by an interrupted wipe are finished first.",
+		"The VG must be declared in the desired state. Without --dry-run or --node keel must run as root.",
+		"Exit status: 0 done, 1 refused (nothing changed), 2 could not run (bad flags, not root,",
+		"missing or invalid desired state) or failed.")
 	var configs multiFlag
 	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "plan against the node `SNAPSHOT` instead of this host (implies --dry-run)")
@@ -45,16 +49,14 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 	dryRun := fs.Bool("dry-run", false, "print what would be done and change nothing")
 	absent := fs.Bool("absent", false, "the daemon's rule: names must be in their VG's absent list; with no names, remove every absent LV")
 	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout of probe and lvm commands")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keel wipe [-c PATH] [--node SNAPSHOT] [--mode zeroout|discard] [--step SIZE] [--dry-run] [--absent] [VG/LV ...]")
-		fmt.Fprintln(stderr, "\nRenames each LV to del-<name>, zeroes (BLKZEROOUT) or discards (BLKDISCARD) it in steps with")
-		fmt.Fprintln(stderr, "progress, then lvremoves it. del-* LVs left by an interrupted wipe are finished first.")
-		fmt.Fprintln(stderr, "The VG must be declared in the desired state. Exit status: 0 done, 1 invalid input or refused")
-		fmt.Fprintln(stderr, "(nothing changed), 2 failed.")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseArgs(fs, args, exitFindings); !ok {
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
+	}
+	if *modeFlag != "" && *modeFlag != string(wipe.ModeZeroOut) && *modeFlag != string(wipe.ModeDiscard) {
+		return usageError(fs, stderr, "invalid value %q for flag -mode: want %s or %s", *modeFlag, wipe.ModeZeroOut, wipe.ModeDiscard)
+	}
+	if !*dryRun && *node == "" && !requireRoot("wipe", args, "add --dry-run to see what it would do", stderr) {
+		return exitError
 	}
 	names := fs.Args()
 	// Whoever can write the desired state can make keel destroy data: keel
@@ -62,7 +64,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 	// loader's error below).
 	if err := converge.CheckOwnership(schema.Paths(configs)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintf(stderr, "keel wipe: %v\nkeel wipe: nothing was changed\n", err)
-		return exitFindings
+		return exitError
 	}
 	src, err := probes.NodeSource(*node, *timeout)
 	if err != nil {
@@ -73,13 +75,8 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 	loop := converge.New(configs, converge.Wiring{Source: src, Log: log})
 	loop.SkipOwnerCheck = true // checked above, with keel wipe's own exit status
 	err = loop.Load()
-	var invalid *schema.Error
-	if errors.As(err, &invalid) {
-		fmt.Fprintln(stderr, invalid) // one file:line:col line per problem
-		fmt.Fprintf(stderr, "keel wipe: the desired state is invalid (%d problem(s))\n", len(invalid.Problems))
-		return exitFindings
-	} else if err != nil {
-		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
+	if err != nil {
+		fmt.Fprintf(stderr, "keel wipe: %s\n", loadErrorText("wipe", configs, err))
 		return exitError
 	}
 	cfg := loop.Desired()
@@ -95,7 +92,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 	if stepStr != "" {
 		if step, err = units.ParseSize(stepStr); err != nil {
 			fmt.Fprintf(stderr, "keel wipe: step %q: %v\n", stepStr, err)
-			return exitFindings
+			return exitError
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

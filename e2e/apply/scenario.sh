@@ -74,7 +74,7 @@ pvrule=/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules bcrule=/etc/udev/rules.d/70
 cp "$pvrule" "$bcrule" "$OUT/" 2>/dev/null
 rc=0
 "$KEEL" udev-rules -c /etc/keel --check >"$OUT/udev1.txt" 2>&1 || rc=$?
-dmuuid=$(dmsetup info -c --noheadings -o uuid vdolab-vdolv 2>/dev/null)
+dmuuid=$(dmsetup info -c --noheadings -o uuid vdosplit-vdolv 2>/dev/null)
 if [ $rc = 0 ] && [ -n "$dmuuid" ] && grep -q "ENV{DM_UUID}==\"$dmuuid\", ENV{LVM_PVSCAN_ON_LVS}=\"1\"" "$pvrule" &&
 	grep -q "ENV{CACHED_UUID}==\"$(cat /sys/block/bcache0/bcache/backing_dev_uuid)\"" "$bcrule"; then
 	pass "apply installed both udev rules (PV rule on $dmuuid), keel udev-rules --check agrees"
@@ -137,7 +137,7 @@ fi
 rc=0
 "$KEEL" apply -c /etc/keel --maintenance --command-log "$OUT/apply3b-3.cmds" >"$OUT/apply3b-3.txt" 2>&1 || rc=$?
 cat "$OUT/apply3b-3.txt"
-dmsetup table vdolab-vdopool-vpool >"$OUT/vdo-table-after.txt" 2>&1
+dmsetup table vdosplit-pool-vpool >"$OUT/vdo-table-after.txt" 2>&1
 if [ $rc = 0 ] && grep -q 'maxDiscard 2048 ' "$OUT/vdo-table-after.txt" && [ "$(lvs --noheadings -o lv_active vdovg/busy | tr -d ' ')" = active ]; then
 	pass "maintenance applied: maxDiscard 2048 blocks, stacked VG active again"
 else
@@ -165,7 +165,7 @@ fi
 echo "== 5. the daemon (bcache part only; the VDO stack is removed first)"
 vgchange -an vdovg >/dev/null 2>&1
 vgremove -ff -y vdovg >/dev/null 2>&1
-vgremove -ff -y vdolab >/dev/null 2>&1
+vgremove -ff -y vdosplit >/dev/null 2>&1
 rm -f /etc/keel/*.cue
 install_desired "$D/bcache.cue"
 # Make the value wrong first: since step 1 sequential_cutoff reads 0.0k, so

@@ -200,7 +200,7 @@ wait $dpid
 echo "== reaction to a bcache registration (bcache only; the VDO stack is removed first)"
 vgchange -an vdovg >/dev/null 2>&1
 vgremove -ff -y vdovg >/dev/null 2>&1
-vgremove -ff -y vdolab >/dev/null 2>&1
+vgremove -ff -y vdosplit >/dev/null 2>&1
 rm -f /etc/keel/*.cue
 desired "$SHARE/bcache.cue"
 PATH=$shim:$PATH "$K" run -c /etc/keel --textfile /tmp/keel.prom --log-level debug >"$OUT/daemon2.log" 2>&1 &

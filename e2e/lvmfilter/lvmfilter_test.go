@@ -234,7 +234,7 @@ func TestLVMSemantics(t *testing.T) {
 			// keel vet refuses what LVM refuses, saying LVM cannot parse it;
 			// it may refuse more (a pattern whose parentheses reach into the
 			// next entry), but never with that reason.
-			keelSaysLVMRefuses := vet == 1 && strings.Contains(out, "LVM cannot parse")
+			keelSaysLVMRefuses := vet == 2 && strings.Contains(out, "LVM cannot parse")
 			if lvmRefuses != keelSaysLVMRefuses || (!lvmRefuses && vet != 0 && !strings.Contains(out, "LVM parses")) {
 				t.Errorf("pattern %q: lvm exit %s, keel vet exit %d:\n%s", p, rcs[i], vet, out)
 				continue

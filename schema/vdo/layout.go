@@ -12,6 +12,10 @@ import (
 // no slab; the error also gives the minimum size.
 var ErrTooSmall = errors.New("pool too small")
 
+// ErrTooManySlabs is wrapped by NewLayout's error for a pool that needs
+// more than MaxSlabs slabs of the geometry's slab size.
+var ErrTooManySlabs = errors.New("too many slabs: use bigger slabs")
+
 // Geometry is what a pool is formatted with. Zero fields take LVM's defaults.
 type Geometry struct {
 	// PhysicalBytes is the size of the pool's data LV (lvcreate -L).
@@ -159,7 +163,7 @@ func NewLayout(g Geometry) (Layout, error) {
 	}
 	p := g.PhysicalBlocks()
 	if p > MaxPhysicalBlocks {
-		return Layout{}, fmt.Errorf("pool of %d bytes: above VDO's maximum of %d blocks (256 TiB)", g.PhysicalBytes, uint64(MaxPhysicalBlocks))
+		return Layout{}, fmt.Errorf("pool of %s: above VDO's maximum of %d blocks (256 TiB)", units.FormatSize(g.PhysicalBytes), uint64(MaxPhysicalBlocks))
 	}
 	min, _ := MinimumBlocks(g)
 	if p < min {
@@ -182,8 +186,8 @@ func NewLayout(g Geometry) (Layout, error) {
 	depot := journalStart - l.DepotStart
 	l.Slabs = depot >> sb
 	if l.Slabs > MaxSlabs {
-		return Layout{}, fmt.Errorf("pool of %d bytes: %d slabs of %d bytes exceed VDO's %d (use bigger slabs)",
-			g.PhysicalBytes, l.Slabs, g.SlabBytes, MaxSlabs)
+		return Layout{}, fmt.Errorf("pool of %s: %d slabs of %s exceed VDO's %d: %w",
+			units.FormatSize(g.PhysicalBytes), l.Slabs, units.FormatSize(g.SlabBytes), MaxSlabs, ErrTooManySlabs)
 	}
 	depotEnd := l.DepotStart + l.Slabs<<sb
 	l.Unused = span(depotEnd, journalStart-depotEnd)
