@@ -148,6 +148,9 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 		}
 		n++
 		fmt.Fprintf(w, "  %-8s %s %s: %s\n", f.Severity, f.ID, f.Object, f.Message)
+		if f.Remedy != "" {
+			fmt.Fprintf(w, "           remedy: %s\n", f.Remedy)
+		}
 	}
 	if n == 0 && !dryRun {
 		fmt.Fprintln(w, "converged")
