@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -61,6 +62,15 @@ type Level struct {
 	// Alert is the threshold from the desired state (or the audit default).
 	Alert float64 `json:"alert"`
 }
+
+// Ratio is the use from 0 to 1, rounded to a millionth so that 10.06
+// percent prints as 0.1006 (LVM and vdostats print two decimals).
+func (l Level) Ratio() float64 { return percentRatio(l.Percent) }
+
+// AlertRatio is the alert threshold from 0 to 1.
+func (l Level) AlertRatio() float64 { return percentRatio(l.Alert) }
+
+func percentRatio(p float64) float64 { return math.Round(p*1e4) / 1e6 }
 
 // NewReport sorts findings and levels into output order and summarises them.
 // notEvaluated lists the catalogue IDs the pass did not judge
@@ -216,32 +226,35 @@ func (r Report) WriteJUnit(w io.Writer) error {
 
 // WritePrometheus writes the report in the Prometheus text format for
 // node_exporter's textfile collector: keel_check_success 1, one
-// keel_finding series per finding, per-severity counts, and the fill levels
-// with their alert thresholds.
+// keel_finding_active series per finding, per-severity counts, and the fill
+// levels as ratios (0 to 1) with their alert thresholds. The names and
+// labels are the daemon's (docs/metrics.md), so one rule file serves both.
 func (r Report) WritePrometheus(w io.Writer) error {
 	var b strings.Builder
 	writeSuccess(&b, true)
-	metricHead(&b, "keel_finding", "A finding raised by keel check (always 1; absent when cleared).")
+	metricHead(&b, FindingMetric, FindingMetricHelp)
 	for _, f := range r.Findings {
-		fmt.Fprintf(&b, "keel_finding{id=%s,severity=%s,object=%s} 1\n",
-			promQuote(f.ID), promQuote(f.Severity.String()), promQuote(f.Object))
+		vg, lv := ObjectLabels(f.Object)
+		fmt.Fprintf(&b, "%s{id=%s,severity=%s,object=%s,vg=%s,lv=%s} 1\n", FindingMetric,
+			promQuote(f.ID), promQuote(f.Severity.String()), promQuote(f.Object), promQuote(vg), promQuote(lv))
 	}
-	metricHead(&b, "keel_findings", "Number of findings by severity.")
+	metricHead(&b, FindingsMetric, FindingsMetricHelp)
 	counts := []int{r.Summary.Info, r.Summary.Warning, r.Summary.Error, r.Summary.Critical}
 	for s := Critical; s >= Info; s-- {
-		fmt.Fprintf(&b, "keel_findings{severity=%s} %d\n", promQuote(s.String()), counts[s])
+		fmt.Fprintf(&b, "%s{severity=%s} %d\n", FindingsMetric, promQuote(s.String()), counts[s])
 	}
-	for _, g := range levelMetrics {
-		metricHead(&b, g.name, g.help)
-		for _, l := range r.Levels {
-			if l.Kind == g.kind {
-				fmt.Fprintf(&b, "%s{pool=%s} %s\n", g.name, promQuote(l.Object), promFloat(l.Percent))
-			}
-		}
-		metricHead(&b, g.name+"_alert", "Alert threshold for "+g.name+": the desired state's, or the schema default in audit mode.")
-		for _, l := range r.Levels {
-			if l.Kind == g.kind {
-				fmt.Fprintf(&b, "%s_alert{pool=%s} %s\n", g.name, promQuote(l.Object), promFloat(l.Alert))
+	for _, g := range LevelMetrics {
+		for _, m := range []struct {
+			name, help string
+			value      func(Level) float64
+		}{{g.Name, g.Help, Level.Ratio},
+			{g.Threshold, g.ThresholdHelp, Level.AlertRatio}} {
+			metricHead(&b, m.name, m.help)
+			for _, l := range r.Levels {
+				if l.Kind == g.Kind {
+					vg, lv := ObjectLabels(l.Object)
+					fmt.Fprintf(&b, "%s{vg=%s,lv=%s} %s\n", m.name, promQuote(vg), promQuote(lv), promFloat(m.value(l)))
+				}
 			}
 		}
 	}
@@ -259,10 +272,43 @@ func WritePrometheusFailure(w io.Writer) error {
 	return err
 }
 
-var levelMetrics = []struct{ kind, name, help string }{
-	{"thin_data", "keel_thin_data_percent", "Thin pool data use in percent."},
-	{"thin_metadata", "keel_thin_metadata_percent", "Thin pool metadata use in percent."},
-	{"vdo_used", "keel_vdo_used_percent", "VDO pool physical use in percent (vdostats Use%)."},
+// FindingMetric is the gauge that is 1 for each active finding, with the
+// labels id, severity, object, vg and lv; FindingsMetric counts the active
+// findings per severity. keel check and keel run write both.
+const (
+	FindingMetric      = "keel_finding_active"
+	FindingMetricHelp  = "1 for each active finding (absent once it clears), by ID, severity and object; vg and lv name the object when it is an LVM one."
+	FindingsMetric     = "keel_findings"
+	FindingsMetricHelp = "Number of active findings by severity."
+)
+
+// LevelMetric names the gauges of one kind of fill level (Level.Kind): the
+// use as a ratio from 0 to 1, and the alert threshold of the desired state
+// (the schema default in audit mode) as a ratio too, both labelled vg, lv.
+type LevelMetric struct {
+	Kind, Name, Help, Threshold, ThresholdHelp string
+}
+
+// LevelMetrics are the fill-level gauges of keel check and keel run.
+var LevelMetrics = []LevelMetric{
+	{"thin_data", "keel_thin_data_used_ratio", "Thin pool data use, 0 to 1 (lvs data_percent / 100).",
+		"keel_thin_data_alert_threshold_ratio", "Thin pool data use at which keel raises thin.data_usage (dataPercentAlert / 100)."},
+	{"thin_metadata", "keel_thin_metadata_used_ratio", "Thin pool metadata use, 0 to 1 (lvs metadata_percent / 100).",
+		"keel_thin_metadata_alert_threshold_ratio", "Thin pool metadata use at which keel raises thin.metadata_usage (metadataPercentAlert / 100)."},
+	{"vdo_used", "keel_vdo_used_ratio", "VDO pool physical use, 0 to 1 (vdostats Use% / 100).",
+		"keel_vdo_alert_threshold_ratio", "VDO pool physical use at which keel raises vdo.usage (usedPercentAlert / 100)."},
+}
+
+// ObjectLabels splits a finding's or level's object into the vg and lv
+// labels of the metrics: "vg/lv" gives both, a bare VG name gives vg, and
+// objects that are not LVM ones ("bcache:…", "udev:…", "pve:…", lvm.conf)
+// give neither.
+func ObjectLabels(object string) (vg, lv string) {
+	if object == "" || object == lvmConfObject || strings.ContainsAny(object, ": ") || strings.HasPrefix(object, "/") {
+		return "", ""
+	}
+	vg, lv, _ = strings.Cut(object, "/")
+	return vg, lv
 }
 
 func writeSuccess(b *strings.Builder, ok bool) {

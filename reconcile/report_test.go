@@ -130,10 +130,10 @@ func TestReportPrometheus(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"keel_check_success 1\n",
-		`keel_finding{id="vdo.layout.journal_off_fast",severity="critical",object="vdolab/vdopool"} 1` + "\n",
+		`keel_finding_active{id="vdo.layout.journal_off_fast",severity="critical",object="vdolab/vdopool",vg="vdolab",lv="vdopool"} 1` + "\n",
 		`keel_findings{severity="warning"} 1` + "\n",
-		`keel_vdo_used_percent{pool="vdolab/vdopool"} 40.04` + "\n",
-		`keel_vdo_used_percent_alert{pool="vdolab/vdopool"} 90` + "\n",
+		`keel_vdo_used_ratio{vg="vdolab",lv="vdopool"} 0.4004` + "\n",
+		`keel_vdo_alert_threshold_ratio{vg="vdolab",lv="vdopool"} 0.9` + "\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("prometheus output lacks %q:\n%s", want, out)
@@ -145,5 +145,20 @@ func TestReportPrometheus(t *testing.T) {
 	}
 	if !strings.HasSuffix(b.String(), "keel_check_success 0\n") {
 		t.Errorf("failure form: %q", b.String())
+	}
+}
+
+func TestObjectLabels(t *testing.T) {
+	for obj, want := range map[string][2]string{
+		"vdolab/vdopool":    {"vdolab", "vdopool"},
+		"thinvg":            {"thinvg", ""},
+		"bcache:a3a774bf":   {"", ""},
+		"udev:keel.rules":   {"", ""},
+		"lvm.conf":          {"", ""},
+		"/etc/lvm/lvm.conf": {"", ""},
+	} {
+		if vg, lv := ObjectLabels(obj); vg != want[0] || lv != want[1] {
+			t.Errorf("ObjectLabels(%q) = %q, %q; want %q", obj, vg, lv, want)
+		}
 	}
 }

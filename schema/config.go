@@ -23,6 +23,7 @@ type Config struct {
 	Proxmox      Proxmox                `json:"proxmox"`
 	Alerts       Alerts                 `json:"alerts"`
 	Waivers      []Waiver               `json:"waivers,omitempty"`
+	Agent        Agent                  `json:"agent"`
 }
 
 // WaiverDay is the day t falls on in UTC, in the form of Waiver.Expires:
@@ -198,6 +199,16 @@ type Removal struct {
 // Proxmox points at Proxmox VE's storage configuration.
 type Proxmox struct {
 	StorageConfig string `json:"storageConfig"`
+}
+
+// AgentAudit is the Agent.Mode in which keel run observes, reports and
+// alerts but never changes the host.
+const AgentAudit = "audit"
+
+// Agent is how keel run treats the host: Mode is "converge" (the default)
+// or AgentAudit.
+type Agent struct {
+	Mode string `json:"mode"`
 }
 
 // Alerts says where keel sends alert transitions besides the journal.

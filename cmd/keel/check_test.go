@@ -105,7 +105,7 @@ func TestCheckOutputFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"keel_check_success 1\n", `keel_vdo_used_percent_alert{pool="vdosplit/pool"} 90`} {
+	for _, want := range []string{"keel_check_success 1\n", `keel_vdo_alert_threshold_ratio{vg="vdosplit",lv="pool"} 0.9`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("%s lacks %q:\n%s", prom, want, b)
 		}

@@ -39,6 +39,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	logJSON := fs.Bool("log-json", false, "JSON log lines on stderr (when not logging to the journal)")
 	noUevents := fs.Bool("no-uevents", false, "do not listen to kernel uevents")
 	timeout := fs.Duration("timeout", 5*time.Minute, "per-command timeout")
+	audit := fs.Bool("audit", false, "observe, report and alert; never change the host (as agent.mode \"audit\")")
 	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile of the whole run to `FILE` when keel stops (diagnosis)")
 	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
@@ -79,7 +80,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	d := &daemon.Daemon{Loop: a, Log: log, LVMConfPath: *lvmConf, Resync: *resync, Textfile: *textfile,
-		NoUevents: *noUevents, Reload: hup}
+		NoUevents: *noUevents, Reload: hup, Audit: *audit}
 	if err := d.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("keel run stopped", "err", err)
 		return exitError

@@ -6,6 +6,7 @@ package integrations
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -68,13 +69,14 @@ func TestPrometheusRules(t *testing.T) {
 	}
 	decodeYAML(t, "prometheus/keel-alerts.yml", &doc)
 	metrics := emittedMetrics(t)
-	if !slices.Contains(metrics, "keel_finding") || !slices.Contains(metrics, "keel_reconcile_last_success_timestamp_seconds") {
+	if !slices.Contains(metrics, "keel_finding_active") || !slices.Contains(metrics, "keel_reconcile_last_success_timestamp_seconds") {
 		t.Fatalf("metric scan found %v", metrics)
 	}
 	docs, err := os.ReadFile("../../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	anchors := headingAnchors(t, "../../docs/findings.md")
 	ref := regexp.MustCompile(`\bkeel_[a-z_]+\b`)
 	names := map[string]bool{}
 	n := 0
@@ -86,6 +88,12 @@ func TestPrometheusRules(t *testing.T) {
 			n++
 			if r.Alert == "" || r.Expr == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
 				t.Errorf("rule %+v: alert, expr, labels.severity and annotations.summary are required", r)
+			}
+			anchor, ok := strings.CutPrefix(r.Annotations["runbook_url"], "https://github.com/keel-storage/keel/blob/main/docs/findings.md#")
+			if !ok {
+				t.Errorf("%s: runbook_url %q does not point into docs/findings.md", r.Alert, r.Annotations["runbook_url"])
+			} else if !strings.Contains(anchor, "{{") && !anchors[anchor] {
+				t.Errorf("%s: docs/findings.md has no section #%s", r.Alert, anchor)
 			}
 			if names[r.Alert] {
 				t.Errorf("alert %s twice", r.Alert)
@@ -107,6 +115,26 @@ func TestPrometheusRules(t *testing.T) {
 	if n < 5 {
 		t.Errorf("only %d rules", n)
 	}
+}
+
+// headingAnchors returns the anchors GitHub gives the headings of a
+// Markdown file: lower case, spaces to hyphens, punctuation other than
+// hyphens and underscores dropped ("## `vdo.usage`" is #vdousage).
+func headingAnchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := regexp.MustCompile(`[^a-z0-9 _-]`)
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if h, ok := strings.CutPrefix(line, "#"); ok {
+			h = strings.TrimSpace(strings.TrimLeft(h, "#"))
+			out[strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(h), ""), " ", "-")] = true
+		}
+	}
+	return out
 }
 
 // registered returns the subcommands cmd/keel registers.
@@ -153,19 +181,111 @@ func TestDropInsUseRealCommands(t *testing.T) {
 				}
 			}
 		}
-		if used < 3 {
+		if used < 2 {
 			t.Errorf("%s runs %d keel commands", p, used)
 		}
 	}
-	var tasks []map[string]any
-	decodeYAML(t, "ansible/keel.yml", &tasks)
-	if len(tasks) < 5 {
-		t.Errorf("ansible: %d tasks", len(tasks))
+}
+
+// The playbook is one play whose every task has a name, whose notify names
+// a handler it defines, and whose files under /etc/keel are vetted with
+// the whole directory (vet-dropin) before they replace the old ones.
+func TestAnsiblePlaybook(t *testing.T) {
+	type task struct {
+		Name   string         `json:"name"`
+		Notify any            `json:"notify"`
+		Copy   map[string]any `json:"ansible.builtin.copy"`
 	}
-	for _, task := range tasks {
-		if _, ok := task["name"]; !ok {
-			t.Errorf("ansible task without a name: %v", task)
+	var plays []struct {
+		Hosts    string         `json:"hosts"`
+		Vars     map[string]any `json:"vars"`
+		Tasks    []task         `json:"tasks"`
+		Handlers []task         `json:"handlers"`
+	}
+	decodeYAML(t, "ansible/keel.yml", &plays)
+	if len(plays) != 1 || len(plays[0].Tasks) < 5 || len(plays[0].Handlers) == 0 {
+		t.Fatalf("plays: %+v", plays)
+	}
+	play := plays[0]
+	if _, set := play.Vars["keel_mode"]; set {
+		t.Error("keel_mode is a play var: host_vars and group_vars could not override it")
+	}
+	handlers := map[string]bool{}
+	for _, h := range play.Handlers {
+		handlers[h.Name] = true
+	}
+	vetted := 0
+	for _, x := range play.Tasks {
+		if x.Name == "" {
+			t.Errorf("ansible task without a name: %+v", x)
 		}
+		if n, ok := x.Notify.(string); ok && !handlers[n] {
+			t.Errorf("task %q notifies %q, which is not a handler (%v)", x.Name, n, handlers)
+		}
+		if x.Copy["dest"] == "/etc/keel/agent.cue" && x.Copy["content"] != "agent: mode: \"{{ keel_mode | default('audit') }}\"\n" {
+			t.Errorf("agent.cue content %q: not audit by default", x.Copy["content"])
+		}
+		if dest, _ := x.Copy["dest"].(string); strings.HasPrefix(dest, "/etc/keel/") {
+			if want := "/usr/lib/keel/vet-dropin " + dest + " %s"; x.Copy["validate"] != want {
+				t.Errorf("task %q: validate %v, want %q", x.Name, x.Copy["validate"], want)
+			}
+			vetted++
+		}
+	}
+	if vetted != 2 {
+		t.Errorf("%d files under /etc/keel vetted, want 2 (agent.cue, keel.cue)", vetted)
+	}
+	b, err := os.ReadFile("salt/keel.sls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"check_cmd: /usr/lib/keel/vet-dropin /etc/keel/keel.cue\n", "check_cmd: /usr/lib/keel/vet-dropin /etc/keel/agent.cue\n",
+		`'agent: mode: "{{ salt['pillar.get']('keel:mode', 'audit') }}"'`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("salt/keel.sls lacks %s", want)
+		}
+	}
+}
+
+// vet-dropin hands keel vet a directory holding every other drop-in and the
+// new file under the destination's name (a fake keel records what it got).
+func TestVetDropin(t *testing.T) {
+	etc, bin := t.TempDir(), t.TempDir()
+	for name, body := range map[string]string{"keel.cue": "old", "agent.cue": "agent", "notes.txt": "x"} {
+		if err := os.WriteFile(filepath.Join(etc, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newFile := filepath.Join(t.TempDir(), "tmpXYZ")
+	if err := os.WriteFile(newFile, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(t.TempDir(), "rec")
+	fake := filepath.Join(bin, "keel")
+	script := "#!/bin/sh\n[ \"$1 $2\" = \"vet -c\" ] || exit 9\nfor f in \"$3\"/*; do printf '%s=%s ' \"$(basename \"$f\")\" \"$(cat \"$f\")\"; done >" + rec + "\nexit ${FAKE_RC:-0}\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(rc string) error {
+		cmd := exec.Command("sh", "../lib/vet-dropin", filepath.Join(etc, "keel.cue"), newFile)
+		cmd.Env = append(os.Environ(), "KEEL="+fake, "FAKE_RC="+rc)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Logf("%s", out)
+		}
+		return err
+	}
+	if err := run("0"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(rec); string(b) != "agent.cue=agent keel.cue=new " {
+		t.Errorf("keel vet saw %q", b)
+	}
+	if err := run("1"); err == nil {
+		t.Error("keel vet failed and vet-dropin passed")
+	}
+	if b, _ := os.ReadFile(filepath.Join(etc, "keel.cue")); string(b) != "old" {
+		t.Errorf("vet-dropin changed the live file: %q", b)
 	}
 }
 
@@ -227,5 +347,54 @@ func TestUnitsOrderGuestStart(t *testing.T) {
 		if !before.MatchString(unit) || !required.MatchString(unit) {
 			t.Errorf("keel-activate.service: %s needs Before= and RequiredBy=", u)
 		}
+	}
+	// libvirt autostarts guests from the daemon itself: ordered, not required.
+	for _, u := range []string{"libvirtd.service", "virtqemud.service"} {
+		if !regexp.MustCompile(`(?m)^Before=.*\b` + regexp.QuoteMeta(u)).MatchString(unit) {
+			t.Errorf("keel-activate.service: not Before=%s", u)
+		}
+	}
+}
+
+// keel.service may write what keel run writes: lvm.conf, its udev rules,
+// its state and node_exporter's textfile directory; the alerts hook may
+// reach the network. keel-check.service skips itself while keel.service
+// runs, so one file has one writer.
+func TestUnitSandbox(t *testing.T) {
+	b, err := os.ReadFile("../systemd/keel.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := string(b)
+	rw := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^ReadWritePaths=(.*)$`).FindAllStringSubmatch(unit, -1) {
+		for _, p := range strings.Fields(m[1]) {
+			rw[strings.TrimPrefix(p, "-")] = true
+		}
+	}
+	for _, p := range []string{"/etc/lvm", "/run", "/etc/udev/rules.d", "/var/lib/prometheus/node-exporter"} {
+		if !rw[p] {
+			t.Errorf("keel.service: %s is not in ReadWritePaths= (%v)", p, rw)
+		}
+	}
+	if !strings.Contains(unit, "\nProtectSystem=strict\n") || !strings.Contains(unit, "\nStateDirectory=keel\n") {
+		t.Error("keel.service: ProtectSystem=strict with StateDirectory=keel expected")
+	}
+	if regexp.MustCompile(`(?m)^IPAddressDeny=`).MatchString(unit) || !regexp.MustCompile(`(?m)^RestrictAddressFamilies=.*\bAF_INET\b`).MatchString(unit) {
+		t.Error("keel.service: the alerts hook cannot reach the network")
+	}
+	b, err = os.ReadFile("../systemd/keel-check.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := string(b)
+	for _, want := range []string{"\nExecCondition=/bin/sh -c '! systemctl is-active --quiet keel.service'\n",
+		"\nExecStart=/usr/bin/keel check --format prometheus -o /var/lib/prometheus/node-exporter/keel.prom\n", "\nSuccessExitStatus=1\n"} {
+		if !strings.Contains(check, want) {
+			t.Errorf("keel-check.service lacks %q", want)
+		}
+	}
+	if _, err := os.Stat("../systemd/keel-check.timer"); err != nil {
+		t.Error(err)
 	}
 }

@@ -1,9 +1,9 @@
 // Command mangen renders keel's own help text as man pages (roff) and a bash
-// completion script, so both say exactly what the binary says. It runs the
+// completion scripts (bash, zsh, fish), so all say exactly what the binary says. It runs the
 // keel binary given with -keel: `keel help` for the command list and
 // `keel <command> -h` for each command's usage and flags.
 //
-//	go run ./packaging/mangen -keel bin/keel -man DIR -completion FILE
+//	go run ./packaging/mangen -keel bin/keel -man DIR -completion FILE -zsh FILE -fish FILE
 package main
 
 import (
@@ -33,6 +33,15 @@ type Flag struct {
 	Name string // without dashes
 	Arg  string // the argument's name, "" for a boolean
 	Doc  string
+}
+
+// Option is the flag as completion offers it: "-c" for a one-letter name,
+// "--name" otherwise (Go's flag package takes either dash count).
+func (f Flag) Option() string {
+	if len(f.Name) == 1 {
+		return "-" + f.Name
+	}
+	return "--" + f.Name
 }
 
 // parseCommands reads the command table of `keel help`.
@@ -171,16 +180,78 @@ func Completion(cmds []Command) string {
 	for _, c := range cmds {
 		var fl []string
 		for _, f := range c.Flags {
-			if len(f.Name) == 1 {
-				fl = append(fl, "-"+f.Name)
-			} else {
-				fl = append(fl, "--"+f.Name)
-			}
+			fl = append(fl, f.Option())
 		}
 		fmt.Fprintf(&b, "\t%s) COMPREPLY=($(compgen -W %q -- \"$cur\"));;\n", c.Name, strings.Join(fl, " "))
 	}
 	b.WriteString("\tesac\n}\ncomplete -o default -F _keel keel\n")
 	return b.String()
+}
+
+// ZshCompletion renders a zsh completion script (#compdef keel): commands
+// with their summaries, then each command's flags with their first line of
+// help; flags that take a value complete file names.
+func ZshCompletion(cmds []Command) string {
+	var b strings.Builder
+	b.WriteString("#compdef keel\n# zsh completion for keel; generated from the help text of keel by packaging/mangen.\n")
+	b.WriteString("_keel() {\n\tlocal -a commands\n\tcommands=(\n")
+	b.WriteString("\t\t'help:show the help of a command'\n\t\t'version:print the version'\n")
+	for _, c := range cmds {
+		fmt.Fprintf(&b, "\t\t'%s:%s'\n", c.Name, shortDoc(c.Summary))
+	}
+	b.WriteString("\t)\n\tif (( CURRENT == 2 )); then\n\t\t_describe -t commands 'keel command' commands\n\t\treturn\n\tfi\n")
+	b.WriteString("\t(( CURRENT-- )); shift words\n\tcase $words[1] in\n")
+	for _, c := range cmds {
+		fmt.Fprintf(&b, "\t%s)\n\t\t_arguments", c.Name)
+		for _, f := range c.Flags {
+			spec := f.Option() + "[" + shortDoc(f.Doc) + "]"
+			if f.Arg != "" {
+				spec += ":" + shortDoc(f.Arg) + ":_files"
+			}
+			fmt.Fprintf(&b, " \\\n\t\t\t'%s'", spec)
+		}
+		b.WriteString(";;\n")
+	}
+	b.WriteString("\tesac\n}\n_keel \"$@\"\n")
+	return b.String()
+}
+
+// FishCompletion renders a fish completion script: the commands while none
+// is given, then each command's flags.
+func FishCompletion(cmds []Command) string {
+	var b strings.Builder
+	b.WriteString("# fish completion for keel; generated from the help text of keel by packaging/mangen.\n")
+	b.WriteString("complete -c keel -f\n")
+	b.WriteString("complete -c keel -n __fish_use_subcommand -a help -d 'show the help of a command'\n")
+	b.WriteString("complete -c keel -n __fish_use_subcommand -a version -d 'print the version'\n")
+	for _, c := range cmds {
+		fmt.Fprintf(&b, "complete -c keel -n __fish_use_subcommand -a %s -d '%s'\n", c.Name, shortDoc(c.Summary))
+	}
+	for _, c := range cmds {
+		for _, f := range c.Flags {
+			opt := "-l " + f.Name
+			if len(f.Name) == 1 {
+				opt = "-s " + f.Name
+			}
+			if f.Arg != "" {
+				opt += " -r -F"
+			}
+			fmt.Fprintf(&b, "complete -c keel -n '__fish_seen_subcommand_from %s' %s -d '%s'\n", c.Name, opt, shortDoc(f.Doc))
+		}
+	}
+	return b.String()
+}
+
+// shortDoc is the first line of a help text without the characters that
+// would end a quoted word or a zsh _arguments field.
+func shortDoc(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		if strings.ContainsRune("'[]:\\`$", r) {
+			return -1
+		}
+		return r
+	}, s))
 }
 
 // output runs keel with args and returns stdout and stderr together (help
@@ -210,6 +281,8 @@ func main() {
 	keel := flag.String("keel", "bin/keel", "the keel `BINARY` to document")
 	manDir := flag.String("man", "", "write section 8 pages (uncompressed) into `DIR`")
 	completion := flag.String("completion", "", "write the bash completion script to `FILE`")
+	zsh := flag.String("zsh", "", "write the zsh completion script to `FILE`")
+	fish := flag.String("fish", "", "write the fish completion script to `FILE`")
 	flag.Parse()
 	cmds, version, err := Collect(*keel)
 	if err != nil {
@@ -234,5 +307,11 @@ func main() {
 	}
 	if *completion != "" {
 		write(*completion, Completion(cmds))
+	}
+	if *zsh != "" {
+		write(*zsh, ZshCompletion(cmds))
+	}
+	if *fish != "" {
+		write(*fish, FishCompletion(cmds))
 	}
 }

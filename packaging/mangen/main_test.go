@@ -65,6 +65,31 @@ func TestCollectFromBinary(t *testing.T) {
 	if !strings.Contains(comp, `activate) COMPREPLY=($(compgen -W "-c --log-level`) {
 		t.Errorf("completion:\n%s", comp)
 	}
+	zsh, fish := ZshCompletion(cmds), FishCompletion(cmds)
+	for _, want := range []string{"#compdef keel\n", "\t\t'activate:", "\tactivate)\n\t\t_arguments", "'--timeout[", ":duration:_files'"} {
+		if !strings.Contains(zsh, want) {
+			t.Errorf("zsh completion lacks %q:\n%s", want, zsh)
+		}
+	}
+	for _, want := range []string{"complete -c keel -n __fish_use_subcommand -a activate -d '", "complete -c keel -n '__fish_seen_subcommand_from activate' -l timeout -r -F -d '", "-s c -r -F"} {
+		if !strings.Contains(fish, want) {
+			t.Errorf("fish completion lacks %q:\n%s", want, fish)
+		}
+	}
+	for shell, script := range map[string]string{"zsh": zsh, "fish": fish} {
+		for i, line := range strings.Split(script, "\n") {
+			if strings.Count(line, "'")%2 != 0 {
+				t.Errorf("%s completion line %d: unbalanced quote: %s", shell, i+1, line)
+			}
+		}
+		if p, err := exec.LookPath(shell); err == nil {
+			cmd := exec.Command(p, "-n")
+			cmd.Stdin = strings.NewReader(script)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("%s -n: %v\n%s", shell, err, out)
+			}
+		}
+	}
 	if bash, err := exec.LookPath("bash"); err == nil {
 		cmd := exec.Command(bash, "-n")
 		cmd.Stdin = strings.NewReader(comp)

@@ -324,7 +324,9 @@ func (l *Loop) verifyBcache(ctx context.Context, _ reconcile.Action) ([]reconcil
 type PassResult struct {
 	Report   executor.Report
 	Findings []reconcile.Finding
-	Host     *probes.Host
+	// Levels are the fill levels (VDO and thin pool use) of the newest plan.
+	Levels []reconcile.Level
+	Host   *probes.Host
 	// Pending counts the actions of the newest plan that a further pass
 	// would attempt; -1 when the pass did not plan against a probe taken
 	// after its last action (nothing ran, so its own plan is the newest).
@@ -373,7 +375,7 @@ func (l *Loop) pass(ctx context.Context, h *probes.Host, m executor.Mode) (PassR
 	} else {
 		res = l.planOn(h)
 	}
-	out.Host = h
+	out.Host, out.Levels = h, res.Levels
 	actions := res.Actions
 	if cut := untilLVMConf(actions); !m.DryRun && len(cut) < len(actions) {
 		actions, m.Partial = cut, true // the rest is re-planned, not dropped
@@ -402,7 +404,7 @@ func (l *Loop) pass(ctx context.Context, h *probes.Host, m executor.Mode) (PassR
 			}
 			out.Host = h
 		}
-		final, out.Pending = fresh.Findings, attemptable(fresh.Actions, m.Maintenance)
+		final, out.Pending, out.Levels = fresh.Findings, attemptable(fresh.Actions, m.Maintenance), fresh.Levels
 	}
 	out.Findings = append(out.Findings, final...)
 	out.Findings = append(out.Findings, rep.Findings...)

@@ -1,10 +1,30 @@
-# Salt state: install keel, ship the node's desired state (validated with
-# keel vet before it replaces the old one), install the udev rules, and run
-# the units. Pillar: keel:deb (a salt:// path), keel:desired (a salt:// path).
+# Salt state: install keel, ship the node's desired state and the agent mode
+# (each vetted together with the rest of /etc/keel before it replaces the old
+# file), install the udev rules, and run the units.
+#
+# Pillar: keel:deb (a salt:// path), keel:desired (a salt:// path), keel:mode.
+#
+# keel:mode is "audit" unless the pillar sets it: keel run then probes,
+# reports and alerts but changes nothing. Turn convergence on per minion once
+# `keel plan` on it shows only what you want done: set keel:mode: converge in
+# its pillar and apply the state; keel.service reloads (SIGHUP) and converges.
+# Set agent.mode only here, not in keel:desired: two values for it are a
+# conflict that keel vet refuses.
 keel-package:
   pkg.installed:
     - sources:
       - keel: {{ pillar['keel']['deb'] }}
+
+keel-agent-mode:
+  file.managed:
+    - name: /etc/keel/agent.cue
+    - contents: 'agent: mode: "{{ salt['pillar.get']('keel:mode', 'audit') }}"'
+    - user: root
+    - group: root
+    - mode: '0644'
+    - check_cmd: /usr/lib/keel/vet-dropin /etc/keel/agent.cue
+    - require:
+      - pkg: keel-package
 
 keel-desired-state:
   file.managed:
@@ -13,9 +33,10 @@ keel-desired-state:
     - user: root
     - group: root
     - mode: '0644'
-    - check_cmd: keel vet
+    - check_cmd: /usr/lib/keel/vet-dropin /etc/keel/keel.cue
     - require:
       - pkg: keel-package
+      - file: keel-agent-mode
 
 keel-udev-rules:
   cmd.run:
@@ -37,3 +58,4 @@ keel-daemon:
     - reload: true
     - watch:
       - file: keel-desired-state
+      - file: keel-agent-mode

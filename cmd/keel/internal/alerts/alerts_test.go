@@ -108,8 +108,10 @@ func TestTextfile(t *testing.T) {
 	m := NewMetrics()
 	at := time.Unix(1764374400, 0)
 	m.Reload(true, at)
-	m.Pass(at, nil, map[string]int{"converged": 2, "stuck": 1}, []reconcile.Finding{scan, stuck, used})
-	m.Pass(at.Add(time.Minute), errors.New("probe failed"), nil, []reconcile.Finding{stuck})
+	m.Pass(at, nil, map[string]int{"converged": 2, "stuck": 1}, []reconcile.Finding{scan, stuck, used},
+		[]reconcile.Level{{Kind: "vdo_used", Object: "vdovg/vpool", Percent: 95.02, Alert: 90}, {Kind: "thin_data", Object: "thinvg/tp", Percent: 40, Alert: 85}})
+	m.Pass(at.Add(time.Minute), errors.New("probe failed"), nil, []reconcile.Finding{stuck},
+		[]reconcile.Level{{Kind: "vdo_used", Object: "vdovg/vpool", Percent: 95.02, Alert: 90}})
 	m.Reload(false, at.Add(2*time.Minute))
 	path := filepath.Join(t.TempDir(), "keel.prom")
 	if err := m.WriteTextfile(path); err != nil {
@@ -124,18 +126,20 @@ func TestTextfile(t *testing.T) {
 		"keel_reconcile_errors_total 1\n",
 		"keel_reconcile_passes_total 2\n",
 		`keel_reconcile_actions_total{status="converged"} 2` + "\n",
-		`keel_finding{id="reconcile.stuck",object="bcache:a3a774bf",severity="error"} 1` + "\n",
+		`keel_finding_active{id="reconcile.stuck",lv="",object="bcache:a3a774bf",severity="error",vg=""} 1` + "\n",
 		`keel_findings{severity="error"} 1` + "\n",
 		`keel_findings{severity="warning"} 0` + "\n",
 		"keel_actions_stuck 1\n",
-		"# HELP keel_finding ",
+		"# HELP keel_finding_active ",
+		`keel_vdo_used_ratio{lv="vpool",vg="vdovg"} 0.9502` + "\n",
+		`keel_vdo_alert_threshold_ratio{lv="vpool",vg="vdovg"} 0.9` + "\n",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("missing %q in\n%s", want, s)
 		}
 	}
 	// Cleared findings are gone from the gauges, not left at 1.
-	if strings.Contains(s, "lvm.scan_lvs") {
+	if strings.Contains(s, "lvm.scan_lvs") || strings.Contains(s, `lv="tp"`) {
 		t.Errorf("cleared finding still exported:\n%s", s)
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {

@@ -22,6 +22,10 @@ type Metrics struct {
 	findingsBySeverity *prometheus.GaugeVec
 	stuck              prometheus.Gauge
 	panics             prometheus.Counter
+	audit              prometheus.Gauge
+	// levels holds the used and threshold gauges of each
+	// reconcile.LevelMetrics kind.
+	levels map[string][2]*prometheus.GaugeVec
 
 	mu    sync.Mutex
 	wipes map[[2]string]func() (done, total uint64, rate float64)
@@ -43,17 +47,26 @@ func NewMetrics() *Metrics {
 			Help: "Reconcile passes run."}),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keel_reconcile_actions_total",
 			Help: "Actions by outcome (converged, stuck, failed, refused, skipped)."}, []string{"status"}),
-		findings: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "keel_finding",
-			Help: "1 for each active finding, by ID, object and severity."}, []string{"id", "object", "severity"}),
-		findingsBySeverity: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "keel_findings",
-			Help: "Number of active findings by severity."}, []string{"severity"}),
+		findings: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: reconcile.FindingMetric,
+			Help: reconcile.FindingMetricHelp}, []string{"id", "severity", "object", "vg", "lv"}),
+		findingsBySeverity: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: reconcile.FindingsMetric,
+			Help: reconcile.FindingsMetricHelp}, []string{"severity"}),
 		stuck: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keel_actions_stuck",
 			Help: "Actions marked stuck (reconcile.stuck findings)."}),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "keel_panics_total",
 			Help: "Passes that panicked and were recovered (the daemon logged the stack and went on)."}),
+		audit: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keel_audit_mode",
+			Help: "1 while keel run is in audit mode (observes and reports, changes nothing), 0 while it converges."}),
+		levels: map[string][2]*prometheus.GaugeVec{},
 	}
 	m.reg.MustRegister(m.reloadOK, m.reloadTime, m.reconcileTime, m.reconcileErrors, m.passes,
-		m.actions, m.findings, m.findingsBySeverity, m.stuck, m.panics, wipeCollector{m})
+		m.actions, m.findings, m.findingsBySeverity, m.stuck, m.panics, m.audit, wipeCollector{m})
+	for _, g := range reconcile.LevelMetrics {
+		used := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.Name, Help: g.Help}, []string{"vg", "lv"})
+		alert := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.Threshold, Help: g.ThresholdHelp}, []string{"vg", "lv"})
+		m.reg.MustRegister(used, alert)
+		m.levels[g.Kind] = [2]*prometheus.GaugeVec{used, alert}
+	}
 	for _, s := range []string{"info", "warning", "error", "critical"} {
 		m.findingsBySeverity.WithLabelValues(s)
 	}
@@ -76,10 +89,20 @@ func (m *Metrics) Reload(ok bool, at time.Time) {
 // Panicked counts a pass that panicked and was recovered.
 func (m *Metrics) Panicked() { m.panics.Inc() }
 
+// Audit records whether the daemon runs in audit mode.
+func (m *Metrics) Audit(on bool) {
+	v := 0.0
+	if on {
+		v = 1
+	}
+	m.audit.Set(v)
+}
+
 // Pass records a reconcile pass: err is nil when it probed, planned and
 // applied; statuses counts the executor's results by status; findings are
-// every active finding after the pass.
-func (m *Metrics) Pass(at time.Time, err error, statuses map[string]int, findings []reconcile.Finding) {
+// every active finding after the pass, levels the fill levels of its
+// pools (a pool no longer reported disappears from the file).
+func (m *Metrics) Pass(at time.Time, err error, statuses map[string]int, findings []reconcile.Finding, levels []reconcile.Level) {
 	m.passes.Inc()
 	if err != nil {
 		m.reconcileErrors.Inc()
@@ -93,7 +116,8 @@ func (m *Metrics) Pass(at time.Time, err error, statuses map[string]int, finding
 	counts := map[string]int{"info": 0, "warning": 0, "error": 0, "critical": 0}
 	stuck := 0
 	for _, f := range findings {
-		m.findings.WithLabelValues(f.ID, f.Object, f.Severity.String()).Set(1)
+		vg, lv := reconcile.ObjectLabels(f.Object)
+		m.findings.WithLabelValues(f.ID, f.Severity.String(), f.Object, vg, lv).Set(1)
 		counts[f.Severity.String()]++
 		if f.ID == "reconcile.stuck" {
 			stuck++
@@ -103,6 +127,19 @@ func (m *Metrics) Pass(at time.Time, err error, statuses map[string]int, finding
 		m.findingsBySeverity.WithLabelValues(s).Set(float64(n))
 	}
 	m.stuck.Set(float64(stuck))
+	for _, g := range m.levels {
+		g[0].Reset()
+		g[1].Reset()
+	}
+	for _, l := range levels {
+		g, ok := m.levels[l.Kind]
+		if !ok {
+			continue
+		}
+		vg, lv := reconcile.ObjectLabels(l.Object)
+		g[0].WithLabelValues(vg, lv).Set(l.Ratio())
+		g[1].WithLabelValues(vg, lv).Set(l.AlertRatio())
+	}
 }
 
 // WriteTextfile writes every metric to path atomically (a temporary file
@@ -112,9 +149,9 @@ func (m *Metrics) WriteTextfile(path string) error {
 }
 
 var (
-	wipeDoneDesc = prometheus.NewDesc("keel_wipe_bytes_done",
+	wipeDoneDesc = prometheus.NewDesc("keel_wipe_done_bytes",
 		"Bytes zeroed or discarded so far by a safe removal in progress.", []string{"vg", "lv"}, nil)
-	wipeTotalDesc = prometheus.NewDesc("keel_wipe_bytes_total",
+	wipeTotalDesc = prometheus.NewDesc("keel_wipe_size_bytes",
 		"Bytes a safe removal in progress has to zero or discard.", []string{"vg", "lv"}, nil)
 	wipeRateDesc = prometheus.NewDesc("keel_wipe_bytes_per_second",
 		"Rate of a safe removal in progress so far.", []string{"vg", "lv"}, nil)

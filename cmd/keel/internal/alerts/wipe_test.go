@@ -28,8 +28,8 @@ func TestWipeProgressMetrics(t *testing.T) {
 	}
 	text := read()
 	for _, want := range []string{
-		`keel_wipe_bytes_done{lv="vm-100-disk-0",vg="vms"} 1.073741824e+09`,
-		`keel_wipe_bytes_total{lv="vm-100-disk-0",vg="vms"} 4.294967296e+09`,
+		`keel_wipe_done_bytes{lv="vm-100-disk-0",vg="vms"} 1.073741824e+09`,
+		`keel_wipe_size_bytes{lv="vm-100-disk-0",vg="vms"} 4.294967296e+09`,
 		`keel_wipe_bytes_per_second{lv="vm-100-disk-0",vg="vms"} 5.36870912e+08`,
 	} {
 		if !strings.Contains(text, want) {
@@ -38,11 +38,11 @@ func TestWipeProgressMetrics(t *testing.T) {
 	}
 	// The progress is read at every write, not copied at the start.
 	done = 2 << 30
-	if text = read(); !strings.Contains(text, `keel_wipe_bytes_done{lv="vm-100-disk-0",vg="vms"} 2.147483648e+09`) {
+	if text = read(); !strings.Contains(text, `keel_wipe_done_bytes{lv="vm-100-disk-0",vg="vms"} 2.147483648e+09`) {
 		t.Errorf("progress not re-read:\n%s", text)
 	}
 	m.WipeFinished("vms", "vm-100-disk-0")
-	if text = read(); strings.Contains(text, "keel_wipe_bytes_done{") || m.WipesInFlight() != 0 {
+	if text = read(); strings.Contains(text, "keel_wipe_done_bytes{") || m.WipesInFlight() != 0 {
 		t.Errorf("finished wipe still published:\n%s", text)
 	}
 }

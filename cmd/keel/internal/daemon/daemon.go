@@ -49,9 +49,15 @@ type Daemon struct {
 	NoUevents bool
 	// Reload receives a value for each SIGHUP.
 	Reload <-chan os.Signal
+	// Audit (keel run --audit) makes every pass a dry run: keel probes,
+	// plans, logs, alerts and writes its metrics, and changes nothing on
+	// the host. agent.mode "audit" in the desired state does the same.
+	Audit bool
 
 	tracker *alerts.Tracker
 	metrics *alerts.Metrics
+	// levels are the fill levels of the last pass that probed.
+	levels []reconcile.Level
 	// wipeTextfile is the textfile path publishWipes writes to while a
 	// safe removal runs (set when it starts).
 	wipeTextfile atomic.Value
@@ -361,6 +367,9 @@ func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string) s
 			fast = true
 		}
 	}
+	if fast && d.audit() {
+		fast = false // the full pass that follows reports the tunables
+	}
 	if fast {
 		if early != nil {
 			// Its view of bcache predates the fast path's writes: the
@@ -446,18 +455,21 @@ func (d *Daemon) load(files []schema.File, readErr error) error {
 func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 	start := time.Now()
 	cpu0 := cpuNow()
-	res, err := d.Loop.ConvergeFrom(ctx, h, executor.Mode{})
+	audit := d.audit()
+	res, err := d.Loop.ConvergeFrom(ctx, h, executor.Mode{DryRun: audit})
 	statuses := map[string]int{}
 	for _, r := range res.Report.Results {
 		statuses[string(r.Status)]++
-		if r.Status != executor.Converged && r.Status != executor.Skipped {
+		if r.Status == executor.Planned {
+			d.Log.Info("audit: action not run", "action", r.Action.ID, "object", r.Action.Object)
+		} else if r.Status != executor.Converged && r.Status != executor.Skipped {
 			d.Log.Warn("action not converged", "action", r.Action.ID, "object", r.Action.Object, "status", string(r.Status), "detail", r.Detail)
 		}
 	}
 	if ctx.Err() != nil {
 		return "stopping" // an interrupted pass says nothing about the host
 	}
-	findings := res.Findings
+	findings, levels := res.Findings, res.Levels
 	if err != nil {
 		d.Log.Error("reconcile pass failed", "why", why, "err", err)
 		if !errors.Is(err, converge.ErrNoDesiredState) {
@@ -465,8 +477,10 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 			// known ones (raising nothing, clearing nothing) and refresh
 			// only config.invalid.
 			findings = keepFindings(d.tracker.Active(), res.Findings)
+			levels = d.levels
 		}
 	}
+	d.levels = levels
 	ts := d.tracker.Update(findings)
 	alerts.Log(d.Log, ts)
 	var desiredAlerts schema.Alerts
@@ -478,13 +492,15 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 			d.Log.Error("alert hook failed", "err", herr)
 		}
 	}
-	d.metrics.Pass(time.Now(), err, statuses, findings)
+	d.metrics.Audit(audit)
+	d.metrics.Pass(time.Now(), err, statuses, findings, levels)
 	if textfile := d.textfile(); textfile != "" {
-		if werr := d.metrics.WriteTextfile(textfile); werr != nil {
-			d.Log.Error("metrics textfile", "path", textfile, "err", werr)
-		}
+		d.writeTextfile(textfile)
 	}
 	s := statusLine(res, findings, err)
+	if audit {
+		s = "audit mode, nothing changed; " + s
+	}
 	cpu := cpuNow().sub(cpu0)
 	d.Log.Info("pass done", "why", why, "took", converge.Since(start), "status", s,
 		"cpu_self", cpu.self.Round(time.Millisecond).String(), "cpu_children", cpu.children.Round(time.Millisecond).String())
@@ -523,6 +539,16 @@ func statusLine(res converge.PassResult, findings []reconcile.Finding, err error
 	return s
 }
 
+// audit reports whether passes are dry runs: keel run --audit, or agent.mode
+// "audit" in the desired state in force.
+func (d *Daemon) audit() bool {
+	if d.Audit {
+		return true
+	}
+	cfg := d.Loop.Desired()
+	return cfg != nil && cfg.Agent.Mode == schema.AgentAudit
+}
+
 // textfile is where the metrics go: --textfile, else alerts.textfile of the
 // desired state in force ("" for none).
 func (d *Daemon) textfile() string {
@@ -535,15 +561,27 @@ func (d *Daemon) textfile() string {
 	return ""
 }
 
+// writeTextfile writes the metrics to path and logs a failure. A
+// read-only file system there is most often keel.service's sandbox
+// (ProtectSystem=strict): the message says how to allow the directory.
+func (d *Daemon) writeTextfile(path string) {
+	err := d.metrics.WriteTextfile(path)
+	switch {
+	case errors.Is(err, syscall.EROFS):
+		d.Log.Error("metrics textfile: read-only here; under systemd allow its directory with `systemctl edit keel`: [Service] ReadWritePaths="+filepath.Dir(path),
+			"path", path, "err", err)
+	case err != nil:
+		d.Log.Error("metrics textfile", "path", path, "err", err)
+	}
+}
+
 // publishWipes rewrites the metrics textfile every interval while a safe
 // removal is in progress, so its keel_wipe_* progress is visible before the
 // pass that runs it ends.
 func (d *Daemon) publishWipes(ctx context.Context, started <-chan struct{}, interval time.Duration) {
 	d.whileWiping(ctx, started, interval, func() {}, func() {
 		if path, _ := d.wipeTextfile.Load().(string); path != "" && d.metrics.WipesInFlight() > 0 {
-			if err := d.metrics.WriteTextfile(path); err != nil {
-				d.Log.Error("metrics textfile", "path", path, "err", err)
-			}
+			d.writeTextfile(path)
 		}
 	})
 }

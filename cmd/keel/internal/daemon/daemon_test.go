@@ -72,7 +72,7 @@ func TestDaemonLifecycle(t *testing.T) {
 		t.Fatal("last good desired state not kept")
 	}
 	b, _ = os.ReadFile(prom)
-	if !strings.Contains(string(b), "keel_config_last_reload_successful 0") || !strings.Contains(string(b), `keel_finding{id="config.invalid"`) {
+	if !strings.Contains(string(b), "keel_config_last_reload_successful 0") || !strings.Contains(string(b), `keel_finding_active{id="config.invalid"`) {
 		t.Fatalf("textfile:\n%s", b)
 	}
 
@@ -288,7 +288,7 @@ func TestDaemonRecoversPanic(t *testing.T) {
 		t.Fatal("the last good desired state is not back in force")
 	}
 	b, _ := os.ReadFile(prom)
-	for _, want := range []string{"keel_panics_total 1", `keel_finding{id="config.invalid"`, "keel_config_last_reload_successful 0"} {
+	for _, want := range []string{"keel_panics_total 1", `keel_finding_active{id="config.invalid"`, "keel_config_last_reload_successful 0"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("textfile lacks %q:\n%s", want, b)
 		}
@@ -336,5 +336,163 @@ func TestKeepAliveWhileWiping(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if n := pings.Load(); n != ended {
 		t.Fatalf("%d pings after the wipe ended", n-ended)
+	}
+}
+
+// recordingRunner is the runner of mutating commands: it records every
+// command and reports success without running it.
+type recordingRunner struct {
+	mu   sync.Mutex
+	cmds []string
+}
+
+func (r *recordingRunner) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cmds = append(r.cmds, c.String())
+	return probes.Result{}, nil
+}
+
+// changes is what a daemon's first pass did to the host.
+type changes struct {
+	status, textfile string
+	cmds             []string
+	sysfs            string
+	lvmConf          bool // lvm.conf was rewritten
+	files            []string
+}
+
+// firstPass runs the daemon on the mixed snapshot with a desired state
+// that asks for a bcache tunable, an lvm.conf edit and an absent LV, until
+// its first pass ends, and reports every change it made.
+func firstPass(t *testing.T, desired string, audit bool) changes {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "d.cue"), []byte(desired), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, sys, _ := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
+	run := &recordingRunner{}
+	lvmConf := filepath.Join(t.TempDir(), "lvm.conf")
+	const conf = "devices {\n\tscan_lvs = 0\n}\n"
+	if err := os.WriteFile(lvmConf, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, state := t.TempDir(), t.TempDir()
+	a := converge.New([]string{dir}, converge.Wiring{Source: src, Runner: run, SysFS: sys, LVMConfPath: lvmConf,
+		FileRoot: root, StateDir: state, Options: executor.Options{MaxAttempts: 1}})
+	a.SkipOwnerCheck = true
+	prom := filepath.Join(t.TempDir(), "keel.prom")
+	sock, recv := testsock.Listen(t)
+	t.Setenv("NOTIFY_SOCKET", sock)
+	d := &Daemon{Loop: a, Log: hclog.NewNullLogger(), Textfile: prom, NoUevents: true, Audit: audit}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	recv() // READY
+	var c changes
+	c.status = strings.TrimPrefix(string(recv()), "STATUS=")
+	cancel()
+	recv() // STOPPING
+	<-done
+	b, _ := os.ReadFile(prom)
+	c.textfile = string(b)
+	c.cmds, c.sysfs = run.cmds, sys.WriteLog()
+	b, _ = os.ReadFile(lvmConf)
+	c.lvmConf = string(b) != conf
+	for _, d := range []string{root, state} {
+		filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				c.files = append(c.files, p)
+			}
+			return nil
+		})
+	}
+	return c
+}
+
+const auditDesired = bcacheBody + `lvm: scanLVs: true
+volumeGroups: vg0: {
+	pvs: ["/dev/nvme0n1", "/dev/sdb"]
+	absent: ["thin1"]
+	thinPools: tp: {}
+}
+`
+
+const bcacheBody = "bcache: b0: {\n\tbacking: \"a67c2e52-040c-493e-99e7-8498486cebf1\"\n\twritebackPercent: 40\n}\n"
+
+// In audit mode (keel run --audit, or agent.mode "audit") the daemon runs
+// no mutating command, writes no sysfs attribute, no lvm.conf, no udev
+// rule and no state, and still reports the findings and fill levels. The
+// same desired states without audit change the host: the recording sees
+// changes when there are any. (An lvm.conf edit comes first and ends the
+// pass unverified on a replayed host, so the bcache write has its own state.)
+func TestDaemonAuditChangesNothing(t *testing.T) {
+	for _, desired := range []string{auditDesired, bcacheBody} {
+		conv := firstPass(t, desired, false)
+		if len(conv.cmds) == 0 && conv.sysfs == "" && !conv.lvmConf {
+			t.Fatalf("converging %q: the recording sees no change", desired)
+		}
+		t.Logf("converging: commands %q, sysfs %q, lvm.conf rewritten %v", conv.cmds, conv.sysfs, conv.lvmConf)
+		want := []string{"keel_audit_mode 1",
+			`keel_finding_active{id="bcache.tunable",lv="",object="bcache:a67c2e52-040c-493e-99e7-8498486cebf1",severity="warning",vg=""} 1`,
+			`keel_reconcile_actions_total{status="planned"}`}
+		if desired == auditDesired {
+			want = append(want, `keel_finding_active{id="lv.absent",lv="thin1",object="vg0/thin1",severity="info",vg="vg0"} 1`,
+				`keel_thin_data_used_ratio{lv="tp",vg="vg0"} 0`, `keel_thin_data_alert_threshold_ratio{lv="tp",vg="vg0"} 0.85`)
+		}
+		for name, run := range map[string]changes{
+			"--audit":            firstPass(t, desired, true),
+			`agent.mode "audit"`: firstPass(t, desired+"agent: mode: \"audit\"\n", false),
+		} {
+			if len(run.cmds) != 0 || run.sysfs != "" || run.lvmConf || len(run.files) != 0 {
+				t.Errorf("%s: commands %q, sysfs writes %q, lvm.conf rewritten %v, files %q", name, run.cmds, run.sysfs, run.lvmConf, run.files)
+			}
+			if !strings.HasPrefix(run.status, "audit mode, nothing changed; 0 actions converged") {
+				t.Errorf("%s: status %q", name, run.status)
+			}
+			for _, w := range want {
+				if !strings.Contains(run.textfile, w) {
+					t.Errorf("%s: textfile lacks %q:\n%s", name, w, run.textfile)
+				}
+			}
+		}
+	}
+}
+
+// In audit mode a change of bcache tunables takes no fast path: the full
+// pass reports the drift and nothing writes sysfs.
+func TestDaemonAuditNoFastPath(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "b.cue")
+	os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
+	src, sys, _ := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
+	a := converge.New([]string{dir}, converge.Wiring{Source: src, SysFS: sys, Runner: &recordingRunner{},
+		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), StateDir: t.TempDir()})
+	a.SkipOwnerCheck = true
+	sock, recv := testsock.Listen(t)
+	t.Setenv("NOTIFY_SOCKET", sock)
+	var logs strings.Builder
+	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Debug}),
+		NoUevents: true, Debounce: 10 * time.Millisecond, Audit: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	recv() // READY
+	if got := string(recv()); !strings.HasPrefix(got, "STATUS=audit mode, nothing changed; 0 actions converged") {
+		t.Fatalf("first pass: %q", got)
+	}
+	os.WriteFile(cfg, []byte(bcacheCue(30)), 0o644)
+	if got := string(recv()); !strings.Contains(got, "1 warning") {
+		t.Fatalf("after the bcache change: %q", got)
+	}
+	cancel()
+	recv() // STOPPING=1
+	<-done
+	if w := sys.WriteLog(); w != "" {
+		t.Errorf("audit mode wrote sysfs: %q", w)
+	}
+	if l := logs.String(); strings.Contains(l, "bcache fast path") || !strings.Contains(l, "the change touches bcache devices only") {
+		t.Errorf("log:\n%s", l)
 	}
 }
