@@ -178,7 +178,7 @@ before=$(lvlist)
 rc=0
 out=$("$KEEL" wipe -c /tmp/loose/reuse.cue vmdata/keep 2>&1) || rc=$?
 echo "$out" | sed 's/^/    /'
-if [ "$rc" -eq 1 ] && [ "$before" = "$(lvlist)" ] && grep -q "writable by group or others" <<<"$out"; then
+if [ "$rc" -eq 2 ] && [ "$before" = "$(lvlist)" ] && grep -q "writable by group or others" <<<"$out"; then
 	ok "keel wipe refuses a desired state writable by others, nothing changed"
 else
 	fail "keel wipe with a mode 0666 desired state: rc $rc"
