@@ -18,8 +18,9 @@ build:
 test:
 	$(GO) test -race -count=1 ./...
 
-## lint: gofmt, go vet and staticcheck must all be clean
+## lint: gofmt, go vet and staticcheck must all be clean, and no merge left conflict markers
 lint:
+	@if git grep -n -E '^(<<<<<<< |>>>>>>> )' -- . ':!*.golden'; then echo "conflict markers left by a merge"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/...

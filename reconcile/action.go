@@ -108,4 +108,7 @@ type WipeSpec struct {
 	LV      string `json:"lv"`
 	Mode    string `json:"mode"` // "zeroout" or "discard"
 	StepMax uint64 `json:"stepMax"`
+	// UUID is the lv_uuid of the LV the planner saw under the name; the
+	// executor binds its once-only record to it.
+	UUID string `json:"uuid,omitempty"`
 }

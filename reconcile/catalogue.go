@@ -120,6 +120,10 @@ var Catalogue = []Rule{
 		"A declared VG is partial: one or more of its PVs is missing."},
 	{"vg.missing", Error, "VG missing",
 		"A declared VG does not exist."},
+	{"waiver.expired", Warning, "a waiver has expired",
+		"A waiver of the desired state is past its expires date; the finding it waived counts again."},
+	{"waiver.unknown", Warning, "a waiver names no known finding",
+		"A waiver's id is not a finding ID keel raises, so it waives nothing (a typo, or an ID from another version)."},
 }
 
 var catalogueIndex = func() map[string]int {

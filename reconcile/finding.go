@@ -62,6 +62,9 @@ type Finding struct {
 	Expected string   `json:"expected,omitempty"`
 	Observed string   `json:"observed,omitempty"`
 	Remedy   string   `json:"remedy,omitempty"`
+	// Waived is set when a waiver of the desired state accepts the finding;
+	// Severity is then info.
+	Waived *Waived `json:"waived,omitempty"`
 }
 
 // Key identifies a finding on one object; alerts are raised and cleared by key.

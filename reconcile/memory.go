@@ -21,6 +21,9 @@ type Memory struct {
 	// or newer state file). No removal is planned while it is set: without
 	// them keel cannot tell a reused name from the LV it was asked to remove.
 	Held string
+	// Today is the date (UTC, YYYY-MM-DD) waivers are judged on; "" keeps
+	// every waiver in force (a caller that has no clock of its own).
+	Today string
 }
 
 // PlanWith is Plan with keel's records of the host: each LV under an absent

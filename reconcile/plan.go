@@ -51,6 +51,7 @@ func plan(desired *schema.Config, host *probes.Host, mem Memory) Result {
 	p.planVDOMemory()
 	p.planStacking()
 	p.planUdevRules()
+	p.waive()
 	return p.result()
 }
 

@@ -203,7 +203,7 @@ func (p *planner) planAbsent(vg string, absent []string) {
 		})
 		p.act(phaseChange, Action{ID: "lv.absent:" + object, Kind: KindWipe, Class: Destructive, Object: object,
 			Summary:  fmt.Sprintf("wipe (%s) and remove %s, as the desired state asks", mode, object),
-			Wipe:     &WipeSpec{VG: vg, LV: name, Mode: mode, StepMax: step},
+			Wipe:     &WipeSpec{VG: vg, LV: name, Mode: mode, StepMax: step, UUID: lv.UUID},
 			Remedies: []string{key}})
 	}
 }

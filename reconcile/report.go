@@ -123,7 +123,7 @@ func (r Report) WriteText(w io.Writer) error {
 	for _, f := range r.Findings {
 		fmt.Fprintf(&b, "\n%-8s %s  %s\n", strings.ToUpper(f.Severity.String()), f.ID, f.Object)
 		fmt.Fprintf(&b, "         %s\n", f.Message)
-		for _, kv := range [][2]string{{"expected", f.Expected}, {"observed", f.Observed}, {"remedy", f.Remedy}} {
+		for _, kv := range [][2]string{{"expected", f.Expected}, {"observed", f.Observed}, {"remedy", f.Remedy}, {"waived", f.Waived.String()}} {
 			if kv[1] != "" {
 				fmt.Fprintf(&b, "         %-9s %s\n", kv[0]+":", kv[1])
 			}

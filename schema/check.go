@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"cuelang.org/go/cue"
 
@@ -24,7 +25,23 @@ func check(d *Desired) []Problem {
 	c.raid()
 	c.split()
 	c.vdoGeometry()
+	c.waivers()
 	return c.problems
+}
+
+// waivers checks each waiver's date and that no two waive the same finding.
+func (c *checker) waivers() {
+	seen := map[string]bool{}
+	for i, w := range c.cfg.Waivers {
+		if _, err := time.Parse(time.DateOnly, w.Expires); err != nil {
+			c.at("waiver", fmt.Sprintf("expires %q is not a date (YYYY-MM-DD)", w.Expires), "waivers", i, "expires")
+		}
+		key := w.ID + "@" + w.Object
+		if seen[key] {
+			c.at("waiver", fmt.Sprintf("a second waiver for %s on %s", w.ID, w.Object), "waivers", i)
+		}
+		seen[key] = true
+	}
 }
 
 // checker collects the problems of one desired state.

@@ -6,6 +6,7 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/keel-storage/keel/schema/units"
 	"github.com/keel-storage/keel/schema/vdo"
@@ -21,7 +22,21 @@ type Config struct {
 	Removal      Removal                `json:"removal"`
 	Proxmox      Proxmox                `json:"proxmox"`
 	Alerts       Alerts                 `json:"alerts"`
+	Waivers      []Waiver               `json:"waivers,omitempty"`
 	Agent        Agent                  `json:"agent"`
+}
+
+// WaiverDay is the day t falls on in UTC, in the form of Waiver.Expires:
+// what a caller with a clock hands the planner to judge waivers on.
+func WaiverDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// Waiver accepts one finding (ID) on one object until the end of the day
+// Expires (YYYY-MM-DD, UTC), for the reason given.
+type Waiver struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Reason  string `json:"reason"`
+	Expires string `json:"expires"`
 }
 
 // LVM is the part of lvm.conf that keel keeps: devices/scan_lvs,

@@ -82,7 +82,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := a.Converge(ctx, executor.Mode{Maintenance: *maint, DryRun: *dryRun})
+	res, err := a.Converge(ctx, executor.Mode{Maintenance: *maint, DryRun: *dryRun, Retry: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "keel apply: %v\n", err)
 		return exitError
@@ -148,6 +148,9 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 		}
 		n++
 		fmt.Fprintf(w, "  %-8s %s %s: %s\n", f.Severity, f.ID, f.Object, f.Message)
+		if f.Remedy != "" {
+			fmt.Fprintf(w, "           remedy: %s\n", f.Remedy)
+		}
 	}
 	if n == 0 && !dryRun {
 		fmt.Fprintln(w, "converged")

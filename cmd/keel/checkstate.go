@@ -1,8 +1,11 @@
 package main
 
 import (
+	"time"
+
 	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/state"
+	"github.com/keel-storage/keel/schema"
 )
 
 // checkMemory is keel's state as keel check judges absent LVs with: read,
@@ -10,12 +13,13 @@ import (
 // whose state keel does not have: it is judged as keel would on its first
 // pass there.
 func checkMemory(node string) reconcile.Memory {
+	today := schema.WaiverDay(time.Now())
 	if node != "" {
-		return reconcile.Memory{}
+		return reconcile.Memory{Today: today}
 	}
 	st, err := state.Store{}.Load()
 	if err != nil {
-		return reconcile.Memory{Held: err.Error()}
+		return reconcile.Memory{Held: err.Error(), Today: today}
 	}
-	return reconcile.Memory{Absent: st.Absent}
+	return reconcile.Memory{Absent: st.Absent, Today: today}
 }

@@ -11,10 +11,14 @@
 #     snapshot origin and a thin external origin are each refused by name,
 #     and nothing changes (LV list and data checksums).
 #  3. keel wipe refuses a desired state writable by others, like apply.
+#  4. a removal that failed (the disk returned EIO in the middle) is not run
+#     again by a new keel process, even once the disk is healthy: it is
+#     reported stuck with the removal by hand as its remedy, and that remedy,
+#     typed as printed, finishes it.
 #
 # Run from the repository root with a static keel binary:
 #   CGO_ENABLED=0 go build -o /tmp/keel ./cmd/keel
-#   e2e/vm-run.sh --keel /tmp/keel --hdd 4G e2e/wipe/reuse.sh e2e/wipe/reuse.cue
+#   e2e/vm-run.sh --keel /tmp/keel --hdd 4G e2e/wipe/reuse.sh e2e/wipe/reuse.cue e2e/wipe/failed.cue
 # Prints "ok:" / "FAIL:" lines and exits with the number of failures.
 set -u
 O=$OUT/reuse
@@ -174,10 +178,83 @@ before=$(lvlist)
 rc=0
 out=$("$KEEL" wipe -c /tmp/loose/reuse.cue vmdata/keep 2>&1) || rc=$?
 echo "$out" | sed 's/^/    /'
-if [ "$rc" -eq 1 ] && [ "$before" = "$(lvlist)" ] && grep -q "writable by group or others" <<<"$out"; then
+if [ "$rc" -eq 2 ] && [ "$before" = "$(lvlist)" ] && grep -q "writable by group or others" <<<"$out"; then
 	ok "keel wipe refuses a desired state writable by others, nothing changed"
 else
 	fail "keel wipe with a mode 0666 desired state: rc $rc"
+fi
+
+# --- 4. a failed removal is never run again by the loop --------------------------
+# errvg sits on keelerr, a device-mapper device over an LV of vmdata whose
+# table can swap an error target into the middle, as a failing disk does
+# (lvm2's test suite does the same with its error_dev helper).
+install -m 0644 "$SHARE/failed.cue" /etc/keel/failed.cue
+FCFG=/etc/keel/failed.cue
+must lvcreate -q -y -L 96M -n errback vmdata
+eb=/dev/vmdata/errback
+n=$(blockdev --getsz "$eb")
+must dmsetup create keelerr --table "0 $n linear $eb 0"
+must pvcreate -q /dev/mapper/keelerr
+must vgcreate -q errvg /dev/mapper/keelerr
+must lvcreate -q -y -L 64M -n vm-105-disk-0 errvg
+fill errvg/vm-105-disk-0 64
+sync
+# The LV's first extent starts at pe_start; its bytes 16M..32M turn to errors.
+pe=$(pvs --noheadings --units s --nosuffix -o pe_start /dev/mapper/keelerr | tr -d ' ')
+e0=$((pe + 32768)) e1=$((pe + 65536))
+tail32() { dd if="$1" bs=1M skip=32 count=32 iflag=direct status=none | sha256sum | cut -d' ' -f1; }
+t0=$(tail32 /dev/errvg/vm-105-disk-0)
+must dmsetup suspend keelerr
+must dmsetup load keelerr --table "0 $e0 linear $eb 0
+$e0 $((e1 - e0)) error
+$e1 $((n - e1)) linear $eb $e1"
+must dmsetup resume keelerr
+rc=0
+out=$("$KEEL" apply -c "$FCFG" 2>&1) || rc=$?
+echo "$out" | sed 's/^/    /'
+echo "    keel apply rc $rc"
+cp /var/lib/keel/state.json "$O/state-failed.json" 2>/dev/null
+if grep -q '"failed": ".*' /var/lib/keel/state.json 2>/dev/null && [ "$rc" -ne 0 ]; then
+	ok "the removal of errvg/vm-105-disk-0 failed on EIO and its failure is recorded"
+else
+	fail "first apply on the failing disk: rc $rc, no failed record in state.json"
+fi
+# The disk is healthy again; a new keel process (a restart) must not run it.
+must dmsetup suspend keelerr
+must dmsetup load keelerr --table "0 $n linear $eb 0"
+must dmsetup resume keelerr
+lv=errvg/del-vm-105-disk-0
+exists "$lv" || lv=errvg/vm-105-disk-0
+rc=0
+out=$("$KEEL" apply -c "$FCFG" 2>&1) || rc=$?
+echo "$out" | sed 's/^/    /'
+echo "    keel apply rc $rc"
+remedy=$(grep -o 'keel wipe errvg/vm-105-disk-0' <<<"$out" | head -n 1)
+if ! exists "$lv"; then
+	fail "a new keel process ran the failed removal of errvg/vm-105-disk-0 again"
+elif [ "$(tail32 "/dev/$lv")" != "$t0" ]; then
+	fail "a new keel process changed the data of $lv"
+elif [ "$rc" -ne 1 ] || ! grep -q "reconcile.stuck errvg/vm-105-disk-0" <<<"$out" || [ -z "$remedy" ]; then
+	fail "second apply: rc $rc, want 1 with reconcile.stuck and the remedy keel wipe errvg/vm-105-disk-0"
+else
+	ok "a new keel process did not run the failed removal again ($lv kept, data intact), reported it stuck"
+fi
+# The printed remedy, typed as printed.
+rc=0
+out=$("$KEEL" ${remedy#keel } 2>&1) || rc=$?
+echo "$out" | tail -n 3 | sed 's/^/    /'
+if [ -n "$remedy" ] && [ "$rc" -eq 0 ] && ! exists errvg/vm-105-disk-0 && ! exists errvg/del-vm-105-disk-0; then
+	ok "remedy '$remedy' finished the removal"
+else
+	fail "remedy '$remedy': rc $rc"
+fi
+rc=0
+out=$("$KEEL" apply -c "$FCFG" 2>&1) || rc=$?
+if [ "$rc" -eq 0 ] && ! grep -q 'lv.absent:errvg' /var/lib/keel/state.json; then
+	ok "converged afterwards, the record of the finished removal dropped"
+else
+	echo "$out" | sed 's/^/    /'
+	fail "apply after the remedy: rc $rc"
 fi
 
 lvlist >"$O/lvs-final.txt"

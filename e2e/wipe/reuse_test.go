@@ -16,7 +16,8 @@ import (
 // kept with its data and reported (lv.absent_reappeared) by a new keel
 // process, dependents (a PV label LVM does not list, a snapshot origin, a
 // thin external origin) are refused with nothing changed, and keel wipe
-// refuses a desired state others can write.
+// refuses a desired state others can write; a removal that failed on EIO is
+// not run again by a new process and its printed remedy finishes it.
 func TestWipeReuse(t *testing.T) {
 	script, err := os.ReadFile("reuse.sh")
 	if err != nil {
@@ -26,10 +27,14 @@ func TestWipeReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	failed, err := os.ReadFile("failed.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := guest.Run(t, guest.Spec{
 		Disks:   []guest.Disk{{Kind: guest.HDD, Size: "4G", Serial: "hdd1"}},
 		Keel:    true,
-		Files:   map[string][]byte{"wipelib.sh": lib(t), "reuse.cue": cue},
+		Files:   map[string][]byte{"wipelib.sh": lib(t), "reuse.cue": cue, "failed.cue": failed},
 		Script:  string(script),
 		Timeout: 15 * time.Minute,
 	})
@@ -63,6 +68,10 @@ func TestWipeReuse(t *testing.T) {
 		"ok: refused vmdata/extorig (external origin), nothing changed",
 		"ok: an LV holding an ext4 file system is removed (content, not a layer)",
 		"ok: keel wipe refuses a desired state writable by others, nothing changed",
+		"ok: the removal of errvg/vm-105-disk-0 failed on EIO and its failure is recorded",
+		"ok: a new keel process did not run the failed removal again (errvg/del-vm-105-disk-0 kept, data intact), reported it stuck",
+		"ok: remedy 'keel wipe errvg/vm-105-disk-0' finished the removal",
+		"ok: converged afterwards, the record of the finished removal dropped",
 	} {
 		if !strings.Contains(r.Output, want) {
 			t.Errorf("scenario output lacks %q", want)

@@ -123,6 +123,7 @@ func New(configs []string, w Wiring) *Loop {
 		stateDir: w.StateDir, State: state.Store{Path: w.StatePath}}
 	ex := executor.New(w.Runner, w.Options)
 	ex.Log = w.Log.Named("executor")
+	ex.Records = actionRecords{store: l.State}
 	sysfs := bcache.Applier(w.SysFS)
 	ex.Sysfs = func(ctx context.Context, act reconcile.Action) error {
 		err := sysfs(ctx, act)
@@ -506,7 +507,7 @@ func (sysfsOnly) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
 func (l *Loop) planBcache(ctx context.Context) (*probes.Host, reconcile.Result) {
 	start := time.Now()
 	h, _ := l.SysfsProbe(ctx)
-	res := reconcile.Plan(&schema.Config{Bcache: l.desired.Bcache}, h)
+	res := reconcile.Plan(&schema.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
 	l.Log.Debug("bcache sysfs probe and plan", "took", Since(start), "actions", len(res.Actions))
 	return h, res
 }
@@ -542,7 +543,7 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repor
 	if h == nil {
 		_, res = l.planBcache(ctx)
 	} else {
-		res = reconcile.Plan(&schema.Config{Bcache: l.desired.Bcache}, h)
+		res = reconcile.Plan(&schema.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
 	}
 	var acts []reconcile.Action
 	for _, x := range res.Actions {

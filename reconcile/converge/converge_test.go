@@ -58,7 +58,7 @@ func TestInvalidConfigKeepsLastGood(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "desired.cue")
 	os.WriteFile(f, []byte("lvm: scanLVs: false\n"), 0o644)
-	a := New([]string{dir}, Wiring{Source: probes.Source{Runner: failingRunner{}, FS: probes.DirFS(t.TempDir())}})
+	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: probes.Source{Runner: failingRunner{}, FS: probes.DirFS(t.TempDir())}})
 	if err := a.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestInvalidConfigKeepsLastGood(t *testing.T) {
 }
 
 func TestPassWithoutDesiredState(t *testing.T) {
-	a := New(nil, Wiring{Source: probes.Source{Runner: failingRunner{}}})
+	a := New(nil, Wiring{StateDir: t.TempDir(), Source: probes.Source{Runner: failingRunner{}}})
 	if _, err := a.Pass(context.Background(), executor.Mode{DryRun: true}); !errors.Is(err, ErrNoDesiredState) {
 		t.Fatalf("err %v", err)
 	}
@@ -111,7 +111,7 @@ func TestBcachePass(t *testing.T) {
 }
 `), 0o644)
 	sys := convergetest.NewMemSysFS()
-	a := New([]string{dir}, Wiring{Source: probes.Replay(snap), SysFS: sys, Options: executor.Options{MaxAttempts: 1}})
+	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: probes.Replay(snap), SysFS: sys, Options: executor.Options{MaxAttempts: 1}})
 	if err := a.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestUnparsableFilterRefused(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "lvm.conf")
 	broken := "devices {\n\tglobal_filter = [ \"r|/dev/zd.*\" ]\n}\n"
 	os.WriteFile(conf, []byte(broken), 0o644)
-	a := New([]string{dir}, Wiring{Source: probes.Replay(snap), LVMConfPath: conf})
+	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: probes.Replay(snap), LVMConfPath: conf})
 	if err := a.Load(); err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func TestBcacheOnly(t *testing.T) {
 func mixedHost(t *testing.T, dir string) (*Loop, *convergetest.MemSysFS, *convergetest.CountingRunner) {
 	t.Helper()
 	src, sys, run := convergetest.Replayed(t, "../../probes/testdata/snapshots/mixed.txtar")
-	l := New([]string{dir}, Wiring{Source: src, SysFS: sys,
+	l := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys,
 		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
 	return l, sys, run
 }
@@ -148,7 +148,7 @@ func TestConvergeFromGivenHost(t *testing.T) {
 	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(bcacheCue(40)), 0o644)
-	a := New([]string{dir}, Wiring{Source: probes.Source{Runner: failingRunner{}, FS: probes.DirFS(t.TempDir())}})
+	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: probes.Source{Runner: failingRunner{}, FS: probes.DirFS(t.TempDir())}})
 	a.SkipOwnerCheck = true
 	if err := a.Load(); err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestConvergeFromGivenHost(t *testing.T) {
 }
 
 func TestMaybeBcacheOnly(t *testing.T) {
-	a := New([]string{"/etc/keel"}, Wiring{Source: probes.Source{Runner: failingRunner{}}})
+	a := New([]string{"/etc/keel"}, Wiring{StateDir: t.TempDir(), Source: probes.Source{Runner: failingRunner{}}})
 	a.SkipOwnerCheck = true
 	files := func(texts ...string) []schema.File {
 		var fs []schema.File

@@ -32,6 +32,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/state"
 )
 
 // StuckID is the finding ID raised for an action that did not converge
@@ -134,6 +135,9 @@ type Mode struct {
 	// at boot, a pass cut after an lvm.conf change): the stuck state of
 	// actions not among them is kept instead of cleared.
 	Partial bool
+	// Retry tries again the actions an earlier process marked stuck (keel
+	// apply run by a person). Destructive records hold regardless.
+	Retry bool
 	// Once attempts each action once: one that fails or does not verify is
 	// reported Failed, neither retried nor marked stuck, because the caller
 	// runs its own loop (keel activate probes and plans again each round).
@@ -176,13 +180,19 @@ type Executor struct {
 	Wipe    Wiper
 	Clock   Clock
 	Log     hclog.Logger
+	// Records keeps the stuck and destructive records across processes;
+	// nil keeps them in this process only.
+	Records Records
 
 	opts Options
 
 	mu          sync.Mutex
 	stuck       map[string]stuckState // by action ID
 	history     map[string][]time.Time
-	destructive map[string]bool // action IDs already run
+	destructive map[string]bool // action IDs already run in this process
+	recs        map[string]state.Action
+	loaded      bool  // recs hold what Records had
+	recordsErr  error // the last load failed: destructive actions are held
 	tokens      float64
 	lastFill    time.Time
 }
@@ -190,7 +200,7 @@ type Executor struct {
 type stuckState struct {
 	fingerprint string
 	reason      string
-	finding     reconcile.Finding
+	earlier     bool // recorded by an earlier process
 }
 
 // New returns an Executor running commands through r. Appliers for sysfs,
@@ -206,6 +216,7 @@ func New(r probes.Runner, opts Options) *Executor {
 		stuck:       map[string]stuckState{},
 		history:     map[string][]time.Time{},
 		destructive: map[string]bool{},
+		recs:        map[string]state.Action{},
 		tokens:      float64(opts.Burst),
 	}
 }
@@ -272,7 +283,8 @@ func (e *Executor) Apply(ctx context.Context, actions []reconcile.Action, findin
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var rep Report
-	if !m.Partial {
+	e.loadRecords()
+	if !m.Partial && !m.DryRun {
 		e.clearUnplanned(actions)
 	}
 	for _, a := range actions {
@@ -283,7 +295,7 @@ func (e *Executor) Apply(ctx context.Context, actions []reconcile.Action, findin
 		rep.Results = append(rep.Results, res)
 		switch res.Status {
 		case Stuck:
-			rep.Findings = append(rep.Findings, e.stuck[a.ID].finding)
+			rep.Findings = append(rep.Findings, stuckFinding(a, res.Detail))
 		case Refused:
 			rep.Findings = append(rep.Findings, reconcile.Finding{
 				ID: RefusedID, Severity: reconcile.Error, Object: a.Object,
@@ -296,8 +308,11 @@ func (e *Executor) Apply(ctx context.Context, actions []reconcile.Action, findin
 	return rep, ctx.Err()
 }
 
-// clearUnplanned drops the stuck state of actions a whole plan no longer
-// asks for: the host converged by other means or the desired state changed.
+// clearUnplanned drops the stuck state and the records of actions a whole
+// plan no longer asks for: the host converged by other means or the desired
+// state changed. A destructive record goes too: the LV it was bound to is
+// gone or no longer declared absent, and keel's identity records
+// (reconcile/state, Judge) still refuse to remove that LV a second time.
 func (e *Executor) clearUnplanned(actions []reconcile.Action) {
 	planned := make(map[string]bool, len(actions))
 	for _, a := range actions {
@@ -307,6 +322,14 @@ func (e *Executor) clearUnplanned(actions []reconcile.Action) {
 		if !planned[id] {
 			e.Log.Info("stuck action no longer planned, clearing", "action", id)
 			delete(e.stuck, id)
+		}
+	}
+	if !e.loaded && e.Records != nil {
+		return // what is on disk is unknown: keep it
+	}
+	for id := range e.recs {
+		if !planned[id] {
+			e.putLogged(id, func(r *state.Action) { *r = state.Action{} })
 		}
 	}
 }
@@ -330,12 +353,19 @@ func (e *Executor) one(ctx context.Context, a reconcile.Action, findings []recon
 // dry run or a flapping action all end here with res filled in (true).
 func (e *Executor) gate(ctx context.Context, log hclog.Logger, a reconcile.Action, fp string, m Mode, res *Result) bool {
 	if st, ok := e.stuck[a.ID]; ok {
-		if st.fingerprint == fp {
+		switch {
+		case st.earlier && m.Retry && !m.DryRun && a.Class != reconcile.Destructive:
+			log.Info("trying again an action an earlier keel marked stuck", "reason", st.reason)
+		case st.fingerprint == fp:
 			res.Status, res.Detail = Stuck, st.reason
 			return true
+		default:
+			log.Info("state changed since action got stuck, trying again")
 		}
-		log.Info("state changed since action got stuck, trying again")
-		delete(e.stuck, a.ID)
+		if !m.DryRun {
+			delete(e.stuck, a.ID)
+			e.putLogged(a.ID, func(r *state.Action) { r.Stuck = nil })
+		}
 	}
 	switch {
 	case a.Kind == reconcile.KindNone || a.Class == reconcile.Immutable:
@@ -344,9 +374,14 @@ func (e *Executor) gate(ctx context.Context, log hclog.Logger, a reconcile.Actio
 	case a.Class == reconcile.Maintenance && !m.Maintenance:
 		res.Status, res.Detail = Skipped, "maintenance action: run keel apply --maintenance"
 		return true
-	case a.Class == reconcile.Destructive && e.destructive[a.ID]:
-		res.Status, res.Detail = Skipped, "destructive action already ran once in this process"
+	case a.Class == reconcile.Destructive && e.recordsErr != nil:
+		res.Status, res.Detail = Refused, fmt.Sprintf("keel's records of destructive actions cannot be read, so running it could repeat one: %v", e.recordsErr)
 		return true
+	case a.Class == reconcile.Destructive:
+		if status, why := e.heldDestructive(a); why != "" {
+			res.Status, res.Detail = status, why
+			return true
+		}
 	}
 	if err := e.guard(ctx, a); err != nil {
 		res.Status, res.Detail = Refused, err.Error()
@@ -378,7 +413,12 @@ func (e *Executor) attempts(ctx context.Context, log hclog.Logger, a reconcile.A
 		}
 		res.Attempts = attempt
 		if a.Class == reconcile.Destructive {
-			e.destructive[a.ID] = true // at most once, whatever happens next
+			before := e.recs[a.ID]
+			if err := e.recordRun(a); err != nil {
+				res.Status, res.Detail = Refused, fmt.Sprintf("cannot record the run first, so it could run twice: %v", err)
+				return
+			}
+			defer e.recordOutcome(ctx, a, before, res)
 		}
 		e.history[a.ID] = append(e.history[a.ID], e.Clock.Now())
 		err := e.apply(ctx, a, res)
@@ -397,6 +437,10 @@ func (e *Executor) attempts(ctx context.Context, log hclog.Logger, a reconcile.A
 			}
 		}
 		res.Detail = err.Error()
+		if ctx.Err() != nil {
+			res.Status = Failed // interrupted (shutdown): not stuck, tried again by the next process
+			return
+		}
 		log.Warn("action did not converge", "attempt", attempt, "err", err)
 		if m.Once {
 			res.Status = Failed
@@ -420,15 +464,31 @@ func (e *Executor) attempts(ctx context.Context, log hclog.Logger, a reconcile.A
 	log.Error("action stuck", "attempts", res.Attempts, "reason", res.Detail)
 }
 
+// markStuck marks a stuck in this process and in the records, so a restart
+// does not try it again while nothing changed.
 func (e *Executor) markStuck(a reconcile.Action, fp, reason string, res *Result) {
-	f := reconcile.Finding{
+	e.stuck[a.ID] = stuckState{fingerprint: fp, reason: reason}
+	now := e.Clock.Now().UTC()
+	e.putLogged(a.ID, func(r *state.Action) {
+		r.Stuck = &state.Stuck{Fingerprint: fp, Reason: reason, Since: now}
+	})
+	res.Status, res.Detail = Stuck, reason
+}
+
+// stuckFinding is the reconcile.stuck finding of a stuck action. A
+// destructive one is never tried again by keel's loop: its remedy is the
+// removal run by hand, which resumes where it stopped.
+func stuckFinding(a reconcile.Action, reason string) reconcile.Finding {
+	remedy := "look at why the kernel or LVM does not take the value; keel tries again when the desired or observed state changes, or when you run keel apply"
+	if a.Class == reconcile.Destructive {
+		remedy = fmt.Sprintf("see why it failed (journalctl -u keel, dmesg), then resume the removal by hand: keel wipe %s", a.Object)
+	}
+	return reconcile.Finding{
 		ID: StuckID, Severity: reconcile.Error, Object: a.Object,
 		Message:  fmt.Sprintf("action %s is stuck: %s", a.ID, reason),
 		Expected: a.Summary,
-		Remedy:   "look at why the kernel or LVM does not take the value; keel retries only when the desired or observed state changes",
+		Remedy:   remedy,
 	}
-	e.stuck[a.ID] = stuckState{fingerprint: fp, reason: reason, finding: f}
-	res.Status, res.Detail = Stuck, reason
 }
 
 // flapping reports whether one more application of id would be the

@@ -73,11 +73,22 @@ type Binding struct {
 
 // Action is what the executor keeps about one action ID.
 type Action struct {
-	// Ran is when a destructive action first ran; it never runs again.
+	// Ran is when a destructive action first ran, recorded before its first
+	// change. Zero for every other action.
 	Ran time.Time `json:"ran,omitempty"`
+	// Target is the lv_uuid of the LV a destructive action ran against.
+	Target string `json:"target,omitempty"`
+	// Finished is when the destructive action converged; it never runs again.
+	Finished time.Time `json:"finished,omitempty"`
+	// Failed says why the destructive action ended without converging; it
+	// is not run again by keel's loop (a person resumes it with keel wipe).
+	Failed string `json:"failed,omitempty"`
 	// Stuck is set while the action is stuck.
 	Stuck *Stuck `json:"stuck,omitempty"`
 }
+
+// Empty reports whether a holds nothing worth keeping.
+func (a Action) Empty() bool { return a.Ran.IsZero() && a.Stuck == nil }
 
 // Stuck is a stuck action: not retried until its fingerprint (what it
 // remedies) changes.

@@ -94,7 +94,7 @@ func TestRemoverStopsWhenOpenedDuringWipe(t *testing.T) {
 	r.OpenGrace = 20 * time.Millisecond
 	tg := Target{VG: "vms", LV: "vm-100-disk-0", Active: true, Mode: ModeZeroOut}
 	err := r.Remove(context.Background(), []Target{tg})
-	if err == nil || errors.Is(err, ErrInUse) || !errors.Is(err, errOpenedDuringWipe) || !strings.Contains(err.Error(), "resumed on the next run") {
+	if err == nil || errors.Is(err, ErrInUse) || !errors.Is(err, errOpenedDuringWipe) || !strings.Contains(err.Error(), "resumes it") {
 		t.Fatalf("got %v", err)
 	}
 	if len(dev.calls) != 2 {

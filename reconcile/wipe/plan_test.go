@@ -275,7 +275,7 @@ func TestRemoverInterruptedWipeKeepsDelLV(t *testing.T) {
 	}
 	tg := Target{VG: "vms", LV: "vm-100-disk-0", Active: true, Mode: ModeZeroOut}
 	err := r.Remove(ctx, []Target{tg})
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "now vms/del-vm-100-disk-0, resumed on the next run") {
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "now vms/del-vm-100-disk-0; keel wipe vms/vm-100-disk-0 resumes it") {
 		t.Fatalf("got %v", err)
 	}
 	for _, a := range ex.argvs {

@@ -176,7 +176,7 @@ func (r *Remover) removeOne(ctx context.Context, t Target) error {
 		if pass == ModeDiscard {
 			ql, err := r.limits(path)
 			if err != nil {
-				return fmt.Errorf("lv %s (now %s, resumed on the next run): %w", t.Name(), t.DelName(), err)
+				return fmt.Errorf("lv %s (now %s; keel wipe %s resumes it): %w", t.Name(), t.DelName(), t.Name(), err)
 			}
 			if ql.DiscardMax == 0 {
 				if t.NoZeroFill {
@@ -195,7 +195,7 @@ func (r *Remover) removeOne(ctx context.Context, t Target) error {
 			if i == 0 && !t.Resume && errors.Is(err, ErrInUse) {
 				return r.giveBack(t, run, err)
 			}
-			return fmt.Errorf("lv %s (now %s, resumed on the next run): %w", t.Name(), t.DelName(), err)
+			return fmt.Errorf("lv %s (now %s; keel wipe %s resumes it): %w", t.Name(), t.DelName(), t.Name(), err)
 		}
 	}
 	if err := run("lvremove", "--yes", t.DelName()); err != nil {

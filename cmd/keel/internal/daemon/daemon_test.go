@@ -43,7 +43,7 @@ func TestDaemonLifecycle(t *testing.T) {
 		return string(recv())
 	}
 
-	a := converge.New([]string{dir}, converge.Wiring{Source: probes.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
+	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: probes.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
 	hup := make(chan os.Signal, 1)
 	var logs strings.Builder
 	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Info}),
@@ -168,7 +168,7 @@ func TestDaemonBcacheOnlyChange(t *testing.T) {
 	cfg := filepath.Join(dir, "b.cue")
 	os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
 	src, sys, run := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
-	a := converge.New([]string{dir}, converge.Wiring{Source: src, SysFS: sys,
+	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys,
 		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
 	run.Delay = 100 * time.Millisecond
 	a.SkipOwnerCheck = true
@@ -263,7 +263,7 @@ func TestDaemonRecoversPanic(t *testing.T) {
 	if err := os.WriteFile(lvmConf, []byte("devices {\n\tscan_lvs = 0\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := converge.New([]string{dir}, converge.Wiring{Source: src, Runner: run, LVMConfPath: lvmConf})
+	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: src, Runner: run, LVMConfPath: lvmConf})
 	var logs strings.Builder
 	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Info}),
 		Textfile: prom, NoUevents: true, Debounce: 10 * time.Millisecond}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -80,9 +81,14 @@ func (e Event) BcacheRegistered() bool {
 // Listener is an open uevent socket. It is non-blocking and waits in Go's
 // network poller, so an idle listener costs no CPU (no periodic wake-up).
 type Listener struct {
-	f  *os.File
-	rc syscall.RawConn
+	f       *os.File
+	rc      syscall.RawConn
+	ignored atomic.Uint64
 }
+
+// Ignored counts the messages Run dropped because the kernel did not send
+// them.
+func (l *Listener) Ignored() uint64 { return l.ignored.Load() }
 
 // Listen opens a socket on the kernel's uevent multicast group. It needs
 // no privilege on most kernels but keel runs as root anyway.
@@ -120,9 +126,10 @@ func (l *Listener) Run(ctx context.Context, fn func(Event), onErr func(error)) e
 			return err
 		}
 		var n int
+		var from unix.Sockaddr
 		var err error
 		if werr := l.rc.Read(func(fd uintptr) bool {
-			n, _, err = unix.Recvfrom(int(fd), buf, 0)
+			n, from, err = unix.Recvfrom(int(fd), buf, 0)
 			return !errors.Is(err, unix.EAGAIN) // EAGAIN: wait until readable
 		}); werr != nil {
 			if ctx.Err() != nil {
@@ -139,6 +146,14 @@ func (l *Listener) Run(ctx context.Context, fn func(Event), onErr func(error)) e
 				continue
 			}
 			return err
+		}
+		// Only the kernel sends on its uevent group (port id 0, as
+		// lib/kobject_uevent.c broadcasts from the kernel's own socket). A
+		// root process can send there too; systemd's device monitor drops
+		// such messages for the same reason (sd-device/device-monitor.c).
+		if sa, ok := from.(*unix.SockaddrNetlink); !ok || sa.Pid != 0 {
+			l.ignored.Add(1)
+			continue
 		}
 		e, err := Parse(buf[:n])
 		if err != nil {

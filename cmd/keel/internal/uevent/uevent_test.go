@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The datagrams in testdata were received in the test guest by
@@ -133,6 +135,49 @@ func TestListenReceives(t *testing.T) {
 			}
 		case <-ctx.Done():
 			t.Fatal("no event received")
+		}
+	}
+}
+
+// A message a process (not the kernel) sends to the uevent group is dropped:
+// only the kernel's own events reach keel.
+func TestListenIgnoresProcessSenders(t *testing.T) {
+	l, err := Listen()
+	if err != nil {
+		cannotRun(t, "no uevent socket", err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	got := make(chan Event, 16)
+	go l.Run(ctx, func(e Event) { got <- e }, func(error) {})
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_KOBJECT_UEVENT)
+	if err != nil {
+		cannotRun(t, "no uevent socket to send from", err)
+	}
+	defer unix.Close(fd)
+	spoof := "add@/devices/virtual/block/bcache99\x00ACTION=add\x00DEVPATH=/devices/virtual/block/bcache99\x00SUBSYSTEM=block\x00DEVNAME=bcache99\x00SEQNUM=1\x00"
+	if err := unix.Sendto(fd, []byte(spoof), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: 1}); err != nil {
+		cannotRun(t, "cannot send to the uevent group (needs CAP_NET_ADMIN)", err)
+	}
+	// A kernel event after it: once it arrives, the spoofed one was read.
+	if err := os.WriteFile("/sys/devices/virtual/mem/null/uevent", []byte("change"), 0); err != nil {
+		cannotRun(t, "cannot trigger a uevent", err)
+	}
+	for {
+		select {
+		case e := <-got:
+			if e.DevPath == "/devices/virtual/block/bcache99" {
+				t.Fatalf("a message from a process was taken for a kernel uevent: %+v", e)
+			}
+			if e.DevPath == "/devices/virtual/mem/null" {
+				if n := l.Ignored(); n != 1 {
+					t.Fatalf("Ignored() = %d, want 1", n)
+				}
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no kernel event received")
 		}
 	}
 }

@@ -67,6 +67,10 @@ func Named(base string) func(string) bool {
 	return func(name string) bool { return name == base }
 }
 
+// rewatchEvery is how often a watch whose directory went away tries to
+// watch the path again.
+const rewatchEvery = time.Second
+
 // Options tune a watch.
 type Options struct {
 	// Debounce is how long the directory must be quiet before the content
@@ -97,7 +101,30 @@ func Watch(ctx context.Context, dir string, match func(string) bool, o Options, 
 	if err != nil {
 		onErr(fmt.Errorf("watch %s: %w", dir, err))
 	}
+	// A watch follows the directory's inode: when the directory is removed
+	// or renamed away (rm -rf and mkdir, a configuration tool swapping in a
+	// new directory), inotify drops the watch (IN_IGNORED) or keeps watching
+	// the old inode. The path is then watched again as soon as it exists,
+	// tried every rewatchEvery meanwhile.
+	watching := true
+	rewatch := time.NewTicker(rewatchEvery)
+	rewatch.Stop()
+	defer rewatch.Stop()
+	lost := func() {
+		if watching {
+			watching = false
+			w.Remove(dir) // the old inode, if it was renamed away; an error means it is gone already
+			rewatch.Reset(rewatchEvery)
+		}
+	}
 	check := func() {
+		if !watching {
+			if err := w.Add(dir); err != nil {
+				return // not back yet
+			}
+			watching = true
+			rewatch.Stop()
+		}
 		s, err := Hash(dir, match)
 		if err != nil {
 			onErr(fmt.Errorf("watch %s: %w", dir, err))
@@ -121,9 +148,12 @@ func Watch(ctx context.Context, dir string, match func(string) bool, o Options, 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case _, ok := <-w.Events:
+		case ev, ok := <-w.Events:
 			if !ok {
 				return fmt.Errorf("watch %s: watcher closed", dir)
+			}
+			if filepath.Clean(ev.Name) == filepath.Clean(dir) && ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 {
+				lost()
 			}
 			debounce.Reset(o.Debounce)
 		case err, ok := <-w.Errors:
@@ -135,6 +165,8 @@ func Watch(ctx context.Context, dir string, match func(string) bool, o Options, 
 		case <-debounce.C:
 			check()
 		case <-resync:
+			check()
+		case <-rewatch.C:
 			check()
 		}
 	}

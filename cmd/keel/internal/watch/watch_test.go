@@ -167,6 +167,48 @@ func TestResyncCatchesMissedChange(t *testing.T) {
 	}
 }
 
+// The directory itself removed and made again (rm -rf /etc/keel, then a
+// configuration tool writes it afresh), or renamed away and replaced: the
+// new directory is watched, without waiting for a resync.
+func TestDirectoryRecreated(t *testing.T) {
+	for _, how := range []string{"removed", "renamed"} {
+		t.Run(how, func(t *testing.T) {
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "keel")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(dir, "a.cue"), "x: 1\n")
+			ch := run(t, dir, CueFiles)
+			if how == "removed" {
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				mv(t, dir, dir+".old")
+			}
+			time.Sleep(300 * time.Millisecond)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(dir, "a.cue"), "x: 2\n")
+			// Seen by the retry within a second, then each later edit by
+			// the new watch.
+			deadline := time.After(3 * time.Second)
+			select {
+			case <-ch:
+			case <-deadline:
+				t.Fatal("the recreated directory's file was not seen")
+			}
+			if how == "renamed" {
+				write(t, filepath.Join(dir+".old", "a.cue"), "x: 9\n") // the old directory: not keel's
+			}
+			write(t, filepath.Join(dir, "a.cue"), "x: 3\n")
+			expect(t, ch, 1, "an edit in the recreated directory")
+		})
+	}
+}
+
 func TestHash(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "a.cue"), "x")
