@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -94,8 +95,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 
-	d.load(d.Loop.Read())
+	// The watches first, then the read: a desired state written while keel
+	// starts is either in what it reads or a change the watch reports.
 	d.startWatches(ctx, send)
+	d.load(d.Loop.Read())
 	if stop := d.startUevents(ctx, send); stop != nil {
 		defer stop()
 	}
@@ -241,11 +244,27 @@ func (d *Daemon) whileWiping(ctx context.Context, started <-chan struct{}, inter
 
 // startWatches watches the desired state and lvm.conf.
 func (d *Daemon) startWatches(ctx context.Context, send func(trigger)) {
+	started := make(chan struct{}, 2)
+	n := 1
 	dir, match := configWatch(d.Loop.Paths())
-	go d.watch(ctx, dir, match, func() { send(trigger{reload: true, why: "desired state changed"}) })
+	go d.watch(ctx, dir, match, started, func() { send(trigger{reload: true, why: "desired state changed"}) })
 	if d.LVMConfPath != "" {
-		go d.watch(ctx, filepath.Dir(d.LVMConfPath), watch.Named(filepath.Base(d.LVMConfPath)),
+		n++
+		go d.watch(ctx, filepath.Dir(d.LVMConfPath), watch.Named(filepath.Base(d.LVMConfPath)), started,
 			func() { send(trigger{why: "lvm.conf changed"}) })
+	}
+	// Wait until both watch (a directory that does not exist yet is
+	// retried by d.watch; the resync covers it meanwhile).
+	timeout := time.After(5 * time.Second)
+	for ; n > 0; n-- {
+		select {
+		case <-started:
+		case <-timeout:
+			d.Log.Warn("file watches not established within 5s: a change made before they are is seen at the next resync")
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -282,9 +301,13 @@ func configWatch(paths []string) (string, func(string) bool) {
 	return filepath.Dir(p), watch.Named(filepath.Base(p))
 }
 
-func (d *Daemon) watch(ctx context.Context, dir string, match func(string) bool, fire func()) {
+// watch keeps a watch on dir running until ctx ends; started receives one
+// value the first time the watch is established.
+func (d *Daemon) watch(ctx context.Context, dir string, match func(string) bool, started chan<- struct{}, fire func()) {
+	var once sync.Once
 	for ctx.Err() == nil {
-		err := watch.Watch(ctx, dir, match, watch.Options{Debounce: 100 * time.Millisecond},
+		err := watch.Watch(ctx, dir, match, watch.Options{Debounce: 100 * time.Millisecond,
+			Started: func() { once.Do(func() { started <- struct{}{} }) }},
 			func(watch.Sum) { fire() },
 			func(err error) { d.Log.Warn("watch", "dir", dir, "err", err); fire() })
 		if ctx.Err() != nil {

@@ -79,6 +79,9 @@ type Options struct {
 	// Resync forces a comparison this often even without events; zero
 	// disables it.
 	Resync time.Duration
+	// Started, when set, is called once the directory is watched and the
+	// first hash taken: every change after that call is reported.
+	Started func()
 }
 
 // Watch calls onChange whenever the hash of the matching files in dir
@@ -100,6 +103,9 @@ func Watch(ctx context.Context, dir string, match func(string) bool, o Options, 
 	last, err := Hash(dir, match)
 	if err != nil {
 		onErr(fmt.Errorf("watch %s: %w", dir, err))
+	}
+	if o.Started != nil {
+		o.Started()
 	}
 	// A watch follows the directory's inode: when the directory is removed
 	// or renamed away (rm -rf and mkdir, a configuration tool swapping in a

@@ -209,6 +209,33 @@ func TestDirectoryRecreated(t *testing.T) {
 	}
 }
 
+// A write made right after Started returns is reported: the daemon starts
+// its watches, waits for Started, and only then reads the desired state.
+func TestWriteRightAfterStarted(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		dir := t.TempDir()
+		write(t, filepath.Join(dir, "a.cue"), "x: 1\n")
+		ctx, cancel := context.WithCancel(context.Background())
+		started := make(chan struct{})
+		changed := make(chan Sum, 4)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			Watch(ctx, dir, CueFiles, Options{Debounce: 10 * time.Millisecond, Started: func() { close(started) }},
+				func(s Sum) { changed <- s }, func(error) {})
+		}()
+		<-started
+		write(t, filepath.Join(dir, "a.cue"), "x: 2\n")
+		select {
+		case <-changed:
+		case <-time.After(2 * time.Second):
+			t.Fatalf("round %d: a write right after Started was not reported", i)
+		}
+		cancel()
+		<-done
+	}
+}
+
 func TestHash(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "a.cue"), "x")
