@@ -54,6 +54,12 @@ rc=0
 keel udev-rules --check >"$OUT/udev-check.txt" 2>&1 || rc=$?
 [ $rc = 0 ] && pass "udev rules in sync after --write" || flunk "udev-rules --check exit $rc: $(cat "$OUT/udev-check.txt")"
 
+# The metrics textfile at a configured path (upstream node_exporter's
+# directory, not Debian's): keel.service's sandbox must allow it (boot 2).
+mkdir -p /var/lib/node_exporter/textfile_collector
+printf 'alerts: textfile: "/var/lib/node_exporter/textfile_collector/keel.prom"\n' >/etc/keel/alerts.cue
+chmod 644 /etc/keel/alerts.cue
+
 install -m 644 "$SHARE/pve-guests.service" /etc/systemd/system/pve-guests.service
 # A short bound for the test's third boot, where the slow disk is gone.
 mkdir -p /etc/systemd/system/keel-activate.service.d

@@ -29,6 +29,26 @@ cat "/sys/fs/bcache/$cset/congested_read_threshold_us" "/sys/fs/bcache/$cset/con
 [ "$(lvmconfig --typeconfig full devices/scan_lvs)" = scan_lvs=1 ] && pass "lvm.conf intact (scan_lvs=1)" || flunk "lvm.conf: $(lvmconfig --typeconfig full devices/scan_lvs)"
 
 systemctl is-active -q keel.service && pass "keel.service active (Type=notify: READY received)" || flunk "keel.service: $(systemctl is-active keel.service); $(journalctl -b -u keel.service -o cat | tail -5)"
+# The shipped unit's sandbox (ProtectSystem=strict) lets keel run write what it
+# writes: the textfile at the configured path, and its own udev rule after a
+# hand edit (docs/packaging.md).
+tf=/var/lib/node_exporter/textfile_collector/keel.prom
+for _ in $(seq 1 60); do [ -s "$tf" ] && break; sleep 1; done
+grep -q '^keel_vdo_used_ratio{' "$tf" 2>/dev/null && grep -q '^keel_audit_mode 0$' "$tf" &&
+	pass "keel.service wrote the textfile at the configured path $tf ($(grep -c '^keel_' "$tf") series)" ||
+	flunk "no textfile at $tf: $(journalctl -b -u keel.service -o cat | grep -m2 'metrics textfile')"
+rule=/etc/udev/rules.d/70-keel-bcache.rules
+sed -i 's/writeback_percent}="40"/writeback_percent}="10"/' "$rule"
+if keel udev-rules --check >/dev/null 2>&1; then
+	flunk "keel udev-rules --check does not see the hand edit of $rule"
+else
+	systemctl reload keel.service
+	for _ in $(seq 1 90); do keel udev-rules --check >/dev/null 2>&1 && break; sleep 1; done
+	keel udev-rules --check >"$OUT/udev-check2.txt" 2>&1 && grep -q 'writeback_percent}="40"' "$rule" &&
+		pass "keel.service rewrote the hand-edited $rule" ||
+		flunk "keel.service did not rewrite $rule: $(journalctl -b -u keel.service -o cat | grep -m3 -i 'udev\|read-only')"
+fi
+
 rc=0
 journalctl -b -o json SYSLOG_IDENTIFIER=keel-activate >"$OUT/activate.json" 2>"$OUT/activate.json.err" || rc=$?
 [ $rc = 0 ] || flunk "journalctl SYSLOG_IDENTIFIER=keel-activate: exit $rc, $(cat "$OUT/activate.json.err")"
