@@ -5,6 +5,7 @@
 package integrations
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 
 	"cuelang.org/go/cue/cuecontext"
 	cueyaml "cuelang.org/go/encoding/yaml"
+
+	"github.com/keel-storage/keel/schema"
 )
 
 // decodeYAML parses a YAML file (several documents become a list) into x.
@@ -331,6 +334,175 @@ func TestDaemonSet(t *testing.T) {
 	}
 	if c.Command[0] != "nsenter" || !slices.Contains(c.Args, "run") {
 		t.Errorf("command %v %v", c.Command, c.Args)
+	}
+}
+
+// podVolume is the part of a pod volume the tests read.
+type podVolume struct {
+	Name      string `json:"name"`
+	ConfigMap struct {
+		Name string `json:"name"`
+	} `json:"configMap"`
+}
+
+// The DaemonSet's desired state is per node: the ConfigMap's base and each
+// node file pass keel vet together, and the init container installs the
+// base plus its own node's file only, vetted before it replaces the host's
+// copy (a failing vet leaves the last good one).
+func TestDaemonSetPerNode(t *testing.T) {
+	var cm struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+		Data map[string]string `json:"data"`
+	}
+	var ds struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Volumes        []podVolume `json:"volumes"`
+					InitContainers []struct {
+						Command []string `json:"command"`
+						Env     []struct {
+							Name      string `json:"name"`
+							ValueFrom struct {
+								FieldRef struct {
+									FieldPath string `json:"fieldPath"`
+								} `json:"fieldRef"`
+							} `json:"valueFrom"`
+						} `json:"env"`
+					} `json:"initContainers"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	decodeYAML(t, "kubernetes/keel-daemonset.yaml", &[]any{&cm, map[string]any{}})
+	decodeYAML(t, "kubernetes/keel-daemonset.yaml", &[]any{map[string]any{}, &ds})
+	if !slices.ContainsFunc(ds.Spec.Template.Spec.Volumes, func(v podVolume) bool {
+		return v.Name == "desired" && v.ConfigMap.Name == cm.Metadata.Name && cm.Metadata.Name != ""
+	}) {
+		t.Errorf("the DaemonSet's desired volume does not mount the ConfigMap %q", cm.Metadata.Name)
+	}
+	base, ok := cm.Data["00-base.cue"]
+	if !ok {
+		t.Fatalf("ConfigMap keys %v: no 00-base.cue", slices.Sorted(maps.Keys(cm.Data)))
+	}
+	nodes := 0
+	for key, body := range cm.Data {
+		if !strings.HasPrefix(key, "node-") {
+			continue
+		}
+		nodes++
+		dir := t.TempDir()
+		for name, b := range map[string]string{"00-base.cue": base, "50-node.cue": body} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := schema.NewLoader().Load(dir); err != nil {
+			t.Errorf("base + %s: keel vet refuses it: %v", key, err)
+		}
+	}
+	if nodes == 0 {
+		t.Error("ConfigMap has no node-<name>.cue example")
+	}
+	if len(ds.Spec.Template.Spec.InitContainers) != 1 {
+		t.Fatal("want one init container")
+	}
+	ic := ds.Spec.Template.Spec.InitContainers[0]
+	if len(ic.Env) != 1 || ic.Env[0].Name != "NODE_NAME" || ic.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+		t.Fatalf("init container env %+v: want NODE_NAME from spec.nodeName", ic.Env)
+	}
+	if len(ic.Command) != 3 || ic.Command[0] != "sh" || ic.Command[1] != "-c" {
+		t.Fatalf("init container command %q", ic.Command)
+	}
+	// Run the script against a fake root: its paths moved under a temporary
+	// directory, keel a fake that records what it vetted.
+	root := t.TempDir()
+	rec := filepath.Join(root, "vetted")
+	fake := filepath.Join(root, "keel")
+	fakeBody := "#!/bin/sh\n[ \"$1 $2\" = \"vet -c\" ] || exit 9\nls \"$3\" >" + rec + "\nexit ${FAKE_RC:-0}\n"
+	if err := os.WriteFile(fake, []byte(fakeBody), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	desired := filepath.Join(root, "desired")
+	host := filepath.Join(root, "host")
+	for _, d := range []string{desired, filepath.Join(host, "desired")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for key, body := range cm.Data {
+		if err := os.WriteFile(filepath.Join(desired, key), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(desired, "node-other.cue"), []byte("// another node's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(host, "desired", "00-base.cue"), []byte("// last good\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.NewReplacer("/host/var/lib/keel", host, "/desired/", desired+"/", "/usr/bin/keel", fake).Replace(ic.Command[2])
+	run := func(node, rc string) (string, error) {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Env = append(os.Environ(), "NODE_NAME="+node, "FAKE_RC="+rc)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	installed := func() []string {
+		ents, _ := os.ReadDir(filepath.Join(host, "desired"))
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	// A node whose vet fails: the host keeps its last good desired state.
+	if out, err := run("harvester-01", "1"); err == nil {
+		t.Fatalf("a failing keel vet did not fail the init container:\n%s", out)
+	}
+	if got := installed(); !slices.Equal(got, []string{"00-base.cue"}) {
+		t.Errorf("after a failed vet the host has %q", got)
+	} else if b, _ := os.ReadFile(filepath.Join(host, "desired", "00-base.cue")); string(b) != "// last good\n" {
+		t.Errorf("after a failed vet the host's base is %q", b)
+	}
+	if out, err := run("harvester-01", "0"); err != nil {
+		t.Fatalf("init script: %v\n%s", err, out)
+	}
+	if got := installed(); !slices.Equal(got, []string{"00-base.cue", "50-node.cue"}) {
+		t.Errorf("harvester-01 got %q, want the base and its own file", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(host, "desired", "50-node.cue")); string(b) != cm.Data["node-harvester-01.cue"] {
+		t.Errorf("50-node.cue is not node-harvester-01.cue: %q", b)
+	}
+	if v, _ := os.ReadFile(rec); string(v) != "00-base.cue\n50-node.cue\n" {
+		t.Errorf("keel vet saw %q", v)
+	}
+	// A node without a file of its own: the base alone, and a message.
+	out, err := run("harvester-09", "0")
+	if err != nil {
+		t.Fatalf("init script: %v\n%s", err, out)
+	}
+	if got := installed(); !slices.Equal(got, []string{"00-base.cue"}) || !strings.Contains(out, "no node-harvester-09.cue") {
+		t.Errorf("harvester-09 got %q, output %q", got, out)
+	}
+	if _, err := os.Stat(filepath.Join(host, "bin", "keel")); err != nil {
+		t.Errorf("keel binary not installed on the host: %v", err)
+	}
+}
+
+// The image the DaemonSet runs: keel on a base that has nsenter.
+func TestContainerfile(t *testing.T) {
+	b, err := os.ReadFile("kubernetes/Containerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf := string(b)
+	for _, want := range []string{"\nFROM ", "\nCOPY bin/keel /usr/bin/keel\n", "command -v nsenter"} {
+		if !strings.Contains(cf, want) {
+			t.Errorf("Containerfile lacks %q", want)
+		}
 	}
 }
 
