@@ -120,6 +120,8 @@ var Catalogue = []Rule{
 		"A declared VG is partial: one or more of its PVs is missing."},
 	{"vg.missing", Error, "VG missing",
 		"A declared VG does not exist."},
+	{"vg.unreadable", Critical, "VG unreadable while its LVs run",
+		"LVM reads no metadata of a declared VG whose LVs still run in the kernel: a PV under it fails or is gone."},
 	{"waiver.expired", Warning, "a waiver has expired",
 		"A waiver of the desired state is past its expires date; the finding it waived counts again."},
 	{"waiver.unknown", Warning, "a waiver names no known finding",

@@ -279,10 +279,16 @@ var scenarios = []scenario{
 	},
 	{
 		// flt swapped to an error table: VDO turned read-only, and LVM reads
-		// no VG from the PV. keel sees a missing VG, not the read-only pool
-		// nor the EIO (reported as a gap in docs/findings.md).
+		// no VG from the PV while the kernel still runs fvg's LVs: an
+		// unreadable VG (critical), not a missing one to create, and nothing
+		// planned for its pool.
 		name: "fault-eio", snapshot: "fault-eio", desired: "faults",
-		want: []string{"vdo.missing@fvg/vpool", "vg.missing@fvg"},
+		want: []string{"vg.unreadable@fvg"},
+	},
+	{
+		// The same with create: true: never pvcreate or vgcreate on it.
+		name: "fault-eio-create", snapshot: "fault-eio", desired: "faults-create",
+		want: []string{"vg.unreadable@fvg"},
 	},
 	{
 		// flt linear again: the pool stays read-only until rebuilt; keel

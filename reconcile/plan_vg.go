@@ -15,6 +15,35 @@ import (
 // VG that does not exist yet.
 const defaultExtentBytes = 4 << 20
 
+// unreadableVG reports, after adding vg.unreadable, whether the VG name,
+// which LVM does not report, still has LVs running in the kernel: its
+// device-mapper devices, named by LVM as the VG name with each "-" doubled,
+// then "-" and the LV name (lvm2's dm_build_dm_name), are there. LVM then
+// cannot read the VG's metadata from its PVs (a PV returning I/O errors or
+// gone from under running LVs, as e2e/faults shows with an error table under
+// the PV), which is not a VG that was never created: keel must not create it
+// again on those PVs, nor plan anything for its pools.
+func (p *planner) unreadableVG(name string) bool {
+	prefix := strings.ReplaceAll(name, "-", "--") + "-"
+	var running []string
+	for dm := range p.h.DM {
+		if rest, ok := strings.CutPrefix(dm, prefix); ok && rest != "" && rest[0] != '-' {
+			running = append(running, dm)
+		}
+	}
+	if len(running) == 0 {
+		return false
+	}
+	slices.Sort(running)
+	p.add(Finding{ID: "vg.unreadable", Object: name,
+		Message: fmt.Sprintf("LVM reads no VG %s, yet the kernel runs its LVs (%s): a PV under it fails or is gone",
+			name, strings.Join(running, ", ")),
+		Expected: "VG readable from its PVs", Observed: "no VG metadata; device-mapper devices " + strings.Join(running, ", "),
+		Remedy: fmt.Sprintf("find the failing disk (dmesg, smartctl, dmsetup table %s) and bring it back; do not pvcreate or vgcreate on it; keel plans nothing for %s until LVM reads it", running[0], name),
+	})
+	return true
+}
+
 // planVG judges one declared VG, then its pools and absent LVs.
 func (p *planner) planVG(name string, want schema.VolumeGroup) {
 	vg := p.h.VGs[name]
@@ -23,6 +52,9 @@ func (p *planner) planVG(name string, want schema.VolumeGroup) {
 		if _, ok := p.isLVPath(path); ok {
 			phase = phaseStacked
 		}
+	}
+	if vg == nil && p.unreadableVG(name) {
+		return // nothing is planned on a VG whose PVs fail
 	}
 	if vg == nil {
 		key := p.add(Finding{ID: "vg.missing", Object: name,
