@@ -22,8 +22,18 @@ const defaultExtentBytes = 4 << 20
 // cannot read the VG's metadata from its PVs (a PV returning I/O errors or
 // gone from under running LVs, as e2e/faults shows with an error table under
 // the PV), which is not a VG that was never created: keel must not create it
-// again on those PVs, nor plan anything for its pools.
-func (p *planner) unreadableVG(name string) bool {
+// again on those PVs, nor plan anything for its pools. A VG declared on LVs
+// while scan_lvs is 0 is not that: LVM skips PVs on LVs by configuration
+// (an lvm.conf a package upgrade reset), its LVs may well run, and
+// lvm.scan_lvs says why; it stays vg.missing.
+func (p *planner) unreadableVG(name string, want schema.VolumeGroup) bool {
+	if scan, known := p.lvmBool("devices/scan_lvs"); !known || !scan {
+		for _, path := range want.PVs {
+			if _, onLV := p.isLVPath(path); onLV {
+				return false
+			}
+		}
+	}
 	prefix := strings.ReplaceAll(name, "-", "--") + "-"
 	var running []string
 	for dm := range p.h.DM {
@@ -53,7 +63,7 @@ func (p *planner) planVG(name string, want schema.VolumeGroup) {
 			phase = phaseStacked
 		}
 	}
-	if vg == nil && p.unreadableVG(name) {
+	if vg == nil && p.unreadableVG(name, want) {
 		return // nothing is planned on a VG whose PVs fail
 	}
 	if vg == nil {
