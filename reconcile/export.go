@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/lvmregex"
+	"github.com/keel-storage/keel/schema/units"
 	"github.com/keel-storage/keel/schema/vdo"
 )
 
@@ -68,20 +69,6 @@ func qlist(ss []string) string {
 	return "[" + strings.Join(out, ", ") + "]"
 }
 
-// size writes bytes in the largest unit that divides it exactly, as
-// units.ParseSize reads it back ("40G", "512K", "123b").
-func size(b uint64) string {
-	for _, u := range []struct {
-		suffix string
-		shift  uint
-	}{{"T", 40}, {"G", 30}, {"M", 20}, {"K", 10}} {
-		if b != 0 && b%(1<<u.shift) == 0 {
-			return strconv.FormatUint(b>>u.shift, 10) + u.suffix
-		}
-	}
-	return strconv.FormatUint(b, 10) + "b"
-}
-
 // lvm writes the devices settings lvm.conf has: scan_lvs and
 // use_devicesfile as LVM reports them (lvmconfig --typeconfig full), and
 // global_filter when keel can write it back entry for entry.
@@ -98,7 +85,17 @@ func (x *exporter) lvm() {
 		}
 	}
 	got := parseLVMList(vals["devices/global_filter"])
-	if gf, ok := filterFor(got); ok {
+	var entries []lvmregex.Entry
+	for _, g := range got {
+		e, err := lvmregex.ParseEntry(g)
+		if err != nil {
+			x.note("lvm.conf: devices/global_filter %s: %v; it is left out, not managed", quoteList(got), err)
+			x.writeLVM(out)
+			return
+		}
+		entries = append(entries, e)
+	}
+	if gf, ok := filterFor(got, entries); ok {
 		var parts []string
 		if len(gf.Reject) > 0 {
 			parts = append(parts, "reject: "+qlist(gf.Reject))
@@ -108,8 +105,13 @@ func (x *exporter) lvm() {
 		}
 		out = append(out, "globalFilter: {"+strings.Join(parts, ", ")+"}")
 	} else if len(got) > 0 {
-		x.note("lvm.conf: devices/global_filter %s is not in the form keel writes, so it is left out (not managed); %s", quoteList(got), filterAdvice(got))
+		x.note("lvm.conf: devices/global_filter %s is not in the form keel writes, so it is left out (not managed); %s", quoteList(got), filterAdvice(entries))
 	}
+	x.writeLVM(out)
+}
+
+// writeLVM writes the lvm block with the settings in out, if any.
+func (x *exporter) writeLVM(out []string) {
 	if len(out) == 0 {
 		return
 	}
@@ -123,14 +125,14 @@ func (x *exporter) lvm() {
 // filterFor returns the declared filter whose generated entries are got
 // exactly, if there is one: leading rejects, then accepts followed by a
 // final r|.*|.
-func filterFor(got []string) (schema.GlobalFilter, bool) {
+func filterFor(got []string, entries []lvmregex.Entry) (schema.GlobalFilter, bool) {
 	var gf schema.GlobalFilter
 	i := 0
-	for ; i < len(got) && strings.HasPrefix(got[i], "r"); i++ {
-		gf.Reject = append(gf.Reject, patternOf(got[i]))
+	for ; i < len(entries) && !entries[i].Accept; i++ {
+		gf.Reject = append(gf.Reject, entries[i].Regex)
 	}
-	for ; i < len(got) && strings.HasPrefix(got[i], "a"); i++ {
-		gf.Accept = append(gf.Accept, patternOf(got[i]))
+	for ; i < len(entries) && entries[i].Accept; i++ {
+		gf.Accept = append(gf.Accept, entries[i].Regex)
 	}
 	return gf, len(got) > 0 && slices.Equal(gf.Entries(), got)
 }
@@ -139,31 +141,20 @@ func filterFor(got []string) (schema.GlobalFilter, bool) {
 // final a|.*| after rejects changes nothing for LVM, which uses a device no
 // entry matches (lib/filters/filter-regex.c), so the rejects alone mean the
 // same; keel writes them without it.
-func filterAdvice(got []string) string {
-	if len(got) == 1 && got[0] == "a|.*|" {
+func filterAdvice(entries []lvmregex.Entry) string {
+	n := len(entries)
+	switch {
+	case n == 1 && entries[0].Accept && entries[0].Regex == ".*":
 		return "it accepts every device, as LVM does with no filter"
-	}
-	var rejects []string
-	for i, e := range got {
-		switch {
-		case strings.HasPrefix(e, "r|") && strings.HasSuffix(e, "|"):
-			rejects = append(rejects, patternOf(e))
-		case e == "a|.*|" && i == len(got)-1 && len(rejects) > 0:
-			return fmt.Sprintf("LVM reads it as the rejects alone; to manage it declare lvm: globalFilter: reject: %s (keel then writes it without the final a|.*|)", qlist(rejects))
-		default:
-			return "declare lvm.globalFilter by hand after review (docs/configuration.md)"
+	case n > 1 && entries[n-1].Accept && entries[n-1].Regex == ".*" &&
+		!slices.ContainsFunc(entries[:n-1], func(e lvmregex.Entry) bool { return e.Accept }):
+		var rejects []string
+		for _, e := range entries[:n-1] {
+			rejects = append(rejects, e.Regex)
 		}
+		return fmt.Sprintf("LVM reads it as the rejects alone; to manage it declare lvm: globalFilter: reject: %s (keel then writes it without the final a|.*|)", qlist(rejects))
 	}
 	return "declare lvm.globalFilter by hand after review (docs/configuration.md)"
-}
-
-// patternOf strips an entry's a/r and delimiters: "r|^/dev/zd.*|" is
-// "^/dev/zd.*".
-func patternOf(entry string) string {
-	if len(entry) < 3 {
-		return entry
-	}
-	return entry[2 : len(entry)-1]
 }
 
 // vgs writes every VG with its PVs and pools.
@@ -258,17 +249,17 @@ func (x *exporter) vdoPools(vgName string) {
 		}
 		x.line(3, "%s: {", q(pool.Name))
 		x.line(4, "lv: %s", q(o.lv.Name))
-		x.line(4, "size: %s", q(size(x.h.LVs[pool.LV].Size)))
-		x.line(4, "virtualSize: %s", q(size(o.lv.Size)))
+		x.line(4, "size: %s", q(units.LVMArg(x.h.LVs[pool.LV].Size)))
+		x.line(4, "virtualSize: %s", q(units.LVMArg(o.lv.Size)))
 		if o.layout != nil && o.lv.Size > o.layout.MaxThickVirtualBytes(o.extent) {
 			x.line(4, "// The VDO LV is larger than the pool can address thick: review.")
 			x.line(4, "overcommit: true")
 		}
 		if o.slab > 0 {
-			x.line(4, "slabSize: %s", q(size(o.slab)))
+			x.line(4, "slabSize: %s", q(units.LVMArg(o.slab)))
 		}
 		if o.indexMiB > 0 {
-			x.line(4, "indexMemory: %s", q(size(o.indexMiB<<20)))
+			x.line(4, "indexMemory: %s", q(units.LVMArg(o.indexMiB<<20)))
 		}
 		if o.sparse {
 			x.line(4, "sparseIndex: true")
@@ -276,8 +267,8 @@ func (x *exporter) vdoPools(vgName string) {
 		if t := pool.Table; t != nil {
 			x.line(4, "compression: %t", t.Compression)
 			x.line(4, "deduplication: %t", t.Deduplication)
-			x.line(4, "maxDiscard: %s", q(size(t.MaxDiscard*vdo.BlockSize)))
-			x.line(4, "blockMapCache: %s", q(size(t.BlockMapCacheBlocks*vdo.BlockSize)))
+			x.line(4, "maxDiscard: %s", q(units.LVMArg(t.MaxDiscard*vdo.BlockSize)))
+			x.line(4, "blockMapCache: %s", q(units.LVMArg(t.BlockMapCacheBlocks*vdo.BlockSize)))
 			x.line(4, "threads: {logical: %d, physical: %d, hash: %d, cpu: %d, bio: %d, ack: %d}",
 				t.Logical, t.Physical, t.Hash, t.CPU, t.Bio, t.Ack)
 		} else {
@@ -339,11 +330,11 @@ func (x *exporter) thinPools(vgName string) {
 	for _, k := range keys {
 		tp := x.h.ThinPools[k]
 		x.line(3, "%s: {", q(tp.Name))
-		x.line(4, "size: %s", q(size(tp.DataSize)))
-		x.line(4, "chunkSize: %s", q(size(tp.ChunkSize)))
+		x.line(4, "size: %s", q(units.LVMArg(tp.DataSize)))
+		x.line(4, "chunkSize: %s", q(units.LVMArg(tp.ChunkSize)))
 		x.line(4, "zero: %t", tp.Zero)
 		if tp.MetadataSize > 0 {
-			x.line(4, "metadataSize: %s", q(size(tp.MetadataSize)))
+			x.line(4, "metadataSize: %s", q(units.LVMArg(tp.MetadataSize)))
 		}
 		x.line(3, "}")
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/schema/lvmregex"
 )
 
@@ -156,7 +157,7 @@ const vmDiskReject = "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|"
 func (p *planner) lvAliases(lv *probes.LV) []string {
 	dmName := lv.DMName
 	if dmName == "" {
-		dmName = strings.ReplaceAll(lv.VG, "-", "--") + "-" + strings.ReplaceAll(lv.Name, "-", "--")
+		dmName = activation.DMName(lv.FullName)
 	}
 	var out []string
 	if lv.Minor >= 0 && lv.Active {

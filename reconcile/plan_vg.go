@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/units"
 )
@@ -34,7 +35,7 @@ func (p *planner) unreadableVG(name string, want schema.VolumeGroup) bool {
 			}
 		}
 	}
-	prefix := strings.ReplaceAll(name, "-", "--") + "-"
+	prefix := activation.DMPrefix(name)
 	var running []string
 	for dm := range p.h.DM {
 		if rest, ok := strings.CutPrefix(dm, prefix); ok && rest != "" && rest[0] != '-' {

@@ -34,8 +34,7 @@ func lvPath(cfg *schema.Config, path string) (string, bool) {
 	}
 	if m, ok := strings.CutPrefix(rest, "mapper/"); ok {
 		for vg := range cfg.VolumeGroups {
-			prefix := dmEscape(vg) + "-"
-			if lv, ok := strings.CutPrefix(m, prefix); ok && lv != "" && !strings.Contains(strings.ReplaceAll(lv, "--", ""), "-") {
+			if lv, ok := strings.CutPrefix(m, DMPrefix(vg)); ok && lv != "" && !strings.Contains(strings.ReplaceAll(lv, "--", ""), "-") {
 				return vg + "/" + strings.ReplaceAll(lv, "--", "-"), true
 			}
 		}
@@ -54,10 +53,14 @@ func lvPath(cfg *schema.Config, path string) (string, bool) {
 // dmEscape doubles dashes as device-mapper names do for VG and LV names.
 func dmEscape(s string) string { return strings.ReplaceAll(s, "-", "--") }
 
+// DMPrefix is how the device-mapper names LVM gives the LVs of vg begin
+// ("vdo-lab" gives "vdo--lab-"), layered ones ("vg-pool-vpool") included.
+func DMPrefix(vg string) string { return dmEscape(vg) + "-" }
+
 // DMName returns the device-mapper name LVM gives vg/lv ("vdolab-vdolv").
 func DMName(vgLV string) string {
 	vg, lv, _ := strings.Cut(vgLV, "/")
-	return dmEscape(vg) + "-" + dmEscape(lv)
+	return DMPrefix(vg) + dmEscape(lv)
 }
 
 // Order returns the declared VGs bottom-up: every VG after each declared VG

@@ -3,7 +3,6 @@ package executor
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/state"
@@ -96,14 +95,14 @@ func (e *Executor) heldDestructive(a reconcile.Action) (Status, string) {
 	}
 	switch {
 	case !r.Finished.IsZero():
-		return Skipped, fmt.Sprintf("destructive action already finished at %s; keel never runs it twice", stamp(r.Finished))
+		return Skipped, fmt.Sprintf("destructive action already finished at %s; keel never runs it twice", state.Stamp(r.Finished))
 	case r.Failed != "":
-		return Stuck, fmt.Sprintf("failed at %s: %s", stamp(r.Ran), r.Failed)
+		return Stuck, fmt.Sprintf("failed at %s: %s", state.Stamp(r.Ran), r.Failed)
 	case r.Target != "" && r.Target != target(a):
 		return Skipped, fmt.Sprintf("destructive action ran at %s against the LV with uuid %s; %s is now another LV (uuid %s)",
-			stamp(r.Ran), r.Target, a.Object, target(a))
+			state.Stamp(r.Ran), r.Target, a.Object, target(a))
 	}
-	e.Log.Info("continuing a destructive action an earlier process began", "action", a.ID, "began", stamp(r.Ran))
+	e.Log.Info("continuing a destructive action an earlier process began", "action", a.ID, "began", state.Stamp(r.Ran))
 	return "", ""
 }
 
@@ -144,5 +143,3 @@ func (e *Executor) recordOutcome(ctx context.Context, a reconcile.Action, before
 		}
 	})
 }
-
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -64,12 +64,12 @@ func Judge(rec Absent, known bool, lv LV) string {
 			return ""
 		}
 		return fmt.Sprintf("keel already removed this LV (uuid %s) at %s and it is back; keel never removes an LV twice",
-			lv.UUID, stamp(b.Removed))
+			lv.UUID, Stamp(b.Removed))
 	}
 	if n := len(rec.Bound); n > 0 {
 		last := rec.Bound[n-1]
 		return fmt.Sprintf("a reused name: keel removed the LV with uuid %s under this name (at %s); this is another LV (uuid %s, created %s)",
-			last.UUID, stamp(last.Started), lv.UUID, stamp(lv.Created))
+			last.UUID, Stamp(last.Started), lv.UUID, Stamp(lv.Created))
 	}
 	if !known || rec.FirstSeen.IsZero() {
 		return ""
@@ -78,15 +78,17 @@ func Judge(rec Absent, known bool, lv LV) string {
 	switch {
 	case lv.Created.IsZero():
 		return fmt.Sprintf("LVM reports no creation time (lv_time) keel can read for it, so keel cannot tell whether it existed when the name was first seen in absent (%s)",
-			stamp(rec.FirstSeen))
+			Stamp(rec.FirstSeen))
 	case !lv.Created.Before(first):
 		return fmt.Sprintf("it was created at %s, after keel first saw the name in absent (%s): a reused name",
-			stamp(lv.Created), stamp(rec.FirstSeen))
+			Stamp(lv.Created), Stamp(rec.FirstSeen))
 	}
 	return ""
 }
 
-func stamp(t time.Time) string {
+// Stamp writes a recorded time as keel's messages show it: RFC 3339 in
+// UTC, "unknown" for a zero time.
+func Stamp(t time.Time) string {
 	if t.IsZero() {
 		return "unknown"
 	}
