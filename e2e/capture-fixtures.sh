@@ -12,6 +12,8 @@
 # thin-inactive vdo-nodedupe devices-file bcache-detached vg-incomplete (last:
 # it deletes the HDD for the rest of the boot).
 # DRY_RUN=1 builds the stacks without snapshots (a stand-in keel is used).
+# KEEL_BIN=FILE uses that static keel instead of building one (a stand-in that
+# fails is how the no-copy path below is shown: docs/testing.md).
 # CAPTURE_ROOT=DIR writes the results under DIR instead of the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +36,8 @@ cp e2e/scenarios/stacks.sh "$work/share/stacks.sh"
 if [ "${DRY_RUN:-}" = 1 ]; then
 	printf '#!/bin/sh\necho "dry run: keel $*"; [ "$1" = snapshot ] && [ "$2" = -o ] && echo dry > "$3"; exit 0\n' >"$work/keel"
 	chmod +x "$work/keel"
+elif [ -n "${KEEL_BIN:-}" ]; then
+	cp "$KEEL_BIN" "$work/keel"
 else
 	CGO_ENABLED=0 go build -trimpath -o "$work/keel" ./cmd/keel
 fi
