@@ -278,6 +278,12 @@ var scenarios = []scenario{
 		want: []string{"vdo.index@fvg/vpool", "vdo.slab_remainder@fvg/vpool"},
 	},
 	{
+		// Reads of the PV delayed 6 s, past dm-vdo's 5 s dedupe timeout,
+		// while 8 MiB of indexed data were written again: 980 timeouts.
+		name: "fault-dedupe-timeouts", snapshot: "fault-dedupe-timeouts", desired: "faults",
+		want: []string{"vdo.dedupe_timeouts@fvg/vpool", "vdo.slab_remainder@fvg/vpool"},
+	},
+	{
 		// flt swapped to an error table: VDO turned read-only, and LVM reads
 		// no VG from the PV while the kernel still runs fvg's LVs: an
 		// unreadable VG (critical), not a missing one to create, and nothing

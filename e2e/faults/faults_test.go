@@ -61,6 +61,9 @@ func TestFaults(t *testing.T) {
 	phases := []phase{
 		{name: "base", rc: "0", want: []string{rem}},
 		{name: "index-closed", rc: "1", want: []string{"vdo.index@fvg/vpool", rem}},
+		// Reads of the PV 6 s late, dm-vdo's dedupe timeout 5 s: a rewrite
+		// of indexed data times out waiting for the index's chapter reads.
+		{name: "dedupe-timeouts", rc: "1", want: []string{"vdo.dedupe_timeouts@fvg/vpool", rem}},
 		// LVM reads no VG from a PV returning EIO while the kernel runs
 		// fvg's LVs: keel reports the VG unreadable (critical) and plans
 		// nothing for it (the read-only pool is not named yet; a gap, see

@@ -2,15 +2,18 @@
 # Faults under a VDO pool, on a real kernel, in one boot of the test guest
 # (disk: nvme0 20G, 2G RAM). The PV is a device-mapper device "flt" over the
 # NVMe whose table is swapped (dmsetup suspend/load/resume), as lvm2's test
-# suite does with aux error_dev: linear (healthy) or error (EIO). Each phase
-# runs keel check against desired/faults.cue ($OUT/<phase>.json, .rc, .secs)
-# and records the host with keel snapshot ($OUT/<phase>.txtar).
+# suite does with aux error_dev and aux delay_dev: linear (healthy), error
+# (EIO) or delay (reads late). Each phase runs keel check against
+# desired/faults.cue ($OUT/<phase>.json, .rc, .secs) and records the host
+# with keel snapshot ($OUT/<phase>.txtar).
 # e2e/faults/faults_test.go judges the results.
 #
-# Phases: base (healthy), index-closed (vdo.index), eio (the PV returns EIO:
-# the pool turns read-only, keel apply changes nothing), readonly (the PV healthy again, the pool
-# still read-only; keel apply changes nothing), memory (an inactive second
-# pool whose block map cache the host cannot hold: vdo.memory).
+# Phases: base (healthy), index-closed (vdo.index), dedupe-timeouts (reads
+# of the PV delayed past dm-vdo's dedupe timeout: vdo.dedupe_timeouts), eio
+# (the PV returns EIO: the pool turns read-only, keel apply changes
+# nothing), readonly (the PV healthy again, the pool still read-only; keel
+# apply changes nothing), memory (an inactive second pool whose block map
+# cache the host cannot hold: vdo.memory).
 #
 # Alone: e2e/vm-run.sh --mem 2G --keel bin/keel --nvme 20G:nvme0 --share DIR e2e/faults/scenario.sh
 #        (DIR holding desired/faults.cue)
@@ -30,6 +33,8 @@ table() {
 	case $1 in
 	linear) t="0 $sectors linear $nv 2048" ;;
 	error) t="0 $sectors error" ;;
+	# reads 6 s late (above dm-vdo's 5 s dedupe timeout), writes at once
+	delay) t="0 $sectors delay $nv 2048 6000 $nv 2048 0" ;;
 	esac
 	dmsetup suspend --nolockfs flt && dmsetup load flt --table "$t" && dmsetup resume flt &&
 		echo "flt: $(dmsetup table flt)"
@@ -80,12 +85,35 @@ step dmsetup message "$POOL" 0 index-enable || exit 1
 for i in $(seq 600); do [ "$(vdo_status | awk '{print $7}')" = online ] && break; sleep 0.1; done
 vdo_status
 
-# vdo.dedupe_timeouts is not raised here yet: 8 MiB written, 272 MiB of
-# unique data after it (one closed chapter of the 256M index), the pool
-# restarted, reads of flt delayed 6 s by a delay table and the 8 MiB written
-# again took 25 s but made no timeout (dedupeAdviceTimeouts 0, postsFound 0);
-# see docs/findings.md.
+# vdo.dedupe_timeouts: the index answers after dm-vdo's 5 s dedupe timeout
+# (vdo_dedupe_index_timeout_interval in drivers/md/dm-vdo/dedupe.c; 6.12 has no
+# module parameter for it). 8 MiB written, then 272 MiB of unique data so the
+# 8 MiB's records sit in a closed chapter of the index, not the open one kept
+# in memory; the pool restarted on the healthy PV so the index is loaded
+# (volume index in memory) with a cold chapter cache; then reads of flt
+# delayed 6 s (a delay table, writes not delayed) and the 8 MiB written again:
+# each duplicate's chapter read takes 6 s and its query times out. With the
+# delay already in place across the restart (two earlier tries) the index
+# was still loading when the rewrite came and no query was posted at all.
 step dd if=/dev/urandom of=/tmp/dup bs=1M count=8 status=none || exit 1
+step dd if=/tmp/dup of=/dev/fvg/vlv bs=1M count=8 oflag=direct conv=fsync status=none || exit 1
+step dd if=/dev/urandom of=/dev/fvg/vlv bs=1M seek=16 count=272 oflag=direct conv=fsync status=none || exit 1
+restart_pool() {
+	step lvchange -an fvg/vlv && step lvchange -ay fvg/vlv || return 1
+	for i in $(seq 600); do [ "$(vdo_status | awk '{print $7}')" = online ] && return 0; sleep 0.1; done
+	echo "index not online after restart: $(vdo_status)"
+	return 1
+}
+restart_pool || exit 1
+table delay || exit 1
+t0=$(date +%s)
+timeout 300 dd if=/tmp/dup of=/dev/fvg/vlv bs=1M seek=400 count=8 oflag=direct conv=fsync status=none || echo "rewrite on the slow PV: exit $?"
+echo "rewrite of 8 MiB on the slow PV: $(($(date +%s) - t0))s"
+table linear || exit 1
+dmsetup message "$POOL" 0 stats | grep -o 'dedupeAdviceTimeouts : [0-9]*'
+phase dedupe-timeouts
+# A restart clears the pool's statistics: the later phases start at 0 timeouts.
+restart_pool || exit 1
 
 # vdo.mode and a PV that returns EIO: the error target under the pool, a
 # write and a flush; VDO turns read-only.
