@@ -121,30 +121,6 @@ func findings(t *testing.T, r *guest.Result, name string) ([]string, string) {
 	return got, strings.TrimSpace(string(rcb))
 }
 
-// mutatingCommands are the programs that change storage; keel's command log
-// has one JSON argv per line.
-var mutatingCommands = []string{"lvcreate", "lvchange", "lvconvert", "lvextend", "lvresize", "lvreduce", "lvremove",
-	"lvrename", "pvcreate", "pvchange", "pvmove", "pvremove", "vgcreate", "vgchange", "vgextend", "vgreduce",
-	"vgremove", "blkdiscard", "wipefs", "dd", "make-bcache", "dmsetup"}
-
-// mutating reports whether argv changes storage. dmsetup only reads with
-// table, status, info, ls, and message … stats.
-func mutating(argv []string) bool {
-	prog := argv[0]
-	if prog == "lvm" && len(argv) > 1 {
-		prog = argv[1]
-	}
-	if prog == "dmsetup" && len(argv) > 1 {
-		switch argv[1] {
-		case "table", "status", "info", "ls":
-			return false
-		case "message":
-			return argv[len(argv)-1] != "stats"
-		}
-	}
-	return slices.Contains(mutatingCommands, prog)
-}
-
 // applyChangedNothing checks the keel apply of a phase: it ran commands, none
 // of them mutating, it ended before its 240 s bound, and (where LVM can read
 // the PV) lvs listed the pool and printed the same before and after.
@@ -172,7 +148,7 @@ func applyChangedNothing(t *testing.T, r *guest.Result, name string) {
 			t.Errorf("keel apply (%s): command log line %q: %v", name, l, err)
 			continue
 		}
-		if mutating(argv) {
+		if guest.Mutating(argv) {
 			t.Errorf("keel apply (%s) ran a mutating command: %s", name, l)
 		}
 	}
