@@ -63,8 +63,8 @@ func TestFaults(t *testing.T) {
 		{name: "index-closed", rc: "1", want: []string{"vdo.index@fvg/vpool", rem}},
 		// LVM reads no VG from a PV returning EIO while the kernel runs
 		// fvg's LVs: keel reports the VG unreadable (critical) and plans
-		// nothing for it (the read-only pool is not named yet; a gap, see
-		// docs/findings.md).
+		// nothing for it; its message names the read-only pool and the
+		// device under it (TestUnreadableVGNamesWhatRuns on the capture).
 		{name: "eio", rc: "1", want: []string{"vg.unreadable@fvg"}},
 		{name: "readonly", rc: "1", want: []string{"vdo.mode@fvg/vpool", rem}},
 		{name: "memory-inactive", rc: "1", want: []string{"vdo.memory@host", "vdo.mode@fvg/vpool", rem}},
