@@ -83,6 +83,10 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		defer cl.Close()
 		src.Runner = cl
 	}
+	// Every command of the loop goes through live, which tells the
+	// watchdog a long pass from a hung one.
+	live := &daemon.Liveness{Inner: src.Runner, Timeout: *timeout}
+	src.Runner = live
 	a := converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log})
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -90,7 +94,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	d := &daemon.Daemon{Loop: a, Log: log, LVMConfPath: *lvmConf, Resync: *resync, Textfile: *textfile,
-		NoUevents: *noUevents, Reload: hup, Audit: *audit}
+		NoUevents: *noUevents, Reload: hup, Audit: *audit, Liveness: live}
 	if err := d.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("keel run stopped", "err", err)
 		return exitError
