@@ -73,16 +73,17 @@ mkdir -p /etc/keel && chmod 755 /etc/keel
 echo 5 >"$WBP"
 desired 10
 mkdir -p /etc/systemd/system/keel.service.d
-cat >/etc/systemd/system/keel.service.d/underfire.conf <<EOF
+# unit BINARY [ARGS]: keel.service runs BINARY with WatchdogSec=20s.
+unit() {
+	cat >/etc/systemd/system/keel.service.d/underfire.conf <<EOF
 [Service]
 WatchdogSec=20s
 RuntimeDirectory=keel
 ExecStart=
-ExecStart=/usr/bin/keel run --command-log $CMDS
+ExecStart=$*
 EOF
-systemctl daemon-reload
-systemctl start keel.service || { flunk "systemctl start keel: $(journalctl -b -u keel -o cat | tail -5)"; exit 1; }
-pid=$(systemctl show -p MainPID --value keel.service)
+	systemctl daemon-reload
+}
 passes() { journalctl -b -u keel.service -o cat | grep -c '^pass done'; }
 wait_for() { # wait_for SECONDS CMD...: poll every 0.1 s
 	local end=$(($(now_ms) + $1 * 1000))
@@ -93,6 +94,43 @@ wait_for() { # wait_for SECONDS CMD...: poll every 0.1 s
 	done
 }
 reads() { [ "$(cat "$1")" = "$2" ]; }
+restarts() { systemctl show -p NRestarts --value keel.service; }
+
+# --- 0. before: the slow PV under the keel of the base commit ---------------
+# Only when the share holds keel-before (a static keel built from the code
+# before the fix): the failing-before evidence, in the same boot.
+if [ -e "$SHARE/keel-before" ]; then
+	install -m 755 "$SHARE/keel-before" /usr/local/bin/keel-before
+	unit /usr/local/bin/keel-before run
+	systemctl start keel.service || flunk "before: systemctl start keel"
+	wait_for 120 lvs fvg/tp >/dev/null 2>&1 && wait_for 60 reads "$WBP" 10 ||
+		flunk "before: start: tp $(lvs fvg 2>&1 | tr '\n' ' '), writeback_percent $(cat $WBP)"
+	sleep 3
+	table delay 5000 || flunk "before: delay table"
+	p0=$(passes) r0=$(restarts) since=$(date +%s)
+	systemctl reload keel.service --no-block
+	sleep 3
+	t1=$(now_ms)
+	desired 21
+	wait_for 120 reads "$WBP" 21
+	figure "before: writeback_percent applied after $(($(now_ms) - t1)) ms (or not: $(cat $WBP))"
+	wait_for 180 test "$(passes)" -gt "$p0" -o "$(restarts)" -gt "$r0"
+	sleep 25
+	figure "before: passes=$(($(passes) - p0)) restarts=$(($(restarts) - r0)) took=$(journalctl -b -u keel MESSAGE='pass done' -o export | sed -n 's/^TOOK=//p' | tail -2 | tr '\n' ' ')"
+	figure "before: $(journalctl -u keel.service --since "@$since" -o cat | grep -i 'watchdog' | head -3 | tr '\n' ' ')"
+	table linear || flunk "before: linear table"
+	systemctl stop keel.service
+	desired 10
+	# The keel under test creates the pool again: its lvcreate is the
+	# command log's presence check.
+	lvremove -qy fvg/tp || flunk "before: lvremove fvg/tp"
+fi
+
+unit /usr/bin/keel run --command-log $CMDS
+r_base=$(restarts)
+since0=$(date +%s)
+systemctl start keel.service || { flunk "systemctl start keel: $(journalctl -b -u keel -o cat | tail -5)"; exit 1; }
+pid=$(systemctl show -p MainPID --value keel.service)
 wait_for 120 lvs fvg/tp >/dev/null 2>&1 && wait_for 60 reads "$WBP" 10 &&
 	pass "keel.service created fvg/tp and set writeback_percent 10" ||
 	flunk "start: tp $(lvs fvg 2>&1 | tr '\n' ' '), writeback_percent $(cat $WBP)"
@@ -173,9 +211,10 @@ grep -qx 'keel_config_last_reload_successful 1' "$PROM" && pass "flips: the last
 	flunk "flips: $(grep keel_config_last_reload "$PROM")"
 
 # --- 2. a slow PV ----------------------------------------------------------
-# A pass over fvg while every I/O of its PV waits 2 s; meanwhile a bcache
+# A pass over fvg while every I/O of its PV waits 5 s (longer than
+# WatchdogSec: lvm reads the PV several times per command); meanwhile a bcache
 # tunable change (a bcache-only desired state) must not wait for that pass.
-table delay 2000 || flunk "delay table"
+table delay 5000 || flunk "delay table"
 p0=$(passes)
 systemctl reload keel.service --no-block
 sleep 3
@@ -190,6 +229,8 @@ fi
 echo $(($(now_ms) - t1)) >"$OUT/slow.fastpath_ms"
 wait_for 240 test "$(passes)" -gt "$p0" || flunk "slow: no pass ended within 240 s"
 wait
+st=$(cat "$OUT/slow.status")
+[ "${st%% *}" = 0 ] && pass "slow: keel status answered (exit 0 in ${st#* } ds)" || flunk "slow: keel status: '$st'"
 figure "slow: status=\"$(cat "$OUT/slow.status")\" passes=$(($(passes) - p0)) took=$(journalctl -b -u keel MESSAGE='pass done' -o export | sed -n 's/^TOOK=//p' | tail -3 | tr '\n' ' ')"
 table linear || flunk "linear table"
 wait_for 120 reads "$WBP" 21 || true
@@ -208,11 +249,16 @@ sleep 5
 desired 22
 wait_for 120 test "$(passes)" -ge $((p0 + 2)) || flunk "eio: fewer than 2 passes within 120 s"
 wait
+st=$(cat "$OUT/eio.status")
+# keel status under EIO: it ends (no hang: exit 124 is its 120 s timeout)
+# and prints what it could read.
+[ -n "$st" ] && [ "${st%% *}" != 124 ] && [ -s "$OUT/eio.status.txt" ] &&
+	pass "eio: keel status answered (exit ${st%% *} in ${st#* } ds)" || flunk "eio: keel status: '$st'"
 figure "eio: passes=$(($(passes) - p0)) in $((($(now_ms) - te) / 100)) ds, status=\"$(cat "$OUT/eio.status")\""
 tail -n +$((mark + 1)) "$CMDS" >"$OUT/eio.cmds"
 journalctl -b -u keel.service -o export >"$OUT/journal-export.txt"
-journalctl -b -u keel.service -o cat >"$OUT/journal.txt"
-restarts=$(systemctl show -p NRestarts --value keel.service)
+journalctl -u keel.service --since "@$since0" -o cat >"$OUT/journal.txt"
+restarts=$(($(restarts) - r_base))
 [ "$restarts" = 0 ] && pass "keel.service never restarted" || flunk "keel.service restarted $restarts times"
 if grep -qi "watchdog timeout" "$OUT/journal.txt"; then
 	flunk "a watchdog timeout: $(grep -i 'watchdog timeout' "$OUT/journal.txt" | head -1)"

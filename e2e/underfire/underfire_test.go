@@ -29,9 +29,12 @@ const (
 	// it ran), in cores: under TCG one back-to-back pass loop uses about
 	// one; a pass per event would use both and still be running.
 	maxCores = 1.2
-	// maxFastPathMs bounds a bcache tunable's change while a pass over a
-	// slow PV runs.
-	maxFastPathMs = 10000
+	// maxSlowChangeMs bounds a bcache tunable's change made while a pass
+	// over a slow PV runs: it waits for that pass (the loop serves one
+	// trigger at a time, docs/reliability.md), and must not be lost.
+	maxSlowChangeMs = 60000
+	// wantPass is the number of PASS lines underfire.sh prints.
+	wantPass = 14
 )
 
 func TestUnderFire(t *testing.T) {
@@ -43,6 +46,20 @@ func TestUnderFire(t *testing.T) {
 		}
 		return b
 	}
+	files := map[string][]byte{
+		"keel.deb":  guest.Deb(t),
+		"stacks.sh": read("e2e/scenarios/stacks.sh"),
+	}
+	// KEEL_UNDERFIRE_BEFORE names a static keel built from older code: the
+	// scenario first runs the slow-PV step under it (the failing-before
+	// evidence of docs/reliability.md), then everything under the .deb.
+	if p := os.Getenv("KEEL_UNDERFIRE_BEFORE"); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["keel-before"] = b
+	}
 	m := guest.New(t, guest.Spec{
 		Flavour: guest.Systemd,
 		Disks: []guest.Disk{
@@ -51,10 +68,7 @@ func TestUnderFire(t *testing.T) {
 			{Kind: guest.HDD, Size: "2G", Serial: "hdd1"},
 			{Kind: guest.Virtio, Size: "1G", Serial: "flood1"},
 		},
-		Files: map[string][]byte{
-			"keel.deb":  guest.Deb(t),
-			"stacks.sh": read("e2e/scenarios/stacks.sh"),
-		},
+		Files:   files,
 		Mem:     "2G",
 		Timeout: 15 * time.Minute,
 	})
@@ -72,8 +86,8 @@ func TestUnderFire(t *testing.T) {
 			t.Log(line)
 		}
 	}
-	if r.ExitCode != 0 || passes < 16 {
-		t.Errorf("scenario exit %d with %d PASS lines (want 0 and 16); output tail:\n%s", r.ExitCode, passes, tailLines(r.Output, 40))
+	if r.ExitCode != 0 || passes != wantPass {
+		t.Errorf("scenario exit %d with %d PASS lines (want 0 and %d); output tail:\n%s", r.ExitCode, passes, wantPass, tailLines(r.Output, 40))
 	}
 	file := func(name string) string {
 		b, err := r.File(name)
@@ -118,8 +132,9 @@ func TestUnderFire(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ms > maxFastPathMs {
-			t.Errorf("a bcache tunable changed while a pass over the slow PV ran was applied after %d ms, want at most %d", ms, maxFastPathMs)
+		t.Logf("a bcache tunable changed while a pass over the slow PV ran was applied after %d ms", ms)
+		if ms >= maxSlowChangeMs {
+			t.Errorf("a bcache tunable changed while a pass over the slow PV ran was not applied within %d ms", maxSlowChangeMs)
 		}
 	})
 
