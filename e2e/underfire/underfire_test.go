@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,14 +37,7 @@ const (
 )
 
 func TestUnderFire(t *testing.T) {
-	root := guest.RepoRoot(t)
-	read := func(rel string) []byte {
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil {
-			t.Fatalf("test input: %v", err)
-		}
-		return b
-	}
+	read := func(rel string) []byte { return guest.RepoFile(t, rel) }
 	files := map[string][]byte{
 		"keel.deb":  guest.Deb(t),
 		"stacks.sh": read("e2e/scenarios/stacks.sh"),
@@ -74,20 +66,9 @@ func TestUnderFire(t *testing.T) {
 	})
 	r := m.Boot(t, string(read("e2e/underfire/underfire.sh")))
 	t.Logf("guest wall time %.0fs", r.Wall.Seconds())
-	passes := 0
-	for _, line := range strings.Split(r.Output, "\n") {
-		switch {
-		case strings.HasPrefix(line, "PASS: "):
-			passes++
-			t.Log(line)
-		case strings.HasPrefix(line, "FAIL: "):
-			t.Error(line)
-		case strings.HasPrefix(line, "figure: "):
-			t.Log(line)
-		}
-	}
+	passes := r.Verdicts(t, "figure: ")
 	if r.ExitCode != 0 || passes != wantPass {
-		t.Errorf("scenario exit %d with %d PASS lines (want 0 and %d); output tail:\n%s", r.ExitCode, passes, wantPass, tailLines(r.Output, 40))
+		t.Errorf("scenario exit %d with %d PASS lines (want 0 and %d); output tail:\n%s", r.ExitCode, passes, wantPass, r.Tail(40))
 	}
 	file := func(name string) string {
 		b, err := r.File(name)
@@ -186,13 +167,4 @@ func fields(entry string) map[string]string {
 		}
 	}
 	return m
-}
-
-// tailLines returns the last n lines of s.
-func tailLines(s string, n int) string {
-	l := strings.Split(s, "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
 }
