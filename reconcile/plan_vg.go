@@ -46,13 +46,79 @@ func (p *planner) unreadableVG(name string, want schema.VolumeGroup) bool {
 		return false
 	}
 	slices.Sort(running)
+	// What the operator needs: which LVs still run and in what state (a
+	// VDO pool read-only, a thin pool failed: the VMs on it fail writes
+	// now), and the devices under them, where the failing disk is.
+	lvs := strings.Join(p.withTrouble(running), ", ")
+	under := p.devicesUnder(running)
+	on, check := "", "/dev/mapper/"+running[0]
+	if len(under) > 0 {
+		on = " on " + strings.Join(p.withTrouble(under), ", ")
+		check = strings.Join(under, " ")
+	}
 	p.add(Finding{ID: "vg.unreadable", Object: name,
-		Message: fmt.Sprintf("LVM reads no VG %s, yet the kernel runs its LVs (%s): a PV under it fails or is gone",
-			name, strings.Join(running, ", ")),
-		Expected: "VG readable from its PVs", Observed: "no VG metadata; device-mapper devices " + strings.Join(running, ", "),
-		Remedy: fmt.Sprintf("find the failing disk (dmesg, smartctl, dmsetup table %s) and bring it back; do not pvcreate or vgcreate on it; keel plans nothing for %s until LVM reads it", running[0], name),
+		Message: fmt.Sprintf("LVM reads no VG %s, yet the kernel runs its LVs (%s)%s: a PV under it fails or is gone",
+			name, lvs, on),
+		Expected: "VG readable from its PVs", Observed: "no VG metadata; device-mapper devices " + lvs + on,
+		Remedy: fmt.Sprintf("find the failing disk (dmesg; lsblk -s %s; smartctl -a on the disk it lists) and bring it back; do not pvcreate or vgcreate on it; keel plans nothing for %s until LVM reads it",
+			check, name),
 	})
 	return true
+}
+
+// withTrouble returns the device-mapper devices (names, or /dev/mapper/
+// paths) each followed by what the kernel reports wrong with it, if
+// anything (probes.DMDevice.Trouble): "fvg-vpool-vpool (vdo read-only)".
+func (p *planner) withTrouble(devs []string) []string {
+	out := make([]string, len(devs))
+	for i, d := range devs {
+		out[i] = d
+		if dm := p.h.DM[strings.TrimPrefix(d, "/dev/mapper/")]; dm != nil {
+			if t := dm.Trouble(); t != "" {
+				out[i] += " (" + t + ")"
+			}
+		}
+	}
+	return out
+}
+
+// devicesUnder returns the block devices the device-mapper devices running
+// hold that are not among them: /dev/<kernel name>, or /dev/mapper/<name>
+// for a device-mapper device, from sysfs's slaves links, sorted. These are the
+// VG's PVs as the kernel still uses them.
+func (p *planner) devicesUnder(running []string) []string {
+	kernel := map[string]string{} // dm name -> kernel name
+	for k, q := range p.h.Queues {
+		if q.DMName != "" {
+			kernel[q.DMName] = k
+		}
+	}
+	inVG := map[string]bool{}
+	for _, dm := range running {
+		inVG[kernel[dm]] = true
+	}
+	found := map[string]bool{}
+	var walk func(k string, depth int)
+	walk = func(k string, depth int) {
+		q := p.h.Queues[k]
+		if q == nil || depth > 16 {
+			return
+		}
+		for _, s := range q.Slaves {
+			switch sq := p.h.Queues[s]; {
+			case inVG[s]:
+				walk(s, depth+1)
+			case sq != nil && sq.DMName != "":
+				found["/dev/mapper/"+sq.DMName] = true
+			default:
+				found["/dev/"+s] = true
+			}
+		}
+	}
+	for _, dm := range running {
+		walk(kernel[dm], 0)
+	}
+	return slices.Sorted(maps.Keys(found))
 }
 
 // planVG judges one declared VG, then its pools and absent LVs.

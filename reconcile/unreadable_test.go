@@ -39,3 +39,47 @@ func TestUnreadableVGNotForHiddenStackedVG(t *testing.T) {
 		}
 	}
 }
+
+// On the fault-eio capture (an error table swapped under fvg's PV while its
+// VDO pool ran; the pool turned read-only) vg.unreadable names what the
+// kernel still runs, the pool's read-only mode and the failing device under
+// it, and its remedy names that device.
+func TestUnreadableVGNamesWhatRuns(t *testing.T) {
+	h := replayHost(t, "fault-eio")
+	var got *Finding
+	for _, f := range PlanWith(loadDesired(t, "faults", h), h, Memory{}).Findings {
+		if f.ID == "vg.unreadable" {
+			got = &f
+		}
+	}
+	if got == nil {
+		t.Fatal("no vg.unreadable on fault-eio")
+	}
+	const wantMsg = "LVM reads no VG fvg, yet the kernel runs its LVs (fvg-vlv, fvg-vpool-vpool (vdo read-only), fvg-vpool_vdata) on /dev/mapper/flt (error target): a PV under it fails or is gone"
+	if got.Message != wantMsg {
+		t.Errorf("message\n got %q\nwant %q", got.Message, wantMsg)
+	}
+	const wantRemedy = "find the failing disk (dmesg; lsblk -s /dev/mapper/flt; smartctl -a on the disk it lists) and bring it back; do not pvcreate or vgcreate on it; keel plans nothing for fvg until LVM reads it"
+	if got.Remedy != wantRemedy {
+		t.Errorf("remedy\n got %q\nwant %q", got.Remedy, wantRemedy)
+	}
+}
+
+// DMDevice.Trouble on the faults captures: nothing on the healthy stack, the
+// read-only pool once the PV is healthy again, the error table under it.
+func TestDMTroubleOnFaultCaptures(t *testing.T) {
+	for snap, want := range map[string]map[string]string{
+		"fault-base":     {"flt": "", "fvg-vlv": "", "fvg-vpool-vpool": "", "fvg-vpool_vdata": ""},
+		"fault-readonly": {"flt": "", "fvg-vlv": "", "fvg-vpool-vpool": "vdo read-only", "fvg-vpool_vdata": ""},
+		"fault-eio":      {"flt": "error target", "fvg-vlv": "", "fvg-vpool-vpool": "vdo read-only", "fvg-vpool_vdata": ""},
+	} {
+		h := replayHost(t, snap)
+		got := map[string]string{}
+		for name, d := range h.DM {
+			got[name] = d.Trouble()
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: Trouble by device %q, want %q", snap, got, want)
+		}
+	}
+}

@@ -41,6 +41,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 5*time.Minute, "per-command timeout")
 	audit := fs.Bool("audit", false, "observe, report and alert; never change the host (as agent.mode \"audit\")")
 	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile of the whole run to `FILE` when keel stops (diagnosis)")
+	cmdLog := fs.String("command-log", "", "append every command keel runs, one argv per line (JSON), to `FILE` (tests)")
 	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -73,6 +74,19 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		}()
 	}
 	src := probes.Live("/", *timeout)
+	if *cmdLog != "" {
+		cl, err := newCommandLog(*cmdLog, src.Runner)
+		if err != nil {
+			log.Error("command log", "path", *cmdLog, "err", err)
+			return exitError
+		}
+		defer cl.Close()
+		src.Runner = cl
+	}
+	// Every command of the loop goes through live, which tells the
+	// watchdog a long pass from a hung one.
+	live := &daemon.Liveness{Inner: src.Runner, Timeout: *timeout}
+	src.Runner = live
 	a := converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log})
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -80,7 +94,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	d := &daemon.Daemon{Loop: a, Log: log, LVMConfPath: *lvmConf, Resync: *resync, Textfile: *textfile,
-		NoUevents: *noUevents, Reload: hup, Audit: *audit}
+		NoUevents: *noUevents, Reload: hup, Audit: *audit, Liveness: live}
 	if err := d.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("keel run stopped", "err", err)
 		return exitError

@@ -7,9 +7,6 @@
 package watchdog
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,14 +14,7 @@ import (
 )
 
 func TestLongWipeUnderWatchdog(t *testing.T) {
-	root := guest.RepoRoot(t)
-	read := func(rel string) []byte {
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil {
-			t.Fatalf("test input: %v", err)
-		}
-		return b
-	}
+	read := func(rel string) []byte { return guest.RepoFile(t, rel) }
 	debBytes := guest.Deb(t)
 	m := guest.New(t, guest.Spec{
 		Flavour: guest.Systemd,
@@ -37,18 +27,7 @@ func TestLongWipeUnderWatchdog(t *testing.T) {
 		Timeout: 20 * time.Minute,
 	})
 	r := m.Boot(t, string(read("e2e/watchdog/watchdog.sh")))
-	passes := 0
-	for _, line := range strings.Split(r.Output, "\n") {
-		switch {
-		case strings.HasPrefix(line, "PASS: "):
-			passes++
-			t.Log(line)
-		case strings.HasPrefix(line, "FAIL: "):
-			t.Error(line)
-		case strings.HasPrefix(line, "wipe_seconds="):
-			t.Log(line)
-		}
-	}
+	passes := r.Verdicts(t, "wipe_seconds=")
 	if r.ExitCode != 0 || passes < 10 {
 		t.Errorf("scenario exit %d with %d PASS lines (want 0 and 10)", r.ExitCode, passes)
 	}

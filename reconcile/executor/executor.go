@@ -117,8 +117,10 @@ type Options struct {
 	Burst int
 	// FlapCount and FlapWindow catch actions that converge and are then
 	// undone again and again: the FlapCount-th application of the same
-	// action ID within FlapWindow is refused and the action is marked
-	// stuck (6 within 10m).
+	// action (ID and content: the same values) within FlapWindow is
+	// refused and the action is marked stuck (6 within 10m). An action
+	// whose values change each time is the desired state changing, not
+	// the host undoing it, and is not counted as flapping.
 	FlapCount  int
 	FlapWindow time.Duration
 }
@@ -187,9 +189,9 @@ type Executor struct {
 	opts Options
 
 	mu          sync.Mutex
-	stuck       map[string]stuckState // by action ID
-	history     map[string][]time.Time
-	destructive map[string]bool // action IDs already run in this process
+	stuck       map[string]stuckState             // by action ID
+	history     map[string]map[string][]time.Time // by action ID, then content (contentKey)
+	destructive map[string]bool                   // action IDs already run in this process
 	recs        map[string]state.Action
 	loaded      bool  // recs hold what Records had
 	recordsErr  error // the last load failed: destructive actions are held
@@ -214,7 +216,7 @@ func New(r probes.Runner, opts Options) *Executor {
 		Log:         hclog.NewNullLogger(),
 		opts:        opts,
 		stuck:       map[string]stuckState{},
-		history:     map[string][]time.Time{},
+		history:     map[string]map[string][]time.Time{},
 		destructive: map[string]bool{},
 		recs:        map[string]state.Action{},
 		tokens:      float64(opts.Burst),
@@ -392,7 +394,7 @@ func (e *Executor) gate(ctx context.Context, log hclog.Logger, a reconcile.Actio
 		res.Status = Planned
 		return true
 	}
-	if e.flapping(a.ID) {
+	if e.flapping(a) {
 		reason := fmt.Sprintf("applied %d times within %s: something keeps undoing it", e.opts.FlapCount-1, e.opts.FlapWindow)
 		e.markStuck(a, fp, reason, res)
 		log.Error("action flapping, marked stuck", "reason", reason)
@@ -420,7 +422,7 @@ func (e *Executor) attempts(ctx context.Context, log hclog.Logger, a reconcile.A
 			}
 			defer e.recordOutcome(ctx, a, before, res)
 		}
-		e.history[a.ID] = append(e.history[a.ID], e.Clock.Now())
+		e.applied(a)
 		err := e.apply(ctx, a, res)
 		var refused *RefusedError
 		switch {
@@ -491,18 +493,44 @@ func stuckFinding(a reconcile.Action, reason string) reconcile.Finding {
 	}
 }
 
-// flapping reports whether one more application of id would be the
-// FlapCount-th within FlapWindow.
-func (e *Executor) flapping(id string) bool {
+// contentKey identifies what an action does (its ID, commands, sysfs
+// writes, values), whatever the host shows: two applications with the same
+// key set the same values.
+func contentKey(a reconcile.Action) string {
+	b, _ := json.Marshal(a) // plain data: cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+// applied records an application of a for flap detection.
+func (e *Executor) applied(a reconcile.Action) {
+	if e.history[a.ID] == nil {
+		e.history[a.ID] = map[string][]time.Time{}
+	}
+	k := contentKey(a)
+	e.history[a.ID][k] = append(e.history[a.ID][k], e.Clock.Now())
+}
+
+// flapping reports whether one more application of a, with the same
+// content, would be the FlapCount-th within FlapWindow. It drops the
+// applications of a's ID older than FlapWindow, whatever their content.
+func (e *Executor) flapping(a reconcile.Action) bool {
 	now := e.Clock.Now()
-	var keep []time.Time
-	for _, t := range e.history[id] {
-		if now.Sub(t) < e.opts.FlapWindow {
-			keep = append(keep, t)
+	byContent := e.history[a.ID]
+	for k, times := range byContent {
+		var keep []time.Time
+		for _, t := range times {
+			if now.Sub(t) < e.opts.FlapWindow {
+				keep = append(keep, t)
+			}
+		}
+		if len(keep) == 0 {
+			delete(byContent, k)
+		} else {
+			byContent[k] = keep
 		}
 	}
-	e.history[id] = keep
-	return len(keep) >= e.opts.FlapCount-1
+	return len(byContent[contentKey(a)]) >= e.opts.FlapCount-1
 }
 
 // takeToken waits for a token of the rate limiter.

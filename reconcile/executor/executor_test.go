@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -316,6 +317,30 @@ func TestFlappingActionGetsStuck(t *testing.T) {
 	}
 	if n := len(r.mutating()); n != 3 {
 		t.Fatalf("applied %d times, want 3 before the flap stop", n)
+	}
+}
+
+// A desired state that changes a value again and again (a configuration
+// tool's writes; e2e/underfire writes a bcache tunable 100 times in
+// seconds) is not the host undoing the action: each new value is applied,
+// however many came before it within FlapWindow. The same value applied
+// again and again still is flapping (TestFlappingActionGetsStuck).
+func TestChangingDesiredValueIsNotFlapping(t *testing.T) {
+	e, r, h, clk := setup(1, Options{FlapCount: 4, FlapWindow: time.Hour}, Mode{})
+	ctx := context.Background()
+	for i := 0; i < 8; i++ {
+		a := compressionAction()
+		a.Commands = [][]string{{"lvchange", "--vdosettings", fmt.Sprintf("vdo_block_map_period=%d", 100+i), "vg0/vpool"}}
+		f := vdoFinding("off")
+		h.present[f.Key()] = f
+		rep, _ := e.Apply(ctx, []reconcile.Action{a}, h.findings())
+		if got := rep.Results[0]; got.Status != Converged {
+			t.Fatalf("value %d: %+v, want converged", 100+i, got)
+		}
+		clk.advance(time.Minute)
+	}
+	if n := len(r.mutating()); n != 8 {
+		t.Fatalf("applied %d times, want 8 (one per value)", n)
 	}
 }
 

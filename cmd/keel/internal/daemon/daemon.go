@@ -54,6 +54,10 @@ type Daemon struct {
 	// plans, logs, alerts and writes its metrics, and changes nothing on
 	// the host. agent.mode "audit" in the desired state does the same.
 	Audit bool
+	// Liveness, when set, is the runner every command of the loop goes
+	// through: while a pass runs, the watchdog is pinged as long as its
+	// commands advance (keepAliveWhilePassing).
+	Liveness *Liveness
 
 	tracker *alerts.Tracker
 	metrics *alerts.Metrics
@@ -62,6 +66,8 @@ type Daemon struct {
 	// wipeTextfile is the textfile path publishWipes writes to while a
 	// safe removal runs (set when it starts).
 	wipeTextfile atomic.Value
+	// passing is set while the loop runs a pass.
+	passing atomic.Bool
 }
 
 type trigger struct {
@@ -106,8 +112,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// READY as soon as keel listens: the first pass can be long (a pool to
 	// create, a wipe), and until READY systemd holds keel to
 	// TimeoutStartSec, while WatchdogSec is armed only after it.
+	if iv := notify.WatchdogInterval(); iv > 0 && d.Liveness != nil {
+		go d.keepAliveWhilePassing(ctx, iv, notify.Watchdog)
+	}
 	notify.Ready("first pass running")
-	summary := d.safePass(ctx, "start")
+	summary := d.busy(func() string { return d.safePass(ctx, "start") })
 	notify.Status(summary)
 	d.Log.Info("keel running", "status", summary)
 
@@ -128,18 +137,25 @@ func (d *Daemon) Run(ctx context.Context) error {
 			notify.Watchdog() // from the loop itself: a hung pass stops the pings
 		case <-d.Reload:
 			notify.Reloading()
-			notify.Ready(d.serve(ctx, true, false, "SIGHUP"))
+			notify.Ready(d.busy(func() string { return d.serve(ctx, true, false, "SIGHUP") }))
 		case t := <-triggers:
 			d.Log.Debug("trigger", "why", t.why)
 			if !d.debounce(ctx, t) {
 				continue
 			}
 			t = drain(t, triggers)
-			notify.Status(d.serve(ctx, t.reload, t.fast, t.why))
+			notify.Status(d.busy(func() string { return d.serve(ctx, t.reload, t.fast, t.why) }))
 		case <-resync.C:
-			notify.Status(d.safePass(ctx, "resync"))
+			notify.Status(d.busy(func() string { return d.safePass(ctx, "resync") }))
 		}
 	}
+}
+
+// busy runs a pass (fn) with passing set, for keepAliveWhilePassing.
+func (d *Daemon) busy(fn func() string) string {
+	d.passing.Store(true)
+	defer d.passing.Store(false)
+	return fn()
 }
 
 // debounce lets a burst of triggers settle: it waits Debounce (50ms for a

@@ -1,0 +1,50 @@
+//go:build e2e
+
+package guest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Verdicts reads a scenario's PASS: and FAIL: lines (the convention of
+// the scenario scripts): it logs each PASS line and every line that starts
+// with one of logged, fails the test with each FAIL line, and returns the
+// number of PASS lines.
+func (r *Result) Verdicts(t testing.TB, logged ...string) int {
+	t.Helper()
+	passes := 0
+	for _, line := range strings.Split(r.Output, "\n") {
+		switch {
+		case strings.HasPrefix(line, "PASS: "):
+			passes++
+			t.Log(line)
+		case strings.HasPrefix(line, "FAIL: "):
+			t.Error(line)
+		default:
+			for _, p := range logged {
+				if strings.HasPrefix(line, p) {
+					t.Log(line)
+					break
+				}
+			}
+		}
+	}
+	return passes
+}
+
+// Tail returns the last n lines of the scenario's output.
+func (r *Result) Tail(n int) string { return tail(r.Output, n) }
+
+// RepoFile returns a file of the repository (rel with slashes), failing
+// the test when it cannot be read.
+func RepoFile(t testing.TB, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(RepoRoot(t), filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatalf("test input: %v", err)
+	}
+	return b
+}
