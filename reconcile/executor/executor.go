@@ -494,8 +494,10 @@ func stuckFinding(a reconcile.Action, reason string) reconcile.Finding {
 }
 
 // contentKey identifies what an action does (its ID, commands, sysfs
-// writes, values), whatever the host shows: two applications with the same
-// key set the same values.
+// writes, values): two applications with the same key set the same values.
+// An action lists only the values the host lacks, so a host that undoes a
+// different subset each time gives different keys; undoing the same values
+// again and again, what flapping is, gives the same key.
 func contentKey(a reconcile.Action) string {
 	b, _ := json.Marshal(a) // plain data: cannot fail
 	sum := sha256.Sum256(b)
