@@ -11,6 +11,9 @@
 # vdo-split-regrown) thin bcache (also bcache-defaults) vdo-on-bcache pve
 # thin-inactive vdo-nodedupe devices-file bcache-detached vg-incomplete (last:
 # it deletes the HDD for the rest of the boot).
+# Also scale-thin and scale-vdo (also scale-vdo-50; not in the default set: 2,000 LVs each,
+# e2e/scenarios/scale.sh), written gzipped to probes/testdata/scale/, out of
+# the snapshot set the other tests read.
 # DRY_RUN=1 builds the stacks without snapshots (a stand-in keel is used).
 # CAPTURE_ROOT=DIR writes the results under DIR instead of the checkout.
 set -euo pipefail
@@ -23,7 +26,7 @@ examples=" vdo-thick vdo-defaults thin vdo-on-bcache "
 reconcile_only=" vg-incomplete "
 scenarios=${*:-$all}
 for s in $scenarios; do
-	[[ " $all " == *" $s "* ]] || { echo "capture-fixtures.sh: unknown scenario $s (known: $all)" >&2; exit 2; }
+	[[ " $all scale-thin scale-vdo " == *" $s "* ]] || { echo "capture-fixtures.sh: unknown scenario $s (known: $all)" >&2; exit 2; }
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/keel-capture.XXXXXX")
@@ -31,6 +34,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/share"
 echo "$scenarios" >"$work/share/scenarios.txt"
 cp e2e/scenarios/stacks.sh "$work/share/stacks.sh"
+cp e2e/scenarios/scale.sh "$work/share/scale.sh"
 if [ "${DRY_RUN:-}" = 1 ]; then
 	printf '#!/bin/sh\necho "dry run: keel $*"; [ "$1" = snapshot ] && [ "$2" = -o ] && echo dry > "$3"; exit 0\n' >"$work/keel"
 	chmod +x "$work/keel"
@@ -60,7 +64,10 @@ n=0
 for f in "$work"/share/out/*.txtar; do
 	[ -e "$f" ] || continue
 	name=$(basename "$f" .txtar)
-	if [[ $reconcile_only == *" $name "* ]]; then
+	if [[ $name == scale-* ]]; then
+		mkdir -p "$dest/probes/testdata/scale"
+		gzip -9 -n <"$f" >"$dest/probes/testdata/scale/$name.txtar.gz"
+	elif [[ $reconcile_only == *" $name "* ]]; then
 		mkdir -p "$dest/reconcile/testdata/snapshots"
 		cp "$f" "$dest/reconcile/testdata/snapshots/$name.txtar"
 	else
