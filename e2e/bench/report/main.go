@@ -209,6 +209,7 @@ func build(raw string) (*report, error) {
 	r.scale()
 	r.checkNode()
 	r.guest()
+	r.slopes()
 	r.boot()
 	r.wipe()
 	r.micro()
