@@ -150,7 +150,7 @@ CFG
 			scale_thin "$nv" thinscale 2000 50 || return
 		else
 			# First ~50 LVs (scale-vdo-50, all active), then grown to 2,000.
-			stack_vdo_thick "$nv" && scale_linear vdovg 48 48 || return
+			stack_vdo_thick "$nv" --metadatasize "$SCALE_MDA" && scale_linear vdovg 48 48 || return
 			snap scale-vdo-50
 			t0=$SECONDS
 			scale_linear vdovg 2000 50 || return

@@ -27,6 +27,24 @@
 #     metadata as lvcreate would have (messages dropped once sent).
 # As on a Proxmox host, where a VM's disks are active only while the VM
 # runs, only the first ACTIVE LVs are activated (one lvchange for all).
+#
+# LVM keeps the whole VG metadata text in each PV's metadata area, and one
+# copy may fill at most half of it (lib/format_text/format-text.c: "exceeds
+# maximum metadata size"). pvcreate's default area, 1 MiB, so holds about
+# 1,500 thin LVs or fewer linear ones: a VG with 2,000 VM disks needs PVs
+# made with a larger --metadatasize, here SCALE_MDA.
+SCALE_MDA=4m
+
+# scale_room VG: VG, which must have no LVs and one PV, made again on that
+# PV with a SCALE_MDA metadata area.
+scale_room() {
+	local vg=$1 pv
+	pv=$(pvs --noheadings -o pv_name -S "vg_name=$vg" | tr -d ' ')
+	[ -n "$pv" ] && [ "$(lvs --noheadings -o lv_name "$vg" | wc -l)" = 0 ] ||
+		{ echo "scale_room: $vg must have one PV and no LVs" >&2; return 1; }
+	step vgremove -q -y "$vg" && step pvremove -q -y "$pv" &&
+		step pvcreate -q --metadatasize "$SCALE_MDA" "$pv" && step vgcreate -q "$vg" "$pv"
+}
 
 # scale_name I: the I-th VM disk's name, vm-<1000+I>-disk-0 (Proxmox's).
 scale_name() { echo "vm-$((1000 + $1))-disk-0"; }
@@ -101,7 +119,7 @@ scale_activate() {
 	[ ${#names[@]} = 0 ] || step lvchange -ay -q "${names[@]}"
 }
 
-# scale_linear VG N ACTIVE [EXTENTS]: VG (one PV, no LVs of its own needed)
+# scale_linear VG N ACTIVE [EXTENTS]: VG (one PV with a SCALE_MDA metadata area)
 # gets N linear LVs of EXTENTS extents (default 1) after its last allocated
 # extent, and the first ACTIVE of them active. VG's LVs named vm-*-disk-0
 # beyond the first must not exist yet, so run it on a VG as first built, or
@@ -119,7 +137,7 @@ scale_linear() {
 	fi
 	pv=$(awk '/^\t\tpv[0-9]+ \{/ { print $1; exit }' "$dir/base")
 	# The first free extent: the end of the VG's own LVs in the base text.
-	first=$(awk '/stripes = \[/ { getline; gsub(/[",]/, ""); s = $2 } /extent_count/ { c = $3 } /stripes = \[/ { e = s + c; if (e > m) m = e } END { print m + 0 }' "$dir/base")
+	first=$(awk '/extent_count/ { c = $3 } /stripes = \[/ { getline; gsub(/[",]/, ""); if ($2 + c > m) m = $2 + c } END { print m + 0 }' "$dir/base")
 	[ -n "$pv" ] || { echo "scale_linear: no PV in $vg's backup" >&2; return 1; }
 	scale_text "$dir/base" linear "$n" "$pv" "$first" "$ext" >"$dir/new" || return
 	step vgcfgrestore -q -y -f "$dir/new" "$vg" || return
@@ -132,7 +150,7 @@ scale_linear() {
 scale_thin() {
 	local disk=$1 vg=$2 n=$3 active=$4 dir
 	dir=$(mktemp -d /tmp/scale.XXXXXX) || return
-	step pvcreate -q "$disk" && step vgcreate -q "$vg" "$disk" &&
+	step pvcreate -q --metadatasize "$SCALE_MDA" "$disk" && step vgcreate -q "$vg" "$disk" &&
 		step lvcreate -y -q --type thin-pool -Z n --poolmetadatasize 64M -L 1G -n tp "$vg" &&
 		step vgchange -an -q "$vg" &&
 		step vgcfgbackup -q -f "$dir/base" "$vg" >/dev/null || return
