@@ -238,6 +238,27 @@ func (r *report) guestDetail(g *guestSize, checkExit string) {
 	r.p("for its own start before its first command and parses the report after the last.\n\n")
 }
 
+// sizeTable prints the head of a table with one column per size and
+// returns the function that prints a row of it.
+func (r *report) sizeTable(sizes []*guestSize) func(name string, f func(g *guestSize) string) {
+	r.p("| figure |")
+	for _, g := range sizes {
+		r.p(" %s |", g.label())
+	}
+	r.p("\n|---|")
+	for range sizes {
+		r.p("---|")
+	}
+	r.p("\n")
+	return func(name string, f func(g *guestSize) string) {
+		r.p("| %s |", name)
+		for _, g := range sizes {
+			r.p(" %s |", f(g))
+		}
+		r.p("\n")
+	}
+}
+
 // guestSides sets the sizes side by side and adds the check targets.
 func (r *report) guestSides(measured []*guestSize) {
 	r.p("## ~50 and 2,000 LVs side by side (test guest, the same boot)\n\n")
@@ -250,22 +271,7 @@ func (r *report) guestSides(measured []*guestSize) {
 	r.p("the VDO LV); 2,000 (vdovg grown to 2,000 such disks); 2,000 thin (the VDO stack removed, a thin\n")
 	r.p("pool of 1 GiB on nvme3 with 2,000 thin VM disks of 1 GiB virtual, beside bcache0; the desired\n")
 	r.p("state then is `e2e/apply/desired/bcache.cue`).\n\n")
-	r.p("| figure |")
-	for _, g := range measured {
-		r.p(" %s |", g.label())
-	}
-	r.p("\n|---|")
-	for range measured {
-		r.p("---|")
-	}
-	r.p("\n")
-	row := func(name string, f func(g *guestSize) string) {
-		r.p("| %s |", name)
-		for _, g := range measured {
-			r.p(" %s |", f(g))
-		}
-		r.p("\n")
-	}
+	row := r.sizeTable(measured)
 	row("build of this size (scale.sh, from the one before)", func(g *guestSize) string {
 		if g.build < 0 {
 			return "—"
@@ -327,22 +333,7 @@ func (r *report) daemonSection(daemons, bcaches []*guestSize) {
 	r.p("commands it ran and waited for, and the logging shim's shells); the CPU target counts both. Peak\n")
 	r.p("RSS is the kernel's VmHWM (the whole life of the process, first pass included). Under TCG a CPU\n")
 	r.p("second is an emulated one, so the CPU figures are upper bounds.\n\n")
-	r.p("| figure |")
-	for _, g := range daemons {
-		r.p(" %s |", g.label())
-	}
-	r.p("\n|---|")
-	for range daemons {
-		r.p("---|")
-	}
-	r.p("\n")
-	row := func(name string, f func(g *guestSize) string) {
-		r.p("| %s |", name)
-		for _, g := range daemons {
-			r.p(" %s |", f(g))
-		}
-		r.p("\n")
-	}
+	row := r.sizeTable(daemons)
 	pct := func(s, win float64) string { return fmt.Sprintf("%.3f s = %.4f%% of a core", s, 100*s/win) }
 	row("window", func(g *guestSize) string { return fmt.Sprintf("%.1f s", g.d["window"]) })
 	row("probe passes in the window", func(g *guestSize) string { return fmt.Sprintf("%.0f", g.d["passes"]) })
