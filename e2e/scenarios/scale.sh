@@ -16,15 +16,15 @@
 #     (lib/format_text/archiver.c, man vgcfgrestore: thin metadata changes
 #     cannot be reverted), and asks before it restores over active LVs
 #     (tools/vgcfgrestore.c; -y answers);
-#   - the thin devices themselves live in the pool's kernel metadata. LVM
-#     creates them the way lvcreate does, by "create_thin ID" messages stored
-#     in the pool segment (message1 { create = "LV" }, lib/thin/thin.c
-#     _thin_pool_text_export) and sent when the pool is next activated: the
-#     pool's transaction_id in the text is the kernel's plus one, and
-#     libdm (libdm/libdm-deptree.c _thin_pool_node_send_messages) sends every
-#     queued message and then set_transaction_id OLD NEW, all in one process.
-#     A second restore of the same text without the messages leaves the
-#     metadata as lvcreate would have (messages dropped once sent).
+#   - the thin devices themselves live in the pool's kernel metadata, and
+#     LVM creates them only from messages it queues in the pool segment and
+#     sends while it suspends the pool (lib/metadata/thin_manip.c
+#     update_thin_pool_lv; a plain activation sends none). So they are
+#     created as the kernel documents it
+#     (Documentation/admin-guide/device-mapper/thin-provisioning.rst):
+#     "create_thin ID" messages to the active pool, then
+#     "set_transaction_id OLD NEW", and the restored text carries the new
+#     transaction_id, as LVM would have written it.
 # As on a Proxmox host, where a VM's disks are active only while the VM
 # runs, only the first ACTIVE LVs are activated (one lvchange for all).
 #
@@ -53,9 +53,8 @@ scale_name() { echo "vm-$((1000 + $1))-disk-0"; }
 # VG's logical_volumes (made when the VG has none), on stdout.
 #   KIND linear PV FIRST EXTENTS: LV i on PV (its name in the text, "pv0")
 #        at extents FIRST + i*EXTENTS;
-#   KIND thin POOL EXTENTS MESSAGES: thin LV i (device_id i) in POOL, EXTENTS
-#        virtual; the pool's transaction_id raised by one, and with
-#        MESSAGES=1 one create message per LV in the pool segment.
+#   KIND thin POOL EXTENTS: thin LV i (device_id i) in POOL, EXTENTS
+#        virtual; the pool's transaction_id raised by one.
 scale_text() {
 	local backup=$1 kind=$2 n=$3
 	shift 3
@@ -84,23 +83,17 @@ scale_text() {
 		}
 	}
 	# The pool segment: its transaction_id line (the only one before thin
-	# LVs exist; checked) raised by one, the messages at the segment end,
-	# where lvm2 writes them.
+	# LVs exist; checked) raised by one.
 	kind == "thin" && /^[ \t]*transaction_id = [0-9]+$/ {
 		if (seen++) { print "scale_text: more than one transaction_id in the backup" > "/dev/stderr"; exit 2 }
 		tid = $3
 		sub(/[0-9]+$/, tid + 1)
 		print
-		msgs = a3 == 1
 		next
 	}
 	{
 		line = $0
 		opens = gsub(/\{/, "{", line); closes = gsub(/\}/, "}", line)
-		if (msgs && closes > opens) {
-			for (i = 1; i <= n; i++) printf "\n\t\t\t\tmessage%d {\n\t\t\t\t\tcreate = \"vm-%d-disk-0\"\n\t\t\t\t}\n", i, 1000 + i
-			msgs = 0
-		}
 		if (depth == 1 && $0 ~ /^[ \t]*logical_volumes \{/) inlv = 1
 		if (closes > opens && inlv && depth == 2) { lvs(); inlv = 0; done = 1 }
 		if (closes > opens && depth == 1 && !done) { print "\tlogical_volumes {\n"; lvs(); print "\t}"; done = 1 }
@@ -148,18 +141,21 @@ scale_linear() {
 # scale_thin DISK VG N ACTIVE: VG on DISK with a thin pool tp (1G data, 64M
 # metadata, zeroing off) and N thin LVs of 1G virtual, the first ACTIVE active.
 scale_thin() {
-	local disk=$1 vg=$2 n=$3 active=$4 dir
+	local disk=$1 vg=$2 n=$3 active=$4 dir tpool tid i
 	dir=$(mktemp -d /tmp/scale.XXXXXX) || return
 	step pvcreate -q --metadatasize "$SCALE_MDA" "$disk" && step vgcreate -q "$vg" "$disk" &&
 		step lvcreate -y -q --type thin-pool -Z n --poolmetadatasize 64M -L 1G -n tp "$vg" &&
-		step vgchange -an -q "$vg" &&
 		step vgcfgbackup -q -f "$dir/base" "$vg" >/dev/null || return
-	scale_text "$dir/base" thin "$n" tp 256 1 >"$dir/msgs" &&
-		scale_text "$dir/base" thin "$n" tp 256 0 >"$dir/new" || return
-	# Restore with the create messages, activate the pool (the messages go
-	# to the kernel), then restore the same text without them.
-	step vgcfgrestore -q -y --force -f "$dir/msgs" "$vg" &&
-		step lvchange -ay -q "$vg/tp" &&
+	# The pool's kernel device: the only thin-pool target of this VG.
+	tpool=$(dmsetup ls --target thin-pool | awk -v p="$vg-" 'index($1, p) == 1 { print $1 }')
+	tid=$(awk '$1 == "transaction_id" { print $3; exit }' "$dir/base")
+	[ -n "$tpool" ] && [ -n "$tid" ] || { echo "scale_thin: no active pool or transaction_id for $vg/tp" >&2; return 1; }
+	echo "+ dmsetup message $tpool 0 create_thin 1..$n"
+	for i in $(seq "$n"); do
+		dmsetup message "$tpool" 0 "create_thin $i" || { echo "scale_thin: create_thin $i failed" >&2; return 1; }
+	done
+	step dmsetup message "$tpool" 0 "set_transaction_id $tid $((tid + 1))" &&
+		scale_text "$dir/base" thin "$n" tp 256 >"$dir/new" &&
 		step vgcfgrestore -q -y --force -f "$dir/new" "$vg" || return
 	scale_activate "$vg" "$n" "$active" || return
 	rm -rf "$dir"
