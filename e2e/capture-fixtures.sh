@@ -59,7 +59,15 @@ if [ "$rc" != 0 ]; then
 fi
 dest=${CAPTURE_ROOT:-.}
 mkdir -p "$dest/probes/testdata/snapshots" "$dest/examples/nodes"
-cp "$work/share/guest.log" "$dest/probes/testdata/snapshots/capture.log" 2>/dev/null || true
+# A capture of the scale scenarios alone keeps its log beside them.
+log=$dest/probes/testdata/snapshots/capture.log
+only_scale=1
+for s in $scenarios; do [[ $s == scale-* ]] || only_scale=0; done
+if [ $only_scale = 1 ]; then
+	mkdir -p "$dest/probes/testdata/scale"
+	log=$dest/probes/testdata/scale/capture.log
+fi
+cp "$work/share/guest.log" "$log" 2>/dev/null || true
 n=0
 for f in "$work"/share/out/*.txtar; do
 	[ -e "$f" ] || continue
