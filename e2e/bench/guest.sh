@@ -112,7 +112,7 @@ rounds() {
 	done </tmp/probe.argv
 	[ "$n" -gt 0 ] || { echo "no probe commands in keel's command log"; return 2; }
 	"$K" snapshot -o /tmp/node.txtar >/dev/null 2>&1 || { echo "snapshot failed"; return 2; }
-	gzip -9 -n </tmp/node.txtar >"$OUT/node-$1.txtar.gz" # the host at this size, for the scale fixtures
+	gzip -9 -n </tmp/node.txtar >"$OUT/node-$1.txtar.gz" # the host at this size, in the raw outputs (BENCH_RAW)
 	for r in $(seq "$ROUNDS"); do
 		i=0
 		while IFS=$'\x1f' read -r -a argv; do
