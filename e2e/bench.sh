@@ -78,13 +78,14 @@ fi
 # --- the real kernel: keel check vs probe commands, the daemon ----------
 guest_parts() {
 	if has guest; then
-		log "guest: one boot (daemon window ${daemon}s); waits for the qemu lock"
+		log "guest: one boot (two daemon windows of ${daemon}s); waits for the qemu lock"
 		printf 'ROUNDS=%s\nDAEMON_SECONDS=%s\nREACT_ROUNDS=%s\n' "$guest_rounds" "$daemon" "$react" >"$raw/bench.env"
 		rm -rf "$raw/share"
 		mkdir -p "$raw/share"
-		e2e/vm-run.sh --mem 3G --timeout $((daemon + 1500)) --keel "$keel" --share "$raw/share" --quiet \
-			--nvme 20G --hdd 60G:hdd1 --ssd 8G:ssd2 \
-			e2e/bench/guest.sh e2e/scenarios/stacks.sh examples/vdo-on-bcache.cue e2e/apply/desired/bcache.cue \
+		# Two daemon windows (at ~50 and at 2,000 LVs) and four blocks of rounds.
+		e2e/vm-run.sh --mem 3G --timeout $((2 * daemon + 1500 + 600 * guest_rounds)) --keel "$keel" --share "$raw/share" --quiet \
+			--nvme 20G --hdd 60G:hdd1 --ssd 8G:ssd2 --nvme 4G:nvme3 \
+			e2e/bench/guest.sh e2e/scenarios/stacks.sh e2e/scenarios/scale.sh examples/vdo-on-bcache.cue e2e/apply/desired/bcache.cue \
 			"$raw/bench.env" >"$raw/guest-vm.txt" 2>&1
 		rc=$?
 		cp "$raw/share/guest.log" "$raw/guest.txt" 2>/dev/null
@@ -135,10 +136,10 @@ if has config; then
 	fi
 fi
 
-# --- scale: probe-parse + plan over 1k/10k/50k LVs -----------------------
+# --- scale: probe-parse + plan over 1k/10k/50k LVs, and the captured 50/2,000 ---
 if has scale; then
-	log "scale: BenchmarkScale -count $count -benchtime $scale_time"
-	go test -run '^$' -bench '^BenchmarkScale$' -benchmem -count "$count" -benchtime "$scale_time" -timeout 60m \
+	log "scale: BenchmarkScale, BenchmarkScaleSnapshots -count $count -benchtime $scale_time"
+	go test -run '^$' -bench '^BenchmarkScale(Snapshots)?$' -benchmem -count "$count" -benchtime "$scale_time" -timeout 60m \
 		./reconcile/ >"$raw/scale.txt" 2>&1 || fail scale "go test -bench Scale: $(tail -3 "$raw/scale.txt")"
 fi
 

@@ -11,6 +11,9 @@
 # vdo-split-regrown) thin bcache (also bcache-defaults) vdo-on-bcache pve
 # thin-inactive vdo-nodedupe devices-file bcache-detached vg-incomplete (last:
 # it deletes the HDD for the rest of the boot).
+# Also scale-thin and scale-vdo (also scale-vdo-50; not in the default set: 2,000 LVs each,
+# e2e/scenarios/scale.sh), written gzipped to probes/testdata/scale/, out of
+# the snapshot set the other tests read.
 # DRY_RUN=1 builds the stacks without snapshots (a stand-in keel is used).
 # KEEL_BIN=FILE uses that static keel instead of building one (a stand-in that
 # fails is how the no-copy path below is shown: docs/testing.md).
@@ -25,7 +28,7 @@ examples=" vdo-thick vdo-defaults thin vdo-on-bcache "
 reconcile_only=" vg-incomplete "
 scenarios=${*:-$all}
 for s in $scenarios; do
-	[[ " $all " == *" $s "* ]] || { echo "capture-fixtures.sh: unknown scenario $s (known: $all)" >&2; exit 2; }
+	[[ " $all scale-thin scale-vdo " == *" $s "* ]] || { echo "capture-fixtures.sh: unknown scenario $s (known: $all)" >&2; exit 2; }
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/keel-capture.XXXXXX")
@@ -33,6 +36,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/share"
 echo "$scenarios" >"$work/share/scenarios.txt"
 cp e2e/scenarios/stacks.sh "$work/share/stacks.sh"
+cp e2e/scenarios/scale.sh "$work/share/scale.sh"
 if [ "${DRY_RUN:-}" = 1 ]; then
 	printf '#!/bin/sh\necho "dry run: keel $*"; [ "$1" = snapshot ] && [ "$2" = -o ] && echo dry > "$3"; exit 0\n' >"$work/keel"
 	chmod +x "$work/keel"
@@ -59,12 +63,23 @@ if [ "$rc" != 0 ]; then
 fi
 dest=${CAPTURE_ROOT:-.}
 mkdir -p "$dest/probes/testdata/snapshots" "$dest/examples/nodes"
-cp "$work/share/guest.log" "$dest/probes/testdata/snapshots/capture.log" 2>/dev/null || true
+# A capture of the scale scenarios alone keeps its log beside them.
+log=$dest/probes/testdata/snapshots/capture.log
+only_scale=1
+for s in $scenarios; do [[ $s == scale-* ]] || only_scale=0; done
+if [ $only_scale = 1 ]; then
+	mkdir -p "$dest/probes/testdata/scale"
+	log=$dest/probes/testdata/scale/capture.log
+fi
+cp "$work/share/guest.log" "$log" 2>/dev/null || true
 n=0
 for f in "$work"/share/out/*.txtar; do
 	[ -e "$f" ] || continue
 	name=$(basename "$f" .txtar)
-	if [[ $reconcile_only == *" $name "* ]]; then
+	if [[ $name == scale-* ]]; then
+		mkdir -p "$dest/probes/testdata/scale"
+		gzip -9 -n <"$f" >"$dest/probes/testdata/scale/$name.txtar.gz"
+	elif [[ $reconcile_only == *" $name "* ]]; then
 		mkdir -p "$dest/reconcile/testdata/snapshots"
 		cp "$f" "$dest/reconcile/testdata/snapshots/$name.txtar"
 	else

@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
 # The guest part of `make bench` (e2e/bench.sh): one boot of the test guest
-# (nvme0 20G, hdd1 60G, ssd2 8G, 3G RAM). Needs, in the share: stacks.sh
-# (e2e/scenarios), vdo-on-bcache.cue (examples), bcache.cue (e2e/apply/desired),
-# bench.env (ROUNDS, DAEMON_SECONDS, REACT_ROUNDS) and $KEEL.
+# (nvme0 20G, hdd1 60G, ssd2 8G, nvme3 4G, 3G RAM). Needs, in the share:
+# stacks.sh and scale.sh (e2e/scenarios), vdo-on-bcache.cue (examples),
+# bcache.cue (e2e/apply/desired), bench.env (ROUNDS, DAEMON_SECONDS,
+# REACT_ROUNDS) and $KEEL.
+#
+# The same measurements run at several sizes of one host, each block opened
+# by a line "size TAG LVS ACTIVE" (LVs on the host, of them active):
+#   50        examples/vdo-on-bcache.cue converged, 48 VM disks on vdovg
+#             (the VG stacked on the VDO LV), all active: rounds, daemon
+#   2000      vdovg grown to 2,000 VM disks, 50 of them active: rounds, daemon
+#   bcache    the VDO stack removed, bcache.cue: the bcache reaction
+#   2000-thin a thin pool with 2,000 thin VM disks (50 active) on nvme3,
+#             beside bcache: rounds, the bcache reaction again
+# The disks beyond 50 are made by e2e/scenarios/scale.sh from generated LVM
+# metadata; "build TAG SECONDS" is how long that took.
 #
 # Prints result lines "KEY VALUE..." that e2e/bench/report reads:
 #   probecmd N ARGV...      the Nth command of keel's probe pass
@@ -18,6 +30,8 @@
 #   pass-exec DURATION      the probe pass the same way
 #   passop DURATION OP      the last round's ten slowest operations in the pass
 #   start SECONDS           `keel version`: a keel process start and exit
+#   lvs SECONDS             `lvs` alone
+#   status SECONDS          `keel status`: start, probe pass, the text view
 #   vet SECONDS             `keel vet -c /etc/keel`: start + load of the desired state
 #   check-node SECONDS      `keel check --node` of a snapshot of this host: start,
 #                           load, replayed probe pass, plan and report, no commands
@@ -26,10 +40,12 @@
 #   react-config MS, react-bcache MS
 set -uo pipefail
 . "$SHARE/stacks.sh"
+. "$SHARE/scale.sh"
 . "$SHARE/bench.env"
 nv=$(disk nvme0) || exit 2
 hd=$(disk hdd1) || exit 2
 ssd=$(disk ssd2) || exit 2
+thin_disk=$(disk nvme3) || exit 2
 lvm_conf_save
 now() { date +%s%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", (b - a) / 1e9 }'; }
@@ -65,17 +81,12 @@ K=/tmp/keel
 "$K" check -c /etc/keel >"$OUT/check.txt" 2>&1
 echo "check-exit $?"
 
-echo "== keel check against each probe command alone"
-"$K" apply --dry-run -c /etc/keel --command-log /tmp/probe.cmds >/dev/null 2>&1
-# one argv per line, JSON: ["lvm","fullreport",...]; arguments hold no '","'.
-sed -e 's/^\["//' -e 's/"\]$//' -e 's/","/\x1f/g' /tmp/probe.cmds | sort -u >/tmp/probe.argv
-n=0
-while IFS= read -r line; do
-	n=$((n + 1))
-	echo "probecmd $n ${line//$'\x1f'/ }"
-done </tmp/probe.argv
-[ "$n" -gt 0 ] || { echo "no probe commands in keel's command log"; exit 2; }
-"$K" snapshot -o /tmp/node.txtar >/dev/null 2>&1 || { echo "snapshot failed"; exit 2; }
+# size TAG: the host's size for the blocks that follow.
+size() {
+	echo "== size $1"
+	echo "size $1 $(lvs --noheadings -o lv_name 2>/dev/null | wc -l) $(lvs --noheadings -o lv_active 2>/dev/null | grep -c active)"
+}
+
 # timed KEY CMD...: one run of CMD, its wall time as "KEY SECONDS".
 timed() {
 	local key=$1 t0 t1
@@ -85,32 +96,51 @@ timed() {
 	t1=$(now)
 	echo "$key $(secs "$t0" "$t1")"
 }
-for r in $(seq "$ROUNDS"); do
-	i=0
-	while IFS=$'\x1f' read -r -a argv; do
-		i=$((i + 1))
-		t0=$(now)
-		LC_ALL=C LVM_SUPPRESS_FD_WARNINGS=1 "${argv[@]}" >/dev/null 2>&1 </dev/null
-		t1=$(now)
-		echo "probe $i $(secs "$t0" "$t1")"
-	done </tmp/probe.argv
-	t0=$(now)
-	"$K" check -c /etc/keel >/dev/null 2>&1
-	t1=$(now)
-	echo "check $(secs "$t0" "$t1")"
-	"$K" snapshot -v -o /dev/null 2>"$OUT/snapshot-v.txt"
-	awk '/probe pass/ { print "pass", $5 }' "$OUT/snapshot-v.txt"
-	# the last round's ten slowest operations inside the pass
-	[ "$r" = "$ROUNDS" ] && awk '/^ / { d = $1; $1 = ""; print "passop", d, substr($0, 2) }' "$OUT/snapshot-v.txt"
-	timed check-cold env KEEL_CACHE_DIR=off "$K" check -c /etc/keel
-	timed check-exec env KEEL_DM_IOCTL=off "$K" check -c /etc/keel
-	KEEL_DM_IOCTL=off "$K" snapshot -v -o /dev/null 2>&1 | awk '/probe pass/ { print "pass-exec", $5 }'
-	timed start "$K" version
-	timed vet "$K" vet -c /etc/keel
-	timed check-node "$K" check -c /etc/keel --node /tmp/node.txtar
-done
 
-echo "== the daemon on the converged host"
+# rounds TAG: keel check against each probe command alone, ROUNDS times,
+# and the other processes of the table.
+rounds() {
+	local n=0 i r t0 t1 line argv
+	echo "== keel check against each probe command alone"
+	rm -f /tmp/probe.cmds
+	"$K" apply --dry-run -c /etc/keel --command-log /tmp/probe.cmds >/dev/null 2>&1
+	# one argv per line, JSON: ["lvm","fullreport",...]; arguments hold no '","'.
+	sed -e 's/^\["//' -e 's/"\]$//' -e 's/","/\x1f/g' /tmp/probe.cmds | sort -u >/tmp/probe.argv
+	while IFS= read -r line; do
+		n=$((n + 1))
+		echo "probecmd $n ${line//$'\x1f'/ }"
+	done </tmp/probe.argv
+	[ "$n" -gt 0 ] || { echo "no probe commands in keel's command log"; return 2; }
+	"$K" snapshot -o /tmp/node.txtar >/dev/null 2>&1 || { echo "snapshot failed"; return 2; }
+	gzip -9 -n </tmp/node.txtar >"$OUT/node-$1.txtar.gz" # the host at this size, in the raw outputs (BENCH_RAW)
+	for r in $(seq "$ROUNDS"); do
+		i=0
+		while IFS=$'\x1f' read -r -a argv; do
+			i=$((i + 1))
+			t0=$(now)
+			LC_ALL=C LVM_SUPPRESS_FD_WARNINGS=1 "${argv[@]}" >/dev/null 2>&1 </dev/null
+			t1=$(now)
+			echo "probe $i $(secs "$t0" "$t1")"
+		done </tmp/probe.argv
+		t0=$(now)
+		"$K" check -c /etc/keel >/dev/null 2>&1
+		t1=$(now)
+		echo "check $(secs "$t0" "$t1")"
+		"$K" snapshot -v -o /dev/null 2>"$OUT/snapshot-v.txt"
+		awk '/probe pass/ { print "pass", $5 }' "$OUT/snapshot-v.txt"
+		# the last round's ten slowest operations inside the pass
+		[ "$r" = "$ROUNDS" ] && awk '/^ / { d = $1; $1 = ""; print "passop", d, substr($0, 2) }' "$OUT/snapshot-v.txt"
+		timed check-cold env KEEL_CACHE_DIR=off "$K" check -c /etc/keel
+		timed check-exec env KEEL_DM_IOCTL=off "$K" check -c /etc/keel
+		KEEL_DM_IOCTL=off "$K" snapshot -v -o /dev/null 2>&1 | awk '/probe pass/ { print "pass-exec", $5 }'
+		timed start "$K" version
+		timed vet "$K" vet -c /etc/keel
+		timed check-node "$K" check -c /etc/keel --node /tmp/node.txtar
+		timed lvs env LC_ALL=C LVM_SUPPRESS_FD_WARNINGS=1 lvs
+		timed status "$K" status
+	done
+}
+
 # Every command the daemon runs goes through a logging shim.
 shim=/tmp/keel-shim
 mkdir -p "$shim"
@@ -127,43 +157,6 @@ for c in lvm lvs vgs pvs lvcreate lvchange lvconvert lvextend lvresize lvremove 
 	make-bcache wipefs udevadm vdostats; do
 	ln -sf .run "$shim/$c"
 done
-: >/tmp/keel-shim.log
-PATH=$shim:$PATH "$K" run -c /etc/keel --textfile /tmp/keel.prom --log-level debug >"$OUT/daemon.log" 2>&1 &
-dpid=$!
-passes() { grep -c 'pass done' "$OUT/daemon.log"; }
-first_pass() { [ "$(passes)" -ge 1 ]; }
-wait_ms 300 "$(now)" first_pass >/dev/null || { echo "daemon: no first pass"; cat "$OUT/daemon.log"; exit 2; }
-sleep 2
-# /proc/PID/stat: utime+stime are keel's own threads (fields 14, 15);
-# cutime+cstime its waited-for children, the commands it ran (16, 17).
-ticks() { awk '{ print $14 + $15 }' "/proc/$dpid/stat"; }
-cticks() { awk '{ print $16 + $17 }' "/proc/$dpid/stat"; }
-hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
-p0=$(passes) c0=$(wc -l </tmp/keel-shim.log) a0=$(grep -c 'action ' "$OUT/daemon.log")
-k0=$(ticks) j0=$(cticks) t0=$(now)
-sleep "$DAEMON_SECONDS"
-k1=$(ticks) j1=$(cticks) t1=$(now)
-p1=$(passes) a1=$(grep -c 'action ' "$OUT/daemon.log")
-tail -n +$((c0 + 1)) /tmp/keel-shim.log >"$OUT/daemon-window.cmds"
-mut=$(grep -cE '^(lvcreate|lvchange|lvconvert|lvextend|lvresize|lvremove|lvrename|pvcreate|pvchange|pvmove|vgcreate|vgchange|vgextend|vgreduce|blkdiscard|make-bcache|wipefs) |^lvm (lvcreate|lvchange|lvconvert|lvextend|lvresize|lvremove|lvrename|pvcreate|pvchange|pvmove|vgcreate|vgchange|vgextend|vgreduce) |^dmsetup (create|remove|reload|load|suspend|resume)' "$OUT/daemon-window.cmds")
-echo "daemon-window $(secs "$t0" "$t1")"
-echo "daemon-cpu $(awk -v a="$k0" -v b="$k1" -v hz="$hz" 'BEGIN { printf "%.3f", (b - a) / hz }')"
-echo "daemon-cpu-children $(awk -v a="$j0" -v b="$j1" -v hz="$hz" 'BEGIN { printf "%.3f", (b - a) / hz }')"
-echo "daemon-passes $((p1 - p0))"
-echo "daemon-commands $(wc -l <"$OUT/daemon-window.cmds")"
-echo "daemon-commands-total $(wc -l </tmp/keel-shim.log)" # the shim works: the first pass ran through it
-echo "daemon-mutating $mut"
-echo "daemon-actions $((a1 - a0))"
-echo "daemon-hwm-kib $(awk '/^VmHWM/ { print $2 }' "/proc/$dpid/status")"
-echo "daemon-rss-kib $(awk '/^VmRSS/ { print $2 }' "/proc/$dpid/status")"
-
-echo "== reaction to a desired-state change (writebackPercent 40 <-> 30)"
-# Each change reaches an idle daemon: after the value reads back, the round
-# waits for the pass that the change started to end (the full pass after
-# the fast path, which may rewrite keel's udev rule), then 1 s. A change
-# made while a pass runs waits for it: that pass's length is in the table.
-f=/etc/keel/vdo-on-bcache.cue
-passes_over() { [ "$(passes)" -gt "$1" ]; }
 # The reaction polls fork nothing but sleep (under TCG a fork costs tens of
 # ms): NS is set from bash's own clock and the value is read by a builtin.
 ns() { local t=${EPOCHREALTIME/./}; NS=$((10#$t * 1000)); }
@@ -182,71 +175,155 @@ react_ms() {
 		sleep 0.02
 	done
 }
-for r in $(seq "$REACT_ROUNDS"); do
-	if [ $((r % 2)) = 1 ]; then from=40 to=30; else from=30 to=40; fi
-	p0=$(passes)
-	sed "s/writebackPercent: $from/writebackPercent: $to/" "$f" >/etc/keel/.new && ns && t0=$NS && mv /etc/keel/.new "$f"
-	if ms=$(react_ms 30 /sys/block/bcache0/bcache/writeback_percent "$to"); then
-		echo "react-config $ms"
-	else
-		echo "react-config-timeout $r"
-	fi
-	wait_ms 60 "$(now)" passes_over "$p0" >/dev/null || echo "react-config: no pass ended within 60 s of round $r"
-	sleep 1
-done
-kill -TERM $dpid
-wait $dpid
 
-echo "== reaction to a bcache registration (bcache only; the VDO stack is removed first)"
-vgchange -an vdovg >/dev/null 2>&1
+# daemon TAG: the daemon on the converged host (vdo-on-bcache.cue), its log
+# in $OUT/daemon-TAG.log: the idle window, then the reaction to a
+# desired-state change.
+daemon() {
+	local log=$OUT/daemon-$1.log dpid p0 c0 a0 k0 j0 t0 k1 j1 t1 p1 a1 mut hz r from to f ms
+	echo "== the daemon on the converged host"
+	: >/tmp/keel-shim.log
+	PATH=$shim:$PATH "$K" run -c /etc/keel --textfile /tmp/keel.prom --log-level debug >"$log" 2>&1 &
+	dpid=$!
+	passes() { grep -c 'pass done' "$log"; }
+	first_pass() { [ "$(passes)" -ge 1 ]; }
+	passes_over() { [ "$(passes)" -gt "$1" ]; }
+	wait_ms 600 "$(now)" first_pass >/dev/null || { echo "daemon: no first pass"; cat "$log"; return 2; }
+	sleep 2
+	# /proc/PID/stat: utime+stime are keel's own threads (fields 14, 15);
+	# cutime+cstime its waited-for children, the commands it ran (16, 17).
+	ticks() { awk '{ print $14 + $15 }' "/proc/$dpid/stat"; }
+	cticks() { awk '{ print $16 + $17 }' "/proc/$dpid/stat"; }
+	hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+	p0=$(passes) c0=$(wc -l </tmp/keel-shim.log) a0=$(grep -c 'action ' "$log")
+	k0=$(ticks) j0=$(cticks) t0=$(now)
+	sleep "$DAEMON_SECONDS"
+	k1=$(ticks) j1=$(cticks) t1=$(now)
+	p1=$(passes) a1=$(grep -c 'action ' "$log")
+	tail -n +$((c0 + 1)) /tmp/keel-shim.log >"$OUT/daemon-window-$1.cmds"
+	mut=$(grep -cE '^(lvcreate|lvchange|lvconvert|lvextend|lvresize|lvremove|lvrename|pvcreate|pvchange|pvmove|vgcreate|vgchange|vgextend|vgreduce|blkdiscard|make-bcache|wipefs) |^lvm (lvcreate|lvchange|lvconvert|lvextend|lvresize|lvremove|lvrename|pvcreate|pvchange|pvmove|vgcreate|vgchange|vgextend|vgreduce) |^dmsetup (create|remove|reload|load|suspend|resume)' "$OUT/daemon-window-$1.cmds")
+	echo "daemon-window $(secs "$t0" "$t1")"
+	echo "daemon-cpu $(awk -v a="$k0" -v b="$k1" -v hz="$hz" 'BEGIN { printf "%.3f", (b - a) / hz }')"
+	echo "daemon-cpu-children $(awk -v a="$j0" -v b="$j1" -v hz="$hz" 'BEGIN { printf "%.3f", (b - a) / hz }')"
+	echo "daemon-passes $((p1 - p0))"
+	echo "daemon-commands $(wc -l <"$OUT/daemon-window-$1.cmds")"
+	echo "daemon-commands-total $(wc -l </tmp/keel-shim.log)" # the shim works: the first pass ran through it
+	echo "daemon-mutating $mut"
+	echo "daemon-actions $((a1 - a0))"
+	echo "daemon-hwm-kib $(awk '/^VmHWM/ { print $2 }' "/proc/$dpid/status")"
+	echo "daemon-rss-kib $(awk '/^VmRSS/ { print $2 }' "/proc/$dpid/status")"
+
+	echo "== reaction to a desired-state change (writebackPercent 40 <-> 30)"
+	# Each change reaches an idle daemon: after the value reads back, the round
+	# waits for the pass that the change started to end (the full pass after
+	# the fast path, which may rewrite keel's udev rule), then 1 s. A change
+	# made while a pass runs waits for it: that pass's length is in the table.
+	f=/etc/keel/vdo-on-bcache.cue
+	for r in $(seq "$REACT_ROUNDS"); do
+		if [ $((r % 2)) = 1 ]; then from=40 to=30; else from=30 to=40; fi
+		p0=$(passes)
+		sed "s/writebackPercent: $from/writebackPercent: $to/" "$f" >/etc/keel/.new && ns && t0=$NS && mv /etc/keel/.new "$f"
+		if ms=$(react_ms 30 /sys/block/bcache0/bcache/writeback_percent "$to"); then
+			echo "react-config $ms"
+		else
+			echo "react-config-timeout $r"
+		fi
+		wait_ms 120 "$(now)" passes_over "$p0" >/dev/null || echo "react-config: no pass ended within 120 s of round $r"
+		sleep 1
+	done
+	# Back to 40 for the next block.
+	sed -i "s/writebackPercent: 30/writebackPercent: 40/" "$f"
+	wait_ms 30 "$(now)" reads /sys/block/bcache0/bcache/writeback_percent 40 >/dev/null
+	kill -TERM $dpid
+	wait $dpid
+}
+
+# bcache_react TAG: the daemon on bcache.cue, its log in
+# $OUT/daemon2-TAG.log: the reaction to a bcache registration.
+bcache_react() {
+	local log=$OUT/daemon2-$1.log dpid r p0 cset gone t0 i ms
+	echo "== reaction to a bcache registration"
+	PATH=$shim:$PATH "$K" run -c /etc/keel --textfile /tmp/keel.prom --log-level debug >"$log" 2>&1 &
+	dpid=$!
+	wait_ms 300 "$(now)" reads /sys/block/bcache0/bcache/sequential_cutoff 0.0k >/dev/null || { echo "daemon2 did not converge"; return 2; }
+	passes2_over() { [ "$(grep -c 'pass done' "$log")" -gt "$1" ]; }
+	# The first round, too, starts with the daemon idle: its start pass over.
+	wait_ms 300 "$(now)" passes2_over 0 >/dev/null || { echo "daemon2: no first pass"; return 2; }
+	sleep 1
+	for r in $(seq "$REACT_ROUNDS"); do
+		p0=$(grep -c 'pass done' "$log")
+		cset=$(bcache_cset "$ssd")
+		echo 1 >/sys/block/bcache0/bcache/stop
+		echo 1 >"/sys/fs/bcache/$cset/unregister"
+		# Poll every 20 ms: bcache0 goes away (the stop is asynchronous), then
+		# comes back as a new device, registered by us every 0.5 s or first by
+		# bcache-tools' udev rule, which runs when the released disks change.
+		# t0 is the poll that sees the new device; who registered it does not
+		# matter, and registering while the old one still goes away is EBUSY.
+		gone=0 t0= i=0
+		while [ $i -lt 1500 ]; do
+			if [ ! -e /sys/block/bcache0/bcache ]; then
+				gone=1
+			elif [ $gone = 1 ]; then
+				ns && t0=$NS
+				break
+			fi
+			if [ $gone = 1 ] && [ $((i % 25)) = 24 ]; then
+				bcache_register "$ssd"
+				bcache_register "$hd"
+			fi
+			i=$((i + 1))
+			sleep 0.02
+		done
+		if [ -z "$t0" ]; then
+			echo "react-bcache-timeout $r"
+			echo "react-bcache: round $r: bcache0 gone $gone, no new device in 30 s"
+		elif ms=$(react_ms 30 /sys/block/bcache0/bcache/sequential_cutoff 0.0k); then
+			echo "react-bcache $ms"
+		else
+			echo "react-bcache-timeout $r"
+		fi
+		wait_ms 120 "$(now)" passes2_over "$p0" >/dev/null || echo "react-bcache: no pass ended within 120 s of round $r"
+		sleep 1
+	done
+	kill -TERM $dpid
+	wait $dpid
+}
+
+# ~50 LVs: 48 VM disks on vdovg, all active. vdovg, as keel made it, is
+# first made again on a PV with room for the metadata of 2,000 LVs.
+t0=$(now)
+scale_room vdovg || { echo "scale_room vdovg failed"; exit 2; }
+scale_linear vdovg 48 48 || { echo "scale_linear vdovg 48 failed"; exit 2; }
+echo "build 50 $(secs "$t0" "$(now)")"
+size 50
+rounds 50 || exit 2
+daemon 50 || exit 2
+
+# 2,000 LVs: vdovg's VM disks grown to 2,000 (the 48 keep their extents and
+# stay active), 50 active.
+t0=$(now)
+scale_linear vdovg 2000 50 || { echo "scale_linear vdovg 2000 failed"; exit 2; }
+echo "build 2000 $(secs "$t0" "$(now)")"
+size 2000
+rounds 2000 || exit 2
+daemon 2000 || exit 2
+
+echo "== the VDO stack removed, the desired state cut to bcache"
+vgchange -an -q vdovg >/dev/null 2>&1
 vgremove -ff -y vdovg >/dev/null 2>&1
 vgremove -ff -y vdosplit >/dev/null 2>&1
 rm -f /etc/keel/*.cue
 desired "$SHARE/bcache.cue"
-PATH=$shim:$PATH "$K" run -c /etc/keel --textfile /tmp/keel.prom --log-level debug >"$OUT/daemon2.log" 2>&1 &
-dpid=$!
-wait_ms 120 "$(now)" reads /sys/block/bcache0/bcache/sequential_cutoff 0.0k >/dev/null || { echo "daemon2 did not converge"; exit 2; }
-passes2_over() { [ "$(grep -c 'pass done' "$OUT/daemon2.log")" -gt "$1" ]; }
-# The first round, too, starts with the daemon idle: its start pass over.
-wait_ms 120 "$(now)" passes2_over 0 >/dev/null || { echo "daemon2: no first pass"; exit 2; }
-sleep 1
-for r in $(seq "$REACT_ROUNDS"); do
-	p0=$(grep -c 'pass done' "$OUT/daemon2.log")
-	cset=$(bcache_cset "$ssd")
-	echo 1 >/sys/block/bcache0/bcache/stop
-	echo 1 >"/sys/fs/bcache/$cset/unregister"
-	# Poll every 20 ms: bcache0 goes away (the stop is asynchronous), then
-	# comes back as a new device, registered by us every 0.5 s or first by
-	# bcache-tools' udev rule, which runs when the released disks change.
-	# t0 is the poll that sees the new device; who registered it does not
-	# matter, and registering while the old one still goes away is EBUSY.
-	gone=0 t0= i=0
-	while [ $i -lt 1500 ]; do
-		if [ ! -e /sys/block/bcache0/bcache ]; then
-			gone=1
-		elif [ $gone = 1 ]; then
-			ns && t0=$NS
-			break
-		fi
-		if [ $gone = 1 ] && [ $((i % 25)) = 24 ]; then
-			bcache_register "$ssd"
-			bcache_register "$hd"
-		fi
-		i=$((i + 1))
-		sleep 0.02
-	done
-	if [ -z "$t0" ]; then
-		echo "react-bcache-timeout $r"
-		echo "react-bcache: round $r: bcache0 gone $gone, no new device in 30 s"
-	elif ms=$(react_ms 30 /sys/block/bcache0/bcache/sequential_cutoff 0.0k); then
-		echo "react-bcache $ms"
-	else
-		echo "react-bcache-timeout $r"
-	fi
-	wait_ms 60 "$(now)" passes2_over "$p0" >/dev/null || echo "react-bcache: no pass ended within 60 s of round $r"
-	sleep 1
-done
-kill -TERM $dpid
-wait $dpid
+size bcache
+bcache_react bcache || exit 2
+
+# 2,000 thin VM disks in one pool, 50 active, beside the bcache.
+t0=$(now)
+scale_thin "$thin_disk" thinscale 2000 50 || { echo "scale_thin failed"; exit 2; }
+echo "build 2000-thin $(secs "$t0" "$(now)")"
+size 2000-thin
+rounds 2000-thin || exit 2
+bcache_react 2000-thin || exit 2
 echo "== done"
 exit 0

@@ -5,6 +5,7 @@
 # evidence (vdolistmetadata, dm tables) goes to this log, not the snapshot.
 set -uo pipefail
 . /mnt/host/stacks.sh
+. /mnt/host/scale.sh
 
 nv=$(disk nvme0) || exit 2
 hd=$(disk hdd1) || exit 2
@@ -140,6 +141,23 @@ CFG
 		udevadm settle
 		vgs -o vg_name,vg_attr,pv_count,vg_missing_pv_count incvg
 		snap vg-incomplete
+		;;
+	scale-thin | scale-vdo)
+		# 2,000 VM disks, 50 of them active (e2e/scenarios/scale.sh): in a
+		# thin pool, or on a VG stacked on the article's VDO LV.
+		local t0=$SECONDS
+		if [ "$name" = scale-thin ]; then
+			scale_thin "$nv" thinscale 2000 50 || return
+		else
+			# First ~50 LVs (scale-vdo-50, all active), then grown to 2,000.
+			stack_vdo_thick "$nv" --metadatasize "$SCALE_MDA" && scale_linear vdovg 48 48 || return
+			snap scale-vdo-50
+			t0=$SECONDS
+			scale_linear vdovg 2000 50 || return
+		fi
+		echo "scale-build $name $((SECONDS - t0)) s"
+		lvs --noheadings -o lv_active 2>/dev/null | sort | uniq -c
+		snap "$name"
 		;;
 	*)
 		echo "capture: unknown scenario $name" >&2

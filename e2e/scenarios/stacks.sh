@@ -20,16 +20,18 @@ lvm_conf_article() {
 	printf '\ndevices {\n\tscan_lvs = 1\n\tglobal_filter = [ "%s" ]\n}\n' "$PVE_FILTER" >>/etc/lvm/lvm.conf
 }
 
-# stack_vdo_thick NVME: the article's lab. VG vdolab on the NVMe, a 40G VDO
-# pool (35G virtual) with the article's threads, lvm.conf with scan_lvs=1,
-# and VG vdovg on the VDO LV holding vm-100-disk-0.
+# stack_vdo_thick NVME [PVCREATE_ARG...]: the article's lab. VG vdolab on the
+# NVMe, a 40G VDO pool (35G virtual) with the article's threads, lvm.conf
+# with scan_lvs=1, and VG vdovg on the VDO LV (its pvcreate given the extra
+# arguments) holding vm-100-disk-0.
 stack_vdo_thick() {
 	local nvme=$1
+	shift
 	step pvcreate -q "$nvme" &&
 		step vgcreate -q vdolab "$nvme" &&
 		step lvcreate -y --type vdo -L 40G -V 35G -n vdolv vdolab/vdopool --vdosettings "$VDO_ARTICLE_SETTINGS" &&
 		lvm_conf_article &&
-		step pvcreate -q /dev/vdolab/vdolv &&
+		step pvcreate -q "$@" /dev/vdolab/vdolv &&
 		step vgcreate -q vdovg /dev/vdolab/vdolv &&
 		step lvcreate -y -q -L 4G -n vm-100-disk-0 vdovg
 }

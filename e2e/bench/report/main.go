@@ -17,7 +17,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 func main() {
@@ -125,6 +124,7 @@ const (
 	statusPass = "PASS"
 	statusMiss = "MISS"
 	statusNone = "not measured"
+	statusInfo = "reported" // a figure shown beside the targets, not a target
 )
 
 type target struct {
@@ -144,6 +144,11 @@ func (r *report) addTarget(name, goal, measured string, ok bool) {
 		st = statusPass
 	}
 	r.targets = append(r.targets, target{name, goal, measured, st})
+}
+
+// info shows a figure in the targets table that no longer is a target.
+func (r *report) info(name, goal, measured string) {
+	r.targets = append(r.targets, target{name, goal, measured, statusInfo})
 }
 
 func (r *report) missing(name, goal, why string) {
@@ -204,6 +209,7 @@ func build(raw string) (*report, error) {
 	r.scale()
 	r.checkNode()
 	r.guest()
+	r.slopes()
 	r.boot()
 	r.wipe()
 	r.micro()
@@ -245,7 +251,7 @@ func (r *report) text() string {
 	b.WriteString("| target | goal | measured | result |\n|---|---|---|---|\n")
 	for _, t := range r.targets {
 		res := t.status
-		if t.status != statusNone {
+		if t.status == statusPass || t.status == statusMiss {
 			res = "**" + res + "**"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.name, t.target, t.measured, res)
@@ -511,272 +517,6 @@ func (r *report) checkNode() {
 }
 
 // --- the guest ----------------------------------------------------------
-
-func (r *report) guest() {
-	g := r.read("guest.txt")
-	probeArgv := map[string]string{}
-	probe := map[string][]float64{}
-	var check, pass []float64
-	parts := map[string][]float64{} // the breakdown: check-cold, check-exec, pass-exec, start, vet, check-node
-	var passOps [][2]string         // duration, operation: the slowest in the last round's pass
-	d := map[string]float64{}
-	var reactConfig, reactBcache []float64
-	timeouts := map[string]int{}
-	checkExit := ""
-	for _, l := range strings.Split(g, "\n") {
-		f := strings.Fields(l)
-		if len(f) < 2 {
-			continue
-		}
-		num := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
-		switch {
-		case f[0] == "probecmd" && len(f) > 2:
-			probeArgv[f[1]] = strings.Join(f[2:], " ")
-		case f[0] == "probe" && len(f) == 3:
-			probe[f[1]] = append(probe[f[1]], num(f[2]))
-		case f[0] == "check" && len(f) == 2:
-			check = append(check, num(f[1]))
-		case f[0] == "check-exit":
-			checkExit = f[1]
-		case f[0] == "pass":
-			if dd, err := time.ParseDuration(f[1]); err == nil {
-				pass = append(pass, dd.Seconds())
-			}
-		case f[0] == "passop" && len(f) > 2:
-			passOps = append(passOps, [2]string{f[1], strings.Join(f[2:], " ")})
-		case f[0] == "pass-exec":
-			if dd, err := time.ParseDuration(f[1]); err == nil {
-				parts[f[0]] = append(parts[f[0]], dd.Seconds())
-			}
-		case (f[0] == "check-exec" || f[0] == "check-cold" || f[0] == "start" || f[0] == "vet" || f[0] == "check-node") && len(f) == 2:
-			parts[f[0]] = append(parts[f[0]], num(f[1]))
-		case strings.HasPrefix(f[0], "daemon-") && len(f) == 2:
-			d[strings.TrimPrefix(f[0], "daemon-")] = num(f[1])
-		case f[0] == "react-config":
-			reactConfig = append(reactConfig, num(f[1]))
-		case f[0] == "react-bcache":
-			reactBcache = append(reactBcache, num(f[1]))
-		case strings.HasSuffix(f[0], "-timeout"):
-			timeouts[strings.TrimSuffix(f[0], "-timeout")]++
-		}
-	}
-	sec := func(s float64) string { return dur(s * 1e9) }
-
-	r.p("## `keel check` on the real kernel against its probe commands alone (test guest)\n\n")
-	if len(check) == 0 {
-		why := r.notRun("guest")
-		r.p("%s.\n\n", why)
-		r.missing("`keel check` vs `lvm fullreport` alone", "≤ 1.25×", why)
-	} else {
-		r.p("One boot of the test guest (`e2e/bench/guest.sh`, disks nvme0 20G, hdd1 60G, ssd2 8G, 3G RAM):\n")
-		r.p("`examples/vdo-on-bcache.cue` converged by `keel apply` from blank disks (a writeback bcache, a split\n")
-		r.p("VDO pool with its middle on bcache0, a VG stacked on the VDO LV; `keel check` exit afterwards: %s).\n", checkExit)
-		r.p("The probe commands are the ones keel's own command log lists for a pass; each round runs every one\n")
-		r.p("of them alone, then one whole `keel check -c /etc/keel` process, then `keel snapshot -v` for the\n")
-		r.p("in-process probe pass. keel runs from the guest's RAM root, not the 9p share (paging the static\n")
-		r.p("binary in over 9p under TCG costs seconds and once made a probe pass look seven times slower).\n\n")
-		r.p("| command | wall time |\n|---|---|\n")
-		slowest, slowMed := "", 0.0
-		ids := make([]string, 0, len(probeArgv))
-		for id := range probeArgv {
-			ids = append(ids, id)
-		}
-		sort.Slice(ids, func(i, j int) bool { a, _ := strconv.Atoi(ids[i]); b, _ := strconv.Atoi(ids[j]); return a < b })
-		fullreport := ""
-		for _, id := range ids {
-			s := summarize(probe[id])
-			argv := probeArgv[id]
-			short := argv
-			if len(short) > 60 {
-				short = short[:60] + " …"
-			}
-			r.p("| `%s` | %s |\n", short, s.spread(sec))
-			if s.med > slowMed {
-				slowest, slowMed = id, s.med
-			}
-			if strings.HasPrefix(argv, "lvm fullreport") {
-				fullreport = id
-			}
-		}
-		var sums []float64
-		for i := range check {
-			sum := 0.0
-			for _, id := range ids {
-				if i < len(probe[id]) {
-					sum += probe[id][i]
-				}
-			}
-			sums = append(sums, sum)
-		}
-		r.p("| all of the above one after another (sum per round) | %s |\n", summarize(sums).spread(sec))
-		cs := summarize(check)
-		r.p("| **`keel check` (whole process)** | %s |\n", cs.spread(sec))
-		r.p("| keel's probe pass in-process (`keel snapshot -v`) | %s |\n\n", summarize(pass).spread(sec))
-		if len(parts) > 0 {
-			r.p("Where a `keel check` process spends its time (same rounds; each row is its own process):\n\n")
-			r.p("| part | wall time |\n|---|---|\n")
-			for _, row := range [][2]string{
-				{"start", "`keel version` (process start and exit)"},
-				{"vet", "`keel vet -c /etc/keel` (start + load of the desired state with the embedded schema)"},
-				{"check-cold", "`keel check` with `KEEL_CACHE_DIR=off` (the desired state validated by CUE, as on the first check after a change)"},
-				{"check-node", "`keel check --node` of this host's snapshot (start, load, replayed pass, plan, report; no commands)"},
-				{"check-exec", "`keel check` with `KEEL_DM_IOCTL=off` (the dmsetup reads run as processes)"},
-				{"pass-exec", "probe pass with `KEEL_DM_IOCTL=off` (`keel snapshot -v`)"},
-			} {
-				if v := parts[row[0]]; len(v) > 0 {
-					r.p("| %s | %s |\n", row[1], summarize(v).spread(sec))
-				}
-			}
-			r.p("\n")
-		}
-		if len(passOps) > 0 {
-			r.p("The slowest operations inside the last round's in-process pass (`keel snapshot -v`; they overlap):\n\n")
-			r.p("| operation | time |\n|---|---|\n")
-			for _, op := range passOps {
-				short := op[1]
-				if len(short) > 60 {
-					short = short[:60] + " …"
-				}
-				r.p("| `%s` | %s |\n", short, op[0])
-			}
-			r.p("\n")
-		}
-		if fullreport == "" {
-			r.missing("`keel check` vs `lvm fullreport` alone", "≤ 1.25×", "no lvm fullreport in keel's command log")
-		} else {
-			fr := summarize(probe[fullreport])
-			var per []float64
-			for i := range check {
-				if i < len(probe[fullreport]) && probe[fullreport][i] > 0 {
-					per = append(per, check[i]/probe[fullreport][i])
-				}
-			}
-			ps := summarize(per)
-			r.p("Ratios: `keel check` / `lvm fullreport` per round %s; of the medians %s. The slowest single\n",
-				ps.spread(ratio), ratio(cs.med/fr.med))
-			r.p("probe command is `%s` (median %s); `keel check` / it: %s.\n\n",
-				strings.Fields(probeArgv[slowest])[0]+" "+strings.Fields(probeArgv[slowest] + " -")[1], sec(slowMed), ratio(cs.med/slowMed))
-			r.addTarget("`keel check` vs `lvm fullreport` alone (guest)", "≤ 1.25×",
-				fmt.Sprintf("%s (median per round; %s vs fullreport %s)", ratio(ps.med), sec(cs.med), sec(fr.med)), ps.med <= 1.25)
-		}
-		r.p("A pass starts two processes, `lvm fullreport` and `lvmconfig --typeconfig full`, side by side on\n")
-		r.p("the guest's 2 vCPUs; `dmsetup table`, `dmsetup status` and `dmsetup message <pool> 0 stats` are\n")
-		r.p("listed above as the commands they stand for, but keel answers them in-process with the\n")
-		r.p("device-mapper ioctls on /dev/mapper/control (byte-identical output, proved by e2e/probes), and\n")
-		r.p("reads sysfs directly; the statistics message starts as soon as the table is in, while `lvm\n")
-		r.p("fullreport` still runs. `keel check` loads the desired state while the pass runs; the rounds'\n")
-		r.p("`keel check` finds it in the desired-state cache (docs/check.md: the files are unchanged since\n")
-		r.p("the first check, as for a check from a timer), the `KEEL_CACHE_DIR=off` row above is the first\n")
-		r.p("check after a change, whose CUE evaluation competes with the LVM commands for the two vCPUs.\n")
-		r.p("Under TCG every process start is slow (`keel version` above), and a `keel check` process pays\n")
-		r.p("for its own start before its first command and parses the report after the last.\n\n")
-	}
-
-	r.p("## Daemon (`keel run`) on a converged guest\n\n")
-	if _, ok := d["window"]; !ok {
-		why := r.notRun("guest")
-		r.p("%s.\n\n", why)
-		for _, t := range [][2]string{{"daemon idle: mutating commands and actions", "0"}, {"daemon idle: CPU", "< 0.2% of a core"},
-			{"daemon idle: peak RSS", "< 40 MiB"}, {"reaction to a desired-state change (guest)", "< 1 s"},
-			{"reaction to a bcache registration (guest)", "< 1 s"}} {
-			r.missing(t[0], t[1], why)
-		}
-		return
-	}
-	win := d["window"]
-	cpuFrac := d["cpu"] / win
-	r.p("The same boot, after the check rounds: `keel run -c /etc/keel --textfile …` (default `--resync 5m`)\n")
-	r.p("with every command it runs going through a logging shim on its PATH. After its first pass and 2 s\n")
-	r.p("of settling, an idle window of **%.0f s** (BENCH_DAEMON_SECONDS=%s): CPU from /proc/PID/stat,\n", win, r.meta["daemon_seconds"])
-	r.p("keel's own (utime+stime: every thread of the daemon) and, apart, its children's (cutime+cstime:\n")
-	r.p("the probe commands it ran and waited for, and the logging shim's shells); the CPU target is the\n")
-	r.p("daemon's own. Peak RSS is the kernel's VmHWM (the whole life of the process, first pass included).\n")
-	r.p("Under TCG a CPU second is an emulated one, so the CPU figures are upper bounds.\n\n")
-	r.p("| figure | value |\n|---|---|\n")
-	r.p("| window | %.1f s |\n", win)
-	r.p("| probe passes in the window | %.0f |\n", d["passes"])
-	r.p("| commands run (all) | %.0f |\n", d["commands"])
-	r.p("| commands through the shim over the daemon's life (first pass included; shows the shim works) | %.0f |\n", d["commands-total"])
-	r.p("| mutating commands | %.0f |\n", d["mutating"])
-	r.p("| executor actions logged | %.0f |\n", d["actions"])
-	r.p("| CPU, keel's own | %.3f s = %.4f%% of a core |\n", d["cpu"], 100*cpuFrac)
-	if c, ok := d["cpu-children"]; ok {
-		r.p("| CPU, the commands keel ran (children, shim included) | %.3f s = %.4f%% of a core |\n", c, 100*c/win)
-	}
-	r.p("| peak RSS (VmHWM) / RSS at the end | %.1f MiB / %.1f MiB |\n", d["hwm-kib"]/1024, d["rss-kib"]/1024)
-	if d["passes"] > 0 {
-		r.p("| keel's own CPU per probe pass in the window (all of the window's own CPU counted against its passes) | %.3f s |\n", d["cpu"]/d["passes"])
-	}
-	// How long the daemon's own passes took, by cause, from its log.
-	// Each pass also logs the CPU it used (getrusage: keel's own threads,
-	// and the children it waited for).
-	took, cpuSelf, cpuKids := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
-	var whys []string
-	passRE := regexp.MustCompile(`pass done: why=("[^"]*"|\S+) took=(\S+)(?: status="[^"]*" cpu_self=(\S+) cpu_children=(\S+))?`)
-	for _, f := range []string{"share/out/daemon.log", "share/out/daemon2.log"} {
-		for _, m := range passRE.FindAllStringSubmatch(r.read(f), -1) {
-			if dd, err := time.ParseDuration(m[2]); err == nil {
-				why := strings.Trim(m[1], `"`)
-				if took[why] == nil {
-					whys = append(whys, why)
-				}
-				took[why] = append(took[why], dd.Seconds())
-				if cs, err := time.ParseDuration(m[3]); err == nil {
-					cpuSelf[why] = append(cpuSelf[why], cs.Seconds())
-				}
-				if ck, err := time.ParseDuration(m[4]); err == nil {
-					cpuKids[why] = append(cpuKids[why], ck.Seconds())
-				}
-			}
-		}
-	}
-	for _, why := range whys {
-		r.p("| duration of the daemon's passes, why=%s (its log) | %s |\n", why, summarize(took[why]).spread(sec))
-		if len(cpuSelf[why]) > 0 {
-			r.p("| CPU of those passes, keel's own / its children's (getrusage, its log) | %s / %s |\n",
-				summarize(cpuSelf[why]).spread(sec), summarize(cpuKids[why]).spread(sec))
-		}
-	}
-	r.p("\n")
-	if d["commands-total"] == 0 {
-		r.missing("daemon idle: mutating commands and actions", "0", "not measured: no command went through the logging shim")
-	} else {
-		r.addTarget("daemon idle: mutating commands and actions", "0", fmt.Sprintf("%.0f commands, %.0f actions in %.0f s", d["mutating"], d["actions"], win), d["mutating"] == 0 && d["actions"] == 0)
-	}
-	r.addTarget("daemon idle: CPU", "< 0.2% of a core", fmt.Sprintf("%.4f%% (%.3f s in %.0f s; keel's own, children apart)", 100*cpuFrac, d["cpu"], win), cpuFrac < 0.002)
-	r.addTarget("daemon idle: peak RSS", "< 40 MiB", fmt.Sprintf("%.1f MiB", d["hwm-kib"]/1024), d["hwm-kib"] < 40*1024)
-
-	r.p("Reaction, from the event to the value read back in sysfs (polled every 20 ms):\n\n")
-	r.p("- desired-state change: `writebackPercent` flipped between 40 and 30 by an atomic rename into\n")
-	r.p("  /etc/keel; the watch waits for 100 ms of quiet and compares the content, the daemon 20 ms more,\n")
-	r.p("  then loads the desired state; the change touches a bcache tunable only, so the bcache fast path\n")
-	r.p("  (sysfs-only probe and plan) writes it before the full pass. Each round starts with the daemon\n")
-	r.p("  idle: after the previous value read back, the script waits for the pass that change started;\n")
-	r.p("  a change made while a pass runs would wait for that pass (its duration is in the table above);\n")
-	r.p("- bcache registration: bcache0 stopped and its cache set unregistered (after the VDO stack was\n")
-	r.p("  removed and the desired state cut to the bcache part), both devices registered again (by the\n")
-	r.p("  script, or first by bcache-tools' udev rule when the released disks change); timed from the\n")
-	r.p("  20 ms poll that sees the new bcache0 in sysfs to `sequential_cutoff` reading `0.0k` (the kernel\n")
-	r.p("  resets it to 4.0M): keel's udev rule or the daemon's bcache fast path (sysfs-only probe,\n")
-	r.p("  bcache-only plan), whichever writes first.\n\n")
-	r.p("A change that touches more than bcache tunables is served by the full pass alone, whose probe\n")
-	r.p("starts while the desired state loads: under TCG its latency is bound by the probe (the pass\n")
-	r.p("durations above), not by the watch.\n\n")
-	r.p("| event | latency | timeouts (30 s) |\n|---|---|---:|\n")
-	ms := func(v float64) string { return dur(v * 1e6) }
-	rc, rb := summarize(reactConfig), summarize(reactBcache)
-	r.p("| desired-state change | %s | %d |\n", rc.spread(ms), timeouts["react-config"])
-	r.p("| bcache registration | %s | %d |\n\n", rb.spread(ms), timeouts["react-bcache"])
-	react := func(name string, s stats, to int) {
-		if s.n == 0 {
-			r.addTarget(name, "< 1 s", fmt.Sprintf("no reaction within 30 s (%d timeouts)", to), false)
-			return
-		}
-		r.addTarget(name, "< 1 s", s.spread(ms)+fmt.Sprintf(", %d timeouts", to), s.med < 1000 && to == 0)
-	}
-	react("reaction to a desired-state change (guest)", rc, timeouts["react-config"])
-	react("reaction to a bcache registration (guest)", rb, timeouts["react-bcache"])
-}
 
 // --- boot ---------------------------------------------------------------
 
