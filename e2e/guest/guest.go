@@ -229,6 +229,7 @@ func (m *Machine) Boot(t testing.TB, script string) *Result {
 	wall := time.Since(start)
 
 	r := &Result{Dir: share, Wall: wall}
+	keepShare(t, share, m.boots)
 	r.Output = readString(filepath.Join(share, "guest.log"))
 	r.Console = readString(filepath.Join(share, "console.log"))
 	r.Dmesg = readString(filepath.Join(share, "dmesg.txt"))
@@ -258,6 +259,27 @@ func (m *Machine) Boot(t testing.TB, script string) *Result {
 	}
 	r.ExitCode = rc
 	return r
+}
+
+// keepShare copies a boot's share (its $OUT, logs and journal) to
+// $KEEL_E2E_KEEP/<test>/boot<N> when the test fails, for a look after the
+// temporary directories are gone.
+func keepShare(t testing.TB, share string, boot int) {
+	keep := os.Getenv("KEEL_E2E_KEEP")
+	if keep == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dst := filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_"), fmt.Sprintf("boot%d", boot))
+		if err := os.CopyFS(dst, os.DirFS(share)); err != nil {
+			t.Logf("KEEL_E2E_KEEP: %v", err)
+			return
+		}
+		t.Logf("KEEL_E2E_KEEP: the share of boot %d is in %s", boot, dst)
+	})
 }
 
 // lockWait is how long a boot waits for other guests on the machine: 30
