@@ -54,15 +54,22 @@ type cmdOut struct {
 // run runs c and folds a could-not-run error and a non-zero exit into one
 // error. A panic while it runs is that command's error too.
 func run(ctx context.Context, src Source, c Cmd) (out []byte, err error) {
+	res, err := runResult(ctx, src, c)
+	return res.Stdout, err
+}
+
+// runResult is run keeping the exit status: Result holds stdout and the
+// exit status (stdout is nil when the command could not run).
+func runResult(ctx context.Context, src Source, c Cmd) (res Result, err error) {
 	defer caught(&err, c.String())
-	res, err := src.Runner.Run(ctx, c)
+	res, err = src.Runner.Run(ctx, c)
 	if err != nil {
-		return nil, err
+		return Result{ExitCode: -1}, err
 	}
 	if err := res.Err(c); err != nil {
-		return res.Stdout, err
+		return Result{Stdout: res.Stdout, ExitCode: res.ExitCode}, err
 	}
-	return res.Stdout, nil
+	return Result{Stdout: res.Stdout}, nil
 }
 
 // caught turns a panic in a probe goroutine into *errp, with the stack, so
@@ -115,10 +122,10 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		go func() {
 			defer wg.Done()
 			defer crashed.catch(c.String())
-			out, err := run(ctx, src, c)
-			outs[i] = cmdOut{Result{Stdout: out}, err}
+			res, err := runResult(ctx, src, c)
+			outs[i] = cmdOut{res, err}
 			if c.String() == dmTableCmd.String() && err == nil {
-				stats.start(ctx, src, out, &wg)
+				stats.start(ctx, src, res.Stdout, &wg)
 			}
 		}()
 	}
@@ -140,6 +147,15 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 	fail := func(err error) {
 		core = append(core, err)
 		h.Errors = append(h.Errors, err.Error())
+	}
+	if outs[0].err != nil && outs[0].res.ExitCode == 5 {
+		// Exit 5 with only failed fields in the log: LVM left those LVs
+		// out; ask again without the fields (lvm_fieldfail.go).
+		if retry, note, ok := fieldFailureRetry(outs[0].res.Stdout); ok {
+			h.Errors = append(h.Errors, note)
+			out, err := run(ctx, src, retry)
+			outs[0] = cmdOut{Result{Stdout: out}, err}
+		}
 	}
 	if outs[0].err != nil {
 		fail(outs[0].err)

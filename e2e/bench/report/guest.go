@@ -307,11 +307,11 @@ func (r *report) guestSides(measured []*guestSize) {
 		r.info("`keel check` / `lvm fullreport` alone, "+g.label()+" (the old ≤ 1.25× form, replaced by the row above)", "—",
 			ratio(as.med)+" (median per round)")
 	}
-	r.p("On the 2,000-LV host on VDO, `lvm fullreport` exits 5 although its JSON is whole (its log: the\n")
-	r.p("VDO pool's `vdo_saving_percent` field failed, \"percentage too large\"; captured in\n")
-	r.p("`probes/testdata/scale/scale-vdo.txtar.gz`): keel does not read a report LVM calls failed, so there\n")
-	r.p("`keel check` and the daemon's passes stop after the report with a probe error; their figures\n")
-	r.p("include running and reading the whole report, not the parse and plan (the thin host has both).\n\n")
+	r.p("On the 2,000-LV host on VDO the first `lvm fullreport` exits 5: the VDO pool held more data blocks\n")
+	r.p("than its LVs map, its `vdo_saving_percent` field failed (\"percentage too large\") and LVM left the\n")
+	r.p("pool and its VDO LV out of the report (`probes/testdata/scale/scale-vdo.txtar.gz`). keel then reads\n")
+	r.p("again naming every LV field but that one (`probes/lvm_fieldfail.go`), so a pass on that host runs\n")
+	r.p("the report twice; the figures include both.\n\n")
 	r.p("The target compares a whole `keel check` process with what it cannot avoid: one `lvm fullreport`\n")
 	r.p("and one process start, measured in the same rounds (under TCG a process start alone is a third\n")
 	r.p("of a small host's fullreport, so the older form, check ≤ 1.25× fullreport, mostly measured the\n")

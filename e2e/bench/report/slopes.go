@@ -64,10 +64,9 @@ func (r *report) slopes() {
 	r.p("scale-thin`), the 50,000-LV synthetic host of BenchmarkScale above (probe plus plan against its\n")
 	r.p("desired state of 64 pools and 64 bcache devices), and from this run's guest the in-process probe\n")
 	r.p("pass and the daemon's peak RSS. The slope is the extra cost of one more LV from the nearest\n")
-	r.p("host of at most half the LVs with that figure. On the 2,000-LV host on VDO `lvm fullreport` exits 5 although its\n")
-	r.p("JSON is whole: its log says the VDO pool's `vdo_saving_percent` field failed (\"percentage too\n")
-	r.p("large\"); keel does not read a report LVM calls failed, so that host has no probe+plan figure and\n")
-	r.p("its guest pass and daemon figures are those of a pass that read the report and stopped there.\n\n")
+	r.p("host of at most half the LVs with that figure. On the 2,000-LV host on VDO the first `lvm\n")
+	r.p("fullreport` exits 5 (a failed `vdo_saving_percent`, and the VDO pool's rows left out) and keel\n")
+	r.p("reads again without that field, so its guest pass holds two reports.\n\n")
 	r.p("| host | LVs | probe+plan | B/op | slope per LV (time, bytes) | guest probe pass | slope per LV | daemon peak RSS | slope per LV |\n")
 	r.p("|---|---:|---|---:|---|---|---|---|---|\n")
 	cell := func(v float64, f func(float64) string) string {

@@ -1,0 +1,103 @@
+package probes
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// A report field can fail in LVM while the rest of the report is sound.
+// libdm's _do_report_object (libdm/libdm-report.c in lvm2) logs "report
+// function failed for field F" when a field's report function fails, and
+// then drops the whole row: for `lvm fullreport` that is the LV's row and
+// its segments' rows, while every other object is reported and the command
+// exits 5 (ECMD_FAILED). The one such failure seen so far is
+// vdo_saving_percent: dm_report_field_percent prints a percentage into 7
+// characters and fails ("percentage too large") when VDO holds more data
+// blocks than the LVs map (a nearly empty pool whose stacked VG metadata
+// was just rewritten gives -182.35%, captured in
+// probes/testdata/scale/scale-vdo). keel must not read such a report as it
+// is: the VDO pool and its LV would look absent. It cannot drop the field
+// from lv_all either: `-o-FIELD` removes an entry of the option list
+// (tools/reporter.c, _get_report_options), not a field of a set.
+//
+// So the probe asks again with the LV fields named one by one: every field
+// the failed report's LV rows carry (they come from this LVM, so every
+// name is known to it), without the failed ones. A report whose log holds
+// anything else than field failures is an error as before.
+
+// lvOptionsIndex is the position of the LV subreport's field list in
+// fullReportCmd's Args: the value of the -o after "--configreport lv".
+func lvOptionsIndex() int {
+	a := fullReportCmd.Args
+	for i := 0; i+3 < len(a); i++ {
+		if a[i] == "--configreport" && a[i+1] == "lv" && a[i+2] == "-o" {
+			return i + 3
+		}
+	}
+	panic("probes: fullReportCmd has no --configreport lv -o")
+}
+
+// fieldFailureRetry reads a fullreport that exited 5 and, when every error
+// in its log is a failed report field of an LV, returns the command that
+// reports again without those fields and a note for Host.Errors. ok is
+// false for any other failure.
+func fieldFailureRetry(stdout []byte) (retry Cmd, note string, ok bool) {
+	rep, err := decodeLVMReport(stdout)
+	if err != nil || len(rep.Log) == 0 {
+		return Cmd{}, "", false
+	}
+	failed := map[string]bool{}
+	var objects []string
+	for _, e := range rep.Log {
+		msg := e["log_message"]
+		switch e["log_type"] {
+		case "status":
+			if msg != "success" && msg != "failure" {
+				return Cmd{}, "", false
+			}
+		case "error":
+			if strings.HasPrefix(msg, "dm_report_field_percent: ") {
+				continue
+			}
+			field, found := strings.CutPrefix(msg, "_do_report_object: report function failed for field ")
+			if !found || field == "" || e["log_object_type"] != "lv" {
+				return Cmd{}, "", false
+			}
+			failed[field] = true
+			objects = append(objects, e["log_object_group"]+"/"+e["log_object_name"])
+		default:
+			return Cmd{}, "", false
+		}
+	}
+	if len(failed) == 0 {
+		return Cmd{}, "", false
+	}
+	var fields []string
+	for _, el := range rep.Report {
+		if rows := el["lv"]; len(rows) > 0 {
+			for k := range rows[0] {
+				if !failed[k] {
+					fields = append(fields, k)
+				}
+			}
+			break
+		}
+	}
+	if len(fields) == 0 || !slices.Contains(fields, "lv_uuid") || !slices.Contains(fields, "vg_name") {
+		return Cmd{}, "", false // no LV row to learn the field names from
+	}
+	slices.Sort(fields)
+	retry = Cmd{Name: fullReportCmd.Name, Args: slices.Clone(fullReportCmd.Args), Timeout: fullReportCmd.Timeout}
+	retry.Args[lvOptionsIndex()] = strings.Join(fields, ",")
+	names := make([]string, 0, len(failed))
+	for f := range failed {
+		names = append(names, f)
+	}
+	slices.Sort(names)
+	slices.Sort(objects)
+	objects = slices.Compact(objects)
+	note = fmt.Sprintf("lvm fullreport: exit status 5: field %s failed for %s, and LVM leaves those LVs out of its report; read again without it",
+		strings.Join(names, ", "), strings.Join(objects, ", "))
+	return retry, note, true
+}
