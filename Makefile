@@ -6,7 +6,7 @@ LDFLAGS     := -s -w -X main.Version=$(VERSION)
 GOBIN       := $(shell $(GO) env GOPATH)/bin
 STATICCHECK ?= $(GOBIN)/staticcheck
 
-.PHONY: all build test lint demo e2e fixtures bench check deps deb clean
+.PHONY: all build test lint demo e2e e2e-long fixtures bench check deps deb clean
 
 all: build
 
@@ -34,6 +34,10 @@ demo: build
 ## e2e: the real-kernel suite in the qemu test guest (see docs/testing.md)
 e2e:
 	./e2e/run-e2e.sh
+
+## e2e-long: the real-kernel tests too long for CI (e2e/underfire: floods, a slow PV, EIO under keel.service)
+e2e-long:
+	E2E_PKGS=./e2e/underfire ./e2e/run-e2e.sh
 
 ## fixtures: re-capture the host-side test data from the real kernel
 fixtures:
