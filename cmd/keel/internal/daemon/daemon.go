@@ -31,15 +31,24 @@ import (
 )
 
 // Daemon is keel run: it keeps the host converged, passing whenever the
-// desired state, lvm.conf or a bcache device changes, and every Resync.
+// desired state, lvm.conf, LVM metadata or a block device changes (the
+// change signal, signal.go), and every Resync.
 type Daemon struct {
 	Loop *converge.Loop
 	Log  hclog.Logger
 	// LVMConfPath is watched so a package upgrade that resets lvm.conf is
 	// re-asserted at once.
 	LVMConfPath string
-	// Resync is the period of unconditional passes (default 5m).
+	// Resync is the period of unconditional passes, the safety net behind
+	// the change signal (default 1h).
 	Resync time.Duration
+	// Poll is the period of the LVM metadata stamp reads (default 10s).
+	Poll time.Duration
+	// Stamp reads a PV's LVM metadata stamp; nil turns the poll off.
+	Stamp StampFunc
+	// EventGap is the least time between two passes started by block
+	// uevents while they keep coming (default 2s).
+	EventGap time.Duration
 	// Debounce delays a pass after a trigger so a burst of them from
 	// several sources is one pass (default 20ms; the file watches have
 	// already waited for 100ms of quiet and compared the content by then).
@@ -62,6 +71,9 @@ type Daemon struct {
 	// wipeTextfile is the textfile path publishWipes writes to while a
 	// safe removal runs (set when it starts).
 	wipeTextfile atomic.Value
+	// pvDevs are the PV device paths of the last probe ([]string), whose
+	// metadata stamps pollMetadata reads.
+	pvDevs atomic.Value
 }
 
 type trigger struct {
@@ -77,7 +89,13 @@ type trigger struct {
 // ready, passes once and then serves triggers until ctx ends.
 func (d *Daemon) Run(ctx context.Context) error {
 	if d.Resync <= 0 {
-		d.Resync = 5 * time.Minute
+		d.Resync = time.Hour
+	}
+	if d.Poll <= 0 {
+		d.Poll = 10 * time.Second
+	}
+	if d.EventGap <= 0 {
+		d.EventGap = 2 * time.Second
 	}
 	if d.Debounce <= 0 {
 		d.Debounce = 20 * time.Millisecond
@@ -101,6 +119,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.load(d.Loop.Read())
 	if stop := d.startUevents(ctx, send); stop != nil {
 		defer stop()
+	}
+	if d.Stamp != nil {
+		poll := time.NewTicker(d.Poll)
+		defer poll.Stop()
+		go d.pollMetadata(ctx, poll.C, d.Stamp, send)
 	}
 
 	// READY as soon as keel listens: the first pass can be long (a pool to
@@ -268,25 +291,33 @@ func (d *Daemon) startWatches(ctx context.Context, send func(trigger)) {
 	}
 }
 
-// startUevents listens to kernel uevents for bcache registrations; it
-// returns the function that closes the listener (nil when none runs).
+// startUevents listens to kernel uevents: bcache registrations take the
+// fast path at once, every other block device event is coalesced
+// (blockEvents). It returns the function that closes the listener (nil when
+// none runs).
 func (d *Daemon) startUevents(ctx context.Context, send func(trigger)) func() {
 	if d.NoUevents {
 		return nil
 	}
 	l, err := uevent.Listen()
 	if err != nil {
-		d.Log.Error("no kernel uevents: bcache re-registrations wait for the resync", "err", err)
+		d.Log.Error("no kernel uevents: bcache re-registrations and device-mapper changes wait for the metadata poll or the resync", "err", err)
 		return nil
 	}
+	q := make(eventQueue, 1)
+	go blockEvents(ctx, q, d.EventGap, func(why string) { send(trigger{why: why}) })
 	go l.Run(ctx, func(e uevent.Event) {
-		if e.BcacheRegistered() {
+		switch {
+		case e.BcacheRegistered():
 			d.Log.Info("bcache device registered", "devpath", e.DevPath, "cached_uuid", e.Env["CACHED_UUID"])
 			send(trigger{why: "bcache device " + e.Action, fast: true})
+		case blockEvent(e):
+			d.Log.Trace("block uevent", "action", e.Action, "devpath", e.DevPath)
+			q.offer("block device " + e.Action + " " + e.Env["DEVNAME"])
 		}
 	}, func(err error) {
 		d.Log.Warn("uevent", "err", err)
-		send(trigger{why: "uevents lost"})
+		q.offer("uevents lost")
 	})
 	return func() { l.Close() }
 }
@@ -504,6 +535,9 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 		}
 	}
 	d.levels = levels
+	if err == nil {
+		d.notePVs(res.Host)
+	}
 	ts := d.tracker.Update(findings)
 	alerts.Log(d.Log, ts)
 	var desiredAlerts schema.Alerts
@@ -526,7 +560,8 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 	}
 	cpu := cpuNow().sub(cpu0)
 	d.Log.Info("pass done", "why", why, "took", converge.Since(start), "status", s,
-		"cpu_self", cpu.self.Round(time.Millisecond).String(), "cpu_children", cpu.children.Round(time.Millisecond).String())
+		"cpu_self", cpu.self.Round(time.Millisecond).String(), "cpu_children", cpu.children.Round(time.Millisecond).String(),
+		"lvm_digest", lvmDigest(res.Host))
 	return s
 }
 
