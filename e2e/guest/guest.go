@@ -117,6 +117,31 @@ func (r *Result) RequireOK(t testing.TB) {
 	}
 }
 
+// Verdicts logs every "PASS: " line of the scenario's output and fails t
+// with every "FAIL: " line, the convention of the scenario scripts.
+func (r *Result) Verdicts(t testing.TB) {
+	t.Helper()
+	for _, line := range strings.Split(r.Output, "\n") {
+		switch {
+		case strings.HasPrefix(line, "PASS: "):
+			t.Log(line)
+		case strings.HasPrefix(line, "FAIL: "):
+			t.Error(line)
+		}
+	}
+}
+
+// RepoFile reads the file at path p (slash-separated, from the repository
+// root) of the keel checkout, failing t when it cannot.
+func RepoFile(t testing.TB, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(RepoRoot(t), filepath.FromSlash(p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // Machine is a guest whose disks (and, for the Systemd flavour, root disk)
 // persist across boots, which is how reboots are tested.
 type Machine struct {

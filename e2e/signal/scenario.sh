@@ -123,7 +123,7 @@ change "lvchange -an" lvchange -q -an sigvg/new1
 change "lvremove (after lvchange -ay)" sh -c 'lvchange -q -ay sigvg/new1 && sleep 0.5 && lvremove -q -y sigvg/new1'
 change "pvcreate (fresh disk)" pvcreate -q "$hd"
 change "vgextend" vgextend -q sigvg "$hd"
-change "pvmove" pvmove -q -i0 -n act "$nv" "$hd"
+change "pvmove" pvmove -q -n act "$nv" "$hd"
 
 echo "== bcache re-registration (the kernel forgets the tunables)"
 quiet 3

@@ -10,9 +10,6 @@
 package signal
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,14 +17,6 @@ import (
 )
 
 func TestChangeSignal(t *testing.T) {
-	root := guest.RepoRoot(t)
-	read := func(p string) []byte {
-		b, err := os.ReadFile(filepath.Join(root, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	res := guest.Run(t, guest.Spec{
 		Disks: []guest.Disk{
 			{Kind: guest.NVMe, Size: "8G", Serial: "nvme0"},
@@ -35,21 +24,14 @@ func TestChangeSignal(t *testing.T) {
 			{Kind: guest.SSD, Size: "2G", Serial: "ssd2"},
 			{Kind: guest.HDD, Size: "4G", Serial: "hdd3"},
 		},
-		Script: string(read("e2e/signal/scenario.sh")),
+		Script: string(guest.RepoFile(t, "e2e/signal/scenario.sh")),
 		Files: map[string][]byte{
-			"stacks.sh":          read("e2e/scenarios/stacks.sh"),
-			"desired/bcache.cue": read("e2e/apply/desired/bcache.cue"),
+			"stacks.sh":          guest.RepoFile(t, "e2e/scenarios/stacks.sh"),
+			"desired/bcache.cue": guest.RepoFile(t, "e2e/apply/desired/bcache.cue"),
 		},
-		Keel: true, Timeout: 8 * time.Minute,
+		Keel: true, Timeout: 10 * time.Minute,
 	})
-	for _, line := range strings.Split(res.Output, "\n") {
-		switch {
-		case strings.HasPrefix(line, "PASS: "):
-			t.Log(line)
-		case strings.HasPrefix(line, "FAIL: "):
-			t.Error(line)
-		}
-	}
+	res.Verdicts(t)
 	for _, f := range []string{"reaction-ms.txt", "idle-cpu.txt"} {
 		if b, err := res.File(f); err == nil {
 			t.Logf("%s:\n%s", f, b)
