@@ -83,6 +83,15 @@ type trigger struct {
 	// and change uevents come within tens of milliseconds, and its tunables
 	// are wanted at once.
 	fast bool
+	// done are closed when the pass serving the trigger has ended.
+	done []chan struct{}
+}
+
+// finish tells whoever waits on t that its pass has ended.
+func (t trigger) finish() {
+	for _, c := range t.done {
+		close(c)
+	}
 }
 
 // Run loads the desired state, starts its watches, tells systemd it is
@@ -106,18 +115,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer cancel()
 	d.publishWipeProgress(ctx)
 	triggers := make(chan trigger, 64)
-	send := func(t trigger) {
+	trySend := func(t trigger) bool {
 		select {
 		case triggers <- t:
+			return true
 		default: // a pass is queued already; it will see the change
+			return false
 		}
 	}
+	send := func(t trigger) { trySend(t) }
 
 	// The watches first, then the read: a desired state written while keel
 	// starts is either in what it reads or a change the watch reports.
 	d.startWatches(ctx, send)
 	d.load(d.Loop.Read())
-	if stop := d.startUevents(ctx, send); stop != nil {
+	if stop := d.startUevents(ctx, trySend); stop != nil {
 		defer stop()
 	}
 	if d.Stamp != nil {
@@ -159,6 +171,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 			t = drain(t, triggers)
 			notify.Status(d.serve(ctx, t.reload, t.fast, t.why))
+			t.finish()
 		case <-resync.C:
 			notify.Status(d.safePass(ctx, "resync"))
 		}
@@ -189,6 +202,7 @@ func drain(t trigger, queued <-chan trigger) trigger {
 		case t2 := <-queued:
 			t.reload = t.reload || t2.reload
 			t.fast = t.fast || t2.fast
+			t.done = append(t.done, t2.done...)
 		default:
 			return t
 		}
@@ -295,7 +309,7 @@ func (d *Daemon) startWatches(ctx context.Context, send func(trigger)) {
 // fast path at once, every other block device event is coalesced
 // (blockEvents). It returns the function that closes the listener (nil when
 // none runs).
-func (d *Daemon) startUevents(ctx context.Context, send func(trigger)) func() {
+func (d *Daemon) startUevents(ctx context.Context, send func(trigger) bool) func() {
 	if d.NoUevents {
 		return nil
 	}
@@ -305,7 +319,13 @@ func (d *Daemon) startUevents(ctx context.Context, send func(trigger)) func() {
 		return nil
 	}
 	q := make(eventQueue, 1)
-	go blockEvents(ctx, q, d.EventGap, func(why string) { send(trigger{why: why}) })
+	go blockEvents(ctx, q, d.EventGap, func(why string) <-chan struct{} {
+		done := make(chan struct{})
+		if !send(trigger{why: why, done: []chan struct{}{done}}) {
+			close(done) // a queued pass, not started yet, serves it
+		}
+		return done
+	})
 	go l.Run(ctx, func(e uevent.Event) {
 		switch {
 		case e.BcacheRegistered():

@@ -22,8 +22,8 @@ import (
 //     dm_kobject_uevent), so every activation change is heard; and udev's
 //     watch on disks (60-block.rules, OPTIONS+="watch") makes the kernel emit
 //     a change uevent when a writer closes a disk, which covers pvcreate on
-//     a fresh disk. They are coalesced (blockEvents): at most one pass per
-//     EventGap while they keep coming, and always one after the last.
+//     a fresh disk. They are coalesced (blockEvents): while they keep coming,
+//     a pass, then EventGap of sleep, then the next; and always one after the last.
 //   - the LVM metadata stamp (probes.MetadataStamp) of every PV the last
 //     pass saw, polled every Poll: each LVM commit rewrites the metadata
 //     area headers of every PV of the VG, so changes that touch no
@@ -41,12 +41,14 @@ func (q eventQueue) offer(why string) {
 	}
 }
 
-// blockEvents turns the reasons offered on q into calls of fire, at most
-// one per gap: the first at once, later ones gap after the previous fire.
-// A reason offered at any time is followed by a fire that starts after it,
-// so the last of a burst always gets its pass; a flood of N events in T
-// costs at most T/gap + 1 passes.
-func blockEvents(ctx context.Context, q eventQueue, gap time.Duration, fire func(why string)) {
+// blockEvents turns the reasons offered on q into passes: fire starts one
+// and returns a channel closed when it has ended. The first reason fires at
+// once; a later one fires gap after the previous pass ended. A reason
+// offered at any time is followed by a pass that starts after it (what came
+// during the wait is folded into the next pass), so the last of a burst
+// always gets its pass; a flood of events lasting T costs at most T/(P+gap)
+// + 2 passes of P each, and keel sleeps at least gap between them.
+func blockEvents(ctx context.Context, q eventQueue, gap time.Duration, fire func(why string) <-chan struct{}) {
 	var last time.Time
 	for {
 		var why string
@@ -62,13 +64,17 @@ func blockEvents(ctx context.Context, q eventQueue, gap time.Duration, fire func
 			case <-time.After(wait):
 			}
 		}
-		// Fold what came during the wait into this pass: it starts after.
 		select {
 		case <-q:
 		default:
 		}
+		done := fire(why)
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+		}
 		last = time.Now()
-		fire(why)
 	}
 }
 

@@ -16,43 +16,54 @@ import (
 	"github.com/keel-storage/keel/reconcile/converge"
 )
 
-// A flood of block uevents costs a bounded number of passes, and the last
-// event is always followed by one that starts after it.
+// A flood of block uevents costs a bounded number of passes, keel sleeps
+// the gap between two of them, and the last event is always followed by a
+// pass that starts after it.
 func TestBlockEventsBounded(t *testing.T) {
-	const gap = 100 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	q := make(eventQueue, 1)
-	var mu sync.Mutex
-	var fires []time.Time
-	go blockEvents(ctx, q, gap, func(string) {
-		mu.Lock()
-		fires = append(fires, time.Now())
-		mu.Unlock()
-	})
-	start := time.Now()
-	for i := 0; i < 1000; i++ {
-		q.offer("block device change dm-1")
-		time.Sleep(time.Millisecond)
-	}
-	last := time.Now()
-	flood := last.Sub(start)
-	time.Sleep(3 * gap)
-	mu.Lock()
-	defer mu.Unlock()
-	if max := int(flood/gap) + 2; len(fires) > max {
-		t.Errorf("%d passes for 1000 events in %v, want at most %d", len(fires), flood, max)
-	}
-	if len(fires) < 2 {
-		t.Fatalf("%d passes for a flood of %v, want one per %v", len(fires), flood, gap)
-	}
-	if !fires[len(fires)-1].After(last) {
-		t.Errorf("the last pass started %v before the last event", last.Sub(fires[len(fires)-1]))
-	}
-	for i := 1; i < len(fires); i++ {
-		if d := fires[i].Sub(fires[i-1]); d < gap-5*time.Millisecond {
-			t.Errorf("passes %d and %d %v apart, want at least %v", i-1, i, d, gap)
+	for _, pass := range []time.Duration{0, 150 * time.Millisecond} {
+		const gap = 100 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		q := make(eventQueue, 1)
+		var mu sync.Mutex
+		var starts, ends []time.Time
+		go blockEvents(ctx, q, gap, func(string) <-chan struct{} {
+			mu.Lock()
+			starts = append(starts, time.Now())
+			mu.Unlock()
+			done := make(chan struct{})
+			time.AfterFunc(pass, func() {
+				mu.Lock()
+				ends = append(ends, time.Now())
+				mu.Unlock()
+				close(done)
+			})
+			return done
+		})
+		start := time.Now()
+		for i := 0; i < 1000; i++ {
+			q.offer("block device change dm-1")
+			time.Sleep(time.Millisecond)
 		}
+		last := time.Now()
+		flood := last.Sub(start)
+		time.Sleep(3*gap + 2*pass)
+		cancel()
+		mu.Lock()
+		if max := int(flood/(gap+pass)) + 2; len(starts) > max {
+			t.Errorf("pass %v: %d passes for 1000 events in %v, want at most %d", pass, len(starts), flood, max)
+		}
+		if len(starts) < 2 {
+			t.Fatalf("pass %v: %d passes for a flood of %v", pass, len(starts), flood)
+		}
+		if !starts[len(starts)-1].After(last) {
+			t.Errorf("pass %v: the last pass started %v before the last event", pass, last.Sub(starts[len(starts)-1]))
+		}
+		for i := 1; i < len(starts); i++ {
+			if d := starts[i].Sub(ends[i-1]); d < gap-5*time.Millisecond {
+				t.Errorf("pass %v: pass %d started %v after the end of the one before, want at least %v", pass, i, d, gap)
+			}
+		}
+		mu.Unlock()
 	}
 }
 
