@@ -46,8 +46,9 @@ type Daemon struct {
 	Poll time.Duration
 	// Stamp reads a PV's LVM metadata stamp; nil turns the poll off.
 	Stamp StampFunc
-	// EventGap is the least time between two passes started by block
-	// uevents while they keep coming (default 2s).
+	// EventGap is the least time from the end of a pass started by block
+	// uevents to the start of the next one while they keep coming (default
+	// 2s).
 	EventGap time.Duration
 	// Debounce delays a pass after a trigger so a burst of them from
 	// several sources is one pass (default 20ms; the file watches have
