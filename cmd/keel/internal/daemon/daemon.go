@@ -327,15 +327,9 @@ func (d *Daemon) startUevents(ctx context.Context, send func(trigger) bool) func
 		}
 		return done
 	})
+	later := func(f func()) { time.AfterFunc(bcacheRemoveDelay, f) }
 	go l.Run(ctx, func(e uevent.Event) {
-		switch {
-		case e.BcacheRegistered():
-			d.Log.Info("bcache device registered", "devpath", e.DevPath, "cached_uuid", e.Env["CACHED_UUID"])
-			send(trigger{why: "bcache device " + e.Action, fast: true})
-		case blockEvent(e):
-			d.Log.Trace("block uevent", "action", e.Action, "devpath", e.DevPath)
-			q.offer("block device " + e.Action + " " + e.Env["DEVNAME"])
-		}
+		d.onUevent(e, send, q, later)
 	}, func(err error) {
 		d.Log.Warn("uevent", "err", err)
 		q.offer("uevents lost")

@@ -92,6 +92,31 @@ func blockEvent(e uevent.Event) bool {
 	return false
 }
 
+// bcacheRemoveDelay holds back the pass for a bcache device's removal: a
+// stop and re-registration removes and adds it within a second or two, and
+// the add's fast path (tunables at once) must not wait behind a full pass
+// the remove would have started. A device gone for good is seen this much
+// later.
+const bcacheRemoveDelay = 10 * time.Second
+
+// onUevent routes one kernel uevent: a bcache registration to the fast
+// path, a bcache device's removal to the coalescer after
+// bcacheRemoveDelay (later runs a function after it), any other block
+// device event to the coalescer at once.
+func (d *Daemon) onUevent(e uevent.Event, send func(trigger) bool, q eventQueue, later func(func())) {
+	why := "block device " + e.Action + " " + e.Env["DEVNAME"]
+	switch {
+	case e.BcacheRegistered():
+		d.Log.Info("bcache device registered", "devpath", e.DevPath, "cached_uuid", e.Env["CACHED_UUID"])
+		send(trigger{why: "bcache device " + e.Action, fast: true})
+	case blockEvent(e) && e.Action == "remove" && strings.HasPrefix(e.Env["DEVNAME"], "bcache"):
+		later(func() { q.offer(why) })
+	case blockEvent(e):
+		d.Log.Trace("block uevent", "action", e.Action, "devpath", e.DevPath)
+		q.offer(why)
+	}
+}
+
 // StampFunc reads the LVM metadata stamp of the PV at dev
 // (probes.MetadataStamp through the daemon's file root).
 type StampFunc func(dev string) (string, error)

@@ -84,6 +84,38 @@ func TestBlockEvent(t *testing.T) {
 	}
 }
 
+// A bcache registration goes to the fast path, a bcache device's removal
+// to the coalescer only later (so a re-registration's fast path is not held
+// up by a full pass), any other block event to the coalescer at once.
+func TestOnUevent(t *testing.T) {
+	d := &Daemon{Log: hclog.NewNullLogger()}
+	for _, c := range []struct {
+		e                  uevent.Event
+		fast, queued, late bool
+	}{
+		{e: uevent.Event{Action: "add", Subsystem: "block", Env: map[string]string{"DEVNAME": "bcache0"}}, fast: true},
+		{e: uevent.Event{Action: "remove", Subsystem: "block", Env: map[string]string{"DEVNAME": "bcache0"}}, late: true},
+		{e: uevent.Event{Action: "add", Subsystem: "block", Env: map[string]string{"DEVNAME": "dm-3"}}, queued: true},
+		{e: uevent.Event{Action: "change", Subsystem: "block", Env: map[string]string{"DEVNAME": "nvme0n1"}}, queued: true},
+		{e: uevent.Event{Action: "add", Subsystem: "net", Env: map[string]string{"DEVNAME": "eth0"}}},
+	} {
+		q := make(eventQueue, 1)
+		var fast bool
+		var late func()
+		d.onUevent(c.e, func(tr trigger) bool { fast = tr.fast; return true }, q, func(f func()) { late = f })
+		queued := len(q) == 1
+		if fast != c.fast || queued != c.queued || (late != nil) != c.late {
+			t.Errorf("%s %s: fast %v queued %v late %v, want %v %v %v", c.e.Action, c.e.Env["DEVNAME"], fast, queued, late != nil, c.fast, c.queued, c.late)
+		}
+		if late != nil {
+			late()
+			if len(q) != 1 {
+				t.Errorf("%s %s: not queued after the delay", c.e.Action, c.e.Env["DEVNAME"])
+			}
+		}
+	}
+}
+
 // fakeStamps is a StampFunc over a map the test changes.
 type fakeStamps struct {
 	mu sync.Mutex
