@@ -25,6 +25,9 @@ const (
 	mdaHeaderSize   = 512
 	// lvmInitialCRC is INITIAL_CRC of lvm2's lib/misc/crc.h.
 	lvmInitialCRC = 0xf597a6cf
+	// headRead is the first read of a PV: the label sectors and the
+	// default first metadata area header (at 4096).
+	headRead = 2 * 4096
 	// maxAreas bounds the disk_locn lists of a pv_header (LVM writes one
 	// data area and at most two metadata areas).
 	maxAreas = 8
@@ -167,15 +170,17 @@ func ParseMDAHeader(b []byte) (MDAHeader, error) {
 
 // MetadataStamp reads, through fsys, the LVM label and every metadata area
 // header of the PV at dev, and returns the label sector's bytes and each
-// header's raw_locns (or why it does not parse): two reads of a few KiB
-// with O_DIRECT (DirFS.ReadAt), the way LVM itself reads and writes them
+// header's raw_locns (or why it does not parse): one 8 KiB read with
+// O_DIRECT (a second for a metadata area further in) (DirFS.ReadAt), the way LVM itself reads and writes them
 // (lvm2 lib/device/bcache.c opens devices O_DIRECT), so no stale page cache
 // hides a commit. The stamp changes whenever LVM commits metadata to the
 // PV's VG (each in-use metadata area gets a new header) or relabels the PV;
 // a device without a label stamps as "no label". A read that fails (the
 // device gone, EIO) is an error naming the device.
 func MetadataStamp(fsys FS, dev string) (string, error) {
-	head, err := fsys.ReadAt(dev, 0, directAlign)
+	// One read covers the label and, where pvcreate puts it by default, the
+	// first metadata area's header at 4 KiB: one system call set per PV.
+	head, err := fsys.ReadAt(dev, 0, headRead)
 	if err != nil {
 		return "", fmt.Errorf("lvm label of %s: %w", dev, err)
 	}
@@ -193,8 +198,8 @@ func MetadataStamp(fsys FS, dev string) (string, error) {
 		// alignment (directAlign), so read the aligned block around it.
 		base := int64(a.Offset) &^ (directAlign - 1)
 		var blk []byte
-		if base == 0 {
-			blk = head
+		if a.Offset+mdaHeaderSize <= uint64(len(head)) {
+			blk, base = head, 0
 		} else if blk, err = fsys.ReadAt(dev, base, directAlign); err != nil {
 			return "", fmt.Errorf("lvm metadata area header of %s at %d: %w", dev, a.Offset, err)
 		}

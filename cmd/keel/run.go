@@ -25,7 +25,7 @@ func init() {
 // runDaemon implements keel run. It returns only on SIGTERM or SIGINT
 // (exit 0) or when it cannot start (exit 2).
 func runDaemon(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", "keel run [-c PATH] [--resync 1h] [--poll 10s] [--textfile FILE]",
+	fs := newFlags("run", "keel run [-c PATH] [--resync 1h] [--poll 30s] [--textfile FILE]",
 		"Keeps the host converged: passes on desired-state and lvm.conf changes, on block device",
 		"uevents (device-mapper devices created, removed or resumed; bcache registrations), when the",
 		"LVM metadata headers of a PV change (read every --poll: an LVM commit on an inactive LV),",
@@ -35,7 +35,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	var configs multiFlag
 	desiredFlag(fs, &configs)
 	resync := fs.Duration("resync", time.Hour, "pass at least this often, changes seen or not")
-	poll := fs.Duration("poll", 10*time.Second, "read the LVM metadata headers of every PV this often; 0 turns the poll off")
+	poll := fs.Duration("poll", 30*time.Second, "read the LVM metadata headers of every PV this often; 0 turns the poll off")
 	textfile := fs.String("textfile", "", "write Prometheus metrics to `FILE` (overrides alerts.textfile)")
 	lvmConf := fs.String("lvm-conf", lvmconf.DefaultPath, "the lvm.conf to keep and watch")
 	level := fs.String("log-level", "info", "log `level`: trace, debug, info, warn, error")

@@ -21,7 +21,8 @@ flunk() {
 	echo "FAIL: $*"
 	fail=1
 }
-# LIMIT: the metadata poll (10 s by default) plus a full pass under TCG
+# LIMIT: the metadata poll (--poll 10s where only it can see a change) plus
+# a full pass under TCG
 # (fullreport takes 2-5 s there) plus a margin.
 LIMIT=${LIMIT:-25}
 LOG=$OUT/daemon.log
@@ -173,7 +174,7 @@ echo "== the metadata poll alone (--no-uevents): metadata-only changes"
 # them (no udevd, a PV on a device without the watch, lost events) the
 # poll of the PVs' metadata headers must see them.
 LOG=$OUT/daemon-poll.log
-"$KEEL" run -c /etc/keel --textfile "$OUT/keel.prom" --resync 1h --no-uevents >"$LOG" 2>&1 &
+"$KEEL" run -c /etc/keel --textfile "$OUT/keel.prom" --resync 1h --poll 10s --no-uevents >"$LOG" 2>&1 &
 dpid=$!
 for i in $(seq 300); do [ "$(passes)" -ge 1 ] && break; sleep 0.1; done
 quiet 12 || flunk "poll: the daemon did not go quiet after its start"

@@ -42,7 +42,7 @@ type Daemon struct {
 	// Resync is the period of unconditional passes, the safety net behind
 	// the change signal (default 1h).
 	Resync time.Duration
-	// Poll is the period of the LVM metadata stamp reads (default 10s).
+	// Poll is the period of the LVM metadata stamp reads (default 30s).
 	Poll time.Duration
 	// Stamp reads a PV's LVM metadata stamp; nil turns the poll off.
 	Stamp StampFunc
@@ -102,7 +102,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.Resync = time.Hour
 	}
 	if d.Poll <= 0 {
-		d.Poll = 10 * time.Second
+		d.Poll = 30 * time.Second
 	}
 	if d.EventGap <= 0 {
 		d.EventGap = 2 * time.Second
