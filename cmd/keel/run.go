@@ -25,14 +25,17 @@ func init() {
 // runDaemon implements keel run. It returns only on SIGTERM or SIGINT
 // (exit 0) or when it cannot start (exit 2).
 func runDaemon(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", "keel run [-c PATH] [--resync 5m] [--textfile FILE]",
-		"Keeps the host converged: passes on desired-state and lvm.conf changes, on bcache",
-		"registrations (kernel uevents), on SIGHUP (reload) and every --resync. Logs to the journal",
-		"when stderr is the journal, else to stderr. See docs/daemon.md.",
+	fs := newFlags("run", "keel run [-c PATH] [--resync 1h] [--poll 30s] [--textfile FILE]",
+		"Keeps the host converged: passes on desired-state and lvm.conf changes, on block device",
+		"uevents (device-mapper devices created, removed or resumed; bcache registrations), when the",
+		"LVM metadata headers of a PV change (read every --poll: an LVM commit on an inactive LV),",
+		"on SIGHUP (reload) and every --resync, the safety net. Logs to the journal when stderr is",
+		"the journal, else to stderr. See docs/daemon.md, \"The change signal\".",
 		"Exit status: 0 after SIGTERM or SIGINT, 2 could not start (bad flags, not root).")
 	var configs multiFlag
 	desiredFlag(fs, &configs)
-	resync := fs.Duration("resync", 5*time.Minute, "pass at least this often, events or not")
+	resync := fs.Duration("resync", time.Hour, "pass at least this often, changes seen or not")
+	poll := fs.Duration("poll", 30*time.Second, "read the LVM metadata headers of every PV this often; 0 turns the poll off")
 	textfile := fs.String("textfile", "", "write Prometheus metrics to `FILE` (overrides alerts.textfile)")
 	lvmConf := fs.String("lvm-conf", lvmconf.DefaultPath, "the lvm.conf to keep and watch")
 	level := fs.String("log-level", "info", "log `level`: trace, debug, info, warn, error")
@@ -94,7 +97,10 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	d := &daemon.Daemon{Loop: a, Log: log, LVMConfPath: *lvmConf, Resync: *resync, Textfile: *textfile,
-		NoUevents: *noUevents, Reload: hup, Audit: *audit, Liveness: live}
+		NoUevents: *noUevents, Reload: hup, Audit: *audit, Liveness: live, Poll: *poll}
+	if *poll > 0 {
+		d.Stamp = func(dev string) (string, error) { return probes.MetadataStamp(src.FS, dev) }
+	}
 	if err := d.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("keel run stopped", "err", err)
 		return exitError

@@ -31,15 +31,25 @@ import (
 )
 
 // Daemon is keel run: it keeps the host converged, passing whenever the
-// desired state, lvm.conf or a bcache device changes, and every Resync.
+// desired state, lvm.conf, LVM metadata or a block device changes (the
+// change signal, signal.go), and every Resync.
 type Daemon struct {
 	Loop *converge.Loop
 	Log  hclog.Logger
 	// LVMConfPath is watched so a package upgrade that resets lvm.conf is
 	// re-asserted at once.
 	LVMConfPath string
-	// Resync is the period of unconditional passes (default 5m).
+	// Resync is the period of unconditional passes, the safety net behind
+	// the change signal (default 1h).
 	Resync time.Duration
+	// Poll is the period of the LVM metadata stamp reads (default 30s).
+	Poll time.Duration
+	// Stamp reads a PV's LVM metadata stamp; nil turns the poll off.
+	Stamp StampFunc
+	// EventGap is the least time from the end of a pass started by block
+	// uevents to the start of the next one while they keep coming (default
+	// 2s).
+	EventGap time.Duration
 	// Debounce delays a pass after a trigger so a burst of them from
 	// several sources is one pass (default 20ms; the file watches have
 	// already waited for 100ms of quiet and compared the content by then).
@@ -68,6 +78,9 @@ type Daemon struct {
 	wipeTextfile atomic.Value
 	// passing is set while the loop runs a pass.
 	passing atomic.Bool
+	// pvDevs are the PV device paths of the last probe ([]string), whose
+	// metadata stamps pollMetadata reads.
+	pvDevs atomic.Value
 }
 
 type trigger struct {
@@ -77,13 +90,28 @@ type trigger struct {
 	// and change uevents come within tens of milliseconds, and its tunables
 	// are wanted at once.
 	fast bool
+	// done are closed when the pass serving the trigger has ended.
+	done []chan struct{}
+}
+
+// finish tells whoever waits on t that its pass has ended.
+func (t trigger) finish() {
+	for _, c := range t.done {
+		close(c)
+	}
 }
 
 // Run loads the desired state, starts its watches, tells systemd it is
 // ready, passes once and then serves triggers until ctx ends.
 func (d *Daemon) Run(ctx context.Context) error {
 	if d.Resync <= 0 {
-		d.Resync = 5 * time.Minute
+		d.Resync = time.Hour
+	}
+	if d.Poll <= 0 {
+		d.Poll = 30 * time.Second
+	}
+	if d.EventGap <= 0 {
+		d.EventGap = 2 * time.Second
 	}
 	if d.Debounce <= 0 {
 		d.Debounce = 20 * time.Millisecond
@@ -94,19 +122,27 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer cancel()
 	d.publishWipeProgress(ctx)
 	triggers := make(chan trigger, 64)
-	send := func(t trigger) {
+	trySend := func(t trigger) bool {
 		select {
 		case triggers <- t:
+			return true
 		default: // a pass is queued already; it will see the change
+			return false
 		}
 	}
+	send := func(t trigger) { trySend(t) }
 
 	// The watches first, then the read: a desired state written while keel
 	// starts is either in what it reads or a change the watch reports.
 	d.startWatches(ctx, send)
 	d.load(d.Loop.Read())
-	if stop := d.startUevents(ctx, send); stop != nil {
+	if stop := d.startUevents(ctx, trySend); stop != nil {
 		defer stop()
+	}
+	if d.Stamp != nil {
+		poll := time.NewTicker(d.Poll)
+		defer poll.Stop()
+		go d.pollMetadata(ctx, poll.C, d.Stamp, send)
 	}
 
 	// READY as soon as keel listens: the first pass can be long (a pool to
@@ -145,6 +181,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 			t = drain(t, triggers)
 			notify.Status(d.busy(func() string { return d.serve(ctx, t.reload, t.fast, t.why) }))
+			t.finish()
 		case <-resync.C:
 			notify.Status(d.busy(func() string { return d.safePass(ctx, "resync") }))
 		}
@@ -182,6 +219,7 @@ func drain(t trigger, queued <-chan trigger) trigger {
 		case t2 := <-queued:
 			t.reload = t.reload || t2.reload
 			t.fast = t.fast || t2.fast
+			t.done = append(t.done, t2.done...)
 		default:
 			return t
 		}
@@ -284,25 +322,33 @@ func (d *Daemon) startWatches(ctx context.Context, send func(trigger)) {
 	}
 }
 
-// startUevents listens to kernel uevents for bcache registrations; it
-// returns the function that closes the listener (nil when none runs).
-func (d *Daemon) startUevents(ctx context.Context, send func(trigger)) func() {
+// startUevents listens to kernel uevents: bcache registrations take the
+// fast path at once, every other block device event is coalesced
+// (blockEvents). It returns the function that closes the listener (nil when
+// none runs).
+func (d *Daemon) startUevents(ctx context.Context, send func(trigger) bool) func() {
 	if d.NoUevents {
 		return nil
 	}
 	l, err := uevent.Listen()
 	if err != nil {
-		d.Log.Error("no kernel uevents: bcache re-registrations wait for the resync", "err", err)
+		d.Log.Error("no kernel uevents: bcache re-registrations and device-mapper changes wait for the metadata poll or the resync", "err", err)
 		return nil
 	}
-	go l.Run(ctx, func(e uevent.Event) {
-		if e.BcacheRegistered() {
-			d.Log.Info("bcache device registered", "devpath", e.DevPath, "cached_uuid", e.Env["CACHED_UUID"])
-			send(trigger{why: "bcache device " + e.Action, fast: true})
+	q := make(eventQueue, 1)
+	go blockEvents(ctx, q, d.EventGap, func(why string) <-chan struct{} {
+		done := make(chan struct{})
+		if !send(trigger{why: why, done: []chan struct{}{done}}) {
+			close(done) // a queued pass, not started yet, serves it
 		}
+		return done
+	})
+	later := func(f func()) { time.AfterFunc(bcacheRemoveDelay, f) }
+	go l.Run(ctx, func(e uevent.Event) {
+		d.onUevent(e, send, q, later)
 	}, func(err error) {
 		d.Log.Warn("uevent", "err", err)
-		send(trigger{why: "uevents lost"})
+		q.offer("uevents lost")
 	})
 	return func() { l.Close() }
 }
@@ -520,6 +566,9 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 		}
 	}
 	d.levels = levels
+	if err == nil {
+		d.notePVs(res.Host)
+	}
 	ts := d.tracker.Update(findings)
 	alerts.Log(d.Log, ts)
 	var desiredAlerts schema.Alerts
@@ -542,7 +591,8 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 	}
 	cpu := cpuNow().sub(cpu0)
 	d.Log.Info("pass done", "why", why, "took", converge.Since(start), "status", s,
-		"cpu_self", cpu.self.Round(time.Millisecond).String(), "cpu_children", cpu.children.Round(time.Millisecond).String())
+		"cpu_self", cpu.self.Round(time.Millisecond).String(), "cpu_children", cpu.children.Round(time.Millisecond).String(),
+		"lvm_digest", lvmDigest(res.Host))
 	return s
 }
 
