@@ -46,6 +46,10 @@ type Daemon struct {
 	Poll time.Duration
 	// Stamp reads a PV's LVM metadata stamp; nil turns the poll off.
 	Stamp StampFunc
+	// PoolKey reads the kernel's thin and VDO pool status, coarsely
+	// (probes.PoolStatusKey), at every Poll; a change starts a pass, so
+	// fill alerts and pool modes do not wait for the resync. Nil: not read.
+	PoolKey func(context.Context) (string, error)
 	// EventGap is the least time from the end of a pass started by block
 	// uevents to the start of the next one while they keep coming (default
 	// 2s).
@@ -139,7 +143,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if stop := d.startUevents(ctx, trySend); stop != nil {
 		defer stop()
 	}
-	if d.Stamp != nil {
+	if d.Stamp != nil || d.PoolKey != nil {
 		poll := time.NewTicker(d.Poll)
 		defer poll.Stop()
 		go d.pollMetadata(ctx, poll.C, d.Stamp, send)

@@ -125,20 +125,40 @@ type StampFunc func(dev string) (string, error)
 // and sends a trigger when any differs from the tick before, or is new. An
 // unreadable stamp (the device gone, EIO) is a stamp too, its error: it
 // passes once, and again only when the error changes, never in a loop.
+//
+// At the same ticks it reads PoolKey when set: the kernel's pools fill and
+// change mode with no uevent and no LVM commit, so a changed key (a whole
+// percent more data, a pool turned read-only) sends a trigger too. The
+// first reading is the baseline: the start pass has just read the pools.
 func (d *Daemon) pollMetadata(ctx context.Context, tick <-chan time.Time, stamp StampFunc, send func(trigger)) {
 	prev := map[string]string{}
+	var poolKey string
+	first := true
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick:
 		}
-		devs, _ := d.pvDevs.Load().([]string)
-		var changed []string
-		prev, changed = d.restamp(prev, devs, stamp)
-		if len(changed) > 0 {
-			d.Log.Info("lvm metadata changed", "pvs", strings.Join(changed, ","))
-			send(trigger{why: "lvm metadata changed"})
+		if stamp != nil {
+			devs, _ := d.pvDevs.Load().([]string)
+			var changed []string
+			prev, changed = d.restamp(prev, devs, stamp)
+			if len(changed) > 0 {
+				d.Log.Info("lvm metadata changed", "pvs", strings.Join(changed, ","))
+				send(trigger{why: "lvm metadata changed"})
+			}
+		}
+		if d.PoolKey != nil {
+			k, err := d.PoolKey(ctx)
+			if err != nil {
+				k = "error: " + err.Error() // passes once, like an unreadable stamp
+			}
+			if !first && k != poolKey {
+				d.Log.Info("pool status changed", "err", err)
+				send(trigger{why: "pool status changed"})
+			}
+			poolKey, first = k, false
 		}
 	}
 }

@@ -219,3 +219,51 @@ func TestDaemonPassesOnMetadataChange(t *testing.T) {
 		t.Errorf("pass done lines carry no lvm_digest:\n%s", log())
 	}
 }
+
+// The pool status read at each poll tick: the first reading is the
+// baseline, an unchanged key sends nothing, a changed one (a pool a
+// percent fuller, read-only, unreadable) sends one trigger.
+func TestPollPoolStatus(t *testing.T) {
+	keys := make(chan string, 8)
+	d := &Daemon{Log: hclog.NewNullLogger(), PoolKey: func(context.Context) (string, error) {
+		k := <-keys
+		if k == "EIO" {
+			return "", errors.New("dmsetup status: EIO")
+		}
+		return k, nil
+	}}
+	tick := make(chan time.Time)
+	sent := make(chan trigger, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go d.pollMetadata(ctx, tick, nil, func(t trigger) { sent <- t })
+	for i, c := range []struct {
+		key  string
+		want bool
+	}{
+		{"tp data 80%", false}, // baseline
+		{"tp data 80%", false},
+		{"tp data 81%", true},
+		{"tp data 81% ro", true},
+		{"EIO", true},
+		{"EIO", false},
+		{"tp data 81% ro", true},
+	} {
+		keys <- c.key
+		tick <- time.Now()
+		tick <- time.Now() // returns once the first reading (and its trigger) is done
+		keys <- c.key      // the second reading: the same key, no trigger
+		select {
+		case tr := <-sent:
+			if !c.want {
+				t.Errorf("step %d (%s): trigger %q, want none", i, c.key, tr.why)
+			} else if tr.why != "pool status changed" {
+				t.Errorf("step %d (%s): trigger %q", i, c.key, tr.why)
+			}
+		default:
+			if c.want {
+				t.Errorf("step %d (%s): no trigger", i, c.key)
+			}
+		}
+	}
+}
