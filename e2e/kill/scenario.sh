@@ -30,13 +30,16 @@
 #
 # Environment: KILL_ITERATIONS (default 9), KILL_SEED (default 1),
 # KILL_BUDGET (seconds; no new iteration starts once the loop has run that
-# long, 0: no bound). $OUT/done holds the number of iterations run.
+# long, 0: no bound), KILL_DEADLINE (epoch seconds; no new iteration starts
+# when the last one's length would pass it, 0: none). $OUT/done holds the
+# number of iterations run.
 # Writes $OUT/itN.* per iteration; e2e/kill/kill_test.go judges them. Prints
 # "ok:" / "FAIL:" lines for what it checks on the guest itself.
 set -uo pipefail
 N=${KILL_ITERATIONS:-9}
 SEED=${KILL_SEED:-1}
 BUDGET=${KILL_BUDGET:-0}
+DEADLINE=${KILL_DEADLINE:-0}
 RANDOM=$SEED
 nv=$(disk nvme0) || exit 2
 hd=$(disk hdd1) || exit 2
@@ -169,6 +172,10 @@ for i in $(seq 1 "$N"); do
 		echo "time budget of ${BUDGET}s spent: stopping after $((i - 1)) iterations"
 		break
 	fi
+	if [ "$DEADLINE" -gt 0 ] && [ $(($(date +%s) + ${last:-60})) -ge "$DEADLINE" ]; then
+		echo "deadline $(date -u -d @"$DEADLINE" +%H:%M:%S) UTC: stopping after $((i - 1)) iterations"
+		break
+	fi
 	kind=${KINDS[$(((i - 1 + off) % ${#KINDS[@]}))]}
 	it0=$(date +%s)
 	echo "=== iteration $i: $kind"
@@ -215,6 +222,13 @@ for i in $(seq 1 "$N"); do
 		lvs -a -o lv_name,lv_attr,copy_percent,devices kvg | tee "$OUT/it$i.pvmove.lvs"
 		"$KEEL" snapshot -o "$OUT/it$i.pvmove.txtar" || echo "it$i: keel snapshot failed"
 	fi
+	seg=$(lvs --noheadings -o segtype kvg/vchurn 2>/dev/null | tr -d ' ')
+	if [ -n "$seg" ] && [ "$seg" != vdo-pool ]; then
+		# The kill stopped a VDO pool's creation half-way: record it too.
+		echo "it$i: the kill left kvg/vchurn a $seg LV:"
+		lvs -a -o lv_name,segtype,lv_size,lv_tags,devices kvg/vchurn | tee "$OUT/it$i.vdopartial.lvs"
+		"$KEEL" snapshot -o "$OUT/it$i.vdopartial.txtar" || echo "it$i: keel snapshot failed"
+	fi
 	# --- recover ----------------------------------------------------------
 	t0=$(date +%s)
 	timeout 600 "$KEEL" apply -c "$CFG" --command-log "$OUT/it$i.apply.cmds" >"$OUT/it$i.apply.txt" 2>&1
@@ -259,6 +273,7 @@ for i in $(seq 1 "$N"); do
 	done
 	lvs -a --segments -o lv_name,seg_size_pe,devices kvg/vsplit_vdata >"$OUT/it$i.segments" 2>&1
 	echo $(($(date +%s) - it0)) >"$OUT/it$i.secs"
+	last=$(cat "$OUT/it$i.secs")
 	echo "it$i: $kind done in $(cat "$OUT/it$i.secs")s"
 	prev=$cur
 	echo "$i" >"$OUT/done"
