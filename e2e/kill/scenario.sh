@@ -6,7 +6,7 @@
 # then runs one fresh `keel apply` and `keel check`, and checks the host.
 #
 # Work made each iteration: scan_lvs turned to 0 in lvm.conf (keel writes 1),
-# keel's udev rules deleted, thin pool kvg/tchurn removed, the recovery
+# keel's udev rule deleted (it names kvg/vsplitlv, the PV of the VG kup), thin pool kvg/tchurn removed, the recovery
 # journal and slab summary of the split VDO pool kvg/vsplit moved to the HDD
 # (keel moves them back with pvmove), an LV kvg/gone-N created and declared
 # absent (keel wipes it), the name of the previous iteration's absent LV
@@ -26,9 +26,10 @@
 #   wipe-rename   "--addtag","keel_wipe"         (tag, rename, clear, lvremove)
 #   wipe-remove   "lvremove"
 # Even iterations kill keel's process group (keel and the LVM command it
-# waits for, as systemd kills a unit's cgroup), odd ones keel alone.
+# waits for, as systemd kills a unit's cgroup), odd ones keel alone
+# (KILL_GROUP=all or none: every one the same way).
 #
-# Environment: KILL_ITERATIONS (default 9), KILL_SEED (default 1),
+# Environment: KILL_ITERATIONS (default 9), KILL_SEED (default 1), KILL_KINDS,
 # KILL_BUDGET (seconds; no new iteration starts once the loop has run that
 # long, 0: no bound), KILL_DEADLINE (epoch seconds; no new iteration starts
 # when the last one's length would pass it, 0: none). $OUT/done holds the
@@ -36,6 +37,7 @@
 # Writes $OUT/itN.* per iteration; e2e/kill/kill_test.go judges them. Prints
 # "ok:" / "FAIL:" lines for what it checks on the guest itself.
 set -uo pipefail
+mkdir -p "$OUT"
 N=${KILL_ITERATIONS:-9}
 SEED=${KILL_SEED:-1}
 BUDGET=${KILL_BUDGET:-0}
@@ -48,12 +50,15 @@ CFG=/etc/keel/kill.cue
 FAILS=0
 ok() { echo "ok: $*"; }
 fail() {
-	echo "FAIL: $*"
+	echo "FAIL: $*" | tee -a "$OUT/fails.txt"
 	FAILS=$((FAILS + 1))
 }
-must() { "$@" || { echo "FAIL: setup: $*"; exit 100; }; }
+must() { "$@" || { fail "setup: $*"; exit 100; }; }
+: >"$OUT/fails.txt"
 
 KINDS=(lvmconf udev vdo-lvcreate vdo-split vdo-lvconvert thin-lvcreate pvmove wipe-rename wipe-remove)
+# KILL_KINDS: a subset, in that order, instead of the whole rotation.
+[ -n "${KILL_KINDS:-}" ] && read -r -a KINDS <<<"$KILL_KINDS"
 kind_match() {
 	case $1 in
 	lvmconf) echo '"lvmconfig","--validate"' ;;
@@ -94,10 +99,10 @@ desired() {
 		echo "	pvs: [\"$nv\", \"$hd\"]"
 		echo "	absent: [$list]"
 		echo '	vdoPools: {'
-		echo "		vsplit: {lv: \"vsplitlv\", size: \"3G\", virtualSize: \"2G\", slabSize: \"128M\", $THREADS, split: fast: [\"$nv\"], create: true}"
+		echo "		vsplit: {lv: \"vsplitlv\", size: \"4G\", virtualSize: \"2G\", overcommit: true, slabSize: \"128M\", $THREADS, split: fast: [\"$nv\"], create: true}"
 		case $churn in
-		plain) echo "		vchurn: {lv: \"vchurnlv\", size: \"3G\", virtualSize: \"2G\", slabSize: \"128M\", $THREADS, create: true}" ;;
-		split) echo "		vchurn: {lv: \"vchurnlv\", size: \"3G\", virtualSize: \"2G\", slabSize: \"128M\", $THREADS, split: fast: [\"$nv\"], create: true}" ;;
+		plain) echo "		vchurn: {lv: \"vchurnlv\", size: \"4G\", virtualSize: \"2G\", overcommit: true, slabSize: \"128M\", $THREADS, create: true}" ;;
+		split) echo "		vchurn: {lv: \"vchurnlv\", size: \"4G\", virtualSize: \"2G\", overcommit: true, slabSize: \"128M\", $THREADS, split: fast: [\"$nv\"], create: true}" ;;
 		esac
 		echo '	}'
 		echo '	thinPools: {'
@@ -105,6 +110,9 @@ desired() {
 		echo '		tchurn: {size: "128M", chunkSize: "64K", create: true}'
 		echo '	}'
 		echo '}'
+		# A VG on the VDO LV: keel's udev rule then names kvg/vsplitlv (a
+		# rule file with no rule line is not written at all).
+		echo 'volumeGroups: kup: pvs: ["/dev/kvg/vsplitlv"]'
 	} >"$CFG"
 }
 
@@ -122,7 +130,7 @@ lvexists() { lvs "$1" >/dev/null 2>&1; }
 # and slab summary) from the NVMe to the HDD, as a grow onto the HDD would.
 journal_off() {
 	local r pv last first
-	r=$(lvs --noheadings --segments -o seg_pe_ranges kvg/vsplit_vdata | tail -n 1 | tr -d ' ')
+	r=$(lvs -a --noheadings --segments -o seg_pe_ranges kvg/vsplit_vdata | tail -n 1 | tr -d ' ')
 	pv=${r%%:*}
 	last=${r##*-}
 	first=$((last - TAIL + 1))
@@ -142,16 +150,23 @@ t0=$(date +%s)
 "$KEEL" apply -c "$CFG" --command-log "$OUT/it0.apply.cmds" >"$OUT/it0.apply.txt" 2>&1
 rc=$?
 echo "setup: keel apply exit $rc in $(($(date +%s) - t0))s"
-[ $rc -eq 0 ] || { cat "$OUT/it0.apply.txt"; fail "setup: keel apply exit $rc"; exit 100; }
-TAIL=$(lvs --noheadings --segments -o seg_size_pe kvg/vsplit_vdata | tail -n 1 | tr -d ' ')
+# 1: kup, declared on the VDO LV, is made by hand below.
+[ $rc -le 1 ] || { cat "$OUT/it0.apply.txt"; fail "setup: keel apply exit $rc"; exit 100; }
+TAIL=$(lvs -a --noheadings --segments -o seg_size_pe kvg/vsplit_vdata | tail -n 1 | tr -d ' ')
 echo "setup: split pool tail (journal and slab summary) $TAIL extents"
 lvs -a --segments -o lv_name,seg_start_pe,seg_size_pe,devices kvg
+# The VG on the VDO LV, as on a Proxmox host (VM disks in a VG on VDO).
+must pvcreate -q /dev/kvg/vsplitlv
+must vgcreate -q kup /dev/kvg/vsplitlv
+must lvcreate -q -y -L 8M -n kdata kup
 must lvcreate -q -y -V 64M -T kvg/tkeep -n tdata
 must lvcreate -q -y -L 8M -n other kvg "$hd"
-for lv in kvg/vsplitlv kvg/tdata kvg/other; do
+for lv in kup/kdata kvg/tdata kvg/other; do
 	must dd if=/dev/urandom of=/dev/$lv bs=1M count=8 oflag=direct status=none
 done
-KEEP="kvg/vsplitlv kvg/tdata kvg/other"
+KEEP="kup/kdata kvg/tdata kvg/other"
+# keel's udev rule for kup's PV is written once the VG exists.
+"$KEEL" apply -c "$CFG" --command-log "$OUT/it0.apply.cmds" >>"$OUT/it0.apply.txt" 2>&1 || { cat "$OUT/it0.apply.txt"; fail "setup: second keel apply exit $?"; }
 sums $KEEP >"$OUT/sums.0"
 cat "$OUT/sums.0"
 "$KEEL" check -c "$CFG" --format json >"$OUT/it0.check.json" 2>&1
@@ -209,7 +224,10 @@ for i in $(seq 1 "$N"); do
 	cp "$CFG" "$OUT/it$i.cue"
 	# --- kill ------------------------------------------------------------
 	group=""
-	[ $((i % 2)) -eq 0 ] && group=-group
+	case ${KILL_GROUP:-alternate} in
+	all) group=-group ;;
+	alternate) [ $((i % 2)) -eq 0 ] && group=-group ;;
+	esac
 	"$KILLER" -log "$OUT/it$i.kill.cmds" -match "$(kind_match "$kind")" -delay-max "$(kind_delay "$kind")" \
 		-seed "$((SEED * 1000 + i))" -out "$OUT/it$i.kill.json" $group -- \
 		"$KEEL" apply -v -c "$CFG" --command-log "$OUT/it$i.kill.cmds" >"$OUT/it$i.kill.txt" 2>&1
