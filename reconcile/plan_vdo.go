@@ -211,11 +211,27 @@ func (p *planner) planVDO(vgName, poolName string, vgWant schema.VolumeGroup, wa
 
 func (p *planner) planMissingVDO(vgName, poolName string, vgWant schema.VolumeGroup, want schema.VDOPool, phase int) {
 	object := vgName + "/" + poolName
-	key := p.add(Finding{ID: "vdo.missing", Object: object,
+	f := Finding{ID: "vdo.missing", Object: object,
 		Message:  fmt.Sprintf("VDO pool %s (VDO LV %s) does not exist", object, want.LV),
 		Expected: fmt.Sprintf("VDO pool of %s, VDO LV %s of %s", want.Size, want.LV, want.VirtualSize), Observed: "no such pool",
 		Remedy: createRemedy(want.Create, "lvcreate --type vdo with every setting on the creation line"),
-	})
+	}
+	lv := p.h.LVs[object]
+	switch {
+	case lv != nil && lv.SegType == "vdo-pool":
+		lv = nil // judged elsewhere; not a creation to finish
+	case hasTag(lv, CreateTag):
+		f.Message = fmt.Sprintf("the creation of VDO pool %s (VDO LV %s) stopped before it ended: %s is still the plain LV keel made for it", object, want.LV, object)
+		f.Observed = fmt.Sprintf("%s LV of %s with tag %s", lv.SegType, units.FormatSize(lv.Size), CreateTag)
+	case lv != nil:
+		// Someone else's LV under the pool's name: never converted (that
+		// formats it), and an lvcreate would only fail.
+		f.Observed = fmt.Sprintf("%s is a %s LV of %s, not a VDO pool", object, lv.SegType, units.FormatSize(lv.Size))
+		f.Remedy = fmt.Sprintf("declare the pool under another name: the LV %s is not keel's and keel never converts it (lvconvert would format it)", object)
+		p.add(f)
+		return
+	}
+	key := p.add(f)
 	if !want.Create {
 		return
 	}
@@ -224,24 +240,83 @@ func (p *planner) planMissingVDO(vgName, poolName string, vgWant schema.VolumeGr
 		return
 	}
 	a := Action{ID: "vdo.create:" + object, Kind: KindCommand, Class: Live, Object: object, Remedies: []string{key}}
+	var steps []createStep
 	if want.Split == nil {
 		a.Summary = fmt.Sprintf("create VDO pool %s (%s) and VDO LV %s (%s)", object, want.Size, want.LV, want.VirtualSize)
-		a.Commands = [][]string{d.LVCreateArgs()}
-		p.act(phaseCreateVDO+phase, a)
-		return
+		steps = []createStep{{argv: append(d.LVCreateArgs(), "--addtag", CreateTag)}}
+	} else {
+		var err error
+		if steps, err = p.splitCreate(vgName, poolName, vgWant, want, d); err != nil {
+			p.findings[len(p.findings)-1].Remedy += "; cannot plan the split layout: " + err.Error()
+			return
+		}
+		a.Summary = fmt.Sprintf("create split VDO pool %s: head and tail on %s, slabs on the other PVs, then convert", object, strings.Join(want.Split.Fast, " "))
 	}
-	cmds, err := p.splitCreate(vgName, poolName, vgWant, want, d)
-	if err != nil {
-		p.findings[len(p.findings)-1].Remedy += "; cannot plan the split layout: " + err.Error()
-		return
+	if lv != nil {
+		// The LV keel made for the pool, left by a creation that stopped
+		// (keel killed in its middle): go on from the step it reached.
+		rest, ok := p.remainingSteps(lv, steps, d)
+		if !ok {
+			p.findings[len(p.findings)-1].Remedy = fmt.Sprintf("%s is the LV of a creation keel began (tag %s) but its size matches no step of the plan; remove it (lvremove %s) and keel creates the pool again", object, CreateTag, object)
+			return
+		}
+		a.Summary = fmt.Sprintf("finish the interrupted creation of VDO pool %s: %d of %d steps left", object, len(rest), len(steps)+1)
+		steps = rest
 	}
-	a.Summary = fmt.Sprintf("create split VDO pool %s: head and tail on %s, slabs on the other PVs, then convert", object, strings.Join(want.Split.Fast, " "))
-	a.Commands = cmds
+	for _, s := range steps {
+		a.Commands = append(a.Commands, s.argv)
+	}
+	a.Commands = append(a.Commands, []string{"lvchange", "--deltag", CreateTag, object})
 	p.act(phaseCreateVDO+phase, a)
 }
 
-// splitCreate lays a split pool out head/middle/tail and converts it.
-func (p *planner) splitCreate(vgName, poolName string, vgWant schema.VolumeGroup, want schema.VDOPool, d vdo.Pool) ([][]string, error) {
+// CreateTag is the LVM tag keel gives the LV of a VDO pool it creates, from
+// the first command until the pool is whole (the last command deletes it).
+// lvm2 commits the plain LV before vdoformat runs (lvcreate --type vdo, in
+// lib/metadata/lv_manip.c, and each step of a split pool), so a keel killed
+// in between leaves a plain LV under the pool's name; the tag tells that LV,
+// which holds nothing yet, from an LV someone else made under that name.
+const CreateTag = "keel_create"
+
+// createStep is one command of a pool's creation and the size of the LV
+// after it, in extents (0 for the last, which converts).
+type createStep struct {
+	argv    []string
+	extents uint64
+}
+
+// remainingSteps returns the steps after the one that left lv as it is, or
+// false when lv's size matches none. A plain pool has one step that makes
+// the LV and converts it; after a stop the conversion is left.
+func (p *planner) remainingSteps(lv *probes.LV, steps []createStep, d vdo.Pool) ([]createStep, bool) {
+	extent := uint64(defaultExtentBytes)
+	if vg := p.h.VGs[lv.VG]; vg != nil && vg.ExtentSize > 0 {
+		extent = vg.ExtentSize
+	}
+	have := lv.Size / extent
+	if len(steps) == 1 {
+		// lvcreate --type vdo: the LV of the pool's size, then lvconvert.
+		if have != (d.PhysicalBytes+extent-1)/extent {
+			return nil, false
+		}
+		return []createStep{{argv: d.ConvertArgs()}}, true
+	}
+	for i, s := range steps {
+		if s.extents != 0 && s.extents == have {
+			return steps[i+1:], true
+		}
+	}
+	return nil, false
+}
+
+// hasTag reports whether LVM lists tag among lv's tags.
+func hasTag(lv *probes.LV, tag string) bool {
+	return lv != nil && slices.Contains(strings.Split(lv.Fields["lv_tags"], ","), tag)
+}
+
+// splitCreate lays a split pool out head/middle/tail and converts it; the
+// head carries CreateTag.
+func (p *planner) splitCreate(vgName, poolName string, vgWant schema.VolumeGroup, want schema.VDOPool, d vdo.Pool) ([]createStep, error) {
 	extent := uint64(defaultExtentBytes)
 	if vg := p.h.VGs[vgName]; vg != nil && vg.ExtentSize > 0 {
 		extent = vg.ExtentSize
@@ -273,12 +348,17 @@ func (p *planner) splitCreate(vgName, poolName string, vgWant schema.VolumeGroup
 		return nil, fmt.Errorf("VG %s has no PV outside split.fast for the slabs", vgName)
 	}
 	lvPath := vgName + "/" + poolName
-	head := append([]string{"lvcreate", "-y", "-l", strconv.FormatUint(sp.Head.Count, 10), "-n", poolName, vgName}, want.Split.Fast...)
+	head := append([]string{"lvcreate", "-y", "-l", strconv.FormatUint(sp.Head.Count, 10), "-n", poolName, "--addtag", CreateTag, vgName}, want.Split.Fast...)
 	middle := append([]string{"lvextend", "-y", "-l", "+" + strconv.FormatUint(sp.Middle.Count, 10), lvPath}, slow...)
 	tail := append([]string{"lvextend", "-y", "-l", "+" + strconv.FormatUint(sp.Tail.Count, 10), lvPath}, want.Split.Fast...)
 	convert := []string{"lvconvert", "-y", "--type", "vdo-pool", "-n", want.LV, "-V", vdo.LVMSize(d.VirtualBytes), lvPath,
 		"--vdosettings", d.VDOSettings()}
-	return [][]string{head, middle, tail, convert}, nil
+	return []createStep{
+		{head, sp.Head.Count},
+		{middle, sp.Head.Count + sp.Middle.Count},
+		{tail, sp.Head.Count + sp.Middle.Count + sp.Tail.Count},
+		{argv: convert},
+	}, nil
 }
 
 // checkVDOImmutables reports slab size and index drift: fixed at creation.

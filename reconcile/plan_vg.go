@@ -151,6 +151,7 @@ func (p *planner) planVG(name string, want schema.VolumeGroup) {
 		}
 	} else {
 		p.checkVGHealth(name, want)
+		p.planPvmove(name)
 	}
 	for _, pool := range slices.Sorted(maps.Keys(want.VDOPools)) {
 		p.planVDO(name, pool, want, want.VDOPools[pool], phase)

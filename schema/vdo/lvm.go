@@ -119,11 +119,14 @@ func (p Pool) SplitCreateArgs(s SplitPlan, fast, slow []string) [][]string {
 		append([]string{"lvcreate", "-y", "-l", ext(s.Head.Count), "-n", p.Pool, p.VG}, fast...),
 		append([]string{"lvextend", "-l", "+" + ext(s.Middle.Count), vgPool}, slow...),
 		append([]string{"lvextend", "-l", "+" + ext(s.Tail.Count), vgPool}, fast...),
-		p.convertArgs(),
+		p.ConvertArgs(),
 	}
 }
 
-func (p Pool) convertArgs() []string {
+// ConvertArgs is the lvconvert that turns the plain LV vg/pool into the VDO
+// pool (vdoformat runs inside it) and creates its VDO LV: the last step of
+// SplitCreateArgs, and what lvcreate --type vdo does after it made the LV.
+func (p Pool) ConvertArgs() []string {
 	args := []string{"lvconvert", "-y", "--type", "vdo-pool", "-n", p.LV}
 	if p.VirtualBytes != 0 {
 		args = append(args, "-V", LVMSize(p.VirtualBytes))

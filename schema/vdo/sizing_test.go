@@ -383,7 +383,7 @@ func TestSplitArgs(t *testing.T) {
 // Without a virtual size the lines leave -V out, so vdoformat picks its default.
 func TestArgsWithoutVirtual(t *testing.T) {
 	p := Pool{VG: "vg0", Pool: "p", LV: "lv", PhysicalBytes: 12 * gib, Threads: LVMDefaultThreads}
-	for _, argv := range [][]string{p.LVCreateArgs(), p.convertArgs()} {
+	for _, argv := range [][]string{p.LVCreateArgs(), p.ConvertArgs()} {
 		for _, a := range argv {
 			if a == "-V" {
 				t.Errorf("%q has -V", argv)

@@ -1,0 +1,301 @@
+#!/usr/bin/env bash
+# Kill loop of #17 in one boot of the test guest (disks: nvme0 20G, hdd1 20G;
+# 3G RAM). Every iteration first makes the host need work again, by plain
+# LVM commands and file edits outside keel, then starts `keel apply` under
+# killer (e2e/kill/killer) and SIGKILLs it at a point of one kind of step,
+# then runs one fresh `keel apply` and `keel check`, and checks the host.
+#
+# Work made each iteration: scan_lvs turned to 0 in lvm.conf (keel writes 1),
+# keel's udev rule deleted (it names kvg/vsplitlv, the PV of the VG kup), thin pool kvg/tchurn removed, the recovery
+# journal and slab summary of the split VDO pool kvg/vsplit moved to the HDD
+# (keel moves them back with pvmove), an LV kvg/gone-N created and declared
+# absent (keel wipes it), the name of the previous iteration's absent LV
+# reused by a new LV (keel must never touch it); for the VDO kinds also the
+# VDO pool kvg/vchurn removed and declared (plain, or split for the split kinds).
+#
+# Kinds (rotating, so each is killed in every 9 iterations): the kill comes a
+# random delay below a bound after a line containing the match appears in
+# keel's command log (one JSON argv per line):
+#   lvmconf       "lvmconfig","--validate"       (validate, atomic write, verify)
+#   udev          "udevadm","control","--reload" (rule written, reload, verify)
+#   vdo-lvcreate  "lvcreate" with "--type","vdo"
+#   vdo-split     "lvextend" of vchurn           (between the pieces of a split pool)
+#   vdo-lvconvert "lvconvert" with "vdo-pool"
+#   thin-lvcreate "lvcreate" with "thin-pool"
+#   pvmove        "pvmove"
+#   wipe-rename   "--addtag","keel_wipe"         (tag, rename, clear, lvremove)
+#   wipe-remove   "lvremove"
+# Even iterations kill keel's process group (keel and the LVM command it
+# waits for, as systemd kills a unit's cgroup), odd ones keel alone
+# (KILL_GROUP=all or none: every one the same way).
+#
+# Environment: KILL_ITERATIONS (default 9), KILL_SEED (default 1), KILL_KINDS,
+# KILL_BUDGET (seconds; no new iteration starts once the loop has run that
+# long, 0: no bound), KILL_DEADLINE (epoch seconds; no new iteration starts
+# when the last one's length would pass it, 0: none). $OUT/done holds the
+# number of iterations run.
+# Writes $OUT/itN.* per iteration; e2e/kill/kill_test.go judges them. Prints
+# "ok:" / "FAIL:" lines for what it checks on the guest itself.
+set -uo pipefail
+mkdir -p "$OUT"
+N=${KILL_ITERATIONS:-9}
+SEED=${KILL_SEED:-1}
+BUDGET=${KILL_BUDGET:-0}
+DEADLINE=${KILL_DEADLINE:-0}
+RANDOM=$SEED
+nv=$(disk nvme0) || exit 2
+hd=$(disk hdd1) || exit 2
+KILLER=$SHARE/killer
+CFG=/etc/keel/kill.cue
+FAILS=0
+ok() { echo "ok: $*"; }
+fail() {
+	echo "FAIL: $*" | tee -a "$OUT/fails.txt"
+	FAILS=$((FAILS + 1))
+}
+must() { "$@" || { fail "setup: $*"; exit 100; }; }
+: >"$OUT/fails.txt"
+
+KINDS=(lvmconf udev vdo-lvcreate vdo-split vdo-lvconvert thin-lvcreate pvmove wipe-rename wipe-remove)
+# KILL_KINDS: a subset, in that order, instead of the whole rotation.
+[ -n "${KILL_KINDS:-}" ] && read -r -a KINDS <<<"$KILL_KINDS"
+kind_match() {
+	case $1 in
+	lvmconf) echo '"lvmconfig","--validate"' ;;
+	udev) echo '"udevadm","control","--reload"' ;;
+	vdo-lvcreate) echo '"lvcreate","--type","vdo"' ;;
+	vdo-split) echo '"lvextend",kvg/vchurn' ;;
+	vdo-lvconvert) echo '"lvconvert",vdo-pool' ;;
+	thin-lvcreate) echo '"lvcreate",thin-pool' ;;
+	pvmove) echo '"pvmove"' ;;
+	wipe-rename) echo '"--addtag","keel_wipe"' ;;
+	wipe-remove) echo '"lvremove"' ;;
+	esac
+}
+# kind_delay: the bound of the random delay, about the step's length under TCG.
+kind_delay() {
+	case $1 in
+	lvmconf) echo 400ms ;;
+	udev) echo 150ms ;;
+	vdo-lvcreate | vdo-lvconvert) echo 8s ;;
+	vdo-split) echo 1500ms ;;
+	thin-lvcreate) echo 1500ms ;;
+	pvmove) echo 5s ;;
+	wipe-rename) echo 2s ;;
+	wipe-remove) echo 300ms ;;
+	esac
+}
+
+THREADS='threads: {logical: 1, physical: 1, hash: 1, cpu: 1, bio: 1, ack: 1}'
+# desired CHURN ABSENT...: the desired state; CHURN is none, plain or split.
+desired() {
+	local churn=$1 a list=""
+	shift
+	for a in "$@"; do list+="\"$a\", "; done
+	{
+		echo 'lvm: scanLVs: true'
+		echo 'removal: {mode: "zeroout", step: "1M"}'
+		echo 'volumeGroups: kvg: {'
+		echo "	pvs: [\"$nv\", \"$hd\"]"
+		echo "	absent: [$list]"
+		echo '	vdoPools: {'
+		echo "		vsplit: {lv: \"vsplitlv\", size: \"4G\", virtualSize: \"2G\", overcommit: true, slabSize: \"128M\", $THREADS, split: fast: [\"$nv\"], create: true}"
+		case $churn in
+		plain) echo "		vchurn: {lv: \"vchurnlv\", size: \"4G\", virtualSize: \"2G\", overcommit: true, slabSize: \"128M\", $THREADS, create: true}" ;;
+		split) echo "		vchurn: {lv: \"vchurnlv\", size: \"4G\", virtualSize: \"2G\", overcommit: true, slabSize: \"128M\", $THREADS, split: fast: [\"$nv\"], create: true}" ;;
+		esac
+		echo '	}'
+		echo '	thinPools: {'
+		echo '		tkeep: {size: "256M", chunkSize: "64K", create: true}'
+		echo '		tchurn: {size: "128M", chunkSize: "64K", create: true}'
+		echo '	}'
+		echo '}'
+		# A VG on the VDO LV: keel's udev rule then names kvg/vsplitlv (a
+		# rule file with no rule line is not written at all).
+		echo 'volumeGroups: kup: pvs: ["/dev/kvg/vsplitlv"]'
+	} >"$CFG"
+}
+
+# sums: sha256 of every LV whose data must survive, one "name sum" line each.
+sums() {
+	local lv
+	for lv in "$@"; do
+		printf '%s %s\n' "$lv" "$(head -c 8M "/dev/$lv" | sha256sum | cut -c1-16)"
+	done
+}
+
+lvexists() { lvs "$1" >/dev/null 2>&1; }
+
+# journal_off: move the last $TAIL extents of vsplit_vdata (recovery journal
+# and slab summary) from the NVMe to the HDD, as a grow onto the HDD would.
+journal_off() {
+	local r pv last first
+	r=$(lvs -a --noheadings --segments -o seg_pe_ranges kvg/vsplit_vdata | tail -n 1 | tr -d ' ')
+	pv=${r%%:*}
+	last=${r##*-}
+	first=$((last - TAIL + 1))
+	[ "$(readlink -f "$pv")" = "$(readlink -f "$nv")" ] || {
+		echo "journal_off: the last segment $r is not on the NVMe"
+		return 1
+	}
+	pvmove -q -n kvg/vsplit_vdata "$pv:$first-$last" "$hd" >/dev/null
+}
+
+# --- setup: the stack keel keeps, and the data that must survive ----------
+mkdir -p /etc/keel /var/lib/keel
+must pvcreate -q "$nv" "$hd"
+must vgcreate -q kvg "$nv" "$hd"
+desired none
+t0=$(date +%s)
+"$KEEL" apply -c "$CFG" --command-log "$OUT/it0.apply.cmds" >"$OUT/it0.apply.txt" 2>&1
+rc=$?
+echo "setup: keel apply exit $rc in $(($(date +%s) - t0))s"
+# 1: kup, declared on the VDO LV, is made by hand below.
+[ $rc -le 1 ] || { cat "$OUT/it0.apply.txt"; fail "setup: keel apply exit $rc"; exit 100; }
+TAIL=$(lvs -a --noheadings --segments -o seg_size_pe kvg/vsplit_vdata | tail -n 1 | tr -d ' ')
+echo "setup: split pool tail (journal and slab summary) $TAIL extents"
+lvs -a --segments -o lv_name,seg_start_pe,seg_size_pe,devices kvg
+# The VG on the VDO LV, as on a Proxmox host (VM disks in a VG on VDO).
+must pvcreate -q /dev/kvg/vsplitlv
+must vgcreate -q kup /dev/kvg/vsplitlv
+must lvcreate -q -y -L 8M -n kdata kup
+must lvcreate -q -y -V 64M -T kvg/tkeep -n tdata
+must lvcreate -q -y -L 8M -n other kvg "$hd"
+for lv in kup/kdata kvg/tdata kvg/other; do
+	must dd if=/dev/urandom of=/dev/$lv bs=1M count=8 oflag=direct status=none
+done
+KEEP="kup/kdata kvg/tdata kvg/other"
+# keel's udev rule for kup's PV is written once the VG exists.
+"$KEEL" apply -c "$CFG" --command-log "$OUT/it0.apply.cmds" >>"$OUT/it0.apply.txt" 2>&1 || { cat "$OUT/it0.apply.txt"; fail "setup: second keel apply exit $?"; }
+sums $KEEP >"$OUT/sums.0"
+cat "$OUT/sums.0"
+"$KEEL" check -c "$CFG" --format json >"$OUT/it0.check.json" 2>&1
+echo $? >"$OUT/it0.check.rc"
+CONF_SUM=$(sha256sum /etc/lvm/lvm.conf | cut -d' ' -f1)
+cp /etc/lvm/lvm.conf "$OUT/lvm.conf.converged"
+RULES=$(ls /etc/udev/rules.d/*keel* 2>/dev/null)
+echo "setup: keel's udev rules: $RULES"
+[ -n "$RULES" ] || fail "setup: keel wrote no udev rule"
+grep -q '^[[:space:]]*scan_lvs[[:space:]]*=[[:space:]]*1' /etc/lvm/lvm.conf || fail "setup: no scan_lvs = 1 in lvm.conf"
+
+prev=""
+off=$((SEED % ${#KINDS[@]}))
+loop0=$(date +%s)
+echo 0 >"$OUT/done"
+for i in $(seq 1 "$N"); do
+	if [ "$BUDGET" -gt 0 ] && [ $(($(date +%s) - loop0)) -ge "$BUDGET" ]; then
+		echo "time budget of ${BUDGET}s spent: stopping after $((i - 1)) iterations"
+		break
+	fi
+	if [ "$DEADLINE" -gt 0 ] && [ $(($(date +%s) + ${last:-60})) -ge "$DEADLINE" ]; then
+		echo "deadline $(date -u -d @"$DEADLINE" +%H:%M:%S) UTC: stopping after $((i - 1)) iterations"
+		break
+	fi
+	kind=${KINDS[$(((i - 1 + off) % ${#KINDS[@]}))]}
+	it0=$(date +%s)
+	echo "=== iteration $i: $kind"
+	echo "$kind" >"$OUT/it$i.kind"
+	# --- make work -------------------------------------------------------
+	sed -i 's/^\([[:space:]]*scan_lvs[[:space:]]*=[[:space:]]*\)1/\10/' /etc/lvm/lvm.conf
+	grep -q '^[[:space:]]*scan_lvs[[:space:]]*=[[:space:]]*0' /etc/lvm/lvm.conf || fail "it$i: could not turn scan_lvs to 0"
+	rm -f $RULES
+	lvexists kvg/tchurn && { lvremove -q -y kvg/tchurn >/dev/null || fail "it$i: lvremove kvg/tchurn"; }
+	lvexists kvg/vchurn && { lvremove -q -y kvg/vchurn >/dev/null || fail "it$i: lvremove kvg/vchurn"; }
+	journal_off || fail "it$i: could not move the journal off the NVMe"
+	cur=gone-$i
+	must lvcreate -q -y -L 4M -n "$cur" kvg "$hd"
+	must dd if=/dev/urandom of=/dev/kvg/$cur bs=1M count=4 oflag=direct status=none
+	reused=""
+	if [ -n "$prev" ]; then
+		# The name keel removed last iteration, given to a new LV: a reused name.
+		must lvcreate -q -y -L 4M -n "$prev" kvg "$hd"
+		must dd if=/dev/urandom of=/dev/kvg/$prev bs=1M count=4 oflag=direct status=none
+		reused=kvg/$prev
+	fi
+	lvs --noheadings -o lv_name,lv_uuid kvg/$cur $reused >"$OUT/it$i.uuids"
+	sums $KEEP $reused >"$OUT/it$i.sums.before"
+	churn=none
+	case $kind in
+	vdo-lvcreate) churn=plain ;;
+	vdo-split | vdo-lvconvert) churn=split ;;
+	esac
+	sleep 1 # lv_time has whole seconds: the LVs predate keel's first sight of the names
+	desired "$churn" $prev "$cur"
+	cp "$CFG" "$OUT/it$i.cue"
+	# --- kill ------------------------------------------------------------
+	group=""
+	case ${KILL_GROUP:-alternate} in
+	all) group=-group ;;
+	alternate) [ $((i % 2)) -eq 0 ] && group=-group ;;
+	esac
+	"$KILLER" -log "$OUT/it$i.kill.cmds" -match "$(kind_match "$kind")" -delay-max "$(kind_delay "$kind")" \
+		-seed "$((SEED * 1000 + i))" -out "$OUT/it$i.kill.json" $group -- \
+		"$KEEL" apply -v -c "$CFG" --command-log "$OUT/it$i.kill.cmds" >"$OUT/it$i.kill.txt" 2>&1
+	grep '^killer:' "$OUT/it$i.kill.txt"
+	cp /var/lib/keel/state.json "$OUT/it$i.state.killed" 2>/dev/null
+	if lvs -a --noheadings -o lv_name kvg 2>/dev/null | grep -q pvmove; then
+		# The kill left a pvmove half-done: record the host as keel sees it
+		# (the capture reconcile's planner tests replay).
+		echo "it$i: the kill left a pvmove in progress:"
+		lvs -a -o lv_name,lv_attr,copy_percent,devices kvg | tee "$OUT/it$i.pvmove.lvs"
+		"$KEEL" snapshot -o "$OUT/it$i.pvmove.txtar" || echo "it$i: keel snapshot failed"
+	fi
+	seg=$(lvs --noheadings -o segtype kvg/vchurn 2>/dev/null | tr -d ' ')
+	if [ -n "$seg" ] && [ "$seg" != vdo-pool ]; then
+		# The kill stopped a VDO pool's creation half-way: record it too.
+		echo "it$i: the kill left kvg/vchurn a $seg LV:"
+		lvs -a -o lv_name,segtype,lv_size,lv_tags,devices kvg/vchurn | tee "$OUT/it$i.vdopartial.lvs"
+		"$KEEL" snapshot -o "$OUT/it$i.vdopartial.txtar" || echo "it$i: keel snapshot failed"
+	fi
+	# --- recover ----------------------------------------------------------
+	t0=$(date +%s)
+	timeout 600 "$KEEL" apply -c "$CFG" --command-log "$OUT/it$i.apply.cmds" >"$OUT/it$i.apply.txt" 2>&1
+	rc=$?
+	echo $rc >"$OUT/it$i.apply.rc"
+	echo "it$i: keel apply after the kill: exit $rc in $(($(date +%s) - t0))s"
+	[ $rc -eq 0 ] || sed 's/^/    /' "$OUT/it$i.apply.txt"
+	timeout 300 "$KEEL" check -c "$CFG" --format json >"$OUT/it$i.check.json" 2>"$OUT/it$i.check.err"
+	echo $? >"$OUT/it$i.check.rc"
+	echo "it$i: keel check exit $(cat "$OUT/it$i.check.rc"): $(grep -o '"id": "[a-z._]*"' "$OUT/it$i.check.json" | tr '\n' ' ')"
+	cp /var/lib/keel/state.json "$OUT/it$i.state.json" 2>/dev/null
+	# --- invariants on the guest -----------------------------------------
+	if out=$(lvmconfig --validate 2>&1); then ok "it$i: lvmconfig --validate"; else fail "it$i: lvmconfig --validate: $out"; fi
+	sum=$(sha256sum /etc/lvm/lvm.conf | cut -d' ' -f1)
+	if [ "$sum" = "$CONF_SUM" ]; then ok "it$i: lvm.conf whole, byte for byte keel's converged file"; else
+		fail "it$i: lvm.conf differs from keel's converged file"
+		diff "$OUT/lvm.conf.converged" /etc/lvm/lvm.conf | head -20
+	fi
+	sums $KEEP $reused >"$OUT/it$i.sums.after"
+	if cmp -s "$OUT/it$i.sums.before" "$OUT/it$i.sums.after" && [ -s "$OUT/it$i.sums.after" ]; then
+		ok "it$i: checksums intact ($(echo $KEEP $reused))"
+	else
+		fail "it$i: checksums changed"
+		diff "$OUT/it$i.sums.before" "$OUT/it$i.sums.after"
+	fi
+	if lvs --noheadings -o lv_name kvg >"$OUT/it$i.lvnames" 2>&1; then
+		if grep -q 'del-' "$OUT/it$i.lvnames"; then fail "it$i: del-* LV left: $(grep del- "$OUT/it$i.lvnames" | tr -d ' ')"; else ok "it$i: no del-* LV"; fi
+		if lvexists "kvg/$cur"; then fail "it$i: kvg/$cur (absent) still exists"; else ok "it$i: kvg/$cur removed"; fi
+	else
+		fail "it$i: lvs failed: $(cat "$OUT/it$i.lvnames")"
+	fi
+	lvs -a --noheadings -o lv_name,lv_attr,copy_percent kvg >"$OUT/it$i.lvs-a" 2>&1
+	if grep -q -i pvmove "$OUT/it$i.lvs-a"; then
+		fail "it$i: a pvmove is still in progress: $(grep -i pvmove "$OUT/it$i.lvs-a" | tr -s ' ')"
+		# repair so the loop goes on: finish it the way LVM documents
+		pvmove || fail "it$i: pvmove (resume) by the test failed"
+	else
+		ok "it$i: no pvmove in progress"
+	fi
+	for f in /etc/lvm/.lvm.conf.keel-* /etc/udev/rules.d/.*.keel-*; do
+		[ -e "$f" ] && echo "it$i: leftover temporary file $f"
+	done
+	lvs -a --segments -o lv_name,seg_size_pe,devices kvg/vsplit_vdata >"$OUT/it$i.segments" 2>&1
+	echo $(($(date +%s) - it0)) >"$OUT/it$i.secs"
+	last=$(cat "$OUT/it$i.secs")
+	echo "it$i: $kind done in $(cat "$OUT/it$i.secs")s"
+	prev=$cur
+	echo "$i" >"$OUT/done"
+done
+lvs -a -o lv_name,lv_attr,lv_size,devices kvg
+echo "FAILS=$FAILS"
+exit "$FAILS"

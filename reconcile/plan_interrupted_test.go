@@ -1,0 +1,137 @@
+package reconcile
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/keel-storage/keel/probes"
+)
+
+// The captures of e2e/kill (testdata/snapshots/kill-*.txtar, each with the
+// desired state of its iteration in testdata/desired): keel apply killed in
+// the middle of a step, the host as the next keel finds it.
+
+// TestPlanInterruptedPvmove: keel's pvmove of the split pool's journal back
+// to the NVMe, killed with keel's process group. lvm2 left its mirror LV
+// pvmove0 and nothing polls it; before vg.pvmove_interrupted keel saw the
+// journal on no PV at all (its _vdata segment is on the mirror) and planned
+// nothing for it.
+func TestPlanInterruptedPvmove(t *testing.T) {
+	h := replayHost(t, "kill-pvmove")
+	r := Plan(loadDesired(t, "kill-pvmove", h), h)
+	var mv *probes.LV
+	for _, lv := range h.LVs {
+		if lv.Attr != "" && lv.Attr[0] == 'p' {
+			mv = lv
+		}
+	}
+	if mv == nil {
+		t.Fatal("the capture holds no pvmove LV")
+	}
+	src := pvmoveSources(mv)
+	if len(src) != 1 || h.PVs[src[0]] == nil || h.PVs[src[0]].Fast() {
+		t.Fatalf("pvmove sources %q: want the one slow PV the journal was moved back from", src)
+	}
+	f := findingByKey(t, r, "vg.pvmove_interrupted@"+mv.FullName)
+	if !strings.Contains(f.Message, "kvg/vsplit_vdata") {
+		t.Errorf("message does not name the moved LV: %s", f.Message)
+	}
+	if f.Remedy != "pvmove "+src[0] {
+		t.Errorf("remedy %q, want %q", f.Remedy, "pvmove "+src[0])
+	}
+	a := actionByID(t, r, "vg.pvmove_interrupted:"+mv.FullName)
+	if !slices.EqualFunc(a.Commands, [][]string{{"pvmove", src[0]}}, slices.Equal) {
+		t.Errorf("commands %q", a.Commands)
+	}
+	// It runs before every other action of the pass but lvm.conf's.
+	for _, x := range r.Actions {
+		if x.ID == a.ID {
+			break
+		}
+		if x.Kind != KindLVMConf {
+			t.Errorf("%s planned before the resume", x.ID)
+		}
+	}
+	for _, x := range r.Actions {
+		if strings.HasPrefix(x.ID, "vdo.layout.journal_off_fast") {
+			t.Errorf("a second pvmove planned while the first is in progress: %s", x.ID)
+		}
+	}
+}
+
+// TestPlanInterruptedVDOCreate: keel killed while lvm2 made a VDO pool; the
+// plain LV lvm2 committed first carries keel's tag, and keel goes on from
+// the step its size shows.
+func TestPlanInterruptedVDOCreate(t *testing.T) {
+	h := replayHost(t, "kill-vdo-partial")
+	d := loadDesired(t, "kill-vdo-partial", h)
+	r := Plan(d, h)
+	lv := h.LVs["kvg/vchurn"]
+	if lv == nil || lv.SegType == "vdo-pool" || !hasTag(lv, CreateTag) {
+		t.Fatalf("the capture holds no half-made kvg/vchurn with tag %s: %+v", CreateTag, lv)
+	}
+	f := findingByKey(t, r, "vdo.missing@kvg/vchurn")
+	if !strings.Contains(f.Message, "stopped before it ended") {
+		t.Errorf("message %q", f.Message)
+	}
+	a := actionByID(t, r, "vdo.create:kvg/vchurn")
+	last := a.Commands[len(a.Commands)-1]
+	if !slices.Equal(last, []string{"lvchange", "--deltag", CreateTag, "kvg/vchurn"}) {
+		t.Errorf("last command %q, want the tag deleted", last)
+	}
+	for _, c := range a.Commands {
+		if c[0] == "lvcreate" {
+			t.Errorf("an lvcreate planned on the existing name: %q", c)
+		}
+	}
+	if conv := a.Commands[len(a.Commands)-2]; conv[0] != "lvconvert" || !slices.Contains(conv, "kvg/vchurn") {
+		t.Errorf("before the tag goes, want the lvconvert of kvg/vchurn, have %q", conv)
+	}
+}
+
+// TestPlanUntaggedLVUnderPoolName: the same kill before keel tagged the LV
+// it makes (keel at 96038d6): the plain LV under the pool's name has no tag,
+// so keel cannot tell it from someone else's LV. It is reported and never
+// converted; before, keel planned lvcreate again, which failed on the name
+// four times and ended reconcile.stuck.
+func TestPlanUntaggedLVUnderPoolName(t *testing.T) {
+	h := replayHost(t, "kill-vdo-partial-untagged")
+	r := Plan(loadDesired(t, "kill-vdo-partial-untagged", h), h)
+	if lv := h.LVs["kvg/vchurn"]; lv == nil || lv.SegType != "linear" || hasTag(lv, CreateTag) {
+		t.Fatalf("the capture holds no untagged linear kvg/vchurn: %+v", lv)
+	}
+	f := findingByKey(t, r, "vdo.missing@kvg/vchurn")
+	if !strings.Contains(f.Remedy, "not keel's") {
+		t.Errorf("remedy %q", f.Remedy)
+	}
+	for _, x := range r.Actions {
+		if x.ID == "vdo.create:kvg/vchurn" {
+			t.Errorf("planned %q", x.Commands)
+		}
+	}
+}
+
+func findingByKey(t *testing.T, r Result, key string) Finding {
+	t.Helper()
+	for _, f := range r.Findings {
+		if f.Key() == key {
+			return f
+		}
+	}
+	t.Fatalf("no finding %s in %q", key, keys(r.Findings))
+	return Finding{}
+}
+
+func actionByID(t *testing.T, r Result, id string) Action {
+	t.Helper()
+	var ids []string
+	for _, a := range r.Actions {
+		if a.ID == id {
+			return a
+		}
+		ids = append(ids, a.ID)
+	}
+	t.Fatalf("no action %s in %q", id, ids)
+	return Action{}
+}
