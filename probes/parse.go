@@ -31,6 +31,15 @@ func parseDMLines(which string, b []byte) (map[string][]DMLine, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: line %d: no \"name: \" prefix", which, n)
 		}
+		if strings.TrimSpace(rest) == "" {
+			// A device with no live table (created, never loaded: an LVM
+			// command killed half-way leaves one) prints its name and
+			// nothing else (lvm2 libdm/dm-tools/dmsetup.c, _status).
+			if _, ok := out[name]; !ok {
+				out[name] = nil
+			}
+			continue
+		}
 		f0, rest, _ := strings.Cut(strings.TrimSpace(rest), " ")
 		f1, rest, ok := strings.Cut(rest, " ")
 		if !ok {

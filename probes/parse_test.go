@@ -237,3 +237,23 @@ lvmthin: thinstore
 		}
 	}
 }
+
+// A device-mapper device with no live table (created and never loaded: an
+// LVM command killed half-way, as e2e/kill's iteration 32 left
+// kvg-pvmove0) is listed by name alone; the probe once failed the whole
+// pass on it ("want start, length and target"). The lines come from the
+// in-process formatter, byte-identical to dmsetup's (e2e/probes).
+func TestDMLinesDeviceWithoutTable(t *testing.T) {
+	b := appendDMLines(nil, "kvg-pvmove0", nil, true)
+	b = appendDMLines(b, "kvg-keep", []dmTarget{{Start: 0, Length: 8192, Type: "linear", Params: "259:0 2048"}}, true)
+	m, err := parseDMLines("dmsetup table", b)
+	if err != nil {
+		t.Fatalf("%q: %v", b, err)
+	}
+	if lines, ok := m["kvg-pvmove0"]; !ok || len(lines) != 0 {
+		t.Errorf("the device without a table: %v %v, want present with no lines", lines, ok)
+	}
+	if l := m["kvg-keep"]; len(l) != 1 || l[0].Target != "linear" || l[0].Args != "259:0 2048" {
+		t.Errorf("the device after it: %+v", l)
+	}
+}
