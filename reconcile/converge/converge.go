@@ -376,6 +376,7 @@ func (l *Loop) pass(ctx context.Context, h *probes.Host, m executor.Mode) (PassR
 		res = l.planOn(h)
 	}
 	out.Host, out.Levels = h, res.Levels
+	l.settleRemovals(h, m.DryRun)
 	actions := res.Actions
 	if cut := untilLVMConf(actions); !m.DryRun && len(cut) < len(actions) {
 		actions, m.Partial = cut, true // the rest is re-planned, not dropped

@@ -1,8 +1,10 @@
 package converge
 
 import (
+	"strings"
 	"time"
 
+	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/reconcile/wipe"
@@ -78,4 +80,54 @@ func (r actionRecords) Put(id string, a state.Action) error {
 		return nil
 	})
 	return err
+}
+
+// settleRemovals records as removed every LV keel bound to an absent name
+// and began to remove whose uuid the host no longer has: its lvremove
+// succeeded, but keel was killed before it could write so (e2e/kill saw it
+// when a kill landed while lvremove ran). Left open, the binding would let
+// keel remove that LV a second time should it come back (a vgcfgrestore of
+// an older backup): state.Judge removes an LV bound and unfinished. Only
+// when the LV's VG reads whole (present, not partial: vg_attr's fourth
+// character, vgs(8)) is the uuid's absence proof; a dry run writes nothing.
+func (l *Loop) settleRemovals(h *probes.Host, dryRun bool) {
+	if dryRun || h == nil || len(l.mem.Absent) == 0 {
+		return
+	}
+	have := make(map[string]bool, len(h.LVs))
+	for _, lv := range h.LVs {
+		have[lv.UUID] = true
+	}
+	type gone struct{ name, uuid string }
+	var done []gone
+	for name, rec := range l.mem.Absent {
+		vgName, _, _ := strings.Cut(name, "/")
+		vg := h.VGs[vgName]
+		if vg == nil || len(vg.Attr) < 4 || vg.Attr[3] == 'p' {
+			continue
+		}
+		for _, b := range rec.Bound {
+			if b.Removed.IsZero() && b.UUID != "" && !have[b.UUID] {
+				done = append(done, gone{name, b.UUID})
+			}
+		}
+	}
+	if len(done) == 0 {
+		return
+	}
+	now := time.Now()
+	st, err := l.State.Update(func(st *state.State) error {
+		for _, g := range done {
+			st.Removed(g.name, g.uuid, now)
+		}
+		return nil
+	})
+	if err != nil {
+		l.Log.Error("removals finished by lvremove could not be recorded", "err", err)
+		return
+	}
+	for _, g := range done {
+		l.Log.Info("removal finished before keel could record it: recorded now", "lv", g.name, "uuid", g.uuid)
+	}
+	l.mem.Absent = st.Absent
 }

@@ -115,3 +115,70 @@ func TestPassUsesState(t *testing.T) {
 		}
 	})
 }
+
+// A removal whose lvremove succeeded but whose end keel never recorded (a
+// kill while lvremove ran: e2e/kill) is recorded at the next pass that
+// finds the LV's uuid gone from its whole VG, so the LV could never be
+// removed twice should it come back; a binding whose LV still exists stays
+// open, and a dry run writes nothing. Host: node-deps.txtar (guest capture).
+func TestPassSettlesFinishedRemovals(t *testing.T) {
+	snap, err := probes.ReadSnapshotFile("../../reconcile/wipe/testdata/node-deps.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cue, err := os.ReadFile("../../e2e/wipe/reuse.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := probes.Probe(context.Background(), probes.Replay(snap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	present := h.LVs["vmdata/vm-101-disk-0"]
+	if present == nil {
+		t.Fatal("node-deps has no vmdata/vm-101-disk-0")
+	}
+	const goneUUID = "kIlLeD-duRi-nglv-remo-veXX-XXXX-XXXXXX" // no LV of the host has it
+	run := func(t *testing.T, dry bool) *state.State {
+		p := filepath.Join(t.TempDir(), "state.json")
+		st := &state.State{Absent: map[string]state.Absent{}, Actions: map[string]state.Action{}}
+		st.Bind("vmdata/vm-105-disk-0", state.LV{UUID: goneUUID}, time.Now().Add(-time.Hour))
+		st.Bind("vmdata/vm-101-disk-0", state.LV{UUID: present.UUID}, time.Now().Add(-time.Hour))
+		if err := (state.Store{Path: p}).Save(st); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "reuse.cue"), cue, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a := New([]string{dir}, Wiring{Source: probes.Replay(snap), StatePath: p,
+			LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), FileRoot: t.TempDir()})
+		a.SkipOwnerCheck = true
+		if err := a.Load(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Pass(context.Background(), executor.Mode{DryRun: dry}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := state.Store{Path: p}.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	t.Run("act", func(t *testing.T) {
+		st := run(t, false)
+		if b := st.Absent["vmdata/vm-105-disk-0"].Bound; len(b) != 1 || b[0].Removed.IsZero() {
+			t.Errorf("the LV gone from its VG is not recorded removed: %+v", b)
+		}
+		if b := st.Absent["vmdata/vm-101-disk-0"].Bound; len(b) != 1 || !b[0].Removed.IsZero() {
+			t.Errorf("an LV still there is recorded removed: %+v", b)
+		}
+	})
+	t.Run("dry run", func(t *testing.T) {
+		st := run(t, true)
+		if b := st.Absent["vmdata/vm-105-disk-0"].Bound; len(b) != 1 || !b[0].Removed.IsZero() {
+			t.Errorf("a dry run recorded a removal: %+v", b)
+		}
+	})
+}
