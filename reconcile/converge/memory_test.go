@@ -19,28 +19,9 @@ import (
 // is node-deps.txtar, recorded by e2e/wipe/reuse.sh in the test guest, with
 // vmdata/vm-101-disk-0 declared absent (e2e/wipe/reuse.cue).
 func TestPassUsesState(t *testing.T) {
-	snap, err := probes.ReadSnapshotFile("../../reconcile/wipe/testdata/node-deps.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cue, err := os.ReadFile("../../e2e/wipe/reuse.cue")
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, cue := reuseInputs(t)
 	const object = "vmdata/vm-101-disk-0"
-	newAgent := func(t *testing.T, statePath string) *Loop {
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "reuse.cue"), cue, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		a := New([]string{dir}, Wiring{Source: probes.Replay(snap), StatePath: statePath,
-			LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), FileRoot: t.TempDir()})
-		a.SkipOwnerCheck = true
-		if err := a.Load(); err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
+	newAgent := func(t *testing.T, statePath string) *Loop { return replayLoop(t, snap, cue, statePath) }
 	wipeOf := func(res PassResult) (planned bool, finding string) {
 		for _, r := range res.Report.Results {
 			if r.Action.Kind == reconcile.KindWipe && r.Action.Object == object {
@@ -122,14 +103,7 @@ func TestPassUsesState(t *testing.T) {
 // removed twice should it come back; a binding whose LV still exists stays
 // open, and a dry run writes nothing. Host: node-deps.txtar (guest capture).
 func TestPassSettlesFinishedRemovals(t *testing.T) {
-	snap, err := probes.ReadSnapshotFile("../../reconcile/wipe/testdata/node-deps.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cue, err := os.ReadFile("../../e2e/wipe/reuse.cue")
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, cue := reuseInputs(t)
 	h, err := probes.Probe(context.Background(), probes.Replay(snap))
 	if err != nil {
 		t.Fatal(err)
@@ -147,16 +121,7 @@ func TestPassSettlesFinishedRemovals(t *testing.T) {
 		if err := (state.Store{Path: p}).Save(st); err != nil {
 			t.Fatal(err)
 		}
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "reuse.cue"), cue, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		a := New([]string{dir}, Wiring{Source: probes.Replay(snap), StatePath: p,
-			LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), FileRoot: t.TempDir()})
-		a.SkipOwnerCheck = true
-		if err := a.Load(); err != nil {
-			t.Fatal(err)
-		}
+		a := replayLoop(t, snap, cue, p)
 		if _, err := a.Pass(context.Background(), executor.Mode{DryRun: dry}); err != nil {
 			t.Fatal(err)
 		}
@@ -181,4 +146,36 @@ func TestPassSettlesFinishedRemovals(t *testing.T) {
 			t.Errorf("a dry run recorded a removal: %+v", b)
 		}
 	})
+}
+
+// replayLoop is a loop on a replayed guest capture with the desired state
+// cue (as reuse.cue) and keel's state at statePath.
+func replayLoop(t *testing.T, snap *probes.Snapshot, cue []byte, statePath string) *Loop {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "reuse.cue"), cue, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := New([]string{dir}, Wiring{Source: probes.Replay(snap), StatePath: statePath,
+		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), FileRoot: t.TempDir()})
+	a.SkipOwnerCheck = true
+	if err := a.Load(); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// reuseInputs reads the host node-deps.txtar (recorded by e2e/wipe/reuse.sh
+// in the test guest) and its desired state e2e/wipe/reuse.cue.
+func reuseInputs(t *testing.T) (*probes.Snapshot, []byte) {
+	t.Helper()
+	snap, err := probes.ReadSnapshotFile("../../reconcile/wipe/testdata/node-deps.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cue, err := os.ReadFile("../../e2e/wipe/reuse.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap, cue
 }
