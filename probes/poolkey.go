@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -40,38 +39,36 @@ func PoolStatusKey(ctx context.Context, src Source) (string, error) {
 }
 
 // poolKey is one status line's part of PoolStatusKey ("" for targets that
-// are no pools).
+// are no pools), from the probe's own status parsers; a line they cannot
+// read keys as itself, so any change of it still counts.
 func poolKey(l DMLine) string {
-	f := strings.Fields(l.Args)
 	switch l.Target {
 	case "thin-pool":
-		// <transaction id> <used meta>/<total meta> <used data>/<total data>
-		// <held root> ro|rw|out_of_data_space [no_]discard_passdown
-		// error|queue_if_no_space needs_check|- <meta low water>; "Fail"
-		// alone when the pool failed.
-		if len(f) < 4 {
-			return "thin-pool " + strings.Join(f, " ")
+		st, err := parseThinPoolStatus(l.Args)
+		switch {
+		case err != nil:
+			return "thin-pool " + l.Args
+		case st.Failed:
+			return "thin-pool failed"
 		}
-		return fmt.Sprintf("thin-pool meta %s data %s %s", percentOf(f[1]), percentOf(f[2]), strings.Join(f[min(4, len(f)):], " "))
+		return fmt.Sprintf("thin-pool meta %d%% data %d%% ro=%t out_of_data_space=%t needs_check=%t",
+			wholePercent(st.UsedMetaBlocks, st.MetaBlocks), wholePercent(st.UsedDataBlocks, st.DataBlocks),
+			st.ReadOnly, st.OutOfDataSpace, st.NeedsCheck)
 	case "vdo":
-		// <device> <operating mode> <in recovery> <index state>
-		// <compression state> <physical blocks used> <total physical blocks>
-		if len(f) < 7 {
-			return "vdo " + strings.Join(f, " ")
+		st, err := parseVDOStatus(l.Args)
+		if err != nil {
+			return "vdo " + l.Args
 		}
-		return fmt.Sprintf("vdo %s used %s", strings.Join(f[1:5], " "), percentOf(f[5]+"/"+f[6]))
+		return fmt.Sprintf("vdo %s recovering=%t index %s compression %s used %d%%",
+			st.Mode, st.InRecovery, st.IndexState, st.CompressionState, wholePercent(st.UsedBlocks, st.TotalBlocks))
 	}
 	return ""
 }
 
-// percentOf turns "used/total" into whole percent, or returns it as it is
-// when it is not two numbers.
-func percentOf(ratio string) string {
-	a, b, ok := strings.Cut(ratio, "/")
-	used, err1 := strconv.ParseUint(a, 10, 64)
-	total, err2 := strconv.ParseUint(b, 10, 64)
-	if !ok || err1 != nil || err2 != nil || total == 0 {
-		return ratio
+// wholePercent is used/total in whole percent (0 when total is 0).
+func wholePercent(used, total uint64) uint64 {
+	if total == 0 {
+		return 0
 	}
-	return strconv.FormatUint(used*100/total, 10) + "%"
+	return used * 100 / total
 }

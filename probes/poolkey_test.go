@@ -25,8 +25,8 @@ func TestPoolStatusKey(t *testing.T) {
 	}
 	thin := key("testdata/snapshots/thin.txtar")
 	for _, want := range []string{
-		"thinvg-tp-tpool thin-pool meta 10% data 0% rw discard_passdown queue_if_no_space - 1024",
-		"thinvg-tpbad thin-pool meta 10% data 0% rw discard_passdown queue_if_no_space - 256",
+		"thinvg-tp-tpool thin-pool meta 10% data 0% ro=false out_of_data_space=false needs_check=false",
+		"thinvg-tpbad thin-pool meta 10% data 0% ro=false out_of_data_space=false needs_check=false",
 	} {
 		if !strings.Contains(thin, want) {
 			t.Errorf("thin: key\n%s\nlacks %q", thin, want)
@@ -37,7 +37,7 @@ func TestPoolStatusKey(t *testing.T) {
 	}
 	base := key("../reconcile/testdata/snapshots/fault-base.txtar")
 	ro := key("../reconcile/testdata/snapshots/fault-readonly.txtar")
-	if !strings.Contains(base, "fvg-vpool-vpool vdo normal - online online used 40%") {
+	if !strings.Contains(base, "fvg-vpool-vpool vdo normal recovering=false index online compression online used 40%") {
 		t.Errorf("fault-base: key %q", base)
 	}
 	if base == ro || !strings.Contains(ro, "read-only") {
