@@ -39,19 +39,23 @@ func (p *planner) planPvmove(vg string) {
 		}
 		src := pvmoveSources(lv)
 		moving := p.movedBy(lv)
+		var cmds [][]string // one pvmove per source PV resumes the move
+		for _, pv := range src {
+			cmds = append(cmds, []string{"pvmove", pv})
+		}
+		remedy := "pvmove" // with no argument: every interrupted move of the host
+		if len(cmds) > 0 {
+			remedy = shellAnd(cmds)
+		}
 		key := p.add(Finding{ID: "vg.pvmove_interrupted", Object: lv.FullName,
 			Message: fmt.Sprintf("a pvmove in VG %s did not finish (%s is still there): the LVs it moves (%s) stay locked on a temporary mirror until it is resumed, or rolled back with %s",
 				vg, lv.FullName, orNone(moving), abortCommand(src)),
 			Expected: "no pvmove in progress", Observed: fmt.Sprintf("%s copying from %s", lv.FullName, orNone(src)),
-			Remedy: pvmoveRemedy(src),
+			Remedy: remedy,
 		})
 		if len(src) == 0 {
 			p.reportOnly("vg.pvmove_interrupted", lv.FullName, "the source PV of the move is not known: resume it with pvmove (no argument) or roll it back with pvmove --abort", key)
 			continue
-		}
-		var cmds [][]string
-		for _, pv := range src {
-			cmds = append(cmds, []string{"pvmove", pv})
 		}
 		p.act(phaseResume, Action{ID: "vg.pvmove_interrupted:" + lv.FullName, Kind: KindCommand, Class: Live, Object: lv.FullName,
 			Summary:  fmt.Sprintf("resume the interrupted pvmove %s from its last checkpoint (source %s)", lv.FullName, strings.Join(src, ", ")),
@@ -88,20 +92,6 @@ func (p *planner) movedBy(mv *probes.LV) []string {
 		}
 	}
 	return out
-}
-
-// pvmoveRemedy is the command that resumes the move: pvmove with each
-// source PV, or with no argument (every interrupted move of the host) when
-// the source is not known.
-func pvmoveRemedy(src []string) string {
-	if len(src) == 0 {
-		return "pvmove"
-	}
-	var lines []string
-	for _, pv := range src {
-		lines = append(lines, probes.ShellJoin([]string{"pvmove", pv}))
-	}
-	return strings.Join(lines, " && ")
 }
 
 // abortCommand is the command that rolls the move back instead.
