@@ -83,6 +83,10 @@ type VG struct {
 	Errors   []string `json:"errors"`
 }
 
+// Partial reports whether LVM reads the VG with PVs missing: the fourth
+// vg_attr character is 'p' (vgs(8)).
+func (v *VG) Partial() bool { return len(v.Attr) > 3 && v.Attr[3] == 'p' }
+
 // LV is an LVM logical volume, including hidden sub-LVs.
 type LV struct {
 	VG       string `json:"vg"`

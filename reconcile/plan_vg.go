@@ -174,7 +174,7 @@ func createRemedy(create bool, what string) string {
 // checkVGHealth reports a partial VG and declared pools that are inactive.
 func (p *planner) checkVGHealth(name string, want schema.VolumeGroup) {
 	vg := p.h.VGs[name]
-	if len(vg.Attr) > 3 && vg.Attr[3] == 'p' {
+	if vg.Partial() {
 		var missing []string
 		for _, pvName := range vg.PVs {
 			if pv := p.h.PVs[pvName]; pv != nil && len(pv.Attr) > 2 && pv.Attr[2] == 'm' {

@@ -325,7 +325,7 @@ func vg2partial(vg *probes.VG) []string {
 			out = append(out, "a PV is missing (LVM names it "+name+")")
 		}
 	}
-	if len(out) == 0 && len(vg.Attr) >= 4 && vg.Attr[3] == 'p' {
+	if len(out) == 0 && vg.Partial() {
 		out = append(out, "LVM reports the VG partial")
 	}
 	return out

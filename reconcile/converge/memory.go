@@ -88,8 +88,8 @@ func (r actionRecords) Put(id string, a state.Action) error {
 // when a kill landed while lvremove ran). Left open, the binding would let
 // keel remove that LV a second time should it come back (a vgcfgrestore of
 // an older backup): state.Judge removes an LV bound and unfinished. Only
-// when the LV's VG reads whole (present, not partial: vg_attr's fourth
-// character, vgs(8)) is the uuid's absence proof; a dry run writes nothing.
+// when the LV's VG reads whole (present, attributes known, not partial:
+// probes.VG.Partial) is the uuid's absence proof; a dry run writes nothing.
 func (l *Loop) settleRemovals(h *probes.Host, dryRun bool) {
 	if dryRun || h == nil || len(l.mem.Absent) == 0 {
 		return
@@ -103,7 +103,7 @@ func (l *Loop) settleRemovals(h *probes.Host, dryRun bool) {
 	for name, rec := range l.mem.Absent {
 		vgName, _, _ := strings.Cut(name, "/")
 		vg := h.VGs[vgName]
-		if vg == nil || len(vg.Attr) < 4 || vg.Attr[3] == 'p' {
+		if vg == nil || vg.Attr == "" || vg.Partial() {
 			continue
 		}
 		for _, b := range rec.Bound {
