@@ -23,16 +23,7 @@ func (p *planner) planThin(vgName, name string, want schema.ThinPool, phase int)
 	tp := p.h.ThinPools[object]
 	wantChunk := want.ChunkSize.Bytes
 	if tp == nil {
-		key := p.add(Finding{ID: "thin.missing", Object: object,
-			Message:  "thin pool " + object + " does not exist",
-			Expected: fmt.Sprintf("thin pool of %s, chunk %s", orUnset(want.Size.Text), want.ChunkSize), Observed: "no such pool",
-			Remedy: createRemedy(want.Create && want.Size.IsSet(), "lvcreate --type thin-pool with chunk size, zeroing and metadata size on the creation line"),
-		})
-		if want.Create && want.Size.IsSet() {
-			p.act(phaseCreateThin+phase, Action{ID: "thin.create:" + object, Kind: KindCommand, Class: Live, Object: object,
-				Summary:  fmt.Sprintf("create thin pool %s of %s with %s chunks", object, want.Size, want.ChunkSize),
-				Commands: [][]string{thinCreateArgs(vgName, name, want)}, Remedies: []string{key}})
-		}
+		p.planMissingThin(vgName, name, want, phase)
 		return
 	}
 	if wantChunk != 0 && tp.ChunkSize != wantChunk {
@@ -79,9 +70,62 @@ func (p *planner) planThin(vgName, name string, want schema.ThinPool, phase int)
 	p.checkThinHealth(tp, want.DataPercentAlert, want.MetadataPercentAlert)
 }
 
+// planMissingThin reports a declared thin pool that is not there and, with
+// create: true, plans its creation. An LV under the pool's name that is not
+// a thin pool is one of two things:
+//
+//   - the plain LV lvm2 commits first when it makes a thin pool: create_pool
+//     (lib/metadata/pool_manip.c) allocates the metadata area as a visible
+//     striped LV under the pool's name, commits the VG, wipes that area and
+//     only then makes the _tmeta and _tdata sub-LVs and the pool, in a
+//     second commit ("If killed here, only the VISIBLE striped pool LV is
+//     left and user could easily remove it"). keel tags the pool on its
+//     lvcreate line (CreateTag; the tags are set before that first commit,
+//     _lv_create_an_lv in lib/metadata/lv_manip.c), so a tagged plain LV is
+//     the metadata area of a creation keel began, holding nothing but
+//     zeroes: keel removes it and creates the pool again;
+//   - any other LV: someone else's, which keel never touches (an lvcreate
+//     would only fail with "already exists", pass after pass).
+func (p *planner) planMissingThin(vgName, name string, want schema.ThinPool, phase int) {
+	object := vgName + "/" + name
+	create := want.Create && want.Size.IsSet()
+	f := Finding{ID: "thin.missing", Object: object,
+		Message:  "thin pool " + object + " does not exist",
+		Expected: fmt.Sprintf("thin pool of %s, chunk %s", orUnset(want.Size.Text), want.ChunkSize), Observed: "no such pool",
+		Remedy: createRemedy(create, "lvcreate --type thin-pool with chunk size, zeroing and metadata size on the creation line"),
+	}
+	var cmds [][]string
+	switch lv := p.h.LVs[object]; {
+	case lv == nil:
+	case hasTag(lv, CreateTag) && (lv.SegType == "linear" || lv.SegType == "striped") && !lv.Open:
+		f.Message = fmt.Sprintf("the creation of thin pool %s stopped before it ended: %s is still the plain LV lvm2 makes first (the pool's metadata area, zeroed)", object, object)
+		f.Observed = fmt.Sprintf("%s LV of %s with tag %s", lv.SegType, units.FormatSize(lv.Size), CreateTag)
+		if create {
+			f.Remedy = fmt.Sprintf("keel removes the half-made LV and creates the pool again (create: true): lvremove -y %s, then lvcreate --type thin-pool", object)
+		} else {
+			f.Remedy = fmt.Sprintf("lvremove -y %s (the half-made LV of a creation keel began), then create the pool by hand or set create: true", object)
+		}
+		cmds = append(cmds, []string{"lvremove", "-y", object})
+	default:
+		f.Observed = fmt.Sprintf("%s is a %s LV of %s, not a thin pool", object, lv.SegType, units.FormatSize(lv.Size))
+		f.Remedy = fmt.Sprintf("declare the pool under another name: the LV %s is not a pool keel began, and keel never removes or converts it", object)
+		p.add(f)
+		return
+	}
+	key := p.add(f)
+	if !create {
+		return
+	}
+	cmds = append(cmds, thinCreateArgs(vgName, name, want), []string{"lvchange", "--deltag", CreateTag, object})
+	p.act(phaseCreateThin+phase, Action{ID: "thin.create:" + object, Kind: KindCommand, Class: Live, Object: object,
+		Summary:  fmt.Sprintf("create thin pool %s of %s with %s chunks", object, want.Size, want.ChunkSize),
+		Commands: cmds, Remedies: []string{key}})
+}
+
 // thinCreateArgs is the lvcreate that makes a declared thin pool, every
 // size with an explicit unit (a bare number is MiB to -L and
-// --poolmetadatasize but KiB to --chunksize).
+// --poolmetadatasize but KiB to --chunksize), tagged CreateTag until the
+// pool is whole.
 func thinCreateArgs(vgName, name string, want schema.ThinPool) []string {
 	args := []string{"lvcreate", "-y", "--type", "thin-pool", "-L", want.Size.LVMArg(), "--chunksize", want.ChunkSize.LVMArg()}
 	if want.Zero != nil {
@@ -90,7 +134,7 @@ func thinCreateArgs(vgName, name string, want schema.ThinPool) []string {
 	if want.MetadataSize.IsSet() {
 		args = append(args, "--poolmetadatasize", want.MetadataSize.LVMArg())
 	}
-	return append(args, "-n", name, vgName)
+	return append(args, "--addtag", CreateTag, "-n", name, vgName)
 }
 
 func orUnset(s string) string {

@@ -270,8 +270,9 @@ func (p *planner) planMissingVDO(vgName, poolName string, vgWant schema.VolumeGr
 	p.act(phaseCreateVDO+phase, a)
 }
 
-// CreateTag is the LVM tag keel gives the LV of a VDO pool it creates, from
-// the first command until the pool is whole (the last command deletes it).
+// CreateTag is the LVM tag keel gives the LV of a VDO or thin pool it
+// creates, from the first command until the pool is whole (the last command
+// deletes it; for thin pools see planMissingThin).
 // lvm2 commits the plain LV before vdoformat runs (lvcreate --type vdo, in
 // lib/metadata/lv_manip.c, and each step of a split pool), so a keel killed
 // in between leaves a plain LV under the pool's name; the tag tells that LV,
