@@ -46,7 +46,8 @@ const (
 	// KindWipe zeroes or discards an LV in steps, then removes it.
 	KindWipe Kind = "wipe"
 	// KindFile replaces Files atomically (a temporary file renamed over
-	// each), then runs Commands (e.g. udevadm control --reload).
+	// each), then runs Commands, which only tell a daemon to read them now
+	// (UdevReload): their failure is logged and does not fail the action.
 	KindFile Kind = "file"
 	// KindNone is a report-only action (immutable drift): nothing runs.
 	KindNone Kind = "none"

@@ -84,13 +84,22 @@ func (p *planner) planUdevRules() {
 			Object:  "udev:" + d.File.Path,
 			Summary: fmt.Sprintf("write %s and reload udev's rules", d.File.Path),
 			Files:   []FileWrite{{Path: d.File.Path, Content: d.File.Content, Mode: 0o644}},
-			Commands: [][]string{
-				{"udevadm", "control", "--reload"},
-			},
+			Commands: [][]string{UdevReload},
 			Remedies: []string{key},
 		})
 	}
 }
+
+// UdevReload tells systemd-udevd to read its rules files again, waiting at
+// most 5 s for its answer instead of udevadm's 60 (udevadm(8), control
+// --timeout). It only makes a rule written by keel live at once: udevd
+// compares the rules files' stats before it runs its next queued event and
+// reloads them when they changed (systemd v257, src/udev/udev-manager.c,
+// manager_reload from event_queue_start, udev_rules_should_reload), so
+// when udevd is too busy to answer (a flood of uevents) the rule still
+// applies from its next event, and the executor does not count the reload's
+// failure against the action (KindFile).
+var UdevReload = []string{"udevadm", "control", "--reload", "--timeout=5"}
 
 // ruleID returns the finding ID of one of keel's udev rules files.
 func ruleID(path string) string {

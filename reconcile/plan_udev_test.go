@@ -72,7 +72,7 @@ func TestUdevRulesMissingBcacheRule(t *testing.T) {
 	if !strings.Contains(a.Files[0].Content, rule) {
 		t.Errorf("content lacks %s:\n%s", rule, a.Files[0].Content)
 	}
-	if len(a.Commands) != 1 || !slices.Equal(a.Commands[0], []string{"udevadm", "control", "--reload"}) {
+	if len(a.Commands) != 1 || !slices.Equal(a.Commands[0], UdevReload) {
 		t.Errorf("commands %q", a.Commands)
 	}
 	if !slices.Equal(a.Remedies, []string{"bcache.udev_rule@udev:" + activation.BcacheRule}) {

@@ -216,7 +216,7 @@ func installRules(ctx context.Context, ex *executor.Executor, files []activation
 		return nil, nil
 	}
 	if filepath.Clean(root) == "/" {
-		a.Commands = [][]string{{"udevadm", "control", "--reload"}}
+		a.Commands = [][]string{reconcile.UdevReload}
 	}
 	rep, err := ex.Apply(ctx, []reconcile.Action{a}, nil, executor.Mode{Partial: true}, nil)
 	if err != nil {

@@ -610,7 +610,13 @@ func (e *Executor) apply(ctx context.Context, a reconcile.Action, res *Result) e
 		if err := e.Files(ctx, a.Files); err != nil {
 			return err
 		}
-		return e.runCommands(ctx, a, res)
+		// The files are the change; the commands after them only tell a
+		// daemon to read them now (reconcile.UdevReload), and one too busy
+		// to answer reads them on its own: log, do not fail and retry.
+		if err := e.runCommands(ctx, a, res); err != nil {
+			e.Log.Warn("files written, the reload after them failed; the daemon reads them on its own later", "action", a.ID, "object", a.Object, "err", err)
+		}
+		return nil
 	case reconcile.KindWipe:
 		if e.Wipe == nil || a.Wipe == nil {
 			return fmt.Errorf("action %s: no wiper or wipe spec", a.ID)

@@ -22,7 +22,7 @@ func TestFileActionWritesThenReloads(t *testing.T) {
 	e.Files = DirFiles(root)
 	a := reconcile.Action{ID: "bcache.udev_rule:x", Kind: reconcile.KindFile, Class: reconcile.Live, Object: f.Object,
 		Files:    []reconcile.FileWrite{{Path: "/etc/udev/rules.d/70-keel-bcache.rules", Content: "# rule\n", Mode: 0o644}},
-		Commands: [][]string{{"udevadm", "control", "--reload"}}, Remedies: []string{f.Key()}}
+		Commands: [][]string{reconcile.UdevReload}, Remedies: []string{f.Key()}}
 	rep, err := e.Apply(context.Background(), []reconcile.Action{a}, h.findings(), Mode{}, h.reprobe)
 	if err != nil {
 		t.Fatal(err)
@@ -38,13 +38,42 @@ func TestFileActionWritesThenReloads(t *testing.T) {
 	if st, err := os.Stat(dst); err != nil || st.Mode().Perm() != 0o644 {
 		t.Errorf("mode: %v, %v", st.Mode(), err)
 	}
-	if m := r.mutating(); strings.Join(m, ";") != "udevadm control --reload" {
+	if m := r.mutating(); strings.Join(m, ";") != strings.Join(reconcile.UdevReload, " ") {
 		t.Errorf("commands after the write: %q", m)
 	}
 	// No temporary file is left next to it.
 	ents, _ := os.ReadDir(filepath.Dir(dst))
 	if len(ents) != 1 {
 		t.Errorf("directory holds %d entries, want 1", len(ents))
+	}
+}
+
+// A udev rule written while systemd-udevd is too busy to answer (a flood
+// of uevents: `udevadm control --reload` then fails with "Failed to wait
+// for daemon to reply: Connection timed out") converges: the file is the
+// change, and udevd reads changed rules files on its own before it runs its
+// next event. Before, the action failed, was retried, and every retry held
+// the daemon's loop for udevadm's timeout (e2e/underfire: a pass of 90 s).
+func TestFileActionConvergesWhenTheReloadFails(t *testing.T) {
+	root := t.TempDir()
+	f := reconcile.Finding{ID: "bcache.udev_rule", Severity: reconcile.Warning, Object: "udev:/etc/udev/rules.d/70-keel-bcache.rules"}
+	h := &host{present: map[string]reconcile.Finding{f.Key(): f}, applied: map[string]int{}, fixAfter: 1}
+	r := &recRunner{fail: map[string]bool{"udevadm": true}}
+	e := New(r, Options{})
+	e.Clock = newClock()
+	e.Files = DirFiles(root)
+	a := reconcile.Action{ID: "bcache.udev_rule:x", Kind: reconcile.KindFile, Class: reconcile.Live, Object: f.Object,
+		Files:    []reconcile.FileWrite{{Path: "/etc/udev/rules.d/70-keel-bcache.rules", Content: "# rule\n", Mode: 0o644}},
+		Commands: [][]string{reconcile.UdevReload}, Remedies: []string{f.Key()}}
+	rep, err := e.Apply(context.Background(), []reconcile.Action{a}, h.findings(), Mode{}, h.reprobe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Results[0]; got.Status != Converged || got.Attempts != 1 {
+		t.Fatalf("result %+v, want converged at the first attempt", got)
+	}
+	if m := r.mutating(); len(m) != 1 {
+		t.Errorf("commands %q, want the one reload", m)
 	}
 }
 
