@@ -78,12 +78,12 @@ func (p *planner) planUdevRules() {
 			continue
 		}
 		p.act(phaseUdevRules, Action{
-			ID:      d.FindingID() + ":" + d.File.Path,
-			Kind:    KindFile,
-			Class:   Live,
-			Object:  "udev:" + d.File.Path,
-			Summary: fmt.Sprintf("write %s and reload udev's rules", d.File.Path),
-			Files:   []FileWrite{{Path: d.File.Path, Content: d.File.Content, Mode: 0o644}},
+			ID:       d.FindingID() + ":" + d.File.Path,
+			Kind:     KindFile,
+			Class:    Live,
+			Object:   "udev:" + d.File.Path,
+			Summary:  fmt.Sprintf("write %s and reload udev's rules", d.File.Path),
+			Files:    []FileWrite{{Path: d.File.Path, Content: d.File.Content, Mode: 0o644}},
 			Commands: [][]string{UdevReload},
 			Remedies: []string{key},
 		})

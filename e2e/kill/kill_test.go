@@ -19,7 +19,7 @@ import (
 )
 
 // kinds are the steps scenario.sh kills keel in, in its rotation order.
-var kinds = []string{"lvmconf", "udev", "vdo-lvcreate", "vdo-split", "vdo-lvconvert", "thin-lvcreate", "pvmove", "wipe-rename", "wipe-remove"}
+var kinds = []string{"lvmconf", "udev", "vdo-lvcreate", "vdo-split", "vdo-lvconvert", "thin-lvcreate", "thin-partial", "pvmove", "wipe-rename", "wipe-remove"}
 
 // killReport is what the killer wrote for one iteration.
 type killReport struct {

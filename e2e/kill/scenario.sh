@@ -22,6 +22,8 @@
 #   vdo-split     "lvextend" of vchurn           (between the pieces of a split pool)
 #   vdo-lvconvert "lvconvert" with "vdo-pool"
 #   thin-lvcreate "lvcreate" with "thin-pool"
+#   thin-partial  the same, killed with its group as soon as lvm2's first
+#                 plain LV kvg-tchurn is active and kvg-tchurn_tmeta is not
 #   pvmove        "pvmove"
 #   wipe-rename   "--addtag","keel_wipe"         (tag, rename, clear, lvremove)
 #   wipe-remove   "lvremove"
@@ -56,7 +58,7 @@ fail() {
 must() { "$@" || { fail "setup: $*"; exit 100; }; }
 : >"$OUT/fails.txt"
 
-KINDS=(lvmconf udev vdo-lvcreate vdo-split vdo-lvconvert thin-lvcreate pvmove wipe-rename wipe-remove)
+KINDS=(lvmconf udev vdo-lvcreate vdo-split vdo-lvconvert thin-lvcreate thin-partial pvmove wipe-rename wipe-remove)
 # KILL_KINDS: a subset, in that order, instead of the whole rotation.
 [ -n "${KILL_KINDS:-}" ] && read -r -a KINDS <<<"$KILL_KINDS"
 kind_match() {
@@ -66,7 +68,7 @@ kind_match() {
 	vdo-lvcreate) echo '"lvcreate","--type","vdo"' ;;
 	vdo-split) echo '"lvextend",kvg/vchurn' ;;
 	vdo-lvconvert) echo '"lvconvert",vdo-pool' ;;
-	thin-lvcreate) echo '"lvcreate",thin-pool' ;;
+	thin-lvcreate | thin-partial) echo '"lvcreate",thin-pool' ;;
 	pvmove) echo '"pvmove"' ;;
 	wipe-rename) echo '"--addtag","keel_wipe"' ;;
 	wipe-remove) echo '"lvremove"' ;;
@@ -79,7 +81,7 @@ kind_delay() {
 	udev) echo 150ms ;;
 	vdo-lvcreate | vdo-lvconvert) echo 8s ;;
 	vdo-split) echo 1500ms ;;
-	thin-lvcreate) echo 1500ms ;;
+	thin-lvcreate | thin-partial) echo 1500ms ;;
 	pvmove) echo 5s ;;
 	wipe-rename) echo 2s ;;
 	wipe-remove) echo 300ms ;;
@@ -228,7 +230,13 @@ for i in $(seq 1 "$N"); do
 	all) group=-group ;;
 	alternate) [ $((i % 2)) -eq 0 ] && group=-group ;;
 	esac
-	"$KILLER" -log "$OUT/it$i.kill.cmds" -match "$(kind_match "$kind")" -delay-max "$(kind_delay "$kind")" \
+	when=()
+	[ "$kind" = thin-partial ] && group=-group # keel alone: lvcreate would go on and finish
+	# thin-partial: killed while lvm2 wipes the pool's metadata area, the
+	# plain LV tchurn it committed first (active as kvg-tchurn, before the
+	# _tmeta and _tdata sub-LVs exist): too brief for a random delay.
+	[ "$kind" = thin-partial ] && when=(-when-exists /dev/mapper/kvg-tchurn -unless-exists /dev/mapper/kvg-tchurn_tmeta)
+	"$KILLER" -log "$OUT/it$i.kill.cmds" -match "$(kind_match "$kind")" -delay-max "$(kind_delay "$kind")" "${when[@]}" \
 		-seed "$((SEED * 1000 + i))" -out "$OUT/it$i.kill.json" $group -- \
 		"$KEEL" apply -v -c "$CFG" --command-log "$OUT/it$i.kill.cmds" >"$OUT/it$i.kill.txt" 2>&1
 	grep '^killer:' "$OUT/it$i.kill.txt"

@@ -1,7 +1,10 @@
 // Command killer runs a command (keel apply) in its own process group and
 // SIGKILLs it at a chosen moment: once a line containing every -match
 // substring appears in a file the command appends to (keel's --command-log,
-// one JSON argv per line), after a random delay below -delay-max. It runs
+// one JSON argv per line), after a random delay below -delay-max, or, with
+// -when-exists, as soon as that path exists (and -unless-exists does not):
+// a state a command passes through too briefly for a random delay to hit
+// often. It runs
 // inside the test guest for e2e/kill and writes what happened as JSON to -out:
 // whether the trigger was seen, the delay, whether the command was still
 // running when killed, and the command lines of its descendants at that
@@ -45,6 +48,8 @@ func main() {
 	seed := flag.Int64("seed", 1, "random seed of the delay")
 	out := flag.String("out", "", "write the report as JSON to `FILE`")
 	limit := flag.Duration("timeout", 15*time.Minute, "kill the command after `D` whatever happens")
+	whenExists := flag.String("when-exists", "", "once the line appears, kill as soon as `PATH` exists (instead of the delay)")
+	unlessExists := flag.String("unless-exists", "", "with -when-exists: and `PATH` does not")
 	flag.Parse()
 	if flag.NArg() == 0 || *logPath == "" || *match == "" || *out == "" {
 		fmt.Fprintln(os.Stderr, "usage: killer -log FILE -match S1,S2 -delay-max D -out FILE [-group] [-seed N] -- COMMAND...")
@@ -67,6 +72,7 @@ func main() {
 	defer tick.Stop()
 	giveUp := time.After(*limit)
 	var offset int64
+	var seen time.Time
 	var waitErr error
 	exited := false
 loop:
@@ -82,11 +88,19 @@ loop:
 			break loop
 		case <-tick.C:
 			if rep.TriggerSeen {
+				if *whenExists != "" && exists(*whenExists) && (*unlessExists == "" || !exists(*unlessExists)) {
+					rep.DelayMS = time.Since(seen).Milliseconds()
+					break loop
+				}
 				continue
 			}
 			for _, l := range newLines(*logPath, &offset) {
 				if containsAll(l, rep.Match) {
 					rep.TriggerSeen, rep.Trigger = true, l
+					seen = time.Now()
+					if *whenExists != "" {
+						break
+					}
 					d := time.Duration(0)
 					if *delayMax > 0 {
 						d = time.Duration(rng.Int63n(int64(*delayMax)))
@@ -121,6 +135,12 @@ loop:
 		os.Exit(2)
 	}
 	fmt.Printf("killer: %s\n", b)
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // newLines returns the whole lines appended to path since *offset.
