@@ -212,9 +212,9 @@ grep -qx 'keel_config_last_reload_successful 1' "$PROM" && pass "flips: the last
 # A pass over fvg while every I/O of its PV waits 5 s (longer than
 # WatchdogSec: lvm reads the PV several times per command): keel is not
 # restarted (checked at the end). A bcache tunable changed meanwhile (a
-# bcache-only desired state) waits for that pass, the loop serving one
-# trigger at a time (docs/reliability.md): its delay is measured, and it must
-# not be lost.
+# bcache-only desired state) preempts that pass, which is still reading the
+# PV, and takes the fast path: its delay is measured (the test bounds it),
+# and the SIGHUP's pass is served again after it.
 table delay 5000 || flunk "delay table"
 p0=$(passes)
 systemctl reload keel.service --no-block
@@ -231,7 +231,11 @@ echo $(($(now_ms) - t1)) >"$OUT/slow.fastpath_ms"
 wait_for 240 test "$(passes)" -gt "$p0" || flunk "slow: no pass ended within 240 s"
 wait
 st=$(cat "$OUT/slow.status")
-[ "${st%% *}" = 0 ] && pass "slow: keel status answered (exit 0 in ${st#* } ds)" || flunk "slow: keel status: '$st'"
+# keel status over the slow PV runs its own lvm commands, which may run
+# into their timeout: it must end (no hang: exit 124 is the test's 120 s
+# timeout) and say what it could and could not read.
+[ -n "$st" ] && [ "${st%% *}" != 124 ] && [ -s "$OUT/slow.status.txt" ] &&
+	pass "slow: keel status answered (exit ${st%% *} in ${st#* } ds)" || flunk "slow: keel status: '$st'"
 figure "slow: status=\"$(cat "$OUT/slow.status")\" passes=$(($(passes) - p0)) took=$(journalctl -b -u keel MESSAGE='pass done' -o export | sed -n 's/^TOOK=//p' | tail -3 | tr '\n' ' ')"
 table linear || flunk "linear table"
 wait_for 120 reads "$WBP" 21 || true

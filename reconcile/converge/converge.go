@@ -82,6 +82,9 @@ type Loop struct {
 	lastPlan reconcile.Result
 	// mem is keel's state as loaded for the current pass.
 	mem reconcile.Memory
+	// Gate, when set, is the gate of the pass being run: passes apply
+	// nothing once it preempted them (the daemon sets it per trigger).
+	Gate *Gate
 }
 
 // Wiring is what New needs besides the configuration paths.
@@ -381,6 +384,9 @@ func (l *Loop) pass(ctx context.Context, h *probes.Host, m executor.Mode) (PassR
 	if cut := untilLVMConf(actions); !m.DryRun && len(cut) < len(actions) {
 		actions, m.Partial = cut, true // the rest is re-planned, not dropped
 	}
+	if !l.Gate.act() {
+		return out, ErrPreempted
+	}
 	start := time.Now()
 	rep, err := l.Exec.Apply(ctx, actions, res.Findings, m, l.verifyFull)
 	if len(actions) > 0 {
@@ -551,6 +557,9 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repor
 		if x.Kind == reconcile.KindSysfs {
 			acts = append(acts, x)
 		}
+	}
+	if !l.Gate.act() {
+		return executor.Report{}, ErrPreempted
 	}
 	return l.Exec.Apply(ctx, acts, res.Findings, executor.Mode{Partial: true}, l.verifyBcache)
 }

@@ -72,16 +72,23 @@ type CountingRunner struct {
 	probes.Runner
 	N     atomic.Int64
 	Delay time.Duration
+	// SlowLVM, in nanoseconds, is added to every lvm command while it is
+	// not zero: a PV that answers slowly (set it while a daemon runs).
+	SlowLVM atomic.Int64
 }
 
-// Run counts c, waits Delay and replays it.
+// Run counts c, waits Delay (and SlowLVM for lvm) and replays it.
 func (r *CountingRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
 	r.N.Add(1)
-	if r.Delay > 0 {
+	wait := r.Delay
+	if c.Name == "lvm" {
+		wait += time.Duration(r.SlowLVM.Load())
+	}
+	if wait > 0 {
 		select {
 		case <-ctx.Done():
 			return probes.Result{ExitCode: -1}, ctx.Err()
-		case <-time.After(r.Delay):
+		case <-time.After(wait):
 		}
 	}
 	return r.Runner.Run(ctx, c)

@@ -94,6 +94,8 @@ type trigger struct {
 	// and change uevents come within tens of milliseconds, and its tunables
 	// are wanted at once.
 	fast bool
+	// hup is a SIGHUP (systemctl reload): READY=1 when its pass ends.
+	hup bool
 	// done are closed when the pass serving the trigger has ended.
 	done []chan struct{}
 }
@@ -168,28 +170,134 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	resync := time.NewTicker(d.Resync)
 	defer resync.Stop()
+	// One trigger is served at a time, on its own goroutine (cur), so that
+	// the loop can still take triggers while it runs: they wait in pending,
+	// folded into one, and a changed desired state or a bcache
+	// registration preempts a pass that is still only reading the host
+	// (converge.Gate), once in a row, so that a steady stream of triggers
+	// cannot starve full passes.
+	var cur *serving
+	var pending *trigger
+	preempted := false
+	begin := func(t trigger) {
+		cur = d.startServing(ctx, t, !preempted)
+	}
 	for {
+		var ended <-chan string
+		if cur != nil {
+			ended = cur.done
+		}
 		select {
 		case <-ctx.Done():
+			if cur != nil {
+				<-cur.done
+			}
 			notify.Stopping()
 			return ctx.Err()
 		case <-wd:
-			notify.Watchdog() // from the loop itself: a hung pass stops the pings
+			if cur == nil {
+				notify.Watchdog() // from the loop itself: a hung loop stops the pings
+			} // while a pass runs, keepAliveWhilePassing pings as its commands advance
 		case <-d.Reload:
 			notify.Reloading()
-			notify.Ready(d.busy(func() string { return d.serve(ctx, true, false, "SIGHUP") }))
+			t := trigger{reload: true, hup: true, why: "SIGHUP"}
+			if cur != nil {
+				pending = fold(pending, t)
+				d.preempt(cur, t)
+				continue
+			}
+			begin(t)
 		case t := <-triggers:
 			d.Log.Debug("trigger", "why", t.why)
+			if cur != nil {
+				pending = fold(pending, t)
+				d.preempt(cur, t)
+				continue
+			}
 			if !d.debounce(ctx, t) {
 				continue
 			}
-			t = drain(t, triggers)
-			notify.Status(d.busy(func() string { return d.serve(ctx, t.reload, t.fast, t.why) }))
-			t.finish()
+			begin(drain(t, triggers))
 		case <-resync.C:
-			notify.Status(d.busy(func() string { return d.safePass(ctx, "resync") }))
+			t := trigger{why: "resync"}
+			if cur != nil {
+				pending = fold(pending, t)
+				continue
+			}
+			begin(t)
+		case status := <-ended:
+			done := cur
+			cur = nil
+			preempted = done.gate.Preempted()
+			if preempted {
+				// Served again after what preempted it, with it.
+				d.Log.Info("pass preempted before it changed anything", "why", done.t.why, "by", pending.why)
+				pending = fold(&done.t, *pending)
+			} else {
+				if done.t.hup {
+					notify.Ready(status)
+				} else {
+					notify.Status(status)
+				}
+				done.t.finish()
+			}
+			if pending != nil {
+				t := drain(*pending, triggers)
+				pending = nil
+				begin(t)
+			}
 		}
 	}
+}
+
+// serving is a trigger being served on its own goroutine.
+type serving struct {
+	t    trigger
+	gate *converge.Gate
+	// done receives the pass's status line when it ends.
+	done chan string
+}
+
+// startServing serves t on a goroutine; preemptible gives its pass a gate
+// that a newer trigger may close (preempt).
+func (d *Daemon) startServing(ctx context.Context, t trigger, preemptible bool) *serving {
+	passCtx, cancel := context.WithCancel(ctx)
+	s := &serving{t: t, done: make(chan string, 1)}
+	if preemptible {
+		s.gate = converge.NewGate(cancel)
+	}
+	go func() {
+		defer cancel()
+		d.Loop.Gate = s.gate // only this goroutine runs the Loop
+		s.done <- d.busy(func() string { return d.serve(passCtx, t.reload, t.fast, t.why) })
+	}()
+	return s
+}
+
+// preempt cancels the pass being served when t asks for something
+// promptly (a changed desired state, a SIGHUP, a bcache registration) and
+// the pass has not begun to change the host.
+func (d *Daemon) preempt(s *serving, t trigger) {
+	if s.gate == nil || !(t.reload || t.fast) {
+		return
+	}
+	if s.gate.Preempt() {
+		d.Log.Debug("preempting the pass", "why", s.t.why, "by", t.why)
+	}
+}
+
+// fold merges t into p (nil: t alone): reload, fast and hup if either
+// asks, every waiter, p's reason.
+func fold(p *trigger, t trigger) *trigger {
+	if p == nil {
+		return &t
+	}
+	m := *p
+	m.reload = m.reload || t.reload
+	m.fast = m.fast || t.fast
+	m.hup = m.hup || t.hup
+	m.done = append(append([]chan struct{}(nil), m.done...), t.done...)
+	return &m
 }
 
 // busy runs a pass (fn) with passing set, for keepAliveWhilePassing.
@@ -221,9 +329,7 @@ func drain(t trigger, queued <-chan trigger) trigger {
 	for {
 		select {
 		case t2 := <-queued:
-			t.reload = t.reload || t2.reload
-			t.fast = t.fast || t2.fast
-			t.done = append(t.done, t2.done...)
+			t = *fold(&t, t2)
 		default:
 			return t
 		}
