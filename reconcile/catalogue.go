@@ -62,6 +62,8 @@ var Catalogue = []Rule{
 		"An action did not converge after every retry, or something keeps undoing it; keel tries it again only when the desired or observed state changes."},
 	{"thin.chunk_size", Warning, "thin pool chunk size differs (immutable)",
 		"The chunk size is not the declared one (audit: 1 MiB or larger); it is fixed at creation, so the remedy is a rebuild."},
+	{"thin.create_interrupted", Warning, "thin pool creation interrupted",
+		"lvm2 made the pool keel was creating, but keel stopped before it ended: the pool still carries keel's creation tag, and may be inactive; keel activates it and drops the tag."},
 	{"thin.data_usage", Warning, "thin pool data above the alert level",
 		"data_percent is at or above the pool's dataPercentAlert."},
 	{"thin.health", Critical, "thin pool needs attention",

@@ -26,6 +26,7 @@ func (p *planner) planThin(vgName, name string, want schema.ThinPool, phase int)
 		p.planMissingThin(vgName, name, want, phase)
 		return
 	}
+	p.finishThinCreate(object, p.h.LVs[object], phase)
 	if wantChunk != 0 && tp.ChunkSize != wantChunk {
 		key := p.add(Finding{ID: "thin.chunk_size", Object: object,
 			Message:  "chunk size differs from the declared one; it is fixed at creation",
@@ -119,6 +120,34 @@ func (p *planner) planMissingThin(vgName, name string, want schema.ThinPool, pha
 	cmds = append(cmds, thinCreateArgs(vgName, name, want), []string{"lvchange", "--deltag", CreateTag, object})
 	p.act(phaseCreateThin+phase, Action{ID: "thin.create:" + object, Kind: KindCommand, Class: Live, Object: object,
 		Summary:  fmt.Sprintf("create thin pool %s of %s with %s chunks", object, want.Size, want.ChunkSize),
+		Commands: cmds, Remedies: []string{key}})
+}
+
+// finishThinCreate ends the creation of a thin pool that lvm2 made whole
+// but keel did not see through: the pool still carries CreateTag, keel
+// killed after lvcreate's last commit. lvcreate then activates the pool
+// (_lv_create_an_lv, lib/metadata/lv_manip.c); killed there, it leaves the
+// pool inactive with its _tdata and _tmeta active (e2e/kill, kind
+// thin-partial). keel activates the pool it began, which an inactive pool
+// of someone else's it only reports (vg.inactive), and drops the tag.
+func (p *planner) finishThinCreate(object string, lv *probes.LV, phase int) {
+	if !hasTag(lv, CreateTag) {
+		return
+	}
+	var cmds [][]string
+	state := "active"
+	if !lv.Active {
+		state = "inactive"
+		cmds = append(cmds, []string{"lvchange", "-ay", object})
+	}
+	cmds = append(cmds, []string{"lvchange", "--deltag", CreateTag, object})
+	key := p.add(Finding{ID: "thin.create_interrupted", Object: object,
+		Message:  fmt.Sprintf("the creation of thin pool %s stopped after lvm2 made the pool (%s, still tagged %s)", object, state, CreateTag),
+		Expected: "an active pool without tag " + CreateTag, Observed: state + " pool with tag " + CreateTag,
+		Remedy: shellAnd(cmds),
+	})
+	p.act(phaseCreateThin+phase, Action{ID: "thin.create:" + object, Kind: KindCommand, Class: Live, Object: object,
+		Summary:  "finish the interrupted creation of thin pool " + object,
 		Commands: cmds, Remedies: []string{key}})
 }
 

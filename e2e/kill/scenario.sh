@@ -255,10 +255,11 @@ for i in $(seq 1 "$N"); do
 		lvs -a -o lv_name,segtype,lv_size,lv_tags,devices kvg/vchurn | tee "$OUT/it$i.vdopartial.lvs"
 		"$KEEL" snapshot -o "$OUT/it$i.vdopartial.txtar" || echo "it$i: keel snapshot failed"
 	fi
-	seg=$(lvs --noheadings -o segtype kvg/tchurn 2>/dev/null | tr -d ' ')
-	if [ -n "$seg" ] && [ "$seg" != thin-pool ]; then
+	seg=$(lvs --noheadings -o segtype,lv_tags kvg/tchurn 2>/dev/null | tr -s ' ' | sed 's/^ //')
+	if [ -n "$seg" ] && { [ "${seg%% *}" != thin-pool ] || [[ "$seg" == *keel_create* ]]; }; then
 		# The kill stopped a thin pool's creation half-way (lvm2 commits
-		# the pool's metadata area as a plain LV first): record it.
+		# the pool's metadata area as a plain LV first, and activates the
+		# pool after its last commit): record it.
 		echo "it$i: the kill left kvg/tchurn a $seg LV:"
 		lvs -a -o lv_name,segtype,lv_size,lv_tags,devices kvg/tchurn | tee "$OUT/it$i.thinpartial.lvs"
 		"$KEEL" snapshot -o "$OUT/it$i.thinpartial.txtar" || echo "it$i: keel snapshot failed"
