@@ -113,12 +113,16 @@ loop:
 		}
 	}
 	if !exited {
-		rep.Running = descendants(cmd.Process.Pid)
 		target := cmd.Process.Pid
 		if *group {
 			target = -cmd.Process.Pid
 		}
 		rep.AfterMS = time.Since(start).Milliseconds()
+		// Stopped first, at the chosen moment, and listed while stopped:
+		// walking /proc takes tens of milliseconds under TCG, long enough
+		// for lvm2 to pass the state the kill was aimed at.
+		_ = syscall.Kill(target, syscall.SIGSTOP)
+		rep.Running = descendants(cmd.Process.Pid)
 		if err := syscall.Kill(target, syscall.SIGKILL); err == nil {
 			rep.Killed = true
 		}
