@@ -112,6 +112,39 @@ func TestPlanUntaggedLVUnderPoolName(t *testing.T) {
 	}
 }
 
+// TestPlanInterruptedThinCreate: keel killed while lvm2 activated the thin
+// pool it had just made; the pool still carries keel's tag, inactive, with
+// its components active, which lvm2 will not activate the pool over. keel
+// deactivates the components, activates the pool and drops the tag. Before
+// (e2e/kill on 4b3a5ac) it ran `lvchange -ay kvg/tchurn` four times, refused
+// by lvm2, and ended reconcile.stuck.
+func TestPlanInterruptedThinCreate(t *testing.T) {
+	h := replayHost(t, "kill-thin-inactive")
+	r := Plan(loadDesired(t, "kill-thin-inactive", h), h)
+	lv := h.LVs["kvg/tchurn"]
+	if lv == nil || lv.SegType != "thin-pool" || lv.Active || !hasTag(lv, CreateTag) {
+		t.Fatalf("the capture holds no inactive thin pool kvg/tchurn with tag %s: %+v", CreateTag, lv)
+	}
+	f := findingByKey(t, r, "thin.create_interrupted@kvg/tchurn")
+	want := [][]string{
+		{"lvchange", "-an", "kvg/tchurn_tdata", "kvg/tchurn_tmeta"},
+		{"lvchange", "-ay", "kvg/tchurn"},
+		{"lvchange", "--deltag", CreateTag, "kvg/tchurn"},
+	}
+	a := actionByID(t, r, "thin.create:kvg/tchurn")
+	if !slices.EqualFunc(a.Commands, want, slices.Equal) {
+		t.Errorf("commands %q, want %q", a.Commands, want)
+	}
+	if f.Remedy != shellAnd(want) {
+		t.Errorf("remedy %q, want %q", f.Remedy, shellAnd(want))
+	}
+	for _, x := range r.Actions {
+		if strings.HasPrefix(x.ID, "thin.create:") && x.ID != a.ID {
+			t.Errorf("another creation planned: %s", x.ID)
+		}
+	}
+}
+
 func findingByKey(t *testing.T, r Result, key string) Finding {
 	t.Helper()
 	for _, f := range r.Findings {

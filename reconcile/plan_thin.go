@@ -128,8 +128,12 @@ func (p *planner) planMissingThin(vgName, name string, want schema.ThinPool, pha
 // killed after lvcreate's last commit. lvcreate then activates the pool
 // (_lv_create_an_lv, lib/metadata/lv_manip.c); killed there, it leaves the
 // pool inactive with its _tdata and _tmeta active (e2e/kill, kind
-// thin-partial). keel activates the pool it began, which an inactive pool
-// of someone else's it only reports (vg.inactive), and drops the tag.
+// thin-partial). lvm2 refuses to activate a pool while a component of it
+// is active ("Activation of logical volume … is prohibited while logical
+// volume …_tmeta is active", activate_lv in lib/activate/activate.c), so
+// keel deactivates the components first, then activates the pool it began
+// (an inactive pool of someone else's it only reports: vg.inactive), and
+// drops the tag.
 func (p *planner) finishThinCreate(object string, lv *probes.LV, phase int) {
 	if !hasTag(lv, CreateTag) {
 		return
@@ -138,6 +142,16 @@ func (p *planner) finishThinCreate(object string, lv *probes.LV, phase int) {
 	state := "active"
 	if !lv.Active {
 		state = "inactive"
+		var parts []string
+		for _, sub := range []string{lv.DataLV, lv.MetadataLV} {
+			if c := p.h.LVs[sub]; c != nil && c.Active {
+				parts = append(parts, c.FullName)
+			}
+		}
+		if len(parts) > 0 {
+			state += ", its components active"
+			cmds = append(cmds, append([]string{"lvchange", "-an"}, parts...))
+		}
 		cmds = append(cmds, []string{"lvchange", "-ay", object})
 	}
 	cmds = append(cmds, []string{"lvchange", "--deltag", CreateTag, object})
