@@ -94,7 +94,8 @@ type trigger struct {
 	// and change uevents come within tens of milliseconds, and its tunables
 	// are wanted at once.
 	fast bool
-	// hup is a SIGHUP (systemctl reload): READY=1 when its pass ends.
+	// hup is a SIGHUP (systemctl reload): READY=1 once the desired state
+	// is read again, before the pass (serving.reloaded).
 	hup bool
 	// done are closed when the pass serving the trigger has ended.
 	done []chan struct{}
@@ -172,15 +173,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer resync.Stop()
 	// One trigger is served at a time, on its own goroutine (cur), so that
 	// the loop can still take triggers while it runs: they wait in pending,
-	// folded into one, and a changed desired state or a bcache
+	// folded into one, and a changed desired state, a SIGHUP or a bcache
 	// registration preempts a pass that is still only reading the host
-	// (converge.Gate), once in a row, so that a steady stream of triggers
-	// cannot starve full passes.
+	// (converge.Gate), at most maxPreemptions times in a row, so that a
+	// steady stream of triggers cannot starve full passes.
 	var cur *serving
 	var pending *trigger
-	preempted := false
+	preempted := 0
 	begin := func(t trigger) {
-		cur = d.startServing(ctx, t, !preempted)
+		cur = d.startServing(ctx, t, preempted < maxPreemptions)
 	}
 	for {
 		var ended <-chan string
@@ -228,14 +229,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case status := <-ended:
 			done := cur
 			cur = nil
-			preempted = done.gate.Preempted()
-			if preempted {
+			if done.gate.Preempted() {
 				// Served again after what preempted it, with it.
+				preempted++
 				d.Log.Info("pass preempted before it changed anything", "why", done.t.why, "by", pending.why)
-				pending = fold(&done.t, *pending)
+				t := done.t
+				t.hup = t.hup && !done.reloaded.Load()
+				pending = fold(&t, *pending)
 			} else {
-				if done.t.hup {
-					notify.Ready(status)
+				preempted = 0
+				if done.t.hup && !done.reloaded.Load() {
+					notify.Ready(status) // it failed before its reload
 				} else {
 					notify.Status(status)
 				}
@@ -250,12 +254,19 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 }
 
+// maxPreemptions bounds the passes preempted in a row (Run).
+const maxPreemptions = 3
+
 // serving is a trigger being served on its own goroutine.
 type serving struct {
 	t    trigger
 	gate *converge.Gate
 	// done receives the pass's status line when it ends.
 	done chan string
+	// reloaded is set once a SIGHUP's desired state is read again and
+	// READY=1 sent: systemd's reload ends there (Type=notify-reload), not
+	// after the pass, which over a slow PV outlasts its reload timeout.
+	reloaded atomic.Bool
 }
 
 // startServing serves t on a goroutine; preemptible gives its pass a gate
@@ -269,7 +280,14 @@ func (d *Daemon) startServing(ctx context.Context, t trigger, preemptible bool) 
 	go func() {
 		defer cancel()
 		d.Loop.Gate = s.gate // only this goroutine runs the Loop
-		s.done <- d.busy(func() string { return d.serve(passCtx, t.reload, t.fast, t.why) })
+		var loaded func()
+		if t.hup {
+			loaded = func() {
+				notify.Ready("desired state read again; passing")
+				s.reloaded.Store(true)
+			}
+		}
+		s.done <- d.busy(func() string { return d.serve(passCtx, t.reload, t.fast, t.why, loaded) })
 	}()
 	return s
 }
@@ -500,10 +518,10 @@ func (d *Daemon) watch(ctx context.Context, dir string, match func(string) bool,
 // loaded (it reads only the host, and it starts after the event, so the
 // pass still plans against what the host reports after the change),
 // unless the files look changed in bcache fields only (MaybeBcacheOnly).
-func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string) string {
+func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string, loaded func()) string {
 	prev := d.Loop.InForce()
 	var status string
-	err := d.recovered(why, func() { status = d.serveOnce(ctx, reload, fast, why) })
+	err := d.recovered(why, func() { status = d.serveOnce(ctx, reload, fast, why, loaded) })
 	if err == nil {
 		return status
 	}
@@ -543,7 +561,7 @@ func (d *Daemon) recovered(why string, fn func()) (err error) {
 }
 
 // serveOnce is serve without the panic recovery.
-func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string) string {
+func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, loaded func()) string {
 	var early, earlySys *earlyProbe
 	if reload {
 		files, rerr := d.Loop.Read()
@@ -560,6 +578,9 @@ func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string) s
 		if d.load(files, rerr) == nil && converge.BcacheOnly(prev, d.Loop.Desired()) {
 			d.Log.Debug("the change touches bcache devices only: fast path first")
 			fast = true
+		}
+		if loaded != nil {
+			loaded()
 		}
 	}
 	if fast && d.audit() {

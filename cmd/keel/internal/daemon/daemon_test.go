@@ -88,6 +88,9 @@ func TestDaemonLifecycle(t *testing.T) {
 	if got := next(); !strings.HasPrefix(got, "READY=1") {
 		t.Fatalf("after reload: %q", got)
 	}
+	if got := next(); !strings.Contains(got, "0 error") {
+		t.Fatalf("after the reload's pass: %q", got)
+	}
 	cancel()
 	if got := next(); got != "STOPPING=1" {
 		t.Fatalf("stop: %q", got)
@@ -254,6 +257,11 @@ func TestDaemonBcacheChangeDuringSlowPass(t *testing.T) {
 	run.SlowLVM.Store(int64(slow))
 	hup <- os.Interrupt // a pass over the slow PV
 	recv()              // RELOADING=1
+	// systemd's reload ends once the desired state is read again, not
+	// after the slow pass (Type=notify-reload's timeout is 90 s).
+	if got := string(recv()); !strings.HasPrefix(got, "READY=1") {
+		t.Fatalf("after the SIGHUP: %q", got)
+	}
 	time.Sleep(300 * time.Millisecond)
 	changed := time.Now()
 	os.WriteFile(cfg, []byte(bcacheCue(30)), 0o644)
@@ -269,7 +277,7 @@ func TestDaemonBcacheChangeDuringSlowPass(t *testing.T) {
 		t.Errorf("the change was applied %v after it was written, behind the slow pass (%v per lvm command)", took, slow)
 	}
 	// The SIGHUP's pass is served again after the change, and ends.
-	if got := string(recv()); !strings.HasPrefix(got, "READY=1") {
+	if got := string(recv()); !strings.HasPrefix(got, "STATUS=") {
 		t.Fatalf("after the slow pass: %q", got)
 	}
 	cancel()
