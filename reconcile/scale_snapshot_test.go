@@ -36,15 +36,18 @@ type scaleCase struct {
 	// again without that field (probes/lvm_fieldfail.go); the case
 	// requires both reports recorded and the pool seen.
 	retried string
+	// desired is the desired state (reconcile/testdata/desired) that
+	// BenchmarkCheckScale checks the host against.
+	desired string
 }
 
 var scaleCases = []scaleCase{
-	{name: "scale-vdo-50", vg: "vdovg", disks: 49, scaled: 48, active: 49,
+	{name: "scale-vdo-50", vg: "vdovg", disks: 49, scaled: 48, active: 49, desired: "vdo-thick",
 		findings: []string{"vdo.slab_remainder vdolab/vdopool", "vdo.threads vdolab/vdopool"}},
-	{name: "scale-vdo", vg: "vdovg", disks: 2001, scaled: 2000, active: 51,
+	{name: "scale-vdo", vg: "vdovg", disks: 2001, scaled: 2000, active: 51, desired: "vdo-thick",
 		retried:  "report function failed for field vdo_saving_percent",
 		findings: []string{"vdo.slab_remainder vdolab/vdopool", "vdo.threads vdolab/vdopool"}},
-	{name: "scale-thin", vg: "thinscale", disks: 2000, scaled: 2000, active: 50, thinPool: "thinscale/tp"},
+	{name: "scale-thin", vg: "thinscale", disks: 2000, scaled: 2000, active: 50, thinPool: "thinscale/tp", desired: "scale-thin"},
 }
 
 func readScaleSnapshot(tb testing.TB, name string) *probes.Snapshot {
@@ -156,6 +159,39 @@ func BenchmarkScaleSnapshots(b *testing.B) {
 					b.Fatalf("%d LVs, want %d", len(obs.LVs), len(h.LVs))
 				}
 				Audit(obs)
+			}
+			b.ReportMetric(float64(len(h.LVs)), "lvs")
+		})
+	}
+}
+
+// BenchmarkCheckScale is what a `keel check -c` process does on the
+// captured hosts after its start and beside its load of the desired state
+// (which comes from the desired-state cache and overlaps the probe): the
+// probe pass replayed, the plan against the desired state, and the text
+// report.
+func BenchmarkCheckScale(b *testing.B) {
+	for _, c := range scaleCases {
+		b.Run(c.name, func(b *testing.B) {
+			s := readScaleSnapshot(b, c.name)
+			h, err := probes.Probe(context.Background(), probes.Replay(s))
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg := loadDesired(b, c.desired, h)
+			mem := Memory{Today: "2026-12-01"}
+			b.ReportAllocs()
+			for b.Loop() {
+				obs, err := probes.Probe(context.Background(), probes.Replay(s))
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := PlanWith(cfg, obs, mem)
+				rep := NewReport(HostInfo{Name: "scale", Mode: "desired", CPUs: obs.CPUs, MemoryBytes: obs.Memory.TotalBytes},
+					r.Findings, r.Levels, r.NotEvaluated)
+				if err := rep.WriteText(io.Discard); err != nil {
+					b.Fatal(err)
+				}
 			}
 			b.ReportMetric(float64(len(h.LVs)), "lvs")
 		})
