@@ -43,7 +43,10 @@ func lvOptionsIndex() int {
 // reports again without those fields and a note for Host.Errors. ok is
 // false for any other failure.
 func fieldFailureRetry(stdout []byte) (retry Cmd, note string, ok bool) {
-	rep, err := decodeLVMReport(stdout)
+	// Only the log and the first LV row's field names are read: the rows
+	// of the report that failed are read again by the retry, and building
+	// them here cost as much as the retry's own parse (thousands of LVs).
+	rep, err := decodeReportRows(stdout, func(sub string) bool { return sub == "lv" }, true)
 	if err != nil || len(rep.Log) == 0 {
 		return Cmd{}, "", false
 	}
