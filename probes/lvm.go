@@ -42,6 +42,26 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lvm fullreport: %w", err)
 	}
+	return parseReport(rep)
+}
+
+// parseRetried parses a fullreport that failed on a field together with
+// its retry of the VGs vgs (lvm_fieldfail.go): each of those VGs as the
+// retry reports it, every other VG as the failed report does.
+func parseRetried(failed, retried []byte, vgs []string) (*lvmObjects, error) {
+	f, err := decodeReportRows(failed, parsedSubreport, false)
+	if err != nil {
+		return nil, fmt.Errorf("lvm fullreport: %w", err)
+	}
+	r, err := decodeReportRows(retried, parsedSubreport, false)
+	if err != nil {
+		return nil, fmt.Errorf("lvm fullreport %s: %w", strings.Join(vgs, " "), err)
+	}
+	return parseReport(mergeRetried(f, r, vgs))
+}
+
+// parseReport builds the PVs, VGs and LVs of a decoded full report.
+func parseReport(rep lvmReport) (*lvmObjects, error) {
 	p := newReportParser(rep)
 	for i, el := range rep.Report {
 		var f fieldReader
