@@ -51,7 +51,9 @@ func lvOptionsIndex() int {
 // fieldFailureRetry reads a fullreport that exited 5 and, when every error
 // in its log is a failed report field of an LV, returns the command that
 // reports the VGs of those LVs again without those fields, the VGs, and a
-// note for Host.Errors. ok is false for any other failure.
+// note for Host.Errors. When the log does not name the VG of every failed
+// LV, vgs is nil and the command reports every VG again. ok is false for
+// any other failure.
 func fieldFailureRetry(stdout []byte) (retry Cmd, vgs []string, note string, ok bool) {
 	// Only the log and the first LV row's field names are read: the rows
 	// of the report that failed are read again by the retry, and building
@@ -62,6 +64,7 @@ func fieldFailureRetry(stdout []byte) (retry Cmd, vgs []string, note string, ok 
 	}
 	failed := map[string]bool{}
 	var objects []string
+	wholeHost := false
 	for _, e := range rep.Log {
 		msg := e["log_message"]
 		switch e["log_type"] {
@@ -78,11 +81,11 @@ func fieldFailureRetry(stdout []byte) (retry Cmd, vgs []string, note string, ok 
 				return Cmd{}, nil, "", false
 			}
 			vg := e["log_object_group"]
-			if vg == "" {
-				return Cmd{}, nil, "", false // no VG to read again
-			}
 			failed[field] = true
 			objects = append(objects, vg+"/"+e["log_object_name"])
+			if vg == "" {
+				wholeHost = true
+			}
 			vgs = append(vgs, vg)
 		default:
 			return Cmd{}, nil, "", false
@@ -110,8 +113,13 @@ func fieldFailureRetry(stdout []byte) (retry Cmd, vgs []string, note string, ok 
 	vgs = slices.Compact(vgs)
 	retry = Cmd{Name: fullReportCmd.Name, Args: slices.Clone(fullReportCmd.Args), Timeout: fullReportCmd.Timeout}
 	retry.Args[lvOptionsIndex()] = strings.Join(fields, ",")
-	// "--" ends the options: a VG name cannot be taken for one.
-	retry.Args = append(append(retry.Args, "--"), vgs...)
+	again := "VG " + strings.Join(vgs, ", ")
+	if wholeHost {
+		vgs, again = nil, "every VG"
+	} else {
+		// "--" ends the options: a VG name cannot be taken for one.
+		retry.Args = append(append(retry.Args, "--"), vgs...)
+	}
 	names := make([]string, 0, len(failed))
 	for f := range failed {
 		names = append(names, f)
@@ -119,8 +127,8 @@ func fieldFailureRetry(stdout []byte) (retry Cmd, vgs []string, note string, ok 
 	slices.Sort(names)
 	slices.Sort(objects)
 	objects = slices.Compact(objects)
-	note = fmt.Sprintf("lvm fullreport: exit status 5: field %s failed for %s, and LVM leaves those LVs out of its report; VG %s read again without it",
-		strings.Join(names, ", "), strings.Join(objects, ", "), strings.Join(vgs, ", "))
+	note = fmt.Sprintf("lvm fullreport: exit status 5: field %s failed for %s, and LVM leaves those LVs out of its report; %s read again without it",
+		strings.Join(names, ", "), strings.Join(objects, ", "), again)
 	return retry, vgs, note, true
 }
 
@@ -155,4 +163,3 @@ func elementVG(el map[string][]map[string]string) string {
 	}
 	return ""
 }
-

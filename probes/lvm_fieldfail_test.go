@@ -73,6 +73,16 @@ func TestFieldFailureRetry(t *testing.T) {
 		t.Errorf("the retry changed fullReportCmd: %v", fullReportCmd.Args)
 	}
 
+	// A log that does not name a failed LV's VG: every VG is asked again.
+	nogroup := bytes.ReplaceAll(rec.Result.Stdout, []byte(`"log_object_group":"vdolab"`), []byte(`"log_object_group":""`))
+	if bytes.Equal(nogroup, rec.Result.Stdout) {
+		t.Fatal("the failed report's log does not name vdolab as the LVs' group")
+	}
+	whole, vgs, note, ok := fieldFailureRetry(nogroup)
+	if !ok || vgs != nil || slices.Contains(whole.Args, "--") || len(whole.Args) != len(fullReportCmd.Args) || !strings.Contains(note, "every VG") {
+		t.Errorf("no group in the log: ok %v, VGs %v, argv ends %v, note %q; want every VG asked again", ok, vgs, whole.Args[len(whole.Args)-2:], note)
+	}
+
 	other := bytes.Replace(rec.Result.Stdout, []byte("report function failed for field vdo_saving_percent"),
 		[]byte("Failed to read metadata area header"), 1)
 	if _, _, _, ok := fieldFailureRetry(other); ok {

@@ -155,8 +155,12 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		// out; ask again for their VGs without the fields (lvm_fieldfail.go).
 		if retry, vgs, note, ok := fieldFailureRetry(outs[0].res.Stdout); ok {
 			h.Errors = append(h.Errors, note)
-			var out []byte
-			if out, reportErr = run(ctx, src, retry); reportErr == nil {
+			switch out, err := run(ctx, src, retry); {
+			case err != nil:
+				reportErr = err
+			case vgs == nil: // every VG asked again
+				objs, reportErr = parseFullReport(out)
+			default:
 				objs, reportErr = parseRetried(outs[0].res.Stdout, out, vgs)
 			}
 		}
