@@ -138,8 +138,8 @@ fi
 
 # --- scale: probe-parse + plan over 1k/10k/50k LVs, and the captured 50/2,000 ---
 if has scale; then
-	log "scale: BenchmarkScale, BenchmarkScaleSnapshots -count $count -benchtime $scale_time"
-	go test -run '^$' -bench '^BenchmarkScale(Snapshots)?$' -benchmem -count "$count" -benchtime "$scale_time" -timeout 60m \
+	log "scale: BenchmarkScale, BenchmarkScaleSnapshots, BenchmarkCheckScale -count $count -benchtime $scale_time"
+	go test -run '^$' -bench '^Benchmark(Scale|ScaleSnapshots|CheckScale)$' -benchmem -count "$count" -benchtime "$scale_time" -timeout 60m \
 		./reconcile/ >"$raw/scale.txt" 2>&1 || fail scale "go test -bench Scale: $(tail -3 "$raw/scale.txt")"
 fi
 

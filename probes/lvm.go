@@ -38,10 +38,30 @@ func stripBrackets(s string) string { return strings.TrimSuffix(strings.TrimPref
 // fields are kept in LV.Fields and Segment.Fields; a malformed known field is
 // an error naming the field.
 func parseFullReport(b []byte) (*lvmObjects, error) {
-	rep, err := decodeLVMReport(b)
+	rep, err := decodeReportRows(b, parsedSubreport, false)
 	if err != nil {
 		return nil, fmt.Errorf("lvm fullreport: %w", err)
 	}
+	return parseReport(rep)
+}
+
+// parseRetried parses a fullreport that failed on a field together with
+// its retry of the VGs vgs (lvm_fieldfail.go): each of those VGs as the
+// retry reports it, every other VG as the failed report does.
+func parseRetried(failed, retried []byte, vgs []string) (*lvmObjects, error) {
+	f, err := decodeReportRows(failed, parsedSubreport, false)
+	if err != nil {
+		return nil, fmt.Errorf("lvm fullreport: %w", err)
+	}
+	r, err := decodeReportRows(retried, parsedSubreport, false)
+	if err != nil {
+		return nil, fmt.Errorf("lvm fullreport %s: %w", strings.Join(vgs, " "), err)
+	}
+	return parseReport(mergeRetried(f, r, vgs))
+}
+
+// parseReport builds the PVs, VGs and LVs of a decoded full report.
+func parseReport(rep lvmReport) (*lvmObjects, error) {
 	p := newReportParser(rep)
 	for i, el := range rep.Report {
 		var f fieldReader
@@ -57,6 +77,17 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 	}
 	p.finish()
 	return p.o, nil
+}
+
+// parsedSubreport tells the subreports parseFullReport reads; the rows of
+// the others (pvseg: fullReportCmd asks for it, nothing reads it yet) are
+// checked but not built.
+func parsedSubreport(name string) bool {
+	switch name {
+	case "vg", "pv", "lv", "seg":
+		return true
+	}
+	return false
 }
 
 // reportParser builds the objects of one full report, one sub-report
@@ -337,7 +368,17 @@ func dmName(vg, lv string) string {
 // subreport repeats the same names); each row's values share one string;
 // and each row's map is made at its final size.
 func decodeLVMReport(b []byte) (lvmReport, error) {
-	d := reportDecoder{b: b, keys: map[string]rowKey{}}
+	return decodeReportRows(b, nil, false)
+}
+
+// decodeReportRows decodes b as decodeLVMReport does, but builds only the
+// rows of the subreports keep accepts (nil: every subreport) and, with
+// firstOnly, only the first row of each of those: the other rows are read
+// and checked as strictly, so b is an error exactly when it is for
+// decodeLVMReport, and they are left out of the report. The log is always
+// built.
+func decodeReportRows(b []byte, keep func(subreport string) bool, firstOnly bool) (lvmReport, error) {
+	d := reportDecoder{b: b, keys: map[string]rowKey{}, keep: keep, firstOnly: firstOnly}
 	var rep lvmReport
 	if err := d.report(&rep); err != nil {
 		return lvmReport{}, err
@@ -356,6 +397,9 @@ type reportDecoder struct {
 	row  []rowEntry        // the row being read
 	prev []rowKey          // the keys of the row read before, in order
 	vals []byte            // the row's decoded values, back to back
+	// keep and firstOnly say which rows are built (decodeReportRows).
+	keep      func(subreport string) bool
+	firstOnly bool
 }
 
 // rowKey is an interned key; plain tells whether JSON holds it verbatim,
@@ -613,11 +657,17 @@ func (d *reportDecoder) element(dst *map[string][]map[string]string) error {
 		if err != nil {
 			return err
 		}
-		var rows []map[string]string
-		if err := d.rows(&rows); err != nil {
-			return err
+		if d.keep != nil && !d.keep(k.name) {
+			if err := d.skipRows(); err != nil {
+				return err
+			}
+		} else {
+			var rows []map[string]string
+			if err := d.subreportRows(&rows); err != nil {
+				return err
+			}
+			(*dst)[k.name] = rows
 		}
-		(*dst)[k.name] = rows
 		if more, err = d.next('}'); err != nil {
 			return err
 		}
@@ -628,6 +678,42 @@ func (d *reportDecoder) element(dst *map[string][]map[string]string) error {
 // rows reads an array of rows.
 func (d *reportDecoder) rows(dst *[]map[string]string) error {
 	return decodeArray(d, dst, "rows", d.oneRow)
+}
+
+// subreportRows reads a subreport's rows: all of them, or with firstOnly
+// the first one built and the others read and checked.
+func (d *reportDecoder) subreportRows(dst *[]map[string]string) error {
+	if !d.firstOnly {
+		return d.rows(dst)
+	}
+	var first map[string]string
+	n := 0
+	none := []struct{}{}
+	err := decodeArray(d, &none, "rows", func(*struct{}) error {
+		if n++; n == 1 {
+			return d.oneRow(&first)
+		}
+		_, err := d.readRow()
+		return err
+	})
+	switch {
+	case none == nil:
+		*dst = nil
+	case n == 0:
+		*dst = []map[string]string{}
+	default:
+		*dst = []map[string]string{first}
+	}
+	return err
+}
+
+// skipRows reads and checks an array of rows without building them.
+func (d *reportDecoder) skipRows() error {
+	var none []struct{}
+	return decodeArray(d, &none, "rows", func(*struct{}) error {
+		_, err := d.readRow()
+		return err
+	})
 }
 
 // decodeArray reads a JSON array into *dst with encoding/json's rules:
@@ -667,41 +753,58 @@ func decodeArray[T any](d *reportDecoder, dst *[]T, want string, elem func(*T) e
 	return nil
 }
 
-// oneRow reads one row, an object of strings (null is ""), into a map made
-// at its final size, whose values share one string.
-func (d *reportDecoder) oneRow(dst *map[string]string) error {
+// readRow reads one row, an object of strings (null is ""), into d.row and
+// d.vals; null tells that the row is JSON null.
+func (d *reportDecoder) readRow() (null bool, err error) {
 	if null, err := d.null(); null || err != nil {
-		*dst = nil
-		return err
+		return null, err
 	}
 	empty, err := d.open('{', '}', "a row")
 	if err != nil {
-		return err
+		return false, err
 	}
 	d.row, d.vals = d.row[:0], d.vals[:0]
 	for more := !empty; more; {
 		k, err := d.key(true)
 		if err != nil {
-			return err
+			return false, err
 		}
 		e := rowEntry{key: k, off: len(d.vals)}
 		switch d.ws() {
 		case '"':
 			if d.vals, err = d.str(d.vals); err != nil {
-				return err
+				return false, err
 			}
 		case 'n':
 			if err := d.literal("null"); err != nil {
-				return err
+				return false, err
 			}
 		default:
-			return d.valueError("a string")
+			return false, d.valueError("a string")
 		}
 		e.end = len(d.vals)
 		d.row = append(d.row, e)
 		if more, err = d.next('}'); err != nil {
-			return err
+			return false, err
 		}
+	}
+	d.prev = d.prev[:0]
+	for _, e := range d.row {
+		d.prev = append(d.prev, e.key)
+	}
+	return false, nil
+}
+
+// oneRow reads one row, an object of strings (null is ""), into a map made
+// at its final size, whose values share one string.
+func (d *reportDecoder) oneRow(dst *map[string]string) error {
+	null, err := d.readRow()
+	if err != nil {
+		return err
+	}
+	if null {
+		*dst = nil
+		return nil
 	}
 	m := *dst
 	if m == nil {
@@ -709,14 +812,12 @@ func (d *reportDecoder) oneRow(dst *map[string]string) error {
 		*dst = m
 	}
 	vals := string(d.vals)
-	d.prev = d.prev[:0]
 	for _, e := range d.row {
 		if e.off == e.end {
 			m[e.key.name] = ""
 		} else {
 			m[e.key.name] = vals[e.off:e.end]
 		}
-		d.prev = append(d.prev, e.key)
 	}
 	return nil
 }

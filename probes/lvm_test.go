@@ -22,6 +22,51 @@ func sameAsEncodingJSON(t *testing.T, in []byte) {
 	case werr == nil && !reflect.DeepEqual(got, want):
 		t.Fatalf("%.200q: decodeLVMReport gives\n%#v\nencoding/json gives\n%#v", in, got, want)
 	}
+	// The partial decodes of parseFullReport and fieldFailureRetry fail
+	// on the same inputs and give the same rows, less the ones they skip.
+	for _, c := range []struct {
+		name      string
+		keep      func(string) bool
+		firstOnly bool
+	}{
+		{"parsedSubreport", parsedSubreport, false},
+		{"first lv row", func(s string) bool { return s == "lv" }, true},
+	} {
+		part, perr := decodeReportRows(in, c.keep, c.firstOnly)
+		switch {
+		case (werr == nil) != (perr == nil):
+			t.Fatalf("%.200q: decodeReportRows (%s) error %v, encoding/json %v", in, c.name, perr, werr)
+		case werr == nil:
+			if w := partOfReport(want, c.keep, c.firstOnly); !reflect.DeepEqual(part, w) {
+				t.Fatalf("%.200q: decodeReportRows (%s) gives\n%#v\nwant\n%#v", in, c.name, part, w)
+			}
+		}
+	}
+}
+
+// partOfReport is rep with only the subreports keep accepts, and with
+// firstOnly only their first rows.
+func partOfReport(rep lvmReport, keep func(string) bool, firstOnly bool) lvmReport {
+	out := lvmReport{Log: rep.Log}
+	if rep.Report != nil {
+		out.Report = make([]map[string][]map[string]string, len(rep.Report))
+	}
+	for i, el := range rep.Report {
+		if el == nil {
+			continue
+		}
+		out.Report[i] = map[string][]map[string]string{}
+		for k, rows := range el {
+			if !keep(k) {
+				continue
+			}
+			if firstOnly && len(rows) > 1 {
+				rows = rows[:1]
+			}
+			out.Report[i][k] = rows
+		}
+	}
+	return out
 }
 
 // The fast decoder reads every captured report, and the JSON shapes around
@@ -48,6 +93,11 @@ var lvmReportEdgeCases = []string{
 	`{"report":[{"vg":null,"lv":[]}]}`, `{"report":[{"lv":[null,{},{"a":null}]}]}`,
 	`{"REPORT":[{"lv":[{"lv_name":"a"}]}],"Log":[{"x":"y"}]}`,
 	`{"report":[{"lv":[{"a":"1","a":"2","b":""}]}]}`,
+	// Rows a partial decode (decodeReportRows) reads without building them.
+	`{"report":[{"pvseg":[{"a":"1"},null,{}],"lv":[{"a":"1"},{"b":null},null]}]}`,
+	`{"report":[{"pvseg":[{"a":1}]}]}`, `{"report":[{"pvseg":{"a":"1"}}]}`, `{"report":[{"pvseg":[{"a":"1"}`,
+	`{"report":[{"lv":[{"a":"1"},{"b":2}]}]}`, `{"report":[{"lv":[{"a":"1"},["b"]]}]}`, `{"report":[{"lv":[null,{"a":"1"}]}]}`,
+	`{"report":[{"seg":[{"a":"\ud800"}],"pvseg":[{"a":"x\u0041"}]}]}`, `{"report":[{"pvseg":[{"a":"\q"}]}]}`,
 	`{"report":[{"lv":[{"a":"1"}],"lv":[{"b":"2"}]}]}`,
 	`{"report":[{"lv":[{"a":"1"}]},{"pv":[]}],"report":[{"lv":[{"b":"2"}],"vg":[]}]}`,
 	`{"report":[{"lv":[{"a":"1"}]},{"pv":[]}],"report":[]}`,

@@ -148,19 +148,27 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		core = append(core, err)
 		h.Errors = append(h.Errors, err.Error())
 	}
-	if outs[0].err != nil && outs[0].res.ExitCode == 5 {
+	reportErr := outs[0].err
+	var objs *lvmObjects
+	if reportErr != nil && outs[0].res.ExitCode == 5 {
 		// Exit 5 with only failed fields in the log: LVM left those LVs
-		// out; ask again without the fields (lvm_fieldfail.go).
-		if retry, note, ok := fieldFailureRetry(outs[0].res.Stdout); ok {
+		// out; ask again for their VGs without the fields (lvm_fieldfail.go).
+		if retry, vgs, note, ok := fieldFailureRetry(outs[0].res.Stdout); ok {
 			h.Errors = append(h.Errors, note)
-			out, err := run(ctx, src, retry)
-			outs[0] = cmdOut{Result{Stdout: out}, err}
+			switch out, err := run(ctx, src, retry); {
+			case err != nil:
+				reportErr = err
+			case vgs == nil: // every VG asked again
+				objs, reportErr = parseFullReport(out)
+			default:
+				objs, reportErr = parseRetried(outs[0].res.Stdout, out, vgs)
+			}
 		}
+	} else if reportErr == nil {
+		objs, reportErr = parseFullReport(outs[0].res.Stdout)
 	}
-	if outs[0].err != nil {
-		fail(outs[0].err)
-	} else if objs, err := parseFullReport(outs[0].res.Stdout); err != nil {
-		fail(err)
+	if reportErr != nil {
+		fail(reportErr)
 	} else {
 		h.PVs, h.VGs, h.LVs = objs.PVs, objs.VGs, objs.LVs
 	}

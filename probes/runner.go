@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -96,8 +97,21 @@ func (r ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	cmd.WaitDelay = 2 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	// Standard output goes to a file in memory where there is one
+	// (outputFile), read once the command has exited.
+	f := outputFile(c.Name)
+	if f != nil {
+		defer f.Close()
+		cmd.Stdout = f
+	}
 	err := cmd.Run()
 	res := Result{Stdout: out.Bytes(), Stderr: errb.Bytes(), ExitCode: -1}
+	if f != nil {
+		var rerr error
+		if res.Stdout, rerr = readOutput(f); rerr != nil && err == nil {
+			err = fmt.Errorf("reading its output: %w", rerr)
+		}
+	}
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
 	}
@@ -109,6 +123,23 @@ func (r ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 		return res, fmt.Errorf("%s: %w", c, err)
 	}
 	return res, nil
+}
+
+// readOutput returns what a command wrote to f, from its start.
+func readOutput(f *os.File) ([]byte, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, st.Size())
+	n, err := f.ReadAt(b, 0)
+	if err == io.EOF && n == len(b) {
+		err = nil
+	}
+	if n == 0 {
+		return nil, err // as bytes.Buffer gives no output
+	}
+	return b[:n], err
 }
 
 // MissingCommand returns the name of the command that err says is not

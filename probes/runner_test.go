@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,20 @@ func TestExecRunner(t *testing.T) {
 	c = Cmd{Name: "sh", Args: []string{"-c", `read line; echo "$line $KEEL_X $LC_ALL"`}, Env: []string{"KEEL_X=x"}, Stdin: []byte("in\n")}
 	if res, err = (ExecRunner{}).Run(ctx, c); err != nil || string(res.Stdout) != "in x C\n" || res.Err(c) != nil {
 		t.Fatalf("stdin and env: %q, %v", res.Stdout, err)
+	}
+	// More output than a pipe holds, beside stderr and a failing exit: all
+	// of it, in order, whether it went to a file in memory or a pipe.
+	c = Cmd{Name: "sh", Args: []string{"-c", `i=0; while [ $i -lt 20000 ]; do echo "line $i"; i=$((i + 1)); done; echo err >&2; exit 3`}}
+	res, err = ExecRunner{}.Run(ctx, c)
+	var want strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	if err != nil || string(res.Stdout) != want.String() || string(res.Stderr) != "err\n" || res.ExitCode != 3 {
+		t.Fatalf("large output: %d bytes (want %d), stderr %q, exit %d, %v", len(res.Stdout), want.Len(), res.Stderr, res.ExitCode, err)
+	}
+	if res, err = (ExecRunner{}).Run(ctx, Cmd{Name: "true"}); err != nil || res.Stdout != nil || res.ExitCode != 0 {
+		t.Fatalf("no output: %q, exit %d, %v", res.Stdout, res.ExitCode, err)
 	}
 	c = Cmd{Name: "sleep", Args: []string{"5"}, Timeout: 50 * time.Millisecond}
 	start := time.Now()

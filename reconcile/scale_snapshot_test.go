@@ -33,18 +33,22 @@ type scaleCase struct {
 	// pool held more data blocks than its LVs map, its vdo_saving_percent
 	// failed ("percentage too large", lvm2 2.03.31 in the guest) and LVM
 	// left the pool and its VDO LV out of the report. The probe reads
-	// again without that field (probes/lvm_fieldfail.go); the case
-	// requires both reports recorded and the pool seen.
-	retried string
+	// again, only the pool's VG (retriedVG), without that field
+	// (probes/lvm_fieldfail.go); the case requires both reports recorded
+	// and the pool seen.
+	retried, retriedVG string
+	// desired is the desired state (reconcile/testdata/desired) that
+	// BenchmarkCheckScale checks the host against.
+	desired string
 }
 
 var scaleCases = []scaleCase{
-	{name: "scale-vdo-50", vg: "vdovg", disks: 49, scaled: 48, active: 49,
+	{name: "scale-vdo-50", vg: "vdovg", disks: 49, scaled: 48, active: 49, desired: "vdo-thick",
 		findings: []string{"vdo.slab_remainder vdolab/vdopool", "vdo.threads vdolab/vdopool"}},
-	{name: "scale-vdo", vg: "vdovg", disks: 2001, scaled: 2000, active: 51,
-		retried:  "report function failed for field vdo_saving_percent",
+	{name: "scale-vdo", vg: "vdovg", disks: 2001, scaled: 2000, active: 51, desired: "vdo-thick",
+		retried: "report function failed for field vdo_saving_percent", retriedVG: "vdolab",
 		findings: []string{"vdo.slab_remainder vdolab/vdopool", "vdo.threads vdolab/vdopool"}},
-	{name: "scale-thin", vg: "thinscale", disks: 2000, scaled: 2000, active: 50, thinPool: "thinscale/tp"},
+	{name: "scale-thin", vg: "thinscale", disks: 2000, scaled: 2000, active: 50, thinPool: "thinscale/tp", desired: "scale-thin"},
 }
 
 func readScaleSnapshot(tb testing.TB, name string) *probes.Snapshot {
@@ -69,17 +73,30 @@ func readScaleSnapshot(tb testing.TB, name string) *probes.Snapshot {
 	return s
 }
 
+// replayScale reads the capture name and replays its probe pass.
+func replayScale(tb testing.TB, name string) (*probes.Snapshot, *probes.Host) {
+	tb.Helper()
+	s := readScaleSnapshot(tb, name)
+	return s, replayAgain(tb, s)
+}
+
+// replayAgain replays the probe pass of s.
+func replayAgain(tb testing.TB, s *probes.Snapshot) *probes.Host {
+	tb.Helper()
+	h, err := probes.Probe(context.Background(), probes.Replay(s))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
 // TestScaleSnapshots replays each captured host: the probe sees every VM
 // disk, the active ones, the thin pool's devices, and the audit's findings
 // are exactly the ones this stack has.
 func TestScaleSnapshots(t *testing.T) {
 	for _, c := range scaleCases {
 		t.Run(c.name, func(t *testing.T) {
-			snap := readScaleSnapshot(t, c.name)
-			h, err := probes.Probe(context.Background(), probes.Replay(snap))
-			if err != nil {
-				t.Fatal(err)
-			}
+			snap, h := replayScale(t, c.name)
 			if c.retried != "" {
 				var exits []int
 				for _, rec := range snap.Commands {
@@ -87,6 +104,9 @@ func TestScaleSnapshots(t *testing.T) {
 						exits = append(exits, rec.Result.ExitCode)
 						if rec.Result.ExitCode == 5 && !strings.Contains(string(rec.Result.Stdout), c.retried) {
 							t.Errorf("the failed report does not say %q", c.retried)
+						}
+						if rec.Result.ExitCode == 0 && !slices.Equal(rec.Argv[len(rec.Argv)-2:], []string{"--", c.retriedVG}) {
+							t.Errorf("the retry asks for %v, want only VG %s", rec.Argv[len(rec.Argv)-2:], c.retriedVG)
 						}
 					}
 				}
@@ -141,21 +161,40 @@ func TestScaleSnapshots(t *testing.T) {
 func BenchmarkScaleSnapshots(b *testing.B) {
 	for _, c := range scaleCases {
 		b.Run(c.name, func(b *testing.B) {
-			s := readScaleSnapshot(b, c.name)
-			h, err := probes.Probe(context.Background(), probes.Replay(s))
-			if err != nil {
-				b.Fatal(err)
-			}
+			s, h := replayScale(b, c.name)
 			b.ReportAllocs()
 			for b.Loop() {
-				obs, err := probes.Probe(context.Background(), probes.Replay(s))
-				if err != nil {
-					b.Fatal(err)
-				}
+				obs := replayAgain(b, s)
 				if len(obs.LVs) != len(h.LVs) {
 					b.Fatalf("%d LVs, want %d", len(obs.LVs), len(h.LVs))
 				}
 				Audit(obs)
+			}
+			b.ReportMetric(float64(len(h.LVs)), "lvs")
+		})
+	}
+}
+
+// BenchmarkCheckScale is what a `keel check -c` process does on the
+// captured hosts after its start and beside its load of the desired state
+// (which comes from the desired-state cache and overlaps the probe): the
+// probe pass replayed, the plan against the desired state, and the text
+// report.
+func BenchmarkCheckScale(b *testing.B) {
+	for _, c := range scaleCases {
+		b.Run(c.name, func(b *testing.B) {
+			s, h := replayScale(b, c.name)
+			cfg := loadDesired(b, c.desired, h)
+			mem := Memory{Today: "2026-12-01"}
+			b.ReportAllocs()
+			for b.Loop() {
+				obs := replayAgain(b, s)
+				r := PlanWith(cfg, obs, mem)
+				rep := NewReport(HostInfo{Name: "scale", Mode: "desired", CPUs: obs.CPUs, MemoryBytes: obs.Memory.TotalBytes},
+					r.Findings, r.Levels, r.NotEvaluated)
+				if err := rep.WriteText(io.Discard); err != nil {
+					b.Fatal(err)
+				}
 			}
 			b.ReportMetric(float64(len(h.LVs)), "lvs")
 		})

@@ -66,7 +66,7 @@ func (r *report) slopes() {
 	r.p("pass and the daemon's peak RSS. The slope is the extra cost of one more LV from the nearest\n")
 	r.p("host of at most half the LVs with that figure. On the 2,000-LV host on VDO the first `lvm\n")
 	r.p("fullreport` exits 5 (a failed `vdo_saving_percent`, and the VDO pool's rows left out) and keel\n")
-	r.p("reads again without that field, so its guest pass holds two reports.\n\n")
+	r.p("reads the VDO pool's VG again without that field, so its guest pass holds a second, small report.\n\n")
 	r.p("| host | LVs | probe+plan | B/op | slope per LV (time, bytes) | guest probe pass | slope per LV | daemon peak RSS | slope per LV |\n")
 	r.p("|---|---:|---|---:|---|---|---|---|---|\n")
 	cell := func(v float64, f func(float64) string) string {
@@ -103,9 +103,42 @@ func (r *report) slopes() {
 		r.p("| %s | %.0f | %s | %s | %s | %s | %s | %s | %s |\n", p.label, p.lvs, cell(p.ns, dur), cell(p.bytes, qty), slope,
 			cell(p.pass, sec), pslope, cell(p.rssKiB, func(v float64) string { return fmt.Sprintf("%.1f MiB", v/1024) }), rslope)
 	}
+	r.checkScale(res)
 	r.p("\nThe synthetic 50,000-LV host is not the captured 2,000-LV host grown: it carries 64 VDO pools and\n")
 	r.p("64 bcache devices and is planned against a desired state declaring them, so its slope from the\n")
 	r.p("2,000-LV row mixes the per-LV cost with that per-pool work; the 1k/10k/50k slopes of the table\n")
 	r.p("above are the per-LV cost on one kind of host. On the guest the probe pass is bound by `lvm\n")
 	r.p("fullreport` (the side-by-side table), whose own cost per LV is LVM's.\n\n")
+}
+
+// checkScale is the table of BenchmarkCheckScale: what a `keel check -c`
+// process does after its start on the captured hosts, beside its load of
+// the desired state.
+func (r *report) checkScale(res []*benchResult) {
+	type row struct {
+		label string
+		b     *benchResult
+	}
+	var rows []row
+	for _, c := range []struct{ label, name string }{
+		{"~50 LVs (scale-vdo-50, `vdo-thick.cue`)", "scale-vdo-50"},
+		{"2,000 LVs on VDO (scale-vdo, `vdo-thick.cue`)", "scale-vdo"},
+		{"2,000 thin LVs (scale-thin, `scale-thin.cue`)", "scale-thin"},
+	} {
+		if b := findBench(res, "BenchmarkCheckScale/"+c.name); b != nil {
+			rows = append(rows, row{c.label, b})
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	r.p("\n`keel check`'s own work on the same captures (`BenchmarkCheckScale`, same file): the probe pass\n")
+	r.p("replayed, the plan against a desired state (`reconcile/testdata/desired/`) and the text report;\n")
+	r.p("in the process this follows the last probe command, so it adds to the wall time one to one (the\n")
+	r.p("load of the desired state overlaps the probe).\n\n")
+	r.p("| host | time/op | B/op (median) | allocs/op (median) |\n|---|---|---:|---:|\n")
+	for _, x := range rows {
+		r.p("| %s | %s | %s | %s |\n", x.label, summarize(x.b.values["ns/op"]).spread(dur),
+			qty(summarize(x.b.values["B/op"]).med), qty(summarize(x.b.values["allocs/op"]).med))
+	}
 }
