@@ -112,6 +112,42 @@ func TestPlanUntaggedLVUnderPoolName(t *testing.T) {
 	}
 }
 
+// TestPlanHalfMadeThinPool: keel killed while lvm2 wiped the metadata area
+// of the thin pool it was making, the plain LV it commits first under the
+// pool's name (create_pool, lib/metadata/pool_manip.c), with keel's tag.
+// keel removes that LV and creates the pool again. Before (e2e/kill, seed
+// 39501, iteration 6, untagged then) it ran the same lvcreate four times,
+// "already exists", and ended reconcile.stuck.
+func TestPlanHalfMadeThinPool(t *testing.T) {
+	h := replayHost(t, "kill-thin-partial")
+	r := Plan(loadDesired(t, "kill-thin-partial", h), h)
+	lv := h.LVs["kvg/tchurn"]
+	if lv == nil || lv.SegType != "linear" || !hasTag(lv, CreateTag) {
+		t.Fatalf("the capture holds no plain kvg/tchurn with tag %s: %+v", CreateTag, lv)
+	}
+	f := findingByKey(t, r, "thin.missing@kvg/tchurn")
+	if !strings.Contains(f.Message, "stopped before it ended") {
+		t.Errorf("message %q", f.Message)
+	}
+	a := actionByID(t, r, "thin.create:kvg/tchurn")
+	if len(a.Commands) != 3 || !slices.Equal(a.Commands[0], []string{"lvremove", "-y", "kvg/tchurn"}) ||
+		a.Commands[1][0] != "lvcreate" || !slices.Equal(a.Commands[2], []string{"lvchange", "--deltag", CreateTag, "kvg/tchurn"}) {
+		t.Errorf("commands %q", a.Commands)
+	}
+	// The same LV without keel's tag is someone else's: reported, never
+	// removed, and no lvcreate is tried.
+	lv.Fields["lv_tags"] = ""
+	r = Plan(loadDesired(t, "kill-thin-partial", h), h)
+	if f := findingByKey(t, r, "thin.missing@kvg/tchurn"); !strings.Contains(f.Remedy, "never removes") {
+		t.Errorf("untagged: remedy %q", f.Remedy)
+	}
+	for _, x := range r.Actions {
+		if x.ID == "thin.create:kvg/tchurn" {
+			t.Errorf("untagged: planned %q", x.Commands)
+		}
+	}
+}
+
 // TestPlanInterruptedThinCreate: keel killed while lvm2 activated the thin
 // pool it had just made; the pool still carries keel's tag, inactive, with
 // its components active, which lvm2 will not activate the pool over. keel
