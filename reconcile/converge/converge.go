@@ -384,11 +384,12 @@ func (l *Loop) pass(ctx context.Context, h *probes.Host, m executor.Mode) (PassR
 	if cut := untilLVMConf(actions); !m.DryRun && len(cut) < len(actions) {
 		actions, m.Partial = cut, true // the rest is re-planned, not dropped
 	}
-	if !l.Gate.act() {
+	start := time.Now()
+	var rep executor.Report
+	var err error
+	if !l.Gate.apply(func() { rep, err = l.Exec.Apply(ctx, actions, res.Findings, m, l.verifyFull) }) {
 		return out, ErrPreempted
 	}
-	start := time.Now()
-	rep, err := l.Exec.Apply(ctx, actions, res.Findings, m, l.verifyFull)
 	if len(actions) > 0 {
 		l.Log.Debug("apply", "took", Since(start), "actions", len(actions), "converged", rep.Count(executor.Converged))
 	}
@@ -558,10 +559,12 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repor
 			acts = append(acts, x)
 		}
 	}
-	if !l.Gate.act() {
+	var rep executor.Report
+	var err error
+	if !l.Gate.apply(func() { rep, err = l.Exec.Apply(ctx, acts, res.Findings, executor.Mode{Partial: true}, l.verifyBcache) }) {
 		return executor.Report{}, ErrPreempted
 	}
-	return l.Exec.Apply(ctx, acts, res.Findings, executor.Mode{Partial: true}, l.verifyBcache)
+	return rep, err
 }
 
 // BcacheOnly reports whether next differs from prev in bcache devices and

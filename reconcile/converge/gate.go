@@ -12,17 +12,18 @@ import (
 var ErrPreempted = errors.New("pass preempted before it changed anything")
 
 // Gate lets the daemon cancel a pass while it only reads the host, and
-// never once it has begun to change it. A pass over a slow PV spends its
-// time in the probe (lvm reads every PV, seconds per I/O); cancelling it
-// there loses nothing, since nothing was applied and the probe only reads,
-// and lets a bcache registration or a new desired state be served at once
-// instead of after the probe's timeout. Once Loop applies (Exec.Apply,
-// the bcache fast path included) the gate is shut: an action is never
-// cancelled half-way by a newer trigger.
+// never while it changes it. A pass over a slow PV spends its time in the
+// probe (lvm reads every PV, seconds per I/O); cancelling it there loses
+// nothing, since the probe only reads, and lets a bcache registration or a
+// new desired state be served at once instead of after the probe's
+// timeout. While Loop applies (each Exec.Apply, its verifying re-probes
+// included, the bcache fast path's as well) the gate is shut: an action is
+// never cancelled half-way by a newer trigger. Between two applies (after
+// the fast path, before the full pass's apply) it is open again.
 type Gate struct {
 	mu        sync.Mutex
 	cancel    context.CancelFunc
-	acting    bool
+	applying  bool
 	preempted bool
 }
 
@@ -30,12 +31,12 @@ type Gate struct {
 // preempts.
 func NewGate(cancel context.CancelFunc) *Gate { return &Gate{cancel: cancel} }
 
-// Preempt cancels the pass unless it has begun to apply; it reports
-// whether the pass is (now or already) preempted.
+// Preempt cancels the pass unless it is applying; it reports whether the
+// pass is (now or already) preempted.
 func (g *Gate) Preempt() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.acting && !g.preempted {
+	if !g.applying && !g.preempted {
 		g.preempted = true
 		g.cancel()
 	}
@@ -53,17 +54,25 @@ func (g *Gate) Preempted() bool {
 	return g.preempted
 }
 
-// act shuts the gate before the pass applies anything; false means the
-// pass was preempted and must not apply. A nil gate always lets it act.
-func (g *Gate) act() bool {
+// apply runs fn with the gate shut, unless the pass was preempted before:
+// then fn does not run and apply returns false. A nil gate always runs fn.
+func (g *Gate) apply(fn func()) bool {
 	if g == nil {
+		fn()
 		return true
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.preempted {
+		g.mu.Unlock()
 		return false
 	}
-	g.acting = true
+	g.applying = true
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.applying = false
+		g.mu.Unlock()
+	}()
+	fn()
 	return true
 }
