@@ -40,7 +40,7 @@
 # "ok:" / "FAIL:" lines for what it checks on the guest itself.
 set -uo pipefail
 mkdir -p "$OUT"
-N=${KILL_ITERATIONS:-9}
+N=${KILL_ITERATIONS:-10}
 SEED=${KILL_SEED:-1}
 BUDGET=${KILL_BUDGET:-0}
 DEADLINE=${KILL_DEADLINE:-0}
