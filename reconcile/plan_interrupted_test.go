@@ -101,13 +101,19 @@ func TestPlanUntaggedLVUnderPoolName(t *testing.T) {
 	if lv := h.LVs["kvg/vchurn"]; lv == nil || lv.SegType != "linear" || hasTag(lv, CreateTag) {
 		t.Fatalf("the capture holds no untagged linear kvg/vchurn: %+v", lv)
 	}
-	f := findingByKey(t, r, "vdo.missing@kvg/vchurn")
-	if !strings.Contains(f.Remedy, "not keel's") {
-		t.Errorf("remedy %q", f.Remedy)
+	reportedNotPlanned(t, r, "vdo.missing@kvg/vchurn", "not keel's", "vdo.create:kvg/vchurn")
+}
+
+// reportedNotPlanned checks that r holds the finding key, whose remedy
+// says remedy, and no action id.
+func reportedNotPlanned(t *testing.T, r Result, key, remedy, id string) {
+	t.Helper()
+	if f := findingByKey(t, r, key); !strings.Contains(f.Remedy, remedy) {
+		t.Errorf("%s: remedy %q, want it to say %q", key, f.Remedy, remedy)
 	}
 	for _, x := range r.Actions {
-		if x.ID == "vdo.create:kvg/vchurn" {
-			t.Errorf("planned %q", x.Commands)
+		if x.ID == id {
+			t.Errorf("planned %s: %q", id, x.Commands)
 		}
 	}
 }
@@ -138,14 +144,7 @@ func TestPlanHalfMadeThinPool(t *testing.T) {
 	// removed, and no lvcreate is tried.
 	lv.Fields["lv_tags"] = ""
 	r = Plan(loadDesired(t, "kill-thin-partial", h), h)
-	if f := findingByKey(t, r, "thin.missing@kvg/tchurn"); !strings.Contains(f.Remedy, "never removes") {
-		t.Errorf("untagged: remedy %q", f.Remedy)
-	}
-	for _, x := range r.Actions {
-		if x.ID == "thin.create:kvg/tchurn" {
-			t.Errorf("untagged: planned %q", x.Commands)
-		}
-	}
+	reportedNotPlanned(t, r, "thin.missing@kvg/tchurn", "never removes", "thin.create:kvg/tchurn")
 }
 
 // TestPlanInterruptedThinCreate: keel killed while lvm2 activated the thin

@@ -12,18 +12,25 @@ import (
 	"github.com/keel-storage/keel/reconcile"
 )
 
-func TestFileActionWritesThenReloads(t *testing.T) {
-	root := t.TempDir()
+// applyRule applies a udev rule's file action through an executor over
+// r, writing under root, against a host whose finding it clears.
+func applyRule(t *testing.T, r *recRunner, root string) (Report, error) {
+	t.Helper()
 	f := reconcile.Finding{ID: "bcache.udev_rule", Severity: reconcile.Warning, Object: "udev:/etc/udev/rules.d/70-keel-bcache.rules"}
 	h := &host{present: map[string]reconcile.Finding{f.Key(): f}, applied: map[string]int{}, fixAfter: 1}
-	r := &recRunner{fail: map[string]bool{}}
 	e := New(r, Options{})
 	e.Clock = newClock()
 	e.Files = DirFiles(root)
 	a := reconcile.Action{ID: "bcache.udev_rule:x", Kind: reconcile.KindFile, Class: reconcile.Live, Object: f.Object,
 		Files:    []reconcile.FileWrite{{Path: "/etc/udev/rules.d/70-keel-bcache.rules", Content: "# rule\n", Mode: 0o644}},
 		Commands: [][]string{reconcile.UdevReload}, Remedies: []string{f.Key()}}
-	rep, err := e.Apply(context.Background(), []reconcile.Action{a}, h.findings(), Mode{}, h.reprobe)
+	return e.Apply(context.Background(), []reconcile.Action{a}, h.findings(), Mode{}, h.reprobe)
+}
+
+func TestFileActionWritesThenReloads(t *testing.T) {
+	root := t.TempDir()
+	r := &recRunner{fail: map[string]bool{}}
+	rep, err := applyRule(t, r, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,17 +62,8 @@ func TestFileActionWritesThenReloads(t *testing.T) {
 // next event. Before, the action failed, was retried, and every retry held
 // the daemon's loop for udevadm's timeout (e2e/underfire: a pass of 90 s).
 func TestFileActionConvergesWhenTheReloadFails(t *testing.T) {
-	root := t.TempDir()
-	f := reconcile.Finding{ID: "bcache.udev_rule", Severity: reconcile.Warning, Object: "udev:/etc/udev/rules.d/70-keel-bcache.rules"}
-	h := &host{present: map[string]reconcile.Finding{f.Key(): f}, applied: map[string]int{}, fixAfter: 1}
 	r := &recRunner{fail: map[string]bool{"udevadm": true}}
-	e := New(r, Options{})
-	e.Clock = newClock()
-	e.Files = DirFiles(root)
-	a := reconcile.Action{ID: "bcache.udev_rule:x", Kind: reconcile.KindFile, Class: reconcile.Live, Object: f.Object,
-		Files:    []reconcile.FileWrite{{Path: "/etc/udev/rules.d/70-keel-bcache.rules", Content: "# rule\n", Mode: 0o644}},
-		Commands: [][]string{reconcile.UdevReload}, Remedies: []string{f.Key()}}
-	rep, err := e.Apply(context.Background(), []reconcile.Action{a}, h.findings(), Mode{}, h.reprobe)
+	rep, err := applyRule(t, r, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,20 +167,8 @@ func TestPublishWipesOnlyWhileWiping(t *testing.T) {
 // The daemon serves a change of bcache tunables only by the fast path
 // before its full pass, and any other change by a full pass alone.
 func TestDaemonBcacheOnlyChange(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "b.cue")
-	os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
-	src, sys, run := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
-	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys,
-		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
+	cfg, sys, run, d, recv, logs := bcacheDaemon(t)
 	run.Delay = 100 * time.Millisecond
-	a.SkipOwnerCheck = true
-	sock, recv := testsock.Listen(t)
-	t.Setenv("NOTIFY_SOCKET", sock)
-	var logs strings.Builder
-	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Debug}),
-		NoUevents: true, Debounce: 10 * time.Millisecond}
-	a.Log = d.Log
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -240,19 +228,7 @@ func TestDaemonBcacheChangeDuringSlowPass(t *testing.T) {
 }
 
 func bcacheChangeDuringSlowPass(t *testing.T, fastFirst bool) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "b.cue")
-	os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
-	src, sys, run := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
-	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys,
-		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
-	a.SkipOwnerCheck = true
-	sock, recv := testsock.Listen(t)
-	t.Setenv("NOTIFY_SOCKET", sock)
-	var logs strings.Builder
-	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Debug}),
-		NoUevents: true, Debounce: 10 * time.Millisecond}
-	a.Log = d.Log
+	cfg, sys, run, d, recv, logs := bcacheDaemon(t)
 	hup := make(chan os.Signal, 1)
 	d.Reload = hup
 	ctx, cancel := context.WithCancel(context.Background())
@@ -302,6 +278,27 @@ func bcacheChangeDuringSlowPass(t *testing.T, fastFirst bool) {
 	if n := strings.Count(l, "pass done"); n < 2 {
 		t.Errorf("%d passes ended, want the first one and the SIGHUP's again:\n%s", n, l)
 	}
+}
+
+// bcacheDaemon is a daemon over the mixed snapshot (one bcache device)
+// with b.cue declaring its writeback_percent 40, sd_notify to recv, and its
+// log (debug) in logs.
+func bcacheDaemon(t *testing.T) (cfg string, sys *convergetest.MemSysFS, run *convergetest.CountingRunner, d *Daemon, recv func() []byte, logs *strings.Builder) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg = filepath.Join(dir, "b.cue")
+	os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
+	src, sys, run := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
+	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys,
+		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
+	a.SkipOwnerCheck = true
+	sock, recv := testsock.Listen(t)
+	t.Setenv("NOTIFY_SOCKET", sock)
+	logs = &strings.Builder{}
+	d = &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: logs}, Level: hclog.Debug}),
+		NoUevents: true, Debounce: 10 * time.Millisecond}
+	a.Log = d.Log
+	return cfg, sys, run, d, recv, logs
 }
 
 func bcacheCue(wb int) string {
