@@ -140,6 +140,9 @@ func TestPlanHalfMadeThinPool(t *testing.T) {
 		a.Commands[1][0] != "lvcreate" || !slices.Equal(a.Commands[2], []string{"lvchange", "--deltag", CreateTag, "kvg/tchurn"}) {
 		t.Errorf("commands %q", a.Commands)
 	}
+	if f.Remedy != shellAnd(a.Commands) {
+		t.Errorf("remedy %q, want the commands keel runs, as typed: %q", f.Remedy, shellAnd(a.Commands))
+	}
 	// The same LV without keel's tag is someone else's: reported, never
 	// removed, and no lvcreate is tried.
 	lv.Fields["lv_tags"] = ""

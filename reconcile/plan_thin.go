@@ -101,12 +101,12 @@ func (p *planner) planMissingThin(vgName, name string, want schema.ThinPool, pha
 	case hasTag(lv, CreateTag) && (lv.SegType == "linear" || lv.SegType == "striped") && !lv.Open:
 		f.Message = fmt.Sprintf("the creation of thin pool %s stopped before it ended: %s is still the plain LV lvm2 makes first (the pool's metadata area, zeroed)", object, object)
 		f.Observed = fmt.Sprintf("%s LV of %s with tag %s", lv.SegType, units.FormatSize(lv.Size), CreateTag)
-		if create {
-			f.Remedy = fmt.Sprintf("keel removes the half-made LV and creates the pool again (create: true): lvremove -y %s, then lvcreate --type thin-pool", object)
-		} else {
-			f.Remedy = fmt.Sprintf("lvremove -y %s (the half-made LV of a creation keel began), then create the pool by hand or set create: true", object)
-		}
 		cmds = append(cmds, []string{"lvremove", "-y", object})
+		f.Remedy = probes.ShellJoin(cmds[0])
+		if want.Size.IsSet() {
+			// The whole sequence keel runs (create: true), as typed.
+			f.Remedy = shellAnd([][]string{cmds[0], thinCreateArgs(vgName, name, want), {"lvchange", "--deltag", CreateTag, object}})
+		}
 	default:
 		f.Observed = fmt.Sprintf("%s is a %s LV of %s, not a thin pool", object, lv.SegType, units.FormatSize(lv.Size))
 		f.Remedy = fmt.Sprintf("declare the pool under another name: the LV %s is not a pool keel began, and keel never removes or converts it", object)
