@@ -35,6 +35,7 @@ const (
 	dmFlagExists      = 1 << 2  // DM_EXISTS_FLAG, set by libdevmapper on every call
 	dmFlagStatusTable = 1 << 4  // DM_STATUS_TABLE_FLAG: the table, not the status
 	dmFlagBufferFull  = 1 << 8  // DM_BUFFER_FULL_FLAG: call again with a larger buffer
+	dmFlagNoFlush     = 1 << 11 // DM_NOFLUSH_FLAG: status without a metadata commit
 	dmFlagDataOut     = 1 << 16 // DM_DATA_OUT_FLAG: a message left a response
 
 	dmBufferStart = 16 << 10 // libdevmapper's first buffer for these calls
@@ -91,6 +92,16 @@ func dmFormat(call dmCaller, kind, dev string) ([]byte, error) {
 	table := kind == "table"
 	if table {
 		flags |= dmFlagStatusTable
+	} else {
+		// Without it, a thin pool's (and a cache's) status commits the
+		// pool's metadata before it reports ("Commit to ensure statistics
+		// aren't out-of-date", pool_status in drivers/md/dm-thin.c; the
+		// flag reaches it as DM_STATUS_NOFLUSH_FLAG, retrieve_status in
+		// drivers/md/dm-ioctl.c): a read that writes, and one that blocks
+		// in the kernel, beyond any timeout, while the metadata device is
+		// slow or failing (e2e/underfire: a watchdog restart under EIO).
+		// lvm2 reads pool status for its reports without a flush too.
+		flags |= dmFlagNoFlush
 	}
 	var out []byte
 	for _, name := range names {

@@ -43,6 +43,10 @@ func replayCaller(t *testing.T, dir, kind string) dmCaller {
 			if table := flags&dmFlagStatusTable != 0; table != (kind == "table") {
 				t.Errorf("%s: %s of %s sent with flags %#x", dir, kind, name, flags)
 			}
+			// A status read never commits a pool's metadata.
+			if noflush := flags&dmFlagNoFlush != 0; noflush != (kind == "status") {
+				t.Errorf("%s: %s of %s sent with flags %#x: DM_NOFLUSH_FLAG only and always for status", dir, kind, name, flags)
+			}
 		case dmIoctlTargetMsg:
 			if kind != "message" || !bytes.Equal(payload[8:], []byte("stats\x00")) || version != dmVersionMsg4 {
 				t.Errorf("%s: message request %q version %v", dir, payload, version)
