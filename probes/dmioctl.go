@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -354,6 +355,21 @@ func dmServed(c Cmd) (kind, dev string, ok bool) {
 	return "", "", false
 }
 
+// fallbackCmd is the dmsetup command run when the ioctls fail: c itself,
+// but a status read gets --noflush, the flag the ioctl path sets (dmsetup(8):
+// "do not commit thin-pool metadata before reporting statistics"), so the
+// fallback reads without writing too. The output is the same; the command
+// is recorded and replayed under c's name, as the ioctl path's is.
+func fallbackCmd(c Cmd, kind string) Cmd {
+	if kind != "status" {
+		return c
+	}
+	return Cmd{Name: c.Name, Args: append(slices.Clone(c.Args), "--noflush")}
+}
+
+// errIoctlOff is the fallback reason when DMRunner.NoIoctl is set.
+var errIoctlOff = errors.New("dm ioctls turned off (KEEL_DM_IOCTL=off)")
+
 // dmControl is the device-mapper control node the ioctls go to.
 const dmControl = "/dev/mapper/control"
 
@@ -372,6 +388,9 @@ type DMRunner struct {
 	// Log receives one debug line per served or fallen-back command; nil
 	// means no logging.
 	Log hclog.Logger
+	// NoIoctl runs dmsetup for every read (KEEL_DM_IOCTL=off), with the
+	// same --noflush the fallback adds.
+	NoIoctl bool
 
 	mu    sync.Mutex
 	stats DMRunnerStats
@@ -408,7 +427,13 @@ func (r *DMRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	if control == "" {
 		control = dmControl
 	}
-	out, err := dmRead(control, kind, dev)
+	var out []byte
+	var err error
+	if r.NoIoctl {
+		err = errIoctlOff
+	} else {
+		out, err = dmRead(control, kind, dev)
+	}
 	r.mu.Lock()
 	if err != nil {
 		r.stats.Exec++
@@ -421,7 +446,7 @@ func (r *DMRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 		if r.Log != nil {
 			r.Log.Debug("dm ioctl failed, running dmsetup", "cmd", c.String(), "error", err)
 		}
-		return r.Exec.Run(ctx, c)
+		return r.Exec.Run(ctx, fallbackCmd(c, kind))
 	}
 	if r.Log != nil {
 		r.Log.Debug("served by dm ioctl", "cmd", c.String(), "bytes", len(out))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -143,9 +144,12 @@ func TestDMRunnerFallsBackToExec(t *testing.T) {
 	exec := &recordingRunner{}
 	r := &DMRunner{Exec: exec, Control: filepath.Join(t.TempDir(), "no-control")}
 	cmds := []Cmd{dmTableCmd, dmStatusCmd, {Name: "dmsetup", Args: []string{"message", "vg-pool-vpool", "0", "stats"}}}
-	for _, c := range cmds {
+	// The status read runs with --noflush, as the ioctl sets
+	// DM_NOFLUSH_FLAG: a fallback never commits a thin pool's metadata.
+	want := []string{"dmsetup table", "dmsetup status --noflush", "dmsetup message vg-pool-vpool 0 stats"}
+	for i, c := range cmds {
 		res, err := r.Run(context.Background(), c)
-		if err != nil || string(res.Stdout) != "exec "+c.String() {
+		if err != nil || string(res.Stdout) != "exec "+want[i] {
 			t.Errorf("%s: %q, %v", c, res.Stdout, err)
 		}
 	}
@@ -153,8 +157,27 @@ func TestDMRunnerFallsBackToExec(t *testing.T) {
 	if st.Exec != len(cmds) || st.Ioctl != 0 || st.LastFallback == "" {
 		t.Errorf("stats = %+v", st)
 	}
-	if len(exec.ran) != len(cmds) {
-		t.Errorf("exec ran %q", exec.ran)
+	if !slices.Equal(exec.ran, want) {
+		t.Errorf("exec ran %q, want %q", exec.ran, want)
+	}
+}
+
+// TestDMRunnerIoctlOff: with NoIoctl (KEEL_DM_IOCTL=off) a usable control
+// node is not even tried; the reads run as in the fallback, status with
+// --noflush.
+func TestDMRunnerIoctlOff(t *testing.T) {
+	exec := &recordingRunner{}
+	r := &DMRunner{Exec: exec, NoIoctl: true, Control: os.DevNull}
+	for _, c := range []Cmd{dmTableCmd, dmStatusCmd} {
+		if _, err := r.Run(context.Background(), c); err != nil {
+			t.Error(err)
+		}
+	}
+	if want := []string{"dmsetup table", "dmsetup status --noflush"}; !slices.Equal(exec.ran, want) {
+		t.Errorf("exec ran %q, want %q", exec.ran, want)
+	}
+	if st := r.Stats(); st.Exec != 2 || st.Ioctl != 0 || !strings.Contains(st.LastFallback, "KEEL_DM_IOCTL=off") {
+		t.Errorf("stats = %+v", st)
 	}
 }
 

@@ -19,13 +19,13 @@ type Source struct {
 
 // Live returns a Source for this host: commands run with the given
 // per-command timeout and files are read from root ("/" normally). On the
-// root file system the dmsetup reads are served by a DMRunner (unless
-// KEEL_DM_IOCTL=off), which logs how it served each one on stderr when
-// KEEL_LOG_LEVEL=debug.
+// root file system the dmsetup reads go through a DMRunner, served by ioctl
+// (run as dmsetup processes with KEEL_DM_IOCTL=off), which logs how it
+// served each one on stderr when KEEL_LOG_LEVEL=debug.
 func Live(root string, timeout time.Duration) Source {
 	var r Runner = ExecRunner{Timeout: timeout}
-	if root == "/" && os.Getenv("KEEL_DM_IOCTL") != "off" {
-		dm := &DMRunner{Exec: r}
+	if root == "/" {
+		dm := &DMRunner{Exec: r, NoIoctl: os.Getenv("KEEL_DM_IOCTL") == "off"}
 		if lvl := hclog.LevelFromString(os.Getenv("KEEL_LOG_LEVEL")); lvl != hclog.NoLevel && lvl <= hclog.Debug {
 			dm.Log = hclog.New(&hclog.LoggerOptions{Name: "keel.probes", Level: lvl, Output: os.Stderr})
 		}
