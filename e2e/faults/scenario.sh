@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
-# Faults under a VDO pool, on a real kernel, in one boot of the test guest
-# (disk: nvme0 20G, 2G RAM). The PV is a device-mapper device "flt" over the
-# NVMe whose table is swapped (dmsetup suspend/load/resume), as lvm2's test
-# suite does with aux error_dev and aux delay_dev: linear (healthy), error
-# (EIO) or delay (reads late). Each phase runs keel check against
-# desired/faults.cue ($OUT/<phase>.json, .rc, .secs) and records the host
-# with keel snapshot ($OUT/<phase>.txtar).
-# e2e/faults/faults_test.go judges the results.
+# Faults under a VDO pool, and under a thin pool's metadata, on a real
+# kernel, in one boot of the test guest (disks: nvme0 20G, hdd1 4G; 2G RAM).
+# The PV is a device-mapper device "flt" over the NVMe whose table is
+# swapped (dmsetup suspend/load/resume), as lvm2's test suite does with aux
+# error_dev and aux delay_dev: linear (healthy), error (EIO) or delay (reads
+# late). Each phase runs keel check against desired/faults.cue
+# ($OUT/<phase>.json, .rc, .secs) and records the host with keel snapshot
+# ($OUT/<phase>.txtar). e2e/faults/faults_test.go judges the results.
 #
-# Phases: base (healthy), index-closed (vdo.index), dedupe-timeouts (reads
-# of the PV delayed past dm-vdo's dedupe timeout: vdo.dedupe_timeouts), eio
-# (the PV returns EIO: the pool turns read-only, keel apply changes
-# nothing), readonly (the PV healthy again, the pool still read-only; keel
-# apply changes nothing), memory (an inactive second pool whose block map
-# cache the host cannot hold: vdo.memory).
+# Phases: base (healthy), thin-slow-metadata (a thin pool on hdd1 whose
+# metadata writes land 12 s late: keel check must not wait for them),
+# index-closed (vdo.index), dedupe-timeouts (reads of the PV delayed past
+# dm-vdo's dedupe timeout: vdo.dedupe_timeouts), eio (the PV returns EIO:
+# the pool turns read-only, keel apply changes nothing), readonly (the PV
+# healthy again, the pool still read-only; keel apply changes nothing),
+# memory (an inactive second pool whose block map cache the host cannot
+# hold: vdo.memory).
 #
-# Alone: e2e/vm-run.sh --mem 2G --keel bin/keel --nvme 20G:nvme0 --share DIR e2e/faults/scenario.sh
-#        (DIR holding desired/faults.cue)
+# Alone: e2e/vm-run.sh --mem 2G --keel bin/keel --nvme 20G:nvme0 --hdd 4G:hdd1 \
+#        --share DIR e2e/faults/scenario.sh (DIR holding desired/faults.cue)
 set -uo pipefail
 nv=$(disk nvme0) || exit 2
 D=$SHARE/desired
@@ -75,6 +77,51 @@ step vgcreate -q fvg /dev/mapper/flt || exit 1
 step lvcreate -y --type vdo -L 10G -V 5G -n vlv fvg/vpool --vdosettings "$SETTINGS" || exit 1
 dmsetup table "$POOL"
 phase base
+
+# thin-slow-metadata: a thin pool on its own device-mapper device "tflt"
+# (over hdd1) whose writes, flushes included, land 12 s late while reads
+# are at once. Once a pool has changed since activation, every commit of
+# its metadata writes the superblock, and a status read without
+# DM_NOFLUSH_FLAG commits first (pool_status in drivers/md/dm-thin.c;
+# in_service in dm-thin-metadata.c): such a read waits for the slow write,
+# in the kernel, beyond any timeout. keel check must not wait; a flushing
+# dmsetup status, timed after it, shows the fault bites.
+hd=$(disk hdd1) || exit 2
+hd_sectors=$(($(blockdev --getsz "$hd") - 2048))
+tflt_table() { # linear|delay
+	local t
+	case $1 in
+	linear) t="0 $hd_sectors linear $hd 2048" ;;
+	delay) t="0 $hd_sectors delay $hd 2048 0 $hd 2048 12000" ;;
+	esac
+	dmsetup suspend --nolockfs tflt && dmsetup load tflt --table "$t" && dmsetup resume tflt &&
+		echo "tflt: $(dmsetup table tflt)"
+}
+# ms CMD...: run CMD (bounded) and print its wall time in milliseconds.
+ms() {
+	local t0 t1
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	timeout 200 "$@" >/dev/null 2>&1 || echo "$*: exit $?" >&2
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%d\n", (b-a)*1000}'
+}
+step dmsetup create tflt --table "0 $hd_sectors linear $hd 2048" || exit 1
+step pvcreate -q /dev/mapper/tflt || exit 1
+step vgcreate -q tvg /dev/mapper/tflt || exit 1
+step lvcreate -q -y --type thin-pool -L 1G --chunksize 64K -n tpool tvg || exit 1
+step lvcreate -q -y --thin -V 2G -n tlv tvg/tpool || exit 1
+step dd if=/dev/urandom of=/dev/tvg/tlv bs=1M count=16 oflag=direct conv=fsync status=none || exit 1
+step dmsetup status tvg-tpool-tpool || exit 1 # commits now, on the fast table
+tflt_table delay || exit 1
+echo "dmsetup status --noflush: $(ms dmsetup status --noflush tvg-tpool-tpool) ms"
+echo "lvs tvg: $(ms lvs tvg) ms"
+phase thin-slow-metadata
+ms dmsetup status tvg-tpool-tpool >"$OUT/thin-slow-metadata.flush-ms"
+echo "dmsetup status (commits first): $(cat "$OUT/thin-slow-metadata.flush-ms") ms"
+tflt_table linear || exit 1
+step vgremove -q -y -ff tvg || exit 1
+step pvremove -q /dev/mapper/tflt || exit 1
+step dmsetup remove tflt || exit 1
 
 # vdo.index: the index taken offline under a pool whose table says
 # deduplication on.
