@@ -141,7 +141,11 @@ func TestKillLoop(t *testing.T) {
 
 // judge checks the files a loop of n iterations wrote; rc is the
 // scenario's exit status (its number of FAIL: lines, also in fails.txt).
-func judge(t *testing.T, n int, file func(string) ([]byte, error), rc int) {
+func judge(tt *testing.T, n int, file func(string) ([]byte, error), rc int) {
+	// Every failure is said again in one summary at the end: a CI excerpt
+	// shows the tail of a long log, where the iterations' lines come last.
+	t := &tally{T: tt}
+	defer t.summary()
 	read := func(name string) string {
 		b, err := file(name)
 		if err != nil {
@@ -225,7 +229,7 @@ const lockWait = 30 * time.Minute
 
 // needWork checks that iteration i gave keel work of every kind: the
 // commands of both runs together hold each step the scenario set up.
-func needWork(t *testing.T, i int, kind string, cmds []string) {
+func needWork(t testing.TB, i int, kind string, cmds []string) {
 	t.Helper()
 	want := [][]string{
 		{`"lvmconfig","--validate"`},
@@ -257,7 +261,7 @@ func needWork(t *testing.T, i int, kind string, cmds []string) {
 // applied checks the keel apply after the kill: exit 0, or 1 (findings at
 // warning or above remain) with no action stuck, refused or failed; which
 // findings remain is for converged to judge (the reused name's warning).
-func applied(t *testing.T, i int, kind, rc, out string) {
+func applied(t testing.TB, i int, kind, rc, out string) {
 	t.Helper()
 	bad := rc != "0" && rc != "1"
 	for _, l := range strings.Split(out, "\n") {
@@ -272,7 +276,7 @@ func applied(t *testing.T, i int, kind, rc, out string) {
 
 // converged checks keel check after the recovery: exit 0, or 1 with only
 // the warning a reused absent name raises.
-func converged(t *testing.T, i int, rc, js string) {
+func converged(t testing.TB, i int, rc, js string) {
 	t.Helper()
 	var rep checkReport
 	if err := json.Unmarshal([]byte(js), &rep); err != nil {
@@ -297,7 +301,7 @@ func converged(t *testing.T, i int, rc, js string) {
 // destructiveOnce checks that no destructive command ever named an LV keel
 // already removed (the reused names hold new LVs with data), and that keel's
 // state binds each absent name to exactly the one LV it removed.
-func destructiveOnce(t *testing.T, n int, logs [][]string, read func(string) string) {
+func destructiveOnce(t testing.TB, n int, logs [][]string, read func(string) string) {
 	t.Helper()
 	removals := 0
 	for j := 1; j <= n; j++ {
@@ -378,4 +382,39 @@ func containsAll(s string, subs []string) bool {
 		}
 	}
 	return true
+}
+
+// tally is a *testing.T that keeps every failure message, for judge's
+// summary.
+type tally struct {
+	*testing.T
+	msgs []string
+}
+
+// Errorf reports a failure and keeps its message.
+func (t *tally) Errorf(format string, args ...any) {
+	t.Helper()
+	t.msgs = append(t.msgs, fmt.Sprintf(format, args...))
+	t.T.Errorf(format, args...)
+}
+
+// Error reports a failure and keeps its message.
+func (t *tally) Error(args ...any) {
+	t.Helper()
+	t.msgs = append(t.msgs, fmt.Sprint(args...))
+	t.T.Error(args...)
+}
+
+// summary logs every failure kept, one line each (the first line of a long
+// message), after the iterations' lines.
+func (t *tally) summary() {
+	if len(t.msgs) == 0 {
+		return
+	}
+	var b strings.Builder
+	for _, m := range t.msgs {
+		first, _, _ := strings.Cut(m, "\n")
+		fmt.Fprintf(&b, "\n  - %s", first)
+	}
+	t.T.Logf("summary: %d failures:%s", len(t.msgs), b.String())
 }
