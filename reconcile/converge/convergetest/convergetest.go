@@ -21,6 +21,19 @@ type MemSysFS struct {
 	Mu     sync.Mutex
 	Files  map[string]string
 	Writes []string // "path=value" in order
+	// hold, when set, is waited on by the next read through StickyFS.
+	hold chan struct{}
+}
+
+// HoldNextRead makes the next file read through StickyFS wait until
+// release is called: a probe caught while it reads (release is idempotent).
+func (m *MemSysFS) HoldNextRead() (release func()) {
+	c := make(chan struct{})
+	m.Mu.Lock()
+	m.hold = c
+	m.Mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { close(c) }) }
 }
 
 // NewMemSysFS returns an empty MemSysFS.
@@ -55,8 +68,16 @@ type StickyFS struct {
 	Sys *MemSysFS
 }
 
-// ReadFile serves a written sysfs value, else the replayed file.
+// ReadFile serves a written sysfs value, else the replayed file; a read
+// held by HoldNextRead first waits for its release.
 func (f StickyFS) ReadFile(name string) ([]byte, error) {
+	f.Sys.Mu.Lock()
+	hold := f.Sys.hold
+	f.Sys.hold = nil
+	f.Sys.Mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
 	f.Sys.Mu.Lock()
 	v, ok := f.Sys.Files["/"+strings.TrimPrefix(name, "/")]
 	f.Sys.Mu.Unlock()

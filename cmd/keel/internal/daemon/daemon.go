@@ -235,6 +235,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.Log.Info("pass preempted before it changed anything", "why", done.t.why, "by", pending.why)
 				t := done.t
 				t.hup = t.hup && !done.reloaded.Load()
+				// A reload it made may have taken in a bcache-only change
+				// that the next load no longer sees as one (same files):
+				// the fast path it did not finish is still owed.
+				t.fast = t.fast || done.fastOwed.Load()
 				pending = fold(&t, *pending)
 			} else {
 				preempted = 0
@@ -267,6 +271,10 @@ type serving struct {
 	// READY=1 sent: systemd's reload ends there (Type=notify-reload), not
 	// after the pass, which over a slow PV outlasts its reload timeout.
 	reloaded atomic.Bool
+	// fastOwed is set while the serve owes the bcache fast path (its
+	// trigger asked for it, or its reload found a bcache-only change) and
+	// the fast path has not run to its end: a preempted serve hands it on.
+	fastOwed atomic.Bool
 }
 
 // startServing serves t on a goroutine; preemptible gives its pass a gate
@@ -280,14 +288,14 @@ func (d *Daemon) startServing(ctx context.Context, t trigger, preemptible bool) 
 	go func() {
 		defer cancel()
 		d.Loop.Gate = s.gate // only this goroutine runs the Loop
-		var loaded func()
+		h := serveHooks{fast: &s.fastOwed}
 		if t.hup {
-			loaded = func() {
+			h.loaded = func() {
 				notify.Ready("desired state read again; passing")
 				s.reloaded.Store(true)
 			}
 		}
-		s.done <- d.busy(func() string { return d.serve(passCtx, t.reload, t.fast, t.why, loaded) })
+		s.done <- d.busy(func() string { return d.serve(passCtx, t.reload, t.fast, t.why, h) })
 	}()
 	return s
 }
@@ -518,10 +526,10 @@ func (d *Daemon) watch(ctx context.Context, dir string, match func(string) bool,
 // loaded (it reads only the host, and it starts after the event, so the
 // pass still plans against what the host reports after the change),
 // unless the files look changed in bcache fields only (MaybeBcacheOnly).
-func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string, loaded func()) string {
+func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string, h serveHooks) string {
 	prev := d.Loop.InForce()
 	var status string
-	err := d.recovered(why, func() { status = d.serveOnce(ctx, reload, fast, why, loaded) })
+	err := d.recovered(why, func() { status = d.serveOnce(ctx, reload, fast, why, h) })
 	if err == nil {
 		return status
 	}
@@ -560,8 +568,24 @@ func (d *Daemon) recovered(why string, fn func()) (err error) {
 	return nil
 }
 
+// serveHooks tie a serve to the serving that runs it (both may be nil).
+type serveHooks struct {
+	// loaded runs once the desired state is read again (a SIGHUP's READY=1).
+	loaded func()
+	// fast is set while the fast path is owed and not yet run to its end.
+	fast *atomic.Bool
+}
+
+// owe records whether the fast path is still owed.
+func (h serveHooks) owe(v bool) {
+	if h.fast != nil {
+		h.fast.Store(v)
+	}
+}
+
 // serveOnce is serve without the panic recovery.
-func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, loaded func()) string {
+func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, hooks serveHooks) string {
+	hooks.owe(fast)
 	var early, earlySys *earlyProbe
 	if reload {
 		files, rerr := d.Loop.Read()
@@ -578,13 +602,15 @@ func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, l
 		if d.load(files, rerr) == nil && converge.BcacheOnly(prev, d.Loop.Desired()) {
 			d.Log.Debug("the change touches bcache devices only: fast path first")
 			fast = true
+			hooks.owe(true)
 		}
-		if loaded != nil {
-			loaded()
+		if hooks.loaded != nil {
+			hooks.loaded()
 		}
 	}
 	if fast && d.audit() {
 		fast = false // the full pass that follows reports the tunables
+		hooks.owe(false)
 	}
 	if fast {
 		if early != nil {
@@ -601,6 +627,9 @@ func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, l
 		start := time.Now()
 		rep, err := d.Loop.BcachePassOn(ctx, h)
 		d.Log.Info("bcache fast path", "why", why, "converged", rep.Count(executor.Converged), "took", converge.Since(start), "err", err)
+		if !errors.Is(err, converge.ErrPreempted) {
+			hooks.owe(false)
+		}
 	}
 	if earlySys != nil {
 		earlySys.cancel() // not a bcache-only change after all

@@ -227,6 +227,53 @@ func TestDaemonBcacheChangeDuringSlowPass(t *testing.T) {
 	t.Run("after a fast path", func(t *testing.T) { bcacheChangeDuringSlowPass(t, true) })
 }
 
+// A bcache-only change that a SIGHUP's reload reads, and whose own file
+// event then preempts that serve before its fast path wrote anything: the
+// serve that follows reads the same desired state again (no change since
+// the last load), yet still owes the fast path. e2e/underfire at c66cac4:
+// the change waited 41 s for the full pass over the slow PV.
+func TestDaemonFastPathOwedAfterPreemption(t *testing.T) {
+	cfg, sys, run, d, recv, logs := bcacheDaemon(t)
+	hup := make(chan os.Signal, 1)
+	d.Reload = hup
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	recv() // READY=1
+	if got := string(recv()); !strings.HasPrefix(got, "STATUS=1 actions converged") {
+		t.Fatalf("first pass: %q", got)
+	}
+	const slow = 4 * time.Second
+	run.SlowLVM.Store(int64(slow))
+	// The fast path's first sysfs read waits until the file's own event
+	// (100 ms of debounce) has preempted the serve.
+	release := sys.HoldNextRead()
+	defer release()
+	changed := time.Now()
+	os.WriteFile(cfg, []byte(bcacheCue(30)), 0o644)
+	hup <- os.Interrupt
+	time.AfterFunc(600*time.Millisecond, release)
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.HasSuffix(sys.WriteLog(), "writeback_percent=30") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	took := time.Since(changed)
+	cancel()
+	for !strings.Contains(string(recv()), "STOPPING=1") {
+	}
+	<-done
+	l := logs.String()
+	if !strings.HasSuffix(sys.WriteLog(), "writeback_percent=30") {
+		t.Fatalf("the change was not applied within 15 s: writes %q\n%s", sys.WriteLog(), l)
+	}
+	if !strings.Contains(l, "pass preempted before it changed anything") {
+		t.Fatalf("no preemption: the test did not set up its race\n%s", l)
+	}
+	if took >= slow {
+		t.Errorf("the change was applied %v after it was written, by the full pass over the slow PV (%v per lvm command), not by the fast path it was owed\n%s", took, slow, l)
+	}
+}
+
 func bcacheChangeDuringSlowPass(t *testing.T, fastFirst bool) {
 	cfg, sys, run, d, recv, logs := bcacheDaemon(t)
 	hup := make(chan os.Signal, 1)
