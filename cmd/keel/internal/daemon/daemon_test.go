@@ -233,18 +233,10 @@ func TestDaemonBcacheChangeDuringSlowPass(t *testing.T) {
 // the last load), yet still owes the fast path. e2e/underfire at c66cac4:
 // the change waited 41 s for the full pass over the slow PV.
 func TestDaemonFastPathOwedAfterPreemption(t *testing.T) {
-	cfg, sys, run, d, recv, logs := bcacheDaemon(t)
-	hup := make(chan os.Signal, 1)
-	d.Reload = hup
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	recv() // READY=1
-	if got := string(recv()); !strings.HasPrefix(got, "STATUS=1 actions converged") {
-		t.Fatalf("first pass: %q", got)
-	}
+	b := runBcacheDaemon(t)
+	cfg, sys, recv, logs, hup := b.cfg, b.sys, b.recv, b.logs, b.hup
 	const slow = 4 * time.Second
-	run.SlowLVM.Store(int64(slow))
+	b.run.SlowLVM.Store(int64(slow))
 	// The fast path's first sysfs read waits until the file's own event
 	// (100 ms of debounce) has preempted the serve.
 	release := sys.HoldNextRead()
@@ -258,10 +250,10 @@ func TestDaemonFastPathOwedAfterPreemption(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	took := time.Since(changed)
-	cancel()
+	b.cancel()
 	for !strings.Contains(string(recv()), "STOPPING=1") {
 	}
-	<-done
+	<-b.done
 	l := logs.String()
 	if !strings.HasSuffix(sys.WriteLog(), "writeback_percent=30") {
 		t.Fatalf("the change was not applied within 15 s: writes %q\n%s", sys.WriteLog(), l)
@@ -275,18 +267,10 @@ func TestDaemonFastPathOwedAfterPreemption(t *testing.T) {
 }
 
 func bcacheChangeDuringSlowPass(t *testing.T, fastFirst bool) {
-	cfg, sys, run, d, recv, logs := bcacheDaemon(t)
-	hup := make(chan os.Signal, 1)
-	d.Reload = hup
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	recv() // READY=1
-	if got := string(recv()); !strings.HasPrefix(got, "STATUS=1 actions converged") {
-		t.Fatalf("first pass: %q", got)
-	}
+	b := runBcacheDaemon(t)
+	cfg, sys, recv, logs, hup := b.cfg, b.sys, b.recv, b.logs, b.hup
 	const slow = 4 * time.Second
-	run.SlowLVM.Store(int64(slow))
+	b.run.SlowLVM.Store(int64(slow))
 	if fastFirst {
 		os.WriteFile(cfg, []byte(bcacheCue(35)), 0o644)
 	}
@@ -315,9 +299,9 @@ func bcacheChangeDuringSlowPass(t *testing.T, fastFirst bool) {
 	if got := string(recv()); !strings.HasPrefix(got, "STATUS=") {
 		t.Fatalf("after the slow pass: %q", got)
 	}
-	cancel()
+	b.cancel()
 	recv() // STOPPING=1
-	<-done
+	<-b.done
 	l := logs.String()
 	if !strings.Contains(l, "pass preempted before it changed anything") {
 		t.Errorf("no preemption logged:\n%s", l)
@@ -325,6 +309,36 @@ func bcacheChangeDuringSlowPass(t *testing.T, fastFirst bool) {
 	if n := strings.Count(l, "pass done"); n < 2 {
 		t.Errorf("%d passes ended, want the first one and the SIGHUP's again:\n%s", n, l)
 	}
+}
+
+// runningBcacheDaemon is a bcacheDaemon running (Run), its first pass over,
+// with a channel for SIGHUPs.
+type runningBcacheDaemon struct {
+	cfg    string
+	sys    *convergetest.MemSysFS
+	run    *convergetest.CountingRunner
+	recv   func() []byte
+	logs   *strings.Builder
+	hup    chan os.Signal
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// runBcacheDaemon starts a bcacheDaemon and waits for its first pass.
+func runBcacheDaemon(t *testing.T) runningBcacheDaemon {
+	t.Helper()
+	b := runningBcacheDaemon{hup: make(chan os.Signal, 1), done: make(chan error, 1)}
+	var d *Daemon
+	b.cfg, b.sys, b.run, d, b.recv, b.logs = bcacheDaemon(t)
+	d.Reload = b.hup
+	var ctx context.Context
+	ctx, b.cancel = context.WithCancel(context.Background())
+	go func() { b.done <- d.Run(ctx) }()
+	b.recv() // READY=1
+	if got := string(b.recv()); !strings.HasPrefix(got, "STATUS=1 actions converged") {
+		t.Fatalf("first pass: %q", got)
+	}
+	return b
 }
 
 // bcacheDaemon is a daemon over the mixed snapshot (one bcache device)
