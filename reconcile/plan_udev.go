@@ -13,6 +13,15 @@ var udevRuleIDs = []string{"activation.udev_rule", "bcache.udev_rule"}
 // LVs and bcache devices the earlier actions create.
 const phaseUdevRules = 90
 
+// phaseBcacheRule puts the bcache rule before the tunables it carries (they
+// are planned at phaseChange). The rule applies on every "change" uevent of
+// a bcache device, and udev synthesizes one whenever a process closes the
+// device after writing to it (OPTIONS+="watch", udev(7)): LVM committing
+// metadata to a PV on bcache0 is enough. Written after the tunables, the old
+// rule put the old values back in between (e2e/underfire: two writes of
+// writeback_percent read back as the old value before the third held).
+const phaseBcacheRule = phaseChange - 1
+
 // planUdevRules judges keel's generated udev rules files against what the
 // desired state and the host generate (activation.Rules). A file the probe
 // could not read, or that a replayed snapshot did not record, is not judged:
@@ -77,7 +86,11 @@ func (p *planner) planUdevRules() {
 		if creating {
 			continue
 		}
-		p.act(phaseUdevRules, Action{
+		phase := phaseUdevRules
+		if d.File.Path == activation.BcacheRule {
+			phase = phaseBcacheRule
+		}
+		p.act(phase, Action{
 			ID:       d.FindingID() + ":" + d.File.Path,
 			Kind:     KindFile,
 			Class:    Live,

@@ -167,3 +167,29 @@ func TestUdevRuleWaitsForCreation(t *testing.T) {
 		}
 	}
 }
+
+// The bcache rule is written before the tunables it carries: the rule
+// applies on every "change" uevent of the device, and udev synthesizes one
+// when LVM (or anything) closes bcache0 after writing to it, so a rule
+// still holding the old values would put them back between the two writes.
+func TestBcacheRuleBeforeItsTunables(t *testing.T) {
+	h := replayHost(t, "bcache")
+	d := loadDesired(t, "bcache-drift", h)
+	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Missing: true})
+	r := Plan(d, h)
+	rule, firstTunable := -1, -1
+	for i, a := range r.Actions {
+		switch {
+		case a.ID == "bcache.udev_rule:"+activation.BcacheRule:
+			rule = i
+		case strings.HasPrefix(a.ID, "bcache.") && a.Kind == KindSysfs && firstTunable < 0:
+			firstTunable = i
+		}
+	}
+	if rule < 0 || firstTunable < 0 {
+		t.Fatalf("want both a rule write and a tunable write, got %d actions: %+v", len(r.Actions), r.Actions)
+	}
+	if rule > firstTunable {
+		t.Errorf("the bcache rule is written at %d, after the first tunable at %d", rule, firstTunable)
+	}
+}
