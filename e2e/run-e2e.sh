@@ -27,8 +27,8 @@ export KEEL_E2E_BIN=$bindir/keel
 # run (57ef89a: 18.3 s for the bcache change, bound 10 s: the fast path
 # does not write keel's bcache udev rule, whose old value comes back until
 # the full pass rewrites it): until it holds, it stays out of CI
-# (docs/reliability.md). e2e/kill
-# runs here one iteration per kind; make e2e-long runs its 50.
+# (docs/reliability.md). e2e/kill runs here one iteration per kind; make
+# e2e-long runs its 50.
 LONG="github.com/keel-storage/keel/e2e/underfire"
 if [ -z "${E2E_PKGS:-}" ]; then
 	E2E_PKGS=$(go list -tags e2e ./e2e/... | grep -vxF "$LONG" | tr '\n' ' ')

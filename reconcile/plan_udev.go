@@ -18,8 +18,10 @@ const phaseUdevRules = 90
 // a bcache device, and udev synthesizes one whenever a process closes the
 // device after writing to it (OPTIONS+="watch", udev(7)): LVM committing
 // metadata to a PV on bcache0 is enough. Written after the tunables, the old
-// rule put the old values back in between (e2e/underfire: two writes of
-// writeback_percent read back as the old value before the third held).
+// rule can put the old values back in between (the likely cause of
+// e2e/underfire's two writes of writeback_percent that read back as the old
+// value before the third held; e2e/apply saw the rule do it after a
+// vgremove on bcache0).
 const phaseBcacheRule = phaseChange - 1
 
 // planUdevRules judges keel's generated udev rules files against what the

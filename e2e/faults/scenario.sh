@@ -29,7 +29,14 @@ SETTINGS="logical_threads=1 physical_threads=1 hash_zone_threads=1 cpu_threads=1
 disk_sectors=$(blockdev --getsz "$nv") || exit 2
 sectors=$((disk_sectors - 2048))
 
-# table KIND: swap flt's table while the stack above stays open.
+# swap DEV TABLE: load TABLE into the device-mapper device DEV while the
+# stack above it stays open.
+swap() {
+	dmsetup suspend --nolockfs "$1" && dmsetup load "$1" --table "$2" && dmsetup resume "$1" &&
+		echo "$1: $(dmsetup table "$1")"
+}
+
+# table KIND: swap flt's table.
 table() {
 	local t
 	case $1 in
@@ -38,8 +45,7 @@ table() {
 	# reads 6 s late (above dm-vdo's 5 s dedupe timeout), writes at once
 	delay) t="0 $sectors delay $nv 2048 6000 $nv 2048 0" ;;
 	esac
-	dmsetup suspend --nolockfs flt && dmsetup load flt --table "$t" && dmsetup resume flt &&
-		echo "flt: $(dmsetup table flt)"
+	swap flt "$t"
 }
 vdo_status() { dmsetup status "$POOL"; }
 
@@ -94,8 +100,7 @@ tflt_table() { # linear|delay
 	linear) t="0 $hd_sectors linear $hd 2048" ;;
 	delay) t="0 $hd_sectors delay $hd 2048 0 $hd 2048 12000" ;;
 	esac
-	dmsetup suspend --nolockfs tflt && dmsetup load tflt --table "$t" && dmsetup resume tflt &&
-		echo "tflt: $(dmsetup table tflt)"
+	swap tflt "$t"
 }
 # ms CMD...: run CMD (bounded) and print its wall time in milliseconds.
 ms() {

@@ -585,7 +585,6 @@ func (h serveHooks) owe(v bool) {
 
 // serveOnce is serve without the panic recovery.
 func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, hooks serveHooks) string {
-	hooks.owe(fast)
 	var early, earlySys *earlyProbe
 	if reload {
 		files, rerr := d.Loop.Read()
@@ -602,7 +601,6 @@ func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, h
 		if d.load(files, rerr) == nil && converge.BcacheOnly(prev, d.Loop.Desired()) {
 			d.Log.Debug("the change touches bcache devices only: fast path first")
 			fast = true
-			hooks.owe(true)
 		}
 		if hooks.loaded != nil {
 			hooks.loaded()
@@ -610,8 +608,8 @@ func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, h
 	}
 	if fast && d.audit() {
 		fast = false // the full pass that follows reports the tunables
-		hooks.owe(false)
 	}
+	hooks.owe(fast)
 	if fast {
 		if early != nil {
 			// Its view of bcache predates the fast path's writes: the
