@@ -28,6 +28,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/bcache"
 	"github.com/keel-storage/keel/reconcile/executor"
 	"github.com/keel-storage/keel/reconcile/lvmconf"
@@ -555,8 +556,18 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repor
 	}
 	var acts []reconcile.Action
 	for _, x := range res.Actions {
-		if x.Kind == reconcile.KindSysfs {
+		switch {
+		case x.Kind == reconcile.KindSysfs:
 			acts = append(acts, x)
+		case x.ID == bcacheRuleAction && ruleCovers(x, len(l.desired.Bcache)):
+			// The rule first, without its udev reload (udevd reads
+			// changed rules files before its next event, and a busy
+			// udevd would hold the tunables up to 5 s): a "change"
+			// uevent of the device between the tunables' writes and
+			// the full pass would otherwise apply the old rule's
+			// values (e2e/underfire: the new value gone for 18 s).
+			x.Commands = nil
+			acts = append([]reconcile.Action{x}, acts...)
 		}
 	}
 	var rep executor.Report
@@ -565,6 +576,22 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repor
 		return executor.Report{}, ErrPreempted
 	}
 	return rep, err
+}
+
+// bcacheRuleAction is the ID of the action that writes keel's bcache udev
+// rule.
+var bcacheRuleAction = "bcache.udev_rule:" + activation.BcacheRule
+
+// ruleCovers reports whether a bcache rule write planned from sysfs alone
+// has one rule line per declared device (n): a backing device declared by a
+// PV path resolves only with LVM's report, which the fast path does not run,
+// and a rule without it would be worse than the one on disk. The full pass
+// writes that one.
+func ruleCovers(a reconcile.Action, n int) bool {
+	if len(a.Files) != 1 {
+		return false
+	}
+	return strings.Count(a.Files[0].Content, "ENV{CACHED_UUID}==") == n
 }
 
 // BcacheOnly reports whether next differs from prev in bcache devices and

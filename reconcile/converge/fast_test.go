@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/converge/convergetest"
 	"github.com/keel-storage/keel/reconcile/executor"
 	"github.com/keel-storage/keel/schema"
@@ -195,5 +197,56 @@ func TestMaybeBcacheOnly(t *testing.T) {
 		if got := a.MaybeBcacheOnly(c.next); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// ruleFS serves keel's udev rules files from dir, where a Loop with
+// FileRoot dir writes them, and everything else from the replayed host.
+type ruleFS struct {
+	probes.FS
+	dir string
+}
+
+func (f ruleFS) ReadFile(name string) ([]byte, error) {
+	if slices.Contains(probes.UdevRulePaths, name) {
+		return os.ReadFile(filepath.Join(f.dir, name))
+	}
+	return f.FS.ReadFile(name)
+}
+
+// The fast path writes keel's bcache udev rule before the tunables, without
+// running udevadm: a "change" uevent of bcache0 between its writes and the
+// full pass would otherwise apply the old rule's values (e2e/underfire:
+// the new value was gone for 18 s).
+func TestBcachePassWritesTheRuleFirst(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(bcacheCue(40)), 0o644)
+	src, sys, run := convergetest.Replayed(t, "../../probes/testdata/snapshots/mixed.txtar")
+	root := t.TempDir()
+	src.FS = ruleFS{FS: src.FS, dir: root}
+	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys, FileRoot: root,
+		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
+	if err := a.Load(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := a.BcachePass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 2 || rep.Results[0].Action.ID != "bcache.udev_rule:"+activation.BcacheRule ||
+		!strings.HasPrefix(rep.Results[1].Action.ID, "bcache.tunable:") {
+		t.Fatalf("want the rule, then the tunable: %+v", rep.Results)
+	}
+	for _, r := range rep.Results {
+		if r.Status != executor.Converged {
+			t.Errorf("%s: %s", r.Action.ID, r.Status)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(root, activation.BcacheRule))
+	if err != nil || !strings.Contains(string(b), `ATTR{bcache/writeback_percent}="40"`) {
+		t.Fatalf("rule %q, %v", b, err)
+	}
+	if n := run.N.Load(); n != 0 {
+		t.Errorf("the fast path ran %d commands", n)
 	}
 }
