@@ -27,11 +27,11 @@ const phaseBcacheRule = phaseChange - 1
 // planUdevRules judges keel's generated udev rules files against what the
 // desired state and the host generate (activation.Rules). A file the probe
 // could not read, or that a replayed snapshot did not record, is not judged:
-// its ID goes to NotEvaluated. The rewrite is planned only when no other
-// action of this pass creates something: the PV rule names each lower LV by
-// its device-mapper UUID, which exists only after creation, and a rule
-// written from a half-built stack would be stale at once. The next pass
-// writes it.
+// its ID goes to NotEvaluated. The PV rule's rewrite is planned only when no
+// other action of this pass creates something: it names each lower LV by its
+// device-mapper UUID, which exists only after creation, and a rule written
+// from a half-built stack would be stale at once. The next pass writes it.
+// The bcache rule does not wait.
 func (p *planner) planUdevRules() {
 	files, err := activation.Rules(p.d, p.h, p.bcacheDevice)
 	if err != nil {
@@ -76,8 +76,14 @@ func (p *planner) planUdevRules() {
 		if d.Missing {
 			observed = "missing"
 		}
+		// Only the PV rule waits: the bcache rule names each cached device
+		// by its backing device's bcache UUID, which no creation changes,
+		// and a creation on a cached VG commits LVM metadata to the bcache
+		// device, whose "change" uevent would make the old rule put the
+		// old tunables back (see phaseBcacheRule).
+		wait := creating && d.File.Path != activation.BcacheRule
 		remedy := "keel apply (or keel udev-rules --write)"
-		if creating {
+		if wait {
 			remedy = "keel apply again after the stack is created (the rule names the created LVs and devices)"
 		}
 		key := p.add(Finding{ID: d.FindingID(), Object: "udev:" + d.File.Path,
@@ -85,7 +91,7 @@ func (p *planner) planUdevRules() {
 			Expected: "generated from the desired state", Observed: observed,
 			Remedy: remedy,
 		})
-		if creating {
+		if wait {
 			continue
 		}
 		phase := phaseUdevRules

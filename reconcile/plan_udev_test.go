@@ -19,6 +19,24 @@ func withRules(h *probes.Host, pv, bc *probes.KeelFile) {
 	pv.Path, bc.Path = activation.PVScanRule, activation.BcacheRule
 }
 
+// editedDesired loads the desired state in path as edit rewrites it.
+func editedDesired(t *testing.T, path string, edit func(string) string) *schema.Config {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := filepath.Join(t.TempDir(), filepath.Base(path))
+	if err := os.WriteFile(edited, []byte(edit(string(src))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := schema.NewLoader().Load(edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Config
+}
+
 func udevFindings(r Result) []string {
 	var out []string
 	for _, f := range r.Findings {
@@ -129,22 +147,12 @@ func TestUdevPVRuleNamesTheLowerLVByUUID(t *testing.T) {
 
 func TestUdevRuleWaitsForCreation(t *testing.T) {
 	h := replayHost(t, "vdo-split")
-	src, err := os.ReadFile(filepath.Join("testdata", "desired", "vdo-split-create.cue"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A VG to stack on the pool still to be created.
-	path := filepath.Join(t.TempDir(), "stacked.cue")
-	src = append(src, []byte("volumeGroups: vdostack: pvs: [\"/dev/vdosplit/vdolv2\"]\n")...)
-	if err := os.WriteFile(path, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d, err := schema.NewLoader().Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := editedDesired(t, filepath.Join("testdata", "desired", "vdo-split-create.cue"), func(src string) string {
+		return src + "volumeGroups: vdostack: pvs: [\"/dev/vdosplit/vdolv2\"]\n"
+	})
 	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Missing: true})
-	r := Plan(d.Config, h)
+	r := Plan(d, h)
 	creates := 0
 	for _, a := range r.Actions {
 		if a.Kind == KindFile {
@@ -191,5 +199,53 @@ func TestBcacheRuleBeforeItsTunables(t *testing.T) {
 	}
 	if rule > firstTunable {
 		t.Errorf("the bcache rule is written at %d, after the first tunable at %d", rule, firstTunable)
+	}
+}
+
+// The bcache rule does not wait for a creation in the same pass: it names
+// each cached device by its backing device's bcache UUID, which no lvcreate
+// or vgcreate changes, and a pass that creates something on bcache0 (a PV,
+// a pool) commits LVM metadata to it, whose close-after-write "change"
+// uevent makes the old rule put the old tunables back. Only the PV rule,
+// which names created LVs, waits.
+func TestBcacheRuleDoesNotWaitForCreation(t *testing.T) {
+	h := replayHost(t, "vdo-on-bcache")
+	// A thin pool still to be created on the cached VG, and a tunable
+	// that drifts.
+	d := editedDesired(t, filepath.Join("..", "examples", "vdo-on-bcache.cue"), func(src string) string {
+		return strings.Replace(src, "writebackPercent: 40", "writebackPercent: 30", 1) +
+			"volumeGroups: vdosplit: thinPools: tnew: {size: \"1G\", create: true}\n"
+	})
+	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Missing: true})
+	r := Plan(d, h)
+	rule, tunable, create, pvRule := -1, -1, -1, -1
+	for i, a := range r.Actions {
+		switch {
+		case a.ID == "bcache.udev_rule:"+activation.BcacheRule:
+			rule = i
+		case a.ID == "activation.udev_rule:"+activation.PVScanRule:
+			pvRule = i
+		case strings.HasPrefix(a.ID, "bcache.") && a.Kind == KindSysfs && tunable < 0:
+			tunable = i
+		case a.Kind == KindCommand && len(a.Commands) > 0 && a.Commands[0][0] == "lvcreate" && create < 0:
+			create = i
+		}
+	}
+	if create < 0 || tunable < 0 {
+		t.Fatalf("want a creation and a tunable write, got %+v", r.Actions)
+	}
+	if rule < 0 {
+		t.Fatalf("the bcache rule waits for the creation: %+v", r.Actions)
+	}
+	if rule > tunable {
+		t.Errorf("the bcache rule is written at %d, after the first tunable at %d", rule, tunable)
+	}
+	if pvRule >= 0 {
+		t.Errorf("the PV rule is written while the stack is still to be created: %+v", r.Actions[pvRule])
+	}
+	for _, f := range r.Findings {
+		if f.ID == "bcache.udev_rule" && strings.Contains(f.Remedy, "after the stack is created") {
+			t.Errorf("bcache rule remedy %q", f.Remedy)
+		}
 	}
 }
