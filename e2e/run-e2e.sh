@@ -6,7 +6,7 @@
 # Usage: e2e/run-e2e.sh [go test flags...]   e.g. -run TestThinPool512K
 # Environment: KEEL_E2E_CACHE (guest cache), MIRROR (Debian mirror),
 # E2E_TIMEOUT (go test -timeout, default 40m), E2E_PKGS (default: every e2e
-# package but the long ones, which `make e2e-long` runs: see LONG below).
+# package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,16 +22,12 @@ trap 'rm -rf "$bindir"' EXIT
 CGO_ENABLED=0 go build -trimpath -o "$bindir/keel" ./cmd/keel
 export KEEL_E2E_BIN=$bindir/keel
 
-# LONG: packages kept out of CI, run by `make e2e-long`. e2e/underfire
-# passed every step once (99a7428) and failed its slow-PV bound in the next
-# run (57ef89a: 18.3 s for the bcache change, bound 10 s: the fast path
-# does not write keel's bcache udev rule, whose old value comes back until
-# the full pass rewrites it): until it holds, it stays out of CI
-# (docs/reliability.md). e2e/kill runs here one iteration per kind; make
-# e2e-long runs its 50.
-LONG="github.com/keel-storage/keel/e2e/underfire"
+# Every e2e package runs here; e2e/kill one iteration per kind (make
+# e2e-long runs its 50). e2e/underfire was kept out until its slow-PV bound
+# held: the fast path now writes keel's bcache udev rule too
+# (docs/reliability.md).
 if [ -z "${E2E_PKGS:-}" ]; then
-	E2E_PKGS=$(go list -tags e2e ./e2e/... | grep -vxF "$LONG" | tr '\n' ' ')
+	E2E_PKGS=$(go list -tags e2e ./e2e/... | tr '\n' ' ')
 fi
 rc=0
 go test -tags e2e -count=1 -p 1 -v -timeout "${E2E_TIMEOUT:-40m}" "$@" $E2E_PKGS || rc=$?
