@@ -4,6 +4,8 @@ package guest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -122,4 +124,20 @@ func (f *fatalRecorder) Fatal(args ...any) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// A guest is booted again only when its kernel died before the scenario
+// started: vm-run.sh removes guest.log before every boot and the guest's
+// init creates it as the script starts, even if the script prints nothing.
+func TestDiedBeforeScript(t *testing.T) {
+	share := t.TempDir()
+	if !diedBeforeScript(share) {
+		t.Error("no guest.log: want died before the script")
+	}
+	if err := os.WriteFile(filepath.Join(share, "guest.log"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if diedBeforeScript(share) {
+		t.Error("an empty guest.log: the script started, want no second boot")
+	}
 }
