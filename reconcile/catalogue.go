@@ -94,6 +94,8 @@ var Catalogue = []Rule{
 		"Deduplication is on but the UDS index state is not online."},
 	{"vdo.index_memory", Warning, "VDO index memory or sparse index differs (immutable)",
 		"index_memory_size or use_sparse_index differ from the declared values; fixed at creation."},
+	{"vdo.index_opening", Info, "VDO index opening",
+		"Deduplication is on and the UDS index is still loading (or rebuilding) after the pool started; it dedupes again once online."},
 	{"vdo.layout.head_off_fast", Error, "split VDO pool: index or roots not on the fast PVs",
 		"Part of the geometry block, UDS index, super block or block-map roots lies on a PV that is not declared fast."},
 	{"vdo.layout.journal_off_fast", Critical, "split VDO pool: recovery journal left the fast PVs",

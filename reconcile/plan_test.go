@@ -278,6 +278,13 @@ var scenarios = []scenario{
 		want: []string{"vdo.index@fvg/vpool", "vdo.slab_remainder@fvg/vpool"},
 	},
 	{
+		// The pool started while its data was read 0.3 s late: the index
+		// still opening (info, not vdo.index: dm-vdo opens it after every
+		// start).
+		name: "fault-index-opening", snapshot: "fault-index-opening", desired: "faults",
+		want: []string{"vdo.index_opening@fvg/vpool", "vdo.slab_remainder@fvg/vpool"},
+	},
+	{
 		// Reads of the PV delayed 6 s, past dm-vdo's 5 s dedupe timeout,
 		// while 8 MiB of indexed data were written again: 980 timeouts.
 		name: "fault-dedupe-timeouts", snapshot: "fault-dedupe-timeouts", desired: "faults",

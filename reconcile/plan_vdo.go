@@ -596,7 +596,21 @@ func (p *planner) checkVDOHealth(object string, o observedVDO, alert float64) {
 				Remedy: "check dmesg and vdostats --verbose; read-only needs an offline rebuild of the reference counts",
 			})
 		}
-		if pool.Table != nil && pool.Table.Deduplication && st.IndexState != "online" {
+		switch {
+		case pool.Table == nil || !pool.Table.Deduplication || st.IndexState == "online":
+		case st.IndexState == "opening":
+			// dm-vdo loads (or, after an unclean stop, rebuilds) the
+			// index after every start, and the state ends in online,
+			// or in error or closed, which raise vdo.index
+			// (index_state_to_string in drivers/md/dm-vdo/dedupe.c:
+			// IS_CHANGING toward IS_OPENED). An error here would fire at
+			// every boot and after every creation.
+			p.add(Finding{ID: "vdo.index_opening", Object: object,
+				Message:  "the UDS index is opening: VDO loads it at every start (a rebuild after an unclean stop takes longer); deduplication resumes once it is online",
+				Expected: "online", Observed: st.IndexState,
+				Remedy: "none: wait; dmesg shows the load, and vdo.index is raised if it ends in error",
+			})
+		default:
 			p.add(Finding{ID: "vdo.index", Object: object,
 				Message:  "deduplication is on but the UDS index is " + st.IndexState,
 				Expected: "online", Observed: st.IndexState,
