@@ -170,12 +170,46 @@ func (m *Machine) Detach(serial string) {
 // ExitCode or call RequireOK).
 func Run(t testing.TB, spec Spec) *Result {
 	t.Helper()
-	return New(t, spec).Boot(t, spec.Script)
+	for attempt := 1; ; attempt++ {
+		m := New(t, spec)
+		r, rc, stderr := m.boot(t, spec.Script)
+		if rc == 125 && attempt < runAttempts && emulatorFault(r.Console) {
+			t.Logf("guest run, attempt %d: the kernel died of an exception in interrupt context, "+
+				"a fault of TCG (emulatorFault); the scenario runs again on a fresh machine. Console tail:\n%s",
+				attempt, tail(r.Console, 12))
+			continue
+		}
+		return m.judge(t, r, rc, stderr)
+	}
+}
+
+// runAttempts bounds the fresh machines of one Run (emulatorFault).
+const runAttempts = 2
+
+// emulatorFault reports whether a guest that wrote no exit code died of
+// an exception in interrupt context. Under TCG the guest kernel now and then
+// takes one with nonsense state (an int3 oops in sched_clock_cpu while
+// booting, a page fault in kmem_cache_alloc with EFLAGS 7c1a2602 while
+// pvcreate ran), three times in two fresh-clone CI runs on 2026-12-02 and
+// never twice in one test. Run, whose machine is fresh, runs the scenario
+// again once on a new machine; a machine booted more than once
+// (Machine.Boot) is not, as its disks hold what the dead boot wrote. A
+// crash of the test's own making (TestCrashedGuestFails) is not one.
+func emulatorFault(console string) bool {
+	return strings.Contains(console, "Kernel panic - not syncing: Fatal exception in interrupt")
 }
 
 // Boot boots the machine, runs script, and powers it off. Disks keep what
 // earlier boots wrote.
 func (m *Machine) Boot(t testing.TB, script string) *Result {
+	t.Helper()
+	r, rc, stderr := m.boot(t, script)
+	return m.judge(t, r, rc, stderr)
+}
+
+// boot is Boot without judging the exit status: the result, vm-run.sh's
+// exit status and its output.
+func (m *Machine) boot(t testing.TB, script string) (*Result, int, string) {
 	t.Helper()
 	m.boots++
 	share := filepath.Join(t.TempDir(), "share")
@@ -232,6 +266,14 @@ func (m *Machine) Boot(t testing.TB, script string) *Result {
 			m.boots, attempt, tail(r.Console, 12))
 	}
 	t.Logf("guest boot %d (%s): exit %d, wall %.1fs\n%s", m.boots, m.spec.Flavour, rc, r.Wall.Seconds(), r.Output)
+	return r, rc, stderr
+}
+
+// judge fails t for a boot that timed out, crashed or could not start, and
+// returns r with its exit status otherwise.
+func (m *Machine) judge(t testing.TB, r *Result, rc int, stderr string) *Result {
+	t.Helper()
+	share := r.Dir
 	switch rc {
 	case 124:
 		t.Fatalf("guest boot %d timed out after %s; console tail:\n%s", m.boots, m.spec.Timeout, tail(r.Console, 40))

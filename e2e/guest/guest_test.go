@@ -141,3 +141,16 @@ func TestDiedBeforeScript(t *testing.T) {
 		t.Error("an empty guest.log: the script started, want no second boot")
 	}
 }
+
+// Only an exception in interrupt context, TCG's fault, makes Run start
+// again: a crash of the scenario's own making does not.
+func TestEmulatorFault(t *testing.T) {
+	tcg := "[   12.849556] Kernel panic - not syncing: Fatal exception in interrupt\n"
+	own := "[    9.1] Kernel panic - not syncing: sysrq triggered crash\n"
+	if !emulatorFault(tcg) {
+		t.Error("an exception in interrupt context: want an emulator fault")
+	}
+	if emulatorFault(own) {
+		t.Error("a sysrq crash: want no emulator fault")
+	}
+}
