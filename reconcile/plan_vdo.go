@@ -608,7 +608,7 @@ func (p *planner) checkVDOHealth(object string, o observedVDO, alert float64) {
 			p.add(Finding{ID: "vdo.index_opening", Object: object,
 				Message:  "the UDS index is opening: VDO loads it at every start (a rebuild after an unclean stop takes longer); deduplication resumes once it is online",
 				Expected: "online", Observed: st.IndexState,
-				Remedy: "none: wait; dmesg shows the load, and vdo.index is raised if it ends in error",
+				Remedy: fmt.Sprintf("none needed, it comes online by itself; follow it with: dmsetup status %s (the index state follows the mode and recovery fields)", pool.DMName),
 			})
 		default:
 			p.add(Finding{ID: "vdo.index", Object: object,

@@ -230,6 +230,24 @@ func TestPVScanRuleByNameBeforeCreation(t *testing.T) {
 	}
 }
 
+// BcacheRuleComplete is false for a rule that could not resolve a declared
+// device (the fast path then leaves the rule to the full pass) and true for
+// one that resolved them all.
+func TestBcacheRuleComplete(t *testing.T) {
+	files, err := Rules(stack(), &probes.Host{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if BcacheRuleComplete(files[1].Content) {
+		t.Errorf("a rule with an unregistered backing device is complete:\n%s", files[1].Content)
+	}
+	h, _ := probeNode(t, bcacheNode)
+	files, _ = Rules(stack(), h, nil)
+	if len(files[1].Notes) != 0 || !BcacheRuleComplete(files[1].Content) {
+		t.Errorf("a rule of a registered device is not complete (notes %q):\n%s", files[1].Notes, files[1].Content)
+	}
+}
+
 func TestBcacheRuleFromSnapshot(t *testing.T) {
 	h, _ := probeNode(t, bcacheNode)
 	files, _ := Rules(stack(), h, nil)

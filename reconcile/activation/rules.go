@@ -153,7 +153,7 @@ func bcacheRule(cfg *schema.Config, h *probes.Host, resolve Resolver) RuleFile {
 		case len(attrs) == 0:
 			fmt.Fprintf(&b, "# %s: no tunable declared\n", n)
 		case uuid == "":
-			note := fmt.Sprintf("bcache %s: backing %s is not registered, so its UUID is unknown: no rule yet", n, want.Backing)
+			note := fmt.Sprintf("bcache %s: backing %s is not registered, so its UUID is unknown: %s", n, want.Backing, noRuleYet)
 			rf.Notes = append(rf.Notes, note)
 			fmt.Fprintf(&b, "# %s\n", note)
 		default:
@@ -163,6 +163,18 @@ func bcacheRule(cfg *schema.Config, h *probes.Host, resolve Resolver) RuleFile {
 	}
 	rf.Content = b.String()
 	return rf
+}
+
+// noRuleYet ends the comment the bcache rule carries for a declared device
+// whose backing device it could not resolve (BcacheRuleComplete).
+const noRuleYet = "no rule yet"
+
+// BcacheRuleComplete reports whether a generated bcache rule resolved every
+// declared device: one that names a backing device by a PV path resolves
+// only with LVM's report, and a rule made without it lacks that device's
+// line (a device with no tunable declared needs none).
+func BcacheRuleComplete(content string) bool {
+	return !strings.Contains(content, ": "+noRuleYet+"\n")
 }
 
 // Drift is a generated rules file whose installed copy differs.

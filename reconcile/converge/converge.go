@@ -559,7 +559,7 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repor
 		switch {
 		case x.Kind == reconcile.KindSysfs:
 			acts = append(acts, x)
-		case x.ID == bcacheRuleAction && ruleCovers(x, len(l.desired.Bcache)):
+		case x.ID == bcacheRuleAction && len(x.Files) == 1 && activation.BcacheRuleComplete(x.Files[0].Content):
 			// The rule first, without its udev reload (udevd reads
 			// changed rules files before its next event, and a busy
 			// udevd would hold the tunables up to 5 s): a "change"
@@ -581,18 +581,6 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repor
 // bcacheRuleAction is the ID of the action that writes keel's bcache udev
 // rule.
 var bcacheRuleAction = "bcache.udev_rule:" + activation.BcacheRule
-
-// ruleCovers reports whether a bcache rule write planned from sysfs alone
-// has one rule line per declared device (n): a backing device declared by a
-// PV path resolves only with LVM's report, which the fast path does not run,
-// and a rule without it would be worse than the one on disk. The full pass
-// writes that one.
-func ruleCovers(a reconcile.Action, n int) bool {
-	if len(a.Files) != 1 {
-		return false
-	}
-	return strings.Count(a.Files[0].Content, "ENV{CACHED_UUID}==") == n
-}
 
 // BcacheOnly reports whether next differs from prev in bcache devices and
 // nothing else: then the sysfs-only fast path can serve the change before
