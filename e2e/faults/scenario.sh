@@ -53,6 +53,16 @@ table() {
 	swap flt "$t"
 }
 vdo_status() { dmsetup status "$POOL"; }
+# wait_index STATE SECONDS: until the pool's UDS index is in STATE (the
+# status field after the mode and recovery ones); false if it never was.
+wait_index() {
+	local i
+	for i in $(seq $(($2 * 10))); do
+		[ "$(vdo_status | awk '{print $7}')" = "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 # phase NAME [DESIRED]: keel check (bounded: a hung command fails the phase)
 # and keel snapshot of the host as it is now.
@@ -136,10 +146,10 @@ step dmsetup remove tflt || exit 1
 # vdo.index: the index taken offline under a pool whose table says
 # deduplication on.
 step dmsetup message "$POOL" 0 index-close || exit 1
-for i in $(seq 100); do [ "$(vdo_status | awk '{print $7}')" = closed ] && break; sleep 0.1; done
+wait_index closed 10
 phase index-closed
 step dmsetup message "$POOL" 0 index-enable || exit 1
-for i in $(seq 600); do [ "$(vdo_status | awk '{print $7}')" = online ] && break; sleep 0.1; done
+wait_index online 60
 vdo_status
 
 # vdo.dedupe_timeouts: the index answers after dm-vdo's 5 s dedupe timeout
@@ -157,7 +167,7 @@ step dd if=/tmp/dup of=/dev/fvg/vlv bs=1M count=8 oflag=direct conv=fsync status
 step dd if=/dev/urandom of=/dev/fvg/vlv bs=1M seek=16 count=272 oflag=direct conv=fsync status=none || exit 1
 restart_pool() {
 	step lvchange -an fvg/vlv && step lvchange -ay fvg/vlv || return 1
-	for i in $(seq 600); do [ "$(vdo_status | awk '{print $7}')" = online ] && return 0; sleep 0.1; done
+	wait_index online 60 && return 0
 	echo "index not online after restart: $(vdo_status)"
 	return 1
 }
@@ -180,12 +190,11 @@ table slowdata || exit 1
 t0=$(date +%s)
 timeout 300 lvchange -ay fvg/vlv || { echo "lvchange -ay on the slow PV: exit $?"; exit 1; }
 echo "lvchange -ay on the slow PV: $(($(date +%s) - t0))s"
-for i in $(seq 100); do [ "$(vdo_status | awk '{print $7}')" = opening ] && break; sleep 0.1; done
+wait_index opening 10
 phase index-opening
 echo "after the check: $(vdo_status)"
 table linear || exit 1
-for i in $(seq 600); do [ "$(vdo_status | awk '{print $7}')" = online ] && break; sleep 0.1; done
-vdo_status | grep -q ' online ' || { echo "index not online on the healthy PV: $(vdo_status)"; exit 1; }
+wait_index online 60 || { echo "index not online on the healthy PV: $(vdo_status)"; exit 1; }
 echo "index online $(($(date +%s) - t0))s after the start"
 
 # vdo.mode and a PV that returns EIO: the error target under the pool, a
