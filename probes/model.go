@@ -1,5 +1,10 @@
 package probes
 
+import (
+	"slices"
+	"strings"
+)
+
 // Host is the observed model of one node: everything keel knows about the
 // host's block-storage stack after one probe pass. Sizes are bytes;
 // percentages are float64 with -1 meaning unknown. Maps are keyed by stable
@@ -19,8 +24,11 @@ type Host struct {
 	CacheSets map[string]*CacheSet `json:"cacheSets"` // cache sets by set UUID
 	Queues    map[string]*Queue    `json:"queues"`    // block devices by kernel name ("sda", "dm-3")
 	DM        map[string]*DMDevice `json:"dm"`        // device-mapper devices by dm name
-	LVMConfig LVMConfig            `json:"lvmConfig"`
-	Proxmox   *Proxmox             `json:"proxmox"` // nil when /etc/pve/storage.cfg does not exist
+	// ByID maps the kernel name of every device /dev/disk/by-id points at,
+	// partitions included ("sda3"), to those names, sorted.
+	ByID      map[string][]string `json:"byID"`
+	LVMConfig LVMConfig           `json:"lvmConfig"`
+	Proxmox   *Proxmox            `json:"proxmox"` // nil when /etc/pve/storage.cfg does not exist
 	// KeelFiles are the files keel generates and keeps in sync (its udev
 	// rules, UdevRulePaths), as the host has them, by path.
 	KeelFiles map[string]*KeelFile `json:"keelFiles"`
@@ -28,6 +36,44 @@ type Host struct {
 	// Errors lists what could not be probed for the host as a whole;
 	// per-object problems are in each object's Errors.
 	Errors []string `json:"errors"`
+}
+
+// Device returns the kernel name of the block device a /dev path names
+// ("/dev/sda", "/dev/sda3", "/dev/bcache0", "/dev/mapper/NAME",
+// "/dev/disk/by-id/NAME"), as this probe saw the devices in /sys/block and
+// /dev/disk/by-id; "" when it saw none. Paths of LVs ("/dev/vg/lv") are not
+// resolved here.
+func (h *Host) Device(path string) string {
+	rest, ok := strings.CutPrefix(path, "/dev/")
+	if !ok || rest == "" {
+		return ""
+	}
+	if id, ok := strings.CutPrefix(rest, "disk/by-id/"); ok {
+		for k, ids := range h.ByID {
+			if slices.Contains(ids, id) {
+				return k
+			}
+		}
+		return ""
+	}
+	if name, ok := strings.CutPrefix(rest, "mapper/"); ok {
+		for k, q := range h.Queues {
+			if q.DMName == name {
+				return k
+			}
+		}
+		return ""
+	}
+	if strings.Contains(rest, "/") {
+		return ""
+	}
+	if _, ok := h.Queues[rest]; ok {
+		return rest
+	}
+	if _, ok := h.ByID[rest]; ok {
+		return rest
+	}
+	return ""
 }
 
 // Memory is from /proc/meminfo.

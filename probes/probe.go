@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,7 +110,7 @@ func (p *panics) catch(what string) {
 func Probe(ctx context.Context, src Source) (*Host, error) {
 	h := &Host{PVs: map[string]*PV{}, VGs: map[string]*VG{}, LVs: map[string]*LV{}, VDOPools: map[string]*VDOPool{},
 		ThinPools: map[string]*ThinPool{}, Bcache: map[string]*Bcache{}, CacheSets: map[string]*CacheSet{},
-		Queues: map[string]*Queue{}, DM: map[string]*DMDevice{}, KeelFiles: map[string]*KeelFile{}}
+		Queues: map[string]*Queue{}, ByID: map[string][]string{}, DM: map[string]*DMDevice{}, KeelFiles: map[string]*KeelFile{}}
 	cmds := []Cmd{fullReportCmd, dmTableCmd, dmStatusCmd, lvmConfigCmd}
 	outs := make([]cmdOut, len(cmds))
 	var (
@@ -467,6 +468,10 @@ func readCacheSet(fsys FS, uuid string) *CacheSet {
 
 func (v *sysfsView) apply(h *Host) {
 	h.Queues = v.queues
+	h.ByID = map[string][]string{}
+	for k, ids := range v.byID {
+		h.ByID[k] = slices.Sorted(slices.Values(ids))
+	}
 	for _, b := range v.bcache {
 		key := b.UUID
 		if key == "" {

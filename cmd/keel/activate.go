@@ -112,11 +112,20 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	took := time.Since(start).Round(time.Millisecond)
-	log.Info("stack active", "vgs", len(plan.Steps), "took", took.String())
-	_ = notify.Ready(fmt.Sprintf("%d declared VGs active in %s", len(plan.Steps), took))
+	active := 0
 	for _, s := range plan.Steps {
+		if s.Status == activation.Absent {
+			// Not an error here: no wait would make it appear, and keel
+			// check reports a VG that should exist (vg.missing).
+			log.Warn("declared VG does not exist", "vg", s.VG, "reason", s.Reason)
+			fmt.Fprintf(stdout, "absent   vg %s: %s\n", s.VG, s.Reason)
+			continue
+		}
+		active++
 		fmt.Fprintf(stdout, "active   vg %s\n", s.VG)
 	}
+	log.Info("stack active", "vgs", active, "absent", len(plan.Steps)-active, "took", took.String())
+	_ = notify.Ready(fmt.Sprintf("%d declared VGs active, %d absent, in %s", active, len(plan.Steps)-active, took))
 	return exitOK
 }
 
@@ -143,6 +152,8 @@ func activateReplay(configs []string, node string, stdout, stderr io.Writer) int
 		switch {
 		case s.Status == activation.Active:
 			fmt.Fprintf(stdout, "%-8s vg %s (depth %d)\n", "active", s.VG, s.Depth)
+		case s.Status == activation.Absent:
+			fmt.Fprintf(stdout, "%-8s vg %s (depth %d): %s\n", "absent", s.VG, s.Depth, s.Reason)
 		case runnable[s.VG]:
 			fmt.Fprintf(stdout, "%-8s vg %s (depth %d): %s\n", "activate", s.VG, s.Depth, s.Reason)
 			for _, c := range s.Commands {

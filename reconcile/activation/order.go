@@ -127,9 +127,16 @@ const (
 	Activate
 	// Waiting: a PV is missing; Reason says which and why.
 	Waiting
+	// Absent: LVM knows no such VG and nothing it could be on is still to
+	// come: every declared disk is present (blank, or labelled for no VG
+	// or another one) and every declared lower LV is present or does not
+	// exist at all. Waiting cannot make such a VG appear, so it does not
+	// hold the stack (and the guests that require it) back; keel.service
+	// creates it when create is true. Reason says which.
+	Absent
 )
 
-var statusNames = [...]string{"active", "activate", "waiting"}
+var statusNames = [...]string{"active", "activate", "waiting", "absent"}
 
 // String returns the status in lower case.
 func (s Status) String() string {
@@ -155,10 +162,10 @@ type Plan struct {
 	Steps []Step
 }
 
-// Done reports whether every declared VG is active.
+// Done reports whether every declared VG is active or Absent.
 func (p Plan) Done() bool {
 	for _, s := range p.Steps {
-		if s.Status != Active {
+		if s.Status != Active && s.Status != Absent {
 			return false
 		}
 	}
@@ -189,7 +196,19 @@ func (p Plan) Runnable() []Step {
 	return out
 }
 
-// Blocked returns the reasons of every step that is not active, bottom-up.
+// Absent returns the reasons of the Absent steps, bottom-up.
+func (p Plan) Absent() []string {
+	var out []string
+	for _, s := range p.Steps {
+		if s.Status == Absent {
+			out = append(out, s.Reason)
+		}
+	}
+	return out
+}
+
+// Blocked returns the reasons of every step that is neither active nor
+// Absent, bottom-up.
 func (p Plan) Blocked() []string {
 	var out []string
 	for _, s := range p.Steps {
@@ -241,9 +260,16 @@ func missingPV(pv *probes.PV) bool {
 }
 
 // Compute returns the activation state of the declared stack on the host:
-// one step per declared VG, bottom-up. It never plans a create: a VG or LV
-// that does not exist is a Waiting step (keel apply creates, keel activate
-// only activates).
+// one step per declared VG, bottom-up. It never plans a create: a VG that
+// does not exist is Waiting while a device it could be on is still to come
+// (a disk or bcache device not there yet, a lower LV of a VG that waits)
+// and Absent otherwise (keel apply creates, keel activate only activates).
+//
+// A declared disk that is present but carries no PV of the VG does not
+// block: LVM reads the labels of every device it is allowed to (lvm2's
+// label scan, lvm(8)), so waiting does not change what it finds, and a VG
+// that lost a PV is partial in LVM's own report (vg_attr 'p', a PV named
+// "[unknown]"), which blocks below.
 func Compute(cfg *schema.Config, h *probes.Host) (Plan, error) {
 	layers, err := Order(cfg)
 	if err != nil {
@@ -251,31 +277,43 @@ func Compute(cfg *schema.Config, h *probes.Host) (Plan, error) {
 	}
 	ix := newIndex(h)
 	reasons := map[string]string{} // VG → why it is not active
+	status := map[string]Status{}
 	var plan Plan
 	for _, l := range layers {
 		st := Step{Layer: l}
 		want := cfg.VolumeGroups[l.VG]
 		vg := h.VGs[l.VG]
-		var missing []string
+		var missing, gone, present []string
 		var needScan []string
 		for _, path := range want.PVs {
 			pv := ix.byPath[path]
 			if lv, ok := lvPath(cfg, path); ok {
-				why := lvNotReady(h, lv, reasons)
-				if why != "" {
+				why, never := lvNotReady(h, lv, reasons, status)
+				switch {
+				case why != "" && never:
+					gone = append(gone, fmt.Sprintf("PV %s: %s", path, why))
+				case why != "":
 					missing = append(missing, fmt.Sprintf("PV %s is not active because %s", path, why))
-					continue
-				}
-				if pv == nil || pv.VG != l.VG {
+				case pv == nil || pv.VG != l.VG:
 					// The LV is active but LVM has not read its label
 					// yet: lvm2's udev rules skipped it (a PV on an LV).
 					needScan = append(needScan, "/dev/"+lv)
 				}
 				continue
 			}
-			if missingPV(pv) {
+			switch {
+			case pv == nil && h.Device(path) != "":
+				present = append(present, path+" (no PV label)")
+			case pv != nil && !missingPV(pv) && pv.VG != l.VG:
+				present = append(present, fmt.Sprintf("%s (a PV of %s)", path, pvVG(pv)))
+			case missingPV(pv):
 				missing = append(missing, fmt.Sprintf("PV %s is missing: %s", path, deviceWhy(cfg, h, path)))
 			}
+		}
+		if vg != nil {
+			// A lower LV that does not exist under a VG that does: LVM
+			// reports the VG partial; name the LV too.
+			missing = append(missing, gone...)
 		}
 		switch {
 		case len(missing) > 0 && vg != nil:
@@ -283,7 +321,7 @@ func Compute(cfg *schema.Config, h *probes.Host) (Plan, error) {
 		case len(missing) > 0:
 			st.Status, st.Reason = Waiting, fmt.Sprintf("vg %s not found: %s", l.VG, strings.Join(missing, "; "))
 		case vg == nil && len(needScan) == 0:
-			st.Status, st.Reason = Waiting, fmt.Sprintf("vg %s not found on its PVs %s (keel apply creates it when create is true)", l.VG, strings.Join(want.PVs, ", "))
+			st.Status, st.Reason = Absent, absentReason(l.VG, want.Create, append(present, gone...))
 		case len(vg2partial(vg)) > 0:
 			st.Status, st.Reason = Waiting, fmt.Sprintf("%s incomplete: %s", l.VG, strings.Join(vg2partial(vg), "; "))
 		default:
@@ -306,12 +344,30 @@ func Compute(cfg *schema.Config, h *probes.Host) (Plan, error) {
 				st.Reason = fmt.Sprintf("vg %s: LVM has not scanned %s", l.VG, strings.Join(needScan, ", "))
 			}
 		}
+		status[l.VG] = st.Status
 		if st.Status != Active {
 			reasons[l.VG] = st.Reason
 		}
 		plan.Steps = append(plan.Steps, st)
 	}
 	return plan, nil
+}
+
+func pvVG(pv *probes.PV) string {
+	if pv.VG == "" {
+		return "no VG"
+	}
+	return "VG " + pv.VG
+}
+
+// absentReason says why an Absent VG does not hold the stack back and who
+// creates it.
+func absentReason(vg string, create bool, pvs []string) string {
+	s := fmt.Sprintf("vg %s does not exist and nothing it could be on is still to come (%s)", vg, strings.Join(pvs, ", "))
+	if create {
+		return s + ": keel.service creates it (create: true)"
+	}
+	return s + ": keel does not create it (create: false); keel check reports it as vg.missing"
 }
 
 // vg2partial lists the PVs LVM itself reports missing in a VG it knows.
@@ -349,21 +405,27 @@ func inactiveLVs(h *probes.Host, vg string) []string {
 	return out
 }
 
-// lvNotReady says why a lower LV cannot serve as a PV yet, or "".
-func lvNotReady(h *probes.Host, lv string, reasons map[string]string) string {
+// lvNotReady says why a lower LV cannot serve as a PV yet, or "". never
+// is true when waiting cannot change that: the LV does not exist in a VG
+// LVM knows, or its VG is Absent.
+func lvNotReady(h *probes.Host, lv string, reasons map[string]string, status map[string]Status) (why string, never bool) {
 	vg, _, _ := strings.Cut(lv, "/")
 	o := h.LVs[lv]
 	switch {
+	case o == nil && status[vg] == Absent && reasons[vg] != "":
+		return fmt.Sprintf("LV %s does not exist (%s)", lv, reasons[vg]), true
+	case o == nil && h.VGs[vg] != nil:
+		return fmt.Sprintf("LV %s does not exist", lv), true
 	case o == nil && reasons[vg] != "":
-		return reasons[vg]
+		return reasons[vg], false
 	case o == nil:
-		return fmt.Sprintf("LV %s does not exist", lv)
+		return fmt.Sprintf("LV %s does not exist", lv), false
 	case o.Active:
-		return ""
+		return "", false
 	case reasons[vg] != "":
-		return reasons[vg]
+		return reasons[vg], false
 	default:
-		return fmt.Sprintf("LV %s is inactive", lv)
+		return fmt.Sprintf("LV %s is inactive", lv), false
 	}
 }
 
