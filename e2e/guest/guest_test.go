@@ -63,7 +63,7 @@ exit 3
 // hard timeout and reported as such, not waited for.
 func TestHungGuestFails(t *testing.T) {
 	start := time.Now()
-	msg := runFailing(t, Spec{Timeout: 45 * time.Second, Script: "echo going to sleep; sleep 3600"})
+	msg := runFailing(t, Spec{Timeout: 30 * time.Second, Script: "echo going to sleep; sleep 3600"})
 	if !strings.Contains(msg, "timed out") {
 		t.Fatalf("failure message %q does not say timed out", msg)
 	}

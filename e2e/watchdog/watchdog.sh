@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The safe removal under systemd as shipped, with a short watchdog: keel.service
-# (the .deb's unit) with WatchdogSec=20s removes an LV whose wipe takes well
-# over a minute, because every write to its PV is delayed (dm-delay, as lvm2's
+# (the .deb's unit) with WatchdogSec=20s removes an LV whose wipe takes over
+# twice that interval, because every write to its PV is delayed (dm-delay, as lvm2's
 # own tests slow a PV down). The wipe starts in a pass after READY, when the
 # watchdog is armed. Then a second wipe is killed with SIGKILL midway and
 # systemd's restart resumes it from keel's last checkpoint, not byte 0.
@@ -26,7 +26,9 @@ devices {
 }
 LVM
 pvcreate -q -y /dev/mapper/slow && vgcreate -q vms /dev/mapper/slow || { flunk "vms on the slow PV"; exit 1; }
-lvcreate -q -y -L 512M -n big vms && lvcreate -q -y -L 512M -n big2 vms || { flunk "lvcreate"; exit 1; }
+# big: 320 steps of 1 MiB, each write 150 ms late, so at least 48 s, over
+# twice WatchdogSec (checked below); big2 only has to outlast the kill.
+lvcreate -q -y -L 320M -n big vms && lvcreate -q -y -L 192M -n big2 vms || { flunk "lvcreate"; exit 1; }
 dd if=/dev/urandom of=/dev/vms/big bs=1M count=16 oflag=direct status=none || flunk "write data"
 pvs --noheadings -o pv_name | grep -q /dev/mapper/slow && ! pvs 2>&1 | grep -qi duplicate &&
 	pass "vms sits on /dev/mapper/slow only" || flunk "pvs: $(pvs 2>&1 | tr '\n' ' ')"
