@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -19,10 +20,11 @@ var fullReportCmd = Cmd{Name: "lvm", Args: []string{"fullreport", "--reportforma
 	"--configreport", "pvseg", "-o", "pvseg_all,pv_name,lv_uuid"}}
 
 // lvmReport is the JSON shape of `lvm fullreport --reportformat json`: every
-// value a string, one report element per VG (plus one for orphan PVs).
+// value a string, one report element per VG (plus one for orphan PVs),
+// each element's subreports (vg, pv, lv, seg, pvseg) by name.
 type lvmReport struct {
-	Report []map[string][]map[string]string `json:"report"`
-	Log    []map[string]string              `json:"log"`
+	Report []map[string][]Fields `json:"report"`
+	Log    []map[string]string   `json:"log"`
 }
 
 // lvmObjects is what the full report says about PVs, VGs and LVs.
@@ -115,15 +117,16 @@ func newReportParser(rep lvmReport) *reportParser {
 
 // vgs reads an element's VG rows and returns the name of its VG ("" for
 // the element of orphan PVs).
-func (p *reportParser) vgs(f *fieldReader, rows []map[string]string) string {
+func (p *reportParser) vgs(f *fieldReader, rows []Fields) string {
 	vgName := ""
 	for _, r := range rows {
-		if r["vg_name"] == "" {
+		if r.Get("vg_name") == "" {
 			continue
 		}
-		vgName = r["vg_name"]
-		vg := &VG{Name: vgName, UUID: r["vg_uuid"], Attr: r["vg_attr"], LockType: r["vg_lock_type"],
-			Shared: truthy(r["vg_shared"]) || truthy(r["vg_clustered"]) || len(r["vg_attr"]) > 5 && strings.ContainsRune("sc", rune(r["vg_attr"][5]))}
+		vgName = r.Get("vg_name")
+		attr := r.Get("vg_attr")
+		vg := &VG{Name: vgName, UUID: r.Get("vg_uuid"), Attr: attr, LockType: r.Get("vg_lock_type"),
+			Shared: truthy(r.Get("vg_shared")) || truthy(r.Get("vg_clustered")) || len(attr) > 5 && strings.ContainsRune("sc", rune(attr[5]))}
 		obj := reportObject{kind: "vg", name: vgName}
 		vg.ExtentSize = f.num(obj, "vg_extent_size", r)
 		vg.ExtentCount = f.num(obj, "vg_extent_count", r)
@@ -136,12 +139,12 @@ func (p *reportParser) vgs(f *fieldReader, rows []map[string]string) string {
 }
 
 // pvs reads an element's PV rows.
-func (p *reportParser) pvs(f *fieldReader, rows []map[string]string) {
+func (p *reportParser) pvs(f *fieldReader, rows []Fields) {
 	for _, r := range rows {
-		if r["pv_name"] == "" {
+		if r.Get("pv_name") == "" {
 			continue
 		}
-		pv := &PV{Name: r["pv_name"], UUID: r["pv_uuid"], VG: r["vg_name"], Attr: r["pv_attr"], Rotational: -1}
+		pv := &PV{Name: r.Get("pv_name"), UUID: r.Get("pv_uuid"), VG: r.Get("vg_name"), Attr: r.Get("pv_attr"), Rotational: -1}
 		obj := reportObject{kind: "pv", name: pv.Name}
 		pv.Size = f.num(obj, "pv_size", r)
 		pv.Free = f.num(obj, "pv_free", r)
@@ -156,19 +159,20 @@ func (p *reportParser) pvs(f *fieldReader, rows []map[string]string) {
 }
 
 // lvs reads an element's LV rows; vgName is the element's VG.
-func (p *reportParser) lvs(f *fieldReader, rows []map[string]string, vgName string) {
+func (p *reportParser) lvs(f *fieldReader, rows []Fields, vgName string) {
 	for _, r := range rows {
-		if r["lv_name"] == "" {
+		lvName := r.Get("lv_name")
+		if lvName == "" {
 			continue
 		}
-		vg := r["vg_name"]
+		vg := r.Get("vg_name")
 		if vg == "" {
 			vg = vgName
 		}
-		name := stripBrackets(r["lv_name"])
-		p.arr = append(p.arr, LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: r["lv_uuid"], Attr: r["lv_attr"],
-			Hidden: strings.HasPrefix(r["lv_name"], "["), Origin: stripBrackets(r["origin"]),
-			Role: r["lv_role"], Layout: r["lv_layout"], Fields: r, DMName: dmName(vg, name)})
+		name := stripBrackets(lvName)
+		p.arr = append(p.arr, LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: r.Get("lv_uuid"), Attr: r.Get("lv_attr"),
+			Hidden: strings.HasPrefix(lvName, "["), Origin: stripBrackets(r.Get("origin")),
+			Role: r.Get("lv_role"), Layout: r.Get("lv_layout"), Fields: r, DMName: dmName(vg, name)})
 		lv := &p.arr[len(p.arr)-1]
 		obj := reportObject{kind: "lv", name: lv.FullName}
 		if len(lv.Attr) >= 6 {
@@ -179,10 +183,10 @@ func (p *reportParser) lvs(f *fieldReader, rows []map[string]string, vgName stri
 		}
 		lv.Size = f.num(obj, "lv_size", r)
 		lv.MetadataSize = f.num(obj, "lv_metadata_size", r)
-		lv.Major, lv.Minor = signed(r["lv_kernel_major"]), signed(r["lv_kernel_minor"])
-		lv.Pool, lv.DataLV, lv.MetadataLV = subLV(vg, r["pool_lv"]), subLV(vg, r["data_lv"]), subLV(vg, r["metadata_lv"])
-		lv.DataPercent = percent(r["data_percent"])
-		lv.MetadataPercent = percent(r["metadata_percent"])
+		lv.Major, lv.Minor = signed(r.Get("lv_kernel_major")), signed(r.Get("lv_kernel_minor"))
+		lv.Pool, lv.DataLV, lv.MetadataLV = subLV(vg, r.Get("pool_lv")), subLV(vg, r.Get("data_lv")), subLV(vg, r.Get("metadata_lv"))
+		lv.DataPercent = percent(r.Get("data_percent"))
+		lv.MetadataPercent = percent(r.Get("metadata_percent"))
 		p.o.LVs[lv.FullName] = lv
 		p.byUUID[lv.UUID] = lv
 		if v := p.o.VGs[vg]; v != nil {
@@ -195,23 +199,24 @@ func (p *reportParser) lvs(f *fieldReader, rows []map[string]string, vgName stri
 }
 
 // segs reads an element's segment rows (element i) into their LVs.
-func (p *reportParser) segs(f *fieldReader, i int, rows []map[string]string) error {
+func (p *reportParser) segs(f *fieldReader, i int, rows []Fields) error {
 	segs := make([]Segment, 0, len(rows))
 	for _, r := range rows {
-		if r["segtype"] == "" {
+		segType := r.Get("segtype")
+		if segType == "" {
 			continue
 		}
-		lv := p.byUUID[r["lv_uuid"]]
+		lv := p.byUUID[r.Get("lv_uuid")]
 		if lv == nil {
-			return fmt.Errorf("lvm fullreport: report %d: segment of unknown lv uuid %q", i, r["lv_uuid"])
+			return fmt.Errorf("lvm fullreport: report %d: segment of unknown lv uuid %q", i, r.Get("lv_uuid"))
 		}
 		obj := reportObject{kind: "lv", name: lv.FullName, suffix: " segment"}
-		seg := Segment{Type: r["segtype"], Fields: r}
+		seg := Segment{Type: segType, Fields: r}
 		seg.StartLE = f.num(obj, "seg_start_pe", r)
 		seg.Extents = f.num(obj, "seg_size_pe", r)
 		seg.Size = f.num(obj, "seg_size", r)
 		seg.Stripes = int(f.num(obj, "stripes", r))
-		devs, err := parseSegDevices(r["devices"])
+		devs, err := parseSegDevices(r.Get("devices"))
 		if err != nil && f.err == nil {
 			f.err = fmt.Errorf("lvm fullreport: %s: field devices: %w", obj, err)
 		}
@@ -262,8 +267,8 @@ func (o reportObject) String() string { return o.kind + " " + o.name + o.suffix 
 type fieldReader struct{ err error }
 
 // num parses field of row r as an unsigned number; "" is 0.
-func (f *fieldReader) num(obj reportObject, field string, r map[string]string) uint64 {
-	v := r[field]
+func (f *fieldReader) num(obj reportObject, field string, r Fields) uint64 {
+	v := r.Get(field)
 	if v == "" {
 		return 0
 	}
@@ -362,11 +367,13 @@ func dmName(vg, lv string) string {
 }
 
 // decodeLVMReport decodes lvm fullreport JSON into an lvmReport. It gives
-// what json.Unmarshal gives for that type (the same report, or an error
-// where json.Unmarshal fails) at a fraction of the cost: the shape is fixed,
-// so it needs no reflection; row keys are interned (every row of a
-// subreport repeats the same names); each row's values share one string;
-// and each row's map is made at its final size.
+// what json.Unmarshal gives for that type with maps for rows (the same
+// report, or an error where json.Unmarshal fails) at a fraction of the
+// cost: the shape is fixed, so it needs no reflection; row keys are
+// interned (every row of a subreport repeats the same names); the rows of
+// a subreport are Fields that share one key list (their shape), and the
+// values and offsets of many rows share one string and one array; each log
+// row's map is made at its final size and its values share one string.
 func decodeLVMReport(b []byte) (lvmReport, error) {
 	return decodeReportRows(b, nil, false)
 }
@@ -378,7 +385,7 @@ func decodeLVMReport(b []byte) (lvmReport, error) {
 // decodeLVMReport, and they are left out of the report. The log is always
 // built.
 func decodeReportRows(b []byte, keep func(subreport string) bool, firstOnly bool) (lvmReport, error) {
-	d := reportDecoder{b: b, keys: map[string]rowKey{}, keep: keep, firstOnly: firstOnly}
+	d := reportDecoder{b: b, keys: map[string]int32{}, keep: keep, firstOnly: firstOnly}
 	var rep lvmReport
 	if err := d.report(&rep); err != nil {
 		return lvmReport{}, err
@@ -391,12 +398,25 @@ const maxJSONDepth = 10000
 
 // reportDecoder reads one lvm fullreport document.
 type reportDecoder struct {
-	b    []byte
-	i    int               // next byte to read
-	keys map[string]rowKey // interned row keys
-	row  []rowEntry        // the row being read
-	prev []rowKey          // the keys of the row read before, in order
-	vals []byte            // the row's decoded values, back to back
+	b     []byte
+	i     int              // next byte to read
+	keys  map[string]int32 // interned row keys: index in names
+	names []rowKey         // interned row keys by index
+	row   []rowEntry       // the row being read
+	prev  []int32          // the keys of the row read before, in order
+	// vals holds decoded values back to back: the row's, or those of the
+	// subreport rows in pend and then the row's.
+	vals []byte
+	// pend are the rows of the subreport being read whose values are in
+	// vals: flushText gives them their text, one string for all of them.
+	pend []pendingRow
+	// offs is the array the next rows' value offsets go in; rows keep
+	// parts of it, which are not written again.
+	offs []uint32
+	// shapes are the last Fields shapes made (at most maxShapes); shape
+	// is the one used last, and evict the one a new shape replaces.
+	shapes       []decoderShape
+	shape, evict int
 	// keep and firstOnly say which rows are built (decodeReportRows).
 	keep      func(subreport string) bool
 	firstOnly bool
@@ -419,11 +439,49 @@ func plainJSON(s []byte) bool {
 	return true
 }
 
-// rowEntry is one key of a row and its value's bytes in reportDecoder.vals.
+// rowEntry is one key of a row (its index in reportDecoder.names) and its
+// value's bytes in reportDecoder.vals. It holds no pointer: appending it
+// needs no write barrier.
 type rowEntry struct {
-	key      rowKey
+	key      int32
 	off, end int
 }
+
+// pendingRow is a subreport row whose values, vals[start:end], are not yet
+// its text; row is its index in the subreport.
+type pendingRow struct{ row, start, end int }
+
+// decoderShape is a Fields shape with the interned keys of the rows it
+// was made for.
+type decoderShape struct {
+	ids  []int32
+	keys *fieldKeys
+}
+
+// same reports whether row has the keys of the shape, in its order.
+func (s *decoderShape) same(row []rowEntry) bool {
+	if len(row) != len(s.ids) {
+		return false
+	}
+	for i, e := range row {
+		if e.key != s.ids[i] {
+			return false
+		}
+	}
+	return true
+}
+
+const (
+	// maxShapes bounds the Fields shapes a decoder keeps to compare rows
+	// with: a full report has four (vg, pv, lv, seg).
+	maxShapes = 8
+	// textChunk is about how many bytes of values the rows of one string
+	// share (a few dozen LV rows), and offsChunk how many offsets the rows
+	// of one array do: the report's values are not copied again as they
+	// would be in one buffer that grows.
+	textChunk = 16 << 10
+	offsChunk = 4 << 10
+)
 
 // syntaxError describes malformed JSON at the current offset.
 func (d *reportDecoder) syntaxError(what string) error {
@@ -515,47 +573,55 @@ func (d *reportDecoder) open(opening, closing byte, want string) (empty bool, er
 	return false, nil
 }
 
-// key reads an object key and the ':' after it; intern keeps one copy of
-// each distinct key. Rows of one subreport list the same keys in the same
-// order, so a row key is first compared with the key the previous row had
-// at its place.
-func (d *reportDecoder) key(intern bool) (rowKey, error) {
+// key reads an object key and the ':' after it and returns it; with
+// intern, it keeps one copy of each distinct key and returns its index in
+// d.names too (-1 without). Rows of one subreport list the same keys in the
+// same order, so a row key is first compared with the key the previous row
+// had at its place.
+func (d *reportDecoder) key(intern bool) (int32, string, error) {
 	if d.ws() != '"' {
-		return rowKey{}, d.syntaxError("looking for an object key")
+		return -1, "", d.syntaxError("looking for an object key")
 	}
-	if n := len(d.row); intern && n < len(d.prev) && d.prev[n].plain {
+	if n := len(d.row); intern && n < len(d.prev) {
 		// The previous row's key at this place, needing no escapes, is
 		// this key when the input holds it verbatim and then a '"'.
-		k := d.prev[n]
-		if end := d.i + 1 + len(k.name); end < len(d.b) && d.b[end] == '"' && string(d.b[d.i+1:end]) == k.name {
-			d.i = end + 1
-			if d.ws() != ':' {
-				return rowKey{}, d.syntaxError("after an object key")
+		id := d.prev[n]
+		if k := d.names[id]; k.plain {
+			if end := d.i + 1 + len(k.name); end < len(d.b) && d.b[end] == '"' && string(d.b[d.i+1:end]) == k.name {
+				d.i = end + 1
+				if d.ws() != ':' {
+					return -1, "", d.syntaxError("after an object key")
+				}
+				d.i++
+				return id, k.name, nil
 			}
-			d.i++
-			return k, nil
 		}
 	}
 	start := len(d.vals)
 	var err error
 	if d.vals, err = d.str(d.vals); err != nil {
-		return rowKey{}, err
+		return -1, "", err
 	}
 	raw := d.vals[start:]
 	d.vals = d.vals[:start]
 	if d.ws() != ':' {
-		return rowKey{}, d.syntaxError("after an object key")
+		return -1, "", d.syntaxError("after an object key")
 	}
 	d.i++
 	if !intern {
-		return rowKey{name: string(raw)}, nil
+		return -1, string(raw), nil
 	}
-	if k, ok := d.keys[string(raw)]; ok {
-		return k, nil
+	if id, ok := d.keys[string(raw)]; ok {
+		return id, d.names[id].name, nil
 	}
+	if len(d.names) == math.MaxInt32 {
+		return -1, "", fmt.Errorf("offset %d: more than %d distinct keys", d.i, math.MaxInt32)
+	}
+	id := int32(len(d.names))
 	k := rowKey{name: string(raw), plain: plainJSON(raw)}
-	d.keys[k.name] = k
-	return k, nil
+	d.names = append(d.names, k)
+	d.keys[k.name] = id
+	return id, k.name, nil
 }
 
 // str reads the JSON string at d.i and appends its decoded bytes to buf.
@@ -606,11 +672,11 @@ func (d *reportDecoder) report(rep *lvmReport) error {
 	}
 	empty, err := d.open('{', '}', "the report")
 	for more := !empty; err == nil && more; {
-		var key rowKey
-		if key, err = d.key(false); err != nil {
+		var k string
+		if _, k, err = d.key(false); err != nil {
 			break
 		}
-		switch k := key.name; {
+		switch {
 		case strings.EqualFold(k, "report"):
 			err = d.elements(&rep.Report)
 		case strings.EqualFold(k, "log"):
@@ -635,12 +701,12 @@ func (d *reportDecoder) end(err error) error {
 
 // elements reads the "report" array, one object per VG. Like
 // encoding/json, it decodes into the elements a slice already has.
-func (d *reportDecoder) elements(dst *[]map[string][]map[string]string) error {
+func (d *reportDecoder) elements(dst *[]map[string][]Fields) error {
 	return decodeArray(d, dst, "report elements", d.element)
 }
 
 // element reads one report element: subreport name to rows.
-func (d *reportDecoder) element(dst *map[string][]map[string]string) error {
+func (d *reportDecoder) element(dst *map[string][]Fields) error {
 	if null, err := d.null(); null || err != nil {
 		*dst = nil
 		return err
@@ -650,23 +716,23 @@ func (d *reportDecoder) element(dst *map[string][]map[string]string) error {
 		return err
 	}
 	if *dst == nil {
-		*dst = make(map[string][]map[string]string, 5)
+		*dst = make(map[string][]Fields, 5)
 	}
 	for more := !empty; more; {
-		k, err := d.key(true)
+		_, name, err := d.key(true)
 		if err != nil {
 			return err
 		}
-		if d.keep != nil && !d.keep(k.name) {
+		if d.keep != nil && !d.keep(name) {
 			if err := d.skipRows(); err != nil {
 				return err
 			}
 		} else {
-			var rows []map[string]string
+			var rows []Fields
 			if err := d.subreportRows(&rows); err != nil {
 				return err
 			}
-			(*dst)[k.name] = rows
+			(*dst)[name] = rows
 		}
 		if more, err = d.next('}'); err != nil {
 			return err
@@ -682,38 +748,166 @@ func (d *reportDecoder) rows(dst *[]map[string]string) error {
 
 // subreportRows reads a subreport's rows: all of them, or with firstOnly
 // the first one built and the others read and checked.
-func (d *reportDecoder) subreportRows(dst *[]map[string]string) error {
+func (d *reportDecoder) subreportRows(dst *[]Fields) error {
+	d.vals, d.pend = d.vals[:0], d.pend[:0]
 	if !d.firstOnly {
-		return d.rows(dst)
+		return d.fieldsRows(dst)
 	}
-	var first map[string]string
+	var first [1]Fields
 	n := 0
 	none := []struct{}{}
 	err := decodeArray(d, &none, "rows", func(*struct{}) error {
 		if n++; n == 1 {
-			return d.oneRow(&first)
+			return d.fieldsRow(first[:], 0)
 		}
-		_, err := d.readRow()
-		return err
+		return d.skipRow()
 	})
 	switch {
 	case none == nil:
 		*dst = nil
 	case n == 0:
-		*dst = []map[string]string{}
+		*dst = []Fields{}
 	default:
-		*dst = []map[string]string{first}
+		d.flushText(first[:])
+		*dst = first[:]
 	}
 	return err
+}
+
+// fieldsRows reads an array of rows as decodeArray does into a new slice.
+// Every few rows, and at the end, the rows read give their values one
+// string (flushText): the slice they are in is at hand here.
+func (d *reportDecoder) fieldsRows(dst *[]Fields) error {
+	if null, err := d.null(); null || err != nil {
+		*dst = nil
+		return err
+	}
+	empty, err := d.open('[', ']', "rows")
+	if err != nil {
+		return err
+	}
+	var rows []Fields
+	for more := !empty; more; {
+		if len(rows) == cap(rows) {
+			// Double, where append grows a large slice by a quarter:
+			// an lv subreport has thousands of rows.
+			rows = slices.Grow(rows, max(len(rows), 4))
+		}
+		rows = append(rows, Fields{})
+		if err := d.fieldsRow(rows, len(rows)-1); err != nil {
+			return err
+		}
+		if len(d.vals) >= textChunk {
+			d.flushText(rows)
+		}
+		if more, err = d.next(']'); err != nil {
+			return err
+		}
+	}
+	d.flushText(rows)
+	if rows == nil {
+		rows = []Fields{}
+	}
+	*dst = rows
+	return nil
 }
 
 // skipRows reads and checks an array of rows without building them.
 func (d *reportDecoder) skipRows() error {
 	var none []struct{}
-	return decodeArray(d, &none, "rows", func(*struct{}) error {
-		_, err := d.readRow()
+	return decodeArray(d, &none, "rows", func(*struct{}) error { return d.skipRow() })
+}
+
+// skipRow reads and checks one row without building it.
+func (d *reportDecoder) skipRow() error {
+	mark := len(d.vals)
+	_, err := d.readRow()
+	d.vals = d.vals[:mark]
+	return err
+}
+
+// fieldsRow reads one row of a subreport, an object of strings (null is
+// ""), into rows[i], a Fields of the shape of its keys (null gives the
+// zero Fields). Its offsets are set; its values stay in d.vals until
+// flushText.
+func (d *reportDecoder) fieldsRow(rows []Fields, i int) error {
+	start := len(d.vals)
+	null, err := d.readRow()
+	if err != nil || null {
 		return err
-	})
+	}
+	keys := d.rowShape()
+	row := d.row
+	if len(row) != len(keys.names) {
+		// A key repeats: as in a map, its last value counts. The values
+		// are copied in the shape's order after the row's.
+		last := make([]rowEntry, len(keys.names))
+		for _, e := range row {
+			last[keys.index[d.names[e.key].name]] = e
+		}
+		start = len(d.vals)
+		for j, e := range last {
+			off := len(d.vals)
+			d.vals = append(d.vals, d.vals[e.off:e.end]...)
+			last[j].off, last[j].end = off, len(d.vals)
+		}
+		row = last
+	}
+	if uint64(len(d.vals)-start) > maxRowText {
+		return fmt.Errorf("offset %d: a row of more than %d bytes", d.i, uint64(maxRowText))
+	}
+	n := len(row) + 1
+	if cap(d.offs)-len(d.offs) < n {
+		d.offs = make([]uint32, 0, max(offsChunk, n))
+	}
+	k := len(d.offs)
+	for _, e := range row {
+		d.offs = append(d.offs, uint32(e.off-start))
+	}
+	d.offs = append(d.offs, uint32(len(d.vals)-start))
+	rows[i] = Fields{keys: keys, offs: d.offs[k : k+n : k+n]}
+	d.pend = append(d.pend, pendingRow{row: i, start: start, end: len(d.vals)})
+	return nil
+}
+
+// rowShape returns the Fields shape of the keys of d.row: the shape of the
+// row before when they are the same, as they are in a subreport.
+func (d *reportDecoder) rowShape() *fieldKeys {
+	if d.shape < len(d.shapes) && d.shapes[d.shape].same(d.row) {
+		return d.shapes[d.shape].keys
+	}
+	for i := range d.shapes {
+		if d.shapes[i].same(d.row) {
+			d.shape = i
+			return d.shapes[i].keys
+		}
+	}
+	ids := make([]int32, len(d.row))
+	names := make([]string, len(d.row))
+	for i, e := range d.row {
+		ids[i], names[i] = e.key, d.names[e.key].name
+	}
+	s := decoderShape{ids: ids, keys: newFieldKeys(names)}
+	if len(d.shapes) < maxShapes {
+		d.shapes = append(d.shapes, s)
+		d.shape = len(d.shapes) - 1
+	} else {
+		d.shapes[d.evict] = s
+		d.shape, d.evict = d.evict, (d.evict+1)%maxShapes
+	}
+	return s.keys
+}
+
+// flushText gives the pending rows, which are in rows, their values: one
+// string for all of them.
+func (d *reportDecoder) flushText(rows []Fields) {
+	if len(d.pend) > 0 {
+		text := string(d.vals)
+		for _, p := range d.pend {
+			rows[p.row].text = text[p.start:p.end]
+		}
+	}
+	d.vals, d.pend = d.vals[:0], d.pend[:0]
 }
 
 // decodeArray reads a JSON array into *dst with encoding/json's rules:
@@ -753,8 +947,8 @@ func decodeArray[T any](d *reportDecoder, dst *[]T, want string, elem func(*T) e
 	return nil
 }
 
-// readRow reads one row, an object of strings (null is ""), into d.row and
-// d.vals; null tells that the row is JSON null.
+// readRow reads one row, an object of strings (null is ""), into d.row,
+// appending its values to d.vals; null tells that the row is JSON null.
 func (d *reportDecoder) readRow() (null bool, err error) {
 	if null, err := d.null(); null || err != nil {
 		return null, err
@@ -763,9 +957,9 @@ func (d *reportDecoder) readRow() (null bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	d.row, d.vals = d.row[:0], d.vals[:0]
+	d.row = d.row[:0]
 	for more := !empty; more; {
-		k, err := d.key(true)
+		k, _, err := d.key(true)
 		if err != nil {
 			return false, err
 		}
@@ -798,6 +992,7 @@ func (d *reportDecoder) readRow() (null bool, err error) {
 // oneRow reads one row, an object of strings (null is ""), into a map made
 // at its final size, whose values share one string.
 func (d *reportDecoder) oneRow(dst *map[string]string) error {
+	d.vals = d.vals[:0]
 	null, err := d.readRow()
 	if err != nil {
 		return err
@@ -814,9 +1009,9 @@ func (d *reportDecoder) oneRow(dst *map[string]string) error {
 	vals := string(d.vals)
 	for _, e := range d.row {
 		if e.off == e.end {
-			m[e.key.name] = ""
+			m[d.names[e.key].name] = ""
 		} else {
-			m[e.key.name] = vals[e.off:e.end]
+			m[d.names[e.key].name] = vals[e.off:e.end]
 		}
 	}
 	return nil

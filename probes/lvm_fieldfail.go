@@ -97,7 +97,7 @@ func fieldFailureRetry(stdout []byte) (retry Cmd, vgs []string, note string, ok 
 	var fields []string
 	for _, el := range rep.Report {
 		if rows := el["lv"]; len(rows) > 0 {
-			for k := range rows[0] {
+			for k := range rows[0].All() {
 				if !failed[k] {
 					fields = append(fields, k)
 				}
@@ -155,10 +155,10 @@ func mergeRetried(failed, retried lvmReport, vgs []string) lvmReport {
 }
 
 // elementVG is the VG of a report element ("" for orphan PVs).
-func elementVG(el map[string][]map[string]string) string {
+func elementVG(el map[string][]Fields) string {
 	for _, r := range el["vg"] {
-		if r["vg_name"] != "" {
-			return r["vg_name"]
+		if v := r.Get("vg_name"); v != "" {
+			return v
 		}
 	}
 	return ""

@@ -2,16 +2,106 @@ package probes
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
+// mapReport is lvmReport with maps for rows: what encoding/json decodes
+// the report into.
+type mapReport struct {
+	Report []map[string][]map[string]string `json:"report"`
+	Log    []map[string]string              `json:"log"`
+}
+
+// asMaps is rep with each Fields row as a map (the zero Fields as nil). It
+// fails unless each row reads as its map does, through every method, and
+// encodes to the same JSON.
+func asMaps(t *testing.T, rep lvmReport) mapReport {
+	t.Helper()
+	out := mapReport{Log: rep.Log}
+	if rep.Report != nil {
+		out.Report = make([]map[string][]map[string]string, len(rep.Report))
+	}
+	for i, el := range rep.Report {
+		if el == nil {
+			continue
+		}
+		out.Report[i] = make(map[string][]map[string]string, len(el))
+		for k, rows := range el {
+			var mrows []map[string]string
+			if rows != nil {
+				mrows = make([]map[string]string, len(rows))
+			}
+			for j, r := range rows {
+				mrows[j] = fieldsMap(t, r)
+			}
+			out.Report[i][k] = mrows
+		}
+	}
+	return out
+}
+
+// fieldsMap is f as a map, checked against every method of f.
+func fieldsMap(t *testing.T, f Fields) map[string]string {
+	t.Helper()
+	var m map[string]string
+	if f.keys != nil {
+		m = make(map[string]string, f.Len())
+	}
+	var names []string
+	for k, v := range f.All() {
+		if _, dup := m[k]; dup {
+			t.Fatalf("All yields %q twice", k)
+		}
+		m[k] = v
+		names = append(names, k)
+	}
+	if !slices.IsSorted(names) {
+		t.Errorf("All yields %q, not sorted", names)
+	}
+	if len(m) != f.Len() {
+		t.Errorf("Len %d, All yields %d", f.Len(), len(m))
+	}
+	for k, v := range m {
+		if got, ok := f.Lookup(k); got != v || !ok || f.Get(k) != v {
+			t.Errorf("Lookup(%q) = %q, %v; Get %q; want %q", k, got, ok, f.Get(k), v)
+		}
+	}
+	if got, ok := f.Lookup("\x00absent"); got != "" || ok {
+		t.Errorf("Lookup of an absent key: %q, %v", got, ok)
+	}
+	gotJSON, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantJSON, _ := json.Marshal(m); string(gotJSON) != string(wantJSON) {
+		t.Errorf("JSON %s, the map's %s", gotJSON, wantJSON)
+	}
+	var back Fields
+	if err := json.Unmarshal(gotJSON, &back); err != nil || !reflect.DeepEqual(fieldsMapOf(back), m) {
+		t.Errorf("JSON %s reads back as %v (%v)", gotJSON, back, err)
+	}
+	return m
+}
+
+// fieldsMapOf is f as a map, unchecked.
+func fieldsMapOf(f Fields) map[string]string {
+	if f.keys == nil {
+		return nil
+	}
+	return maps.Collect(f.All())
+}
+
 // sameAsEncodingJSON fails unless decodeLVMReport gives what json.Unmarshal
-// gives for in: the same report (nil and empty told apart) or an error from
-// both.
+// gives for in with maps for rows: the same report (nil and empty told
+// apart) or an error from both.
 func sameAsEncodingJSON(t *testing.T, in []byte) {
 	t.Helper()
-	var want lvmReport
+	var want mapReport
 	werr := json.Unmarshal(in, &want)
 	got, gerr := decodeLVMReport(in)
 	switch {
@@ -19,8 +109,8 @@ func sameAsEncodingJSON(t *testing.T, in []byte) {
 		t.Fatalf("%.200q: encoding/json fails (%v), decodeLVMReport does not", in, werr)
 	case werr == nil && gerr != nil:
 		t.Fatalf("%.200q: decodeLVMReport fails (%v), encoding/json does not", in, gerr)
-	case werr == nil && !reflect.DeepEqual(got, want):
-		t.Fatalf("%.200q: decodeLVMReport gives\n%#v\nencoding/json gives\n%#v", in, got, want)
+	case werr == nil && !reflect.DeepEqual(asMaps(t, got), want):
+		t.Fatalf("%.200q: decodeLVMReport gives\n%#v\nencoding/json gives\n%#v", in, asMaps(t, got), want)
 	}
 	// The partial decodes of parseFullReport and fieldFailureRetry fail
 	// on the same inputs and give the same rows, less the ones they skip.
@@ -37,8 +127,8 @@ func sameAsEncodingJSON(t *testing.T, in []byte) {
 		case (werr == nil) != (perr == nil):
 			t.Fatalf("%.200q: decodeReportRows (%s) error %v, encoding/json %v", in, c.name, perr, werr)
 		case werr == nil:
-			if w := partOfReport(want, c.keep, c.firstOnly); !reflect.DeepEqual(part, w) {
-				t.Fatalf("%.200q: decodeReportRows (%s) gives\n%#v\nwant\n%#v", in, c.name, part, w)
+			if w := partOfReport(want, c.keep, c.firstOnly); !reflect.DeepEqual(asMaps(t, part), w) {
+				t.Fatalf("%.200q: decodeReportRows (%s) gives\n%#v\nwant\n%#v", in, c.name, asMaps(t, part), w)
 			}
 		}
 	}
@@ -46,8 +136,8 @@ func sameAsEncodingJSON(t *testing.T, in []byte) {
 
 // partOfReport is rep with only the subreports keep accepts, and with
 // firstOnly only their first rows.
-func partOfReport(rep lvmReport, keep func(string) bool, firstOnly bool) lvmReport {
-	out := lvmReport{Log: rep.Log}
+func partOfReport(rep mapReport, keep func(string) bool, firstOnly bool) mapReport {
+	out := mapReport{Log: rep.Log}
 	if rep.Report != nil {
 		out.Report = make([]map[string][]map[string]string, len(rep.Report))
 	}
@@ -125,6 +215,27 @@ var lvmReportEdgeCases = []string{
 	`{"report":[{"lv":[{"a":"1",}]}]}`, `{"report":[{"lv":[{"a":"1"}],}]}`, `{"report" [`, `{"report":[{"lv":[{"a":"1`,
 	`{"report":[{"lv":[{"a":x}]}]}`, `{"report":[{"lv":[{"a":}]}]}`, `{,}`, `{"a":1,}`,
 	"{\"other\":" + deepArray(9998) + "}", "{\"other\":" + deepArray(9999) + "}", "{\"other\":" + deepArray(10000) + "}",
+	// Rows of one shape with a key repeated, and a row of those keys in
+	// another order.
+	`{"report":[{"lv":[{"lv_name":"a","k":"v","k":"w"},{"lv_name":"b","k":"v","k":"x"},{"k":"z","lv_name":"c"},{"lv_name":"d","k":"y"}]}]}`,
+	// More values than the rows of one string hold (textChunk).
+	manyRows(400, 100),
+	// More shapes than a decoder keeps (maxShapes), and the first again.
+	`{"report":[{"lv":[{"a":"1"},{"b":"2"},{"c":"3"},{"d":"4"},{"e":"5"},{"f":"6"},{"g":"7"},{"h":"8"},{"i":"9"},{"j":"10"},{"a":"11"},{"j":"12"}]}]}`,
+}
+
+// manyRows is a report of n LV rows, each with a value of size bytes.
+func manyRows(n, size int) string {
+	var b strings.Builder
+	b.WriteString(`{"report":[{"lv":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"lv_name":"lv%d","v":"%s","e":""}`, i, strings.Repeat(string(rune('a'+i%26)), size))
+	}
+	b.WriteString(`]}]}`)
+	return b.String()
 }
 
 func deepArray(n int) string {

@@ -162,20 +162,21 @@ type LV struct {
 
 	Segments []Segment `json:"segments"`
 	// Fields holds every LV field LVM reported, raw, for anything not typed above.
-	Fields map[string]string `json:"fields"`
-	Errors []string          `json:"errors"`
+	Fields Fields   `json:"fields"`
+	Errors []string `json:"errors"`
 }
 
 // Segment is one LV segment and the extents it maps.
 type Segment struct {
-	Type     string            `json:"type"`    // segtype
-	StartLE  uint64            `json:"startLE"` // seg_start_pe: first logical extent of the segment
-	Extents  uint64            `json:"extents"` // seg_size_pe
-	Size     uint64            `json:"size"`    // seg_size, bytes
-	Stripes  int               `json:"stripes"` // stripes
-	Devices  []SegmentDev      `json:"devices"` // devices
-	Fields   map[string]string `json:"fields"`
-	PVRanges []PVRange         `json:"pvRanges"` // for linear and striped segments on PVs: the physical extents used
+	Type    string       `json:"type"`    // segtype
+	StartLE uint64       `json:"startLE"` // seg_start_pe: first logical extent of the segment
+	Extents uint64       `json:"extents"` // seg_size_pe
+	Size    uint64       `json:"size"`    // seg_size, bytes
+	Stripes int          `json:"stripes"` // stripes
+	Devices []SegmentDev `json:"devices"` // devices
+	// Fields holds every segment field LVM reported, raw.
+	Fields   Fields    `json:"fields"`
+	PVRanges []PVRange `json:"pvRanges"` // for linear and striped segments on PVs: the physical extents used
 }
 
 // SegmentDev is one entry of a segment's devices list: a PV with its start

@@ -528,15 +528,15 @@ func buildThinPools(h *Host) {
 		tp := &ThinPool{VG: lv.VG, Name: lv.Name, LV: lv.FullName, DataSize: lv.Size, MetadataSize: lv.MetadataSize,
 			DataPercent: lv.DataPercent, MetadataPercent: lv.MetadataPercent}
 		seg := lv.Segments[0]
-		if v := seg.Fields["chunk_size"]; v != "" {
+		if v := seg.Fields.Get("chunk_size"); v != "" {
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
 				tp.Errors = append(tp.Errors, fmt.Sprintf("thin pool %s: field chunk_size: %v", lv.FullName, err))
 			}
 			tp.ChunkSize = n
 		}
-		tp.Zero = truthy(seg.Fields["zero"])
-		tp.Discards = seg.Fields["discards"]
+		tp.Zero = truthy(seg.Fields.Get("zero"))
+		tp.Discards = seg.Fields.Get("discards")
 		tp.ThinLVs = users[lv.FullName]
 		if name, d := poolTarget(h, lv, "-tpool", "thin-pool"); d != nil && len(d.Status) == 1 && d.Status[0].Target == "thin-pool" {
 			tp.DMName = name
@@ -593,12 +593,12 @@ func buildVDOPools(h *Host) []*VDOPool {
 		if p.DataLV == "" {
 			p.DataLV = lv.FullName + "_vdata"
 		}
-		for k, v := range lv.Fields {
+		for k, v := range lv.Fields.All() {
 			if strings.HasPrefix(k, "vdo_") {
 				p.Settings[k] = v
 			}
 		}
-		for k, v := range lv.Segments[0].Fields {
+		for k, v := range lv.Segments[0].Fields.All() {
 			if strings.HasPrefix(k, "vdo_") {
 				p.Settings[k] = v
 			}

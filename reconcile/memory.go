@@ -48,7 +48,7 @@ func (p *planner) absentHeld(vg, name string, lv *probes.LV) bool {
 		return true
 	}
 	rec, known := p.mem.Absent[object]
-	created, _ := state.ParseLVTime(lv.Fields["lv_time"])
+	created, _ := state.ParseLVTime(lv.Fields.Get("lv_time"))
 	why := state.Judge(rec, known, state.LV{UUID: lv.UUID, Created: created})
 	if why == "" {
 		return false
@@ -67,7 +67,7 @@ func (p *planner) absentHeld(vg, name string, lv *probes.LV) bool {
 }
 
 func lvTime(lv *probes.LV) string {
-	if t := lv.Fields["lv_time"]; t != "" {
+	if t := lv.Fields.Get("lv_time"); t != "" {
 		return t
 	}
 	return "at an unknown time"

@@ -19,9 +19,9 @@ func TestPlanWithAbsentIdentity(t *testing.T) {
 	if lv == nil {
 		t.Fatalf("snapshot lacks %s", object)
 	}
-	created, ok := state.ParseLVTime(lv.Fields["lv_time"])
+	created, ok := state.ParseLVTime(lv.Fields.Get("lv_time"))
 	if !ok || lv.UUID == "" {
-		t.Fatalf("%s: lv_time %q uuid %q: the probe must report both", object, lv.Fields["lv_time"], lv.UUID)
+		t.Fatalf("%s: lv_time %q uuid %q: the probe must report both", object, lv.Fields.Get("lv_time"), lv.UUID)
 	}
 	before, after := created.Add(-time.Hour), created.Add(time.Hour)
 	cases := []struct {

@@ -145,7 +145,7 @@ func TestPlanHalfMadeThinPool(t *testing.T) {
 	}
 	// The same LV without keel's tag is someone else's: reported, never
 	// removed, and no lvcreate is tried.
-	lv.Fields["lv_tags"] = ""
+	lv.Fields.Set("lv_tags", "")
 	r = Plan(loadDesired(t, "kill-thin-partial", h), h)
 	reportedNotPlanned(t, r, "thin.missing@kvg/tchurn", "never removes", "thin.create:kvg/tchurn")
 }

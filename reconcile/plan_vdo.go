@@ -312,7 +312,7 @@ func (p *planner) remainingSteps(lv *probes.LV, steps []createStep, d vdo.Pool) 
 
 // hasTag reports whether LVM lists tag among lv's tags.
 func hasTag(lv *probes.LV, tag string) bool {
-	return lv != nil && slices.Contains(strings.Split(lv.Fields["lv_tags"], ","), tag)
+	return lv != nil && slices.Contains(strings.Split(lv.Fields.Get("lv_tags"), ","), tag)
 }
 
 // splitCreate lays a split pool out head/middle/tail and converts it; the

@@ -119,7 +119,7 @@ func TestComputeUpperInactive(t *testing.T) {
 		t.Errorf("commands %q", run[0].Commands)
 	}
 	// An LV with autoactivation off (a Proxmox guest disk) is left alone.
-	h.LVs["vdovg/vm-100-disk-0"].Fields["lv_autoactivation"] = ""
+	h.LVs["vdovg/vm-100-disk-0"].Fields.Set("lv_autoactivation", "")
 	if p, _ := Compute(stack(), h); !p.Done() {
 		t.Errorf("guest disk without autoactivation blocks: %+v", p)
 	}

@@ -396,7 +396,7 @@ func inactiveLVs(h *probes.Host, vg string) []string {
 		if lv.VG != vg || lv.Hidden || lv.Active || lv.SegType == "vdo-pool" {
 			continue
 		}
-		if lv.Fields["lv_autoactivation"] != "enabled" {
+		if lv.Fields.Get("lv_autoactivation") != "enabled" {
 			continue
 		}
 		out = append(out, key)

@@ -13,12 +13,12 @@ func FromHost(h *probes.Host) Inventory {
 	inv := Inventory{LVs: make(map[string]LVInfo, len(h.LVs)), PVs: make(map[string]PVInfo, len(h.PVs))}
 	for key, lv := range h.LVs {
 		var tags []string
-		for _, t := range strings.Split(lv.Fields["lv_tags"], ",") {
+		for _, t := range strings.Split(lv.Fields.Get("lv_tags"), ",") {
 			if t = strings.TrimSpace(t); t != "" {
 				tags = append(tags, t)
 			}
 		}
-		created, _ := state.ParseLVTime(lv.Fields["lv_time"])
+		created, _ := state.ParseLVTime(lv.Fields.Get("lv_time"))
 		inv.LVs[key] = LVInfo{VG: lv.VG, Name: lv.Name, SegType: lv.SegType, Hidden: lv.Hidden,
 			Active: lv.Active, Open: lv.Open, Size: lv.Size, DMName: lv.DMName, Tags: tags,
 			UUID: lv.UUID, Created: created, Attr: lv.Attr, Role: lv.Role, Origin: lv.Origin}

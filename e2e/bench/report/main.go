@@ -471,11 +471,11 @@ func (r *report) scale() {
 	r.p("earlier planner built two path strings per LV, and its allocations grew with the LVs; indexing PVs\n")
 	r.p("on LVs from the PV side removed them. Parsing dominates probe+plan. `probes.parseFullReport` reads\n")
 	r.p("the full report (`lv_all` gives 103 string fields per LV row, `seg_all` 55 per segment row) with a\n")
-	r.p("decoder for that one JSON shape instead of `encoding/json`: row keys are interned, a row's values\n")
-	r.p("share one string and its map is made at its final size; a test and a fuzz target hold it to\n")
+	r.p("decoder for that one JSON shape instead of `encoding/json`: row keys are interned, the rows of a\n")
+	r.p("subreport share one key list and index (`probes.Fields`, not a map per row), and their values\n")
+	r.p("share strings and offset arrays a few dozen rows at a time; a test and a fuzz target hold it to\n")
 	r.p("`encoding/json`'s result. Every field is still kept (`LV.Fields`, `Segment.Fields`, printed by\n")
-	r.p("`keel status --format json`), and those maps are most of the bytes per LV that remain (memory\n")
-	r.p("profile of the 50,000-LV case). The older `BenchmarkPlan` and `BenchmarkProbePlan`\n")
+	r.p("`keel status --format json` as the maps were). The older `BenchmarkPlan` and `BenchmarkProbePlan`\n")
 	r.p("(1,000–10,000 LVs) measure the same code and are not run by `make bench`.\n\n")
 }
 

@@ -213,7 +213,7 @@ func lvmDigest(h *probes.Host) string {
 		lines = append(lines, fmt.Sprintf("vg %s %d %s", name, vg.Size, strings.Join(vg.PVs, ",")))
 	}
 	for name, lv := range h.LVs {
-		lines = append(lines, fmt.Sprintf("lv %s %d %s %s", name, lv.Size, lv.Attr, lv.Fields["lv_tags"]))
+		lines = append(lines, fmt.Sprintf("lv %s %d %s %s", name, lv.Size, lv.Attr, lv.Fields.Get("lv_tags")))
 	}
 	sort.Strings(lines)
 	f := fnv.New64a()
