@@ -178,15 +178,16 @@ func TestComputeSlowDiskMissing(t *testing.T) {
 func TestComputeVGNotCreated(t *testing.T) {
 	h, _ := probeNode(t, bcacheNode)
 	cfg := stack()
-	// /dev/loop0: present in the capture, no label; the NVMe: a PV of vdosplit.
-	cfg.VolumeGroups["newvg"] = schema.VolumeGroup{Create: true, PVs: []string{"/dev/loop0", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"}}
+	// sdb (ssd2): present in the capture, no PV label (bcache0's cache
+	// device); the NVMe: a PV of vdosplit.
+	cfg.VolumeGroups["newvg"] = schema.VolumeGroup{Create: true, PVs: []string{"/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_ssd2", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"}}
 	cfg.VolumeGroups["upvg"] = schema.VolumeGroup{PVs: []string{"/dev/newvg/nlv"}}
 	p, _ := Compute(cfg, h)
 	if !p.Done() || len(p.Blocked()) != 0 {
 		t.Fatalf("done %v, blocked %q", p.Done(), p.Blocked())
 	}
 	want := []string{
-		"vg newvg does not exist and nothing it could be on is still to come (/dev/loop0 (no PV label), " +
+		"vg newvg does not exist and nothing it could be on is still to come (/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_ssd2 (no PV label), " +
 			"/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0 (a PV of VG vdosplit)): keel.service creates it (create: true)",
 		"vg upvg does not exist and nothing it could be on is still to come (PV /dev/newvg/nlv: LV newvg/nlv does not exist (" +
 			"vg newvg does not exist",
@@ -197,12 +198,19 @@ func TestComputeVGNotCreated(t *testing.T) {
 		t.Errorf("absent:\n got %q\nwant %q", got, want)
 	}
 
+	// A disk still to come, and a device the kernel shows with size 0 (an
+	// md array not yet assembled looks so; here loop0, which has no file):
+	// both are waited for.
 	cfg.VolumeGroups["newvg"] = schema.VolumeGroup{Create: true, PVs: []string{"/dev/loop0", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_hdd9"}}
+	if q := h.Queues["loop0"]; q == nil || q.Size != 0 {
+		t.Fatalf("loop0 in the capture: %+v", q)
+	}
 	p, _ = Compute(cfg, h)
 	b := p.Blocked()
-	if p.Done() || len(b) != 2 || b[0] != "vg newvg not found: PV /dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_hdd9 is missing: no such device, or it carries no LVM label" ||
+	if p.Done() || len(b) != 2 || b[0] != "vg newvg not found: PV /dev/loop0 is missing: no such device, or it carries no LVM label; "+
+		"PV /dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_hdd9 is missing: no such device, or it carries no LVM label" ||
 		!strings.HasPrefix(b[1], "vg upvg not found: PV /dev/newvg/nlv is not active because vg newvg not found") {
-		t.Errorf("a disk still to come: blocked %q", b)
+		t.Errorf("devices still to come: blocked %q", b)
 	}
 }
 

@@ -128,8 +128,8 @@ const (
 	// Waiting: a PV is missing; Reason says which and why.
 	Waiting
 	// Absent: LVM knows no such VG and nothing it could be on is still to
-	// come: every declared disk is present (blank, or labelled for no VG
-	// or another one) and every declared lower LV is present or does not
+	// come: every declared disk is present with a size (blank, or labelled
+	// for no VG or another one) and every declared lower LV is present or does not
 	// exist at all. Waiting cannot make such a VG appear, so it does not
 	// hold the stack (and the guests that require it) back; keel.service
 	// creates it when create is true. Reason says which.
@@ -302,7 +302,7 @@ func Compute(cfg *schema.Config, h *probes.Host) (Plan, error) {
 				continue
 			}
 			switch {
-			case pv == nil && h.Device(path) != "":
+			case pv == nil && presentDevice(h, path):
 				present = append(present, path+" (no PV label)")
 			case pv != nil && !missingPV(pv) && pv.VG != l.VG:
 				present = append(present, fmt.Sprintf("%s (a PV of %s)", path, pvVG(pv)))
@@ -351,6 +351,21 @@ func Compute(cfg *schema.Config, h *probes.Host) (Plan, error) {
 		plan.Steps = append(plan.Steps, st)
 	}
 	return plan, nil
+}
+
+// presentDevice reports whether path names a block device the probe saw
+// with a size: an md array not yet assembled, a loop device without its
+// file and a multipath map still being set up show in /sys/block with size
+// 0 (or not at all) and may still bring a PV, so they count as missing.
+func presentDevice(h *probes.Host, path string) bool {
+	k := h.Device(path)
+	if k == "" {
+		return false
+	}
+	if q := h.Queues[k]; q != nil && q.Size == 0 {
+		return false
+	}
+	return true
 }
 
 func pvVG(pv *probes.PV) string {
