@@ -129,6 +129,7 @@ func (p *reportParser) vgs(f *fieldReader, rows []Fields) string {
 			Shared: truthy(r.Get("vg_shared")) || truthy(r.Get("vg_clustered")) || len(attr) > 5 && strings.ContainsRune("sc", rune(attr[5]))}
 		obj := reportObject{kind: "vg", name: vgName}
 		vg.ExtentSize = f.num(obj, "vg_extent_size", r)
+		vg.Seqno = f.num(obj, "vg_seqno", r)
 		vg.ExtentCount = f.num(obj, "vg_extent_count", r)
 		vg.FreeCount = f.num(obj, "vg_free_count", r)
 		vg.Size = f.num(obj, "vg_size", r)

@@ -118,6 +118,7 @@ type VG struct {
 	FreeCount   uint64   `json:"freeCount"`   // vg_free_count
 	Size        uint64   `json:"size"`        // vg_size
 	Free        uint64   `json:"free"`        // vg_free
+	Seqno       uint64   `json:"seqno"`       // vg_seqno: LVM adds one at every commit of the VG's metadata
 	PVs         []string `json:"pvs"`         // PV names, sorted
 	LVs         []string `json:"lvs"`         // "vg/lv" of every LV, hidden ones included, sorted
 	// Shared is set when LVM reports the VG shared between hosts: vg_shared

@@ -100,6 +100,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		NoUevents: *noUevents, Reload: hup, Audit: *audit, Liveness: live, Poll: *poll}
 	if *poll > 0 {
 		d.Stamp = func(dev string) (string, error) { return probes.MetadataStamp(src.FS, dev) }
+		d.Seqnos = func(ctx context.Context) (map[string]uint64, error) { return probes.VGSeqnos(ctx, src) }
 		d.PoolKey = func(ctx context.Context) (string, error) { return probes.PoolStatusKey(ctx, src) }
 	}
 	if err := d.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {

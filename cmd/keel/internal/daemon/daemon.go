@@ -46,6 +46,12 @@ type Daemon struct {
 	Poll time.Duration
 	// Stamp reads a PV's LVM metadata stamp; nil turns the poll off.
 	Stamp StampFunc
+	// Seqnos reads every VG's vg_seqno (probes.VGSeqnos). With Stamp, it
+	// lets a pass hand the poll stamps it can trust (offerBaseline), so
+	// that the poll's first tick after the start does not start a pass on
+	// a host where nothing changed. Nil: every PV the poll has not stamped
+	// before counts as changed, the start's PVs included.
+	Seqnos func(context.Context) (map[string]uint64, error)
 	// PoolKey reads the kernel's thin and VDO pool status, coarsely
 	// (probes.PoolStatusKey), at every Poll; a change starts a pass, so
 	// fill alerts and pool modes do not wait for the resync. Nil: not read.
@@ -85,6 +91,11 @@ type Daemon struct {
 	// pvDevs are the PV device paths of the last probe ([]string), whose
 	// metadata stamps pollMetadata reads.
 	pvDevs atomic.Value
+	// baseline holds stamps offerBaseline verified, which pollMetadata
+	// takes at its next tick for the PVs it has not stamped yet.
+	baselineMu sync.Mutex
+	baseline   map[string]string
+	baselined  atomic.Bool // offerBaseline ran
 }
 
 type trigger struct {
@@ -726,6 +737,7 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 	d.levels = levels
 	if err == nil {
 		d.notePVs(res.Host)
+		d.offerBaseline(ctx, res.Host)
 	}
 	ts := d.tracker.Update(findings)
 	alerts.Log(d.Log, ts)

@@ -169,20 +169,66 @@ func TestPollMetadata(t *testing.T) {
 }
 
 // keel run with --resync 1h: a changed stamp of the snapshot's PV starts a
-// full pass (why "lvm metadata changed"); an unchanged one does not.
+// full pass (why "lvm metadata changed"); an unchanged one does not. The
+// first poll after the start pass: without Seqnos it sees the PVs for the
+// first time and starts a pass; with Seqnos that agree with the start
+// pass's report it takes the verified stamps as its baseline and starts
+// none; with a VG committed since the report (its seqno moved on) it
+// starts one.
 func TestDaemonPassesOnMetadataChange(t *testing.T) {
-	snap, err := probes.ReadSnapshotFile("../../../../probes/testdata/snapshots/orphan-pv.txtar")
+	for _, c := range []struct {
+		name      string
+		seqnos    func(h *probes.Host) map[string]uint64 // nil: no Seqnos
+		firstSeen int                                    // passes at the first poll
+	}{
+		{"no seqnos", nil, 1},
+		{"seqnos agree", func(h *probes.Host) map[string]uint64 {
+			m := map[string]uint64{}
+			for name, vg := range h.VGs {
+				m[name] = vg.Seqno
+			}
+			return m
+		}, 0},
+		{"a vg committed since", func(h *probes.Host) map[string]uint64 {
+			m := map[string]uint64{}
+			for name, vg := range h.VGs {
+				m[name] = vg.Seqno + 1
+			}
+			return m
+		}, 1},
+		{"a vg new since", func(h *probes.Host) map[string]uint64 {
+			m := map[string]uint64{"newvg": 1}
+			for name, vg := range h.VGs {
+				m[name] = vg.Seqno
+			}
+			return m
+		}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) { metadataChange(t, c.seqnos, c.firstSeen) })
+	}
+}
+
+func metadataChange(t *testing.T, seqnos func(h *probes.Host) map[string]uint64, firstSeen int) {
+	snap, err := probes.ReadSnapshotFile("../../../../examples/nodes/vdo-on-bcache.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "desired.cue"), []byte("lvm: scanLVs: false\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "desired.cue"), []byte("lvm: scanLVs: true\n"), 0o644)
 	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: probes.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
 	h, err := a.Probe(context.Background())
-	if err != nil || len(h.PVs) == 0 {
-		t.Fatalf("the snapshot's PVs: %v (%d)", err, len(h.PVs))
+	if err != nil || len(h.PVs) == 0 || len(h.VGs) == 0 {
+		t.Fatalf("the snapshot's PVs and VGs: %v (%d, %d)", err, len(h.PVs), len(h.VGs))
+	}
+	for name, vg := range h.VGs {
+		if vg.Seqno == 0 {
+			t.Fatalf("vg %s: no vg_seqno in the capture's report", name)
+		}
 	}
 	f := &fakeStamps{s: map[string]string{}, e: map[string]error{}}
+	for name := range h.PVs {
+		f.set(name, "start", nil)
+	}
 	w := &syncWriter{b: &strings.Builder{}}
 	log := func() string {
 		w.mu.Lock()
@@ -191,6 +237,9 @@ func TestDaemonPassesOnMetadataChange(t *testing.T) {
 	}
 	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: w, Level: hclog.Info}),
 		NoUevents: true, Resync: time.Hour, Poll: 20 * time.Millisecond, Stamp: f.stamp}
+	if seqnos != nil {
+		d.Seqnos = func(context.Context) (map[string]uint64, error) { return seqnos(h), nil }
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -203,16 +252,18 @@ func TestDaemonPassesOnMetadataChange(t *testing.T) {
 			}
 		}
 	}
-	// The first poll after the start pass sees the PVs for the first time.
-	waitFor("first sight", func() bool { return passes("lvm metadata changed") >= 1 })
+	waitFor("the start pass", func() bool { return strings.Contains(log(), "why=start") })
+	if firstSeen > 0 {
+		waitFor("first sight", func() bool { return passes("lvm metadata changed") >= firstSeen })
+	}
 	time.Sleep(200 * time.Millisecond) // ten polls, nothing changed
-	if n := passes("lvm metadata changed"); n != 1 {
-		t.Fatalf("%d passes without a change, want 1 (the first sight):\n%s", n, log())
+	if n := passes("lvm metadata changed"); n != firstSeen {
+		t.Fatalf("%d passes without a change, want %d:\n%s", n, firstSeen, log())
 	}
 	for name := range h.PVs {
 		f.set(name, "committed", nil)
 	}
-	waitFor("after a commit", func() bool { return passes("lvm metadata changed") == 2 })
+	waitFor("after a commit", func() bool { return passes("lvm metadata changed") == firstSeen+1 })
 	cancel()
 	<-done
 	if !strings.Contains(log(), "lvm_digest=") {
