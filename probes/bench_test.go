@@ -1,10 +1,7 @@
 package probes
 
 import (
-	"compress/gzip"
 	"context"
-	"io"
-	"os"
 	"testing"
 )
 
@@ -37,23 +34,7 @@ func BenchmarkParseFullReport(b *testing.B) {
 // of the captured 2,000-thin-LV host (testdata/scale/scale-thin): 7.7 MB,
 // 2,004 LV rows of 103 fields and as many segment rows of 55.
 func BenchmarkParseFullReportScale(b *testing.B) {
-	f, err := os.Open("testdata/scale/scale-thin.txtar.gz")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		b.Fatal(err)
-	}
-	text, err := io.ReadAll(z)
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := ParseSnapshot(text)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := scaleSnapshot(b, "scale-thin")
 	raw := s.Commands[fullReportCmd.String()].Result.Stdout
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()

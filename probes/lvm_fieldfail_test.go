@@ -11,7 +11,7 @@ import (
 )
 
 // scaleSnapshot reads a gzipped guest capture of probes/testdata/scale.
-func scaleSnapshot(t *testing.T, name string) *Snapshot {
+func scaleSnapshot(t testing.TB, name string) *Snapshot {
 	t.Helper()
 	f, err := os.Open("testdata/scale/" + name + ".txtar.gz")
 	if err != nil {

@@ -22,24 +22,35 @@ type mapReport struct {
 // encodes to the same JSON.
 func asMaps(t *testing.T, rep lvmReport) mapReport {
 	t.Helper()
-	out := mapReport{Log: rep.Log}
-	if rep.Report != nil {
-		out.Report = make([]map[string][]map[string]string, len(rep.Report))
+	return eachSubreport(rep.Log, rep.Report, func(_ string, rows []Fields) ([]map[string]string, bool) {
+		var mrows []map[string]string
+		if rows != nil {
+			mrows = make([]map[string]string, len(rows))
+		}
+		for j, r := range rows {
+			mrows[j] = fieldsMap(t, r)
+		}
+		return mrows, true
+	})
+}
+
+// eachSubreport builds a mapReport with log and, for each element of
+// report (nil ones kept nil), the subreports rows maps to (false: left
+// out).
+func eachSubreport[R any](log []map[string]string, report []map[string][]R, rows func(name string, rows []R) ([]map[string]string, bool)) mapReport {
+	out := mapReport{Log: log}
+	if report != nil {
+		out.Report = make([]map[string][]map[string]string, len(report))
 	}
-	for i, el := range rep.Report {
+	for i, el := range report {
 		if el == nil {
 			continue
 		}
 		out.Report[i] = make(map[string][]map[string]string, len(el))
-		for k, rows := range el {
-			var mrows []map[string]string
-			if rows != nil {
-				mrows = make([]map[string]string, len(rows))
+		for k, r := range el {
+			if m, ok := rows(k, r); ok {
+				out.Report[i][k] = m
 			}
-			for j, r := range rows {
-				mrows[j] = fieldsMap(t, r)
-			}
-			out.Report[i][k] = mrows
 		}
 	}
 	return out
@@ -137,26 +148,12 @@ func sameAsEncodingJSON(t *testing.T, in []byte) {
 // partOfReport is rep with only the subreports keep accepts, and with
 // firstOnly only their first rows.
 func partOfReport(rep mapReport, keep func(string) bool, firstOnly bool) mapReport {
-	out := mapReport{Log: rep.Log}
-	if rep.Report != nil {
-		out.Report = make([]map[string][]map[string]string, len(rep.Report))
-	}
-	for i, el := range rep.Report {
-		if el == nil {
-			continue
+	return eachSubreport(rep.Log, rep.Report, func(name string, rows []map[string]string) ([]map[string]string, bool) {
+		if firstOnly && len(rows) > 1 {
+			rows = rows[:1]
 		}
-		out.Report[i] = map[string][]map[string]string{}
-		for k, rows := range el {
-			if !keep(k) {
-				continue
-			}
-			if firstOnly && len(rows) > 1 {
-				rows = rows[:1]
-			}
-			out.Report[i][k] = rows
-		}
-	}
-	return out
+		return rows, keep(name)
+	})
 }
 
 // The fast decoder reads every captured report, and the JSON shapes around

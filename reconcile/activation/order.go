@@ -445,7 +445,8 @@ func lvNotReady(h *probes.Host, lv string, reasons map[string]string, status map
 }
 
 // deviceWhy explains a missing disk PV: a declared bcache device that is
-// not registered, or a device that is not there.
+// not registered, a device that is not there or has size 0 (presentDevice),
+// or one LVM itself marks missing.
 func deviceWhy(cfg *schema.Config, h *probes.Host, path string) string {
 	name := strings.TrimPrefix(path, "/dev/")
 	if b, ok := cfg.Bcache[name]; ok {
@@ -454,5 +455,11 @@ func deviceWhy(cfg *schema.Config, h *probes.Host, path string) string {
 	if strings.HasPrefix(name, "bcache") {
 		return "no such bcache device is registered"
 	}
-	return "no such device, or it carries no LVM label"
+	switch k := h.Device(path); {
+	case k == "":
+		return "no such device"
+	case !presentDevice(h, path):
+		return fmt.Sprintf("device %s has size 0 (not assembled or attached yet)", k)
+	}
+	return "LVM reports the PV missing"
 }

@@ -175,7 +175,8 @@ func (d *Daemon) pollMetadata(ctx context.Context, tick <-chan time.Time, stamp 
 // the pass read: it reads every stamp after the pass, then every VG's
 // seqno (d.Seqnos), and keeps the stamps only when each VG's seqno is the
 // one the pass's report gave and no VG is new. LVM adds one to a VG's
-// seqno at every commit, so then no commit came between the report and
+// seqno each time it writes the VG's metadata (vg_write in lvm2's
+// lib/metadata/metadata.c), so then no commit came between the report and
 // the stamps. A PV whose stamp is unreadable or shows no label is left
 // out (it counts as changed at the next tick, as before). Without this,
 // the poll's first tick after the start sees every PV as new and starts a
