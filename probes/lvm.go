@@ -49,17 +49,23 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 
 // parseRetried parses a fullreport that failed on a field together with
 // its retry of the VGs vgs (lvm_fieldfail.go): each of those VGs as the
-// retry reports it, every other VG as the failed report does.
-func parseRetried(failed, retried []byte, vgs []string) (*lvmObjects, error) {
-	f, err := decodeReportRows(failed, parsedSubreport, false)
-	if err != nil {
-		return nil, fmt.Errorf("lvm fullreport: %w", err)
+// retry reports it, every other VG as the failed report does. failed is
+// the failed report decoded (decodeFailed), ferr its decoding error.
+func parseRetried(failed lvmReport, ferr error, retried []byte, vgs []string) (*lvmObjects, error) {
+	if ferr != nil {
+		return nil, fmt.Errorf("lvm fullreport: %w", ferr)
 	}
 	r, err := decodeReportRows(retried, parsedSubreport, false)
 	if err != nil {
 		return nil, fmt.Errorf("lvm fullreport %s: %w", strings.Join(vgs, " "), err)
 	}
-	return parseReport(mergeRetried(f, r, vgs))
+	return parseReport(mergeRetried(failed, r, vgs))
+}
+
+// decodeFailed decodes the rows of a report that failed on a field, as
+// parseFullReport would.
+func decodeFailed(b []byte) (lvmReport, error) {
+	return decodeReportRows(b, parsedSubreport, false)
 }
 
 // parseReport builds the PVs, VGs and LVs of a decoded full report.
@@ -421,6 +427,10 @@ type reportDecoder struct {
 	// keep and firstOnly say which rows are built (decodeReportRows).
 	keep      func(subreport string) bool
 	firstOnly bool
+	// stopAtFirst ends the reading with errFirstRow as soon as the first
+	// row of a kept subreport is in first (reportHead).
+	stopAtFirst bool
+	first       Fields
 }
 
 // rowKey is an interned key; plain tells whether JSON holds it verbatim,
@@ -759,7 +769,12 @@ func (d *reportDecoder) subreportRows(dst *[]Fields) error {
 	none := []struct{}{}
 	err := decodeArray(d, &none, "rows", func(*struct{}) error {
 		if n++; n == 1 {
-			return d.fieldsRow(first[:], 0)
+			if err := d.fieldsRow(first[:], 0); err != nil || !d.stopAtFirst {
+				return err
+			}
+			d.flushText(first[:])
+			d.first = first[0]
+			return errFirstRow
 		}
 		return d.skipRow()
 	})

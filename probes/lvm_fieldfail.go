@@ -1,6 +1,8 @@
 package probes
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -54,18 +56,42 @@ func lvOptionsIndex() int {
 // note for Host.Errors. When the log does not name the VG of every failed
 // LV, vgs is nil and the command reports every VG again. ok is false for
 // any other failure.
+//
+// It reads only what the retry needs, the log and the field names of the
+// first LV row (reportHead): the rows are decoded while the retry runs
+// (Probe), so a report of thousands of LVs is read once, not first to find
+// its log and then again for its rows. Where the quick reading does not
+// find them, the whole report is read and checked first, as before.
 func fieldFailureRetry(stdout []byte) (retry Cmd, vgs []string, note string, ok bool) {
-	// Only the log and the first LV row's field names are read: the rows
-	// of the report that failed are read again by the retry, and building
-	// them here cost as much as the retry's own parse (thousands of LVs).
-	rep, err := decodeReportRows(stdout, func(sub string) bool { return sub == "lv" }, true)
-	if err != nil || len(rep.Log) == 0 {
+	log, lvKeys, found := reportHead(stdout)
+	if !found {
+		rep, err := decodeReportRows(stdout, func(sub string) bool { return sub == "lv" }, true)
+		if err != nil {
+			return Cmd{}, nil, "", false
+		}
+		log, lvKeys = rep.Log, nil
+		for _, el := range rep.Report {
+			if rows := el["lv"]; len(rows) > 0 {
+				for k := range rows[0].All() {
+					lvKeys = append(lvKeys, k)
+				}
+				break
+			}
+		}
+	}
+	return retryWithout(log, lvKeys)
+}
+
+// retryWithout is fieldFailureRetry's decision on a failed report's log
+// and the field names its LV rows carry.
+func retryWithout(log []map[string]string, lvKeys []string) (retry Cmd, vgs []string, note string, ok bool) {
+	if len(log) == 0 {
 		return Cmd{}, nil, "", false
 	}
 	failed := map[string]bool{}
 	var objects []string
 	wholeHost := false
-	for _, e := range rep.Log {
+	for _, e := range log {
 		msg := e["log_message"]
 		switch e["log_type"] {
 		case "status":
@@ -95,14 +121,9 @@ func fieldFailureRetry(stdout []byte) (retry Cmd, vgs []string, note string, ok 
 		return Cmd{}, nil, "", false
 	}
 	var fields []string
-	for _, el := range rep.Report {
-		if rows := el["lv"]; len(rows) > 0 {
-			for k := range rows[0].All() {
-				if !failed[k] {
-					fields = append(fields, k)
-				}
-			}
-			break
+	for _, k := range lvKeys {
+		if !failed[k] {
+			fields = append(fields, k)
 		}
 	}
 	if len(fields) == 0 || !slices.Contains(fields, "lv_uuid") || !slices.Contains(fields, "vg_name") {
@@ -162,4 +183,44 @@ func elementVG(el map[string][]Fields) string {
 		}
 	}
 	return ""
+}
+
+// errFirstRow ends a decoder with stopAtFirst once it has the first row it
+// was asked for.
+var errFirstRow = errors.New("first row read")
+
+// reportHead reads the two parts of a report fieldFailureRetry needs
+// without reading the rows between them: the log, the last member of the
+// document as LVM prints it (the log report closes the report group), and
+// the field names of the first LV row. found is false when either is not
+// where LVM puts it; the caller then reads the whole report.
+//
+// The log is taken from the last `"log"` followed by ':' and '['. In JSON
+// a '"' inside a string is escaped, so those bytes are an object key; and
+// when its array is followed only by the '}' and white space that end the
+// document, that object is the document itself.
+func reportHead(b []byte) (log []map[string]string, lvKeys []string, found bool) {
+	at := bytes.LastIndex(b, []byte(`"log"`))
+	if at < 0 {
+		return nil, nil, false
+	}
+	d := reportDecoder{b: b, i: at, keys: map[string]int32{}}
+	if _, k, err := d.key(false); err != nil || k != "log" || d.ws() != '[' {
+		return nil, nil, false
+	}
+	if err := d.rows(&log); err != nil {
+		return nil, nil, false
+	}
+	if more, err := d.next('}'); err != nil || more || d.end(nil) != nil {
+		return nil, nil, false
+	}
+	h := reportDecoder{b: b, keys: map[string]int32{}, keep: func(sub string) bool { return sub == "lv" }, firstOnly: true, stopAtFirst: true}
+	var rep lvmReport
+	if err := h.report(&rep); !errors.Is(err, errFirstRow) {
+		return nil, nil, false
+	}
+	for k := range h.first.All() {
+		lvKeys = append(lvKeys, k)
+	}
+	return log, lvKeys, len(lvKeys) > 0
 }

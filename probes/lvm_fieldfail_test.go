@@ -3,7 +3,9 @@ package probes
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -90,5 +92,89 @@ func TestFieldFailureRetry(t *testing.T) {
 	}
 	if _, _, _, ok := fieldFailureRetry([]byte("not json")); ok {
 		t.Error("an unreadable report was taken for a field failure")
+	}
+}
+
+// TestReportHead checks the quick reading of a failed report against the
+// whole one: on the guest's capture it finds the same log and LV field
+// names, and where the log is not the document's last member, or the last
+// `"log"` is a value and not the key, it finds nothing and
+// fieldFailureRetry reads the whole report for the same retry.
+func TestReportHead(t *testing.T) {
+	snap := scaleSnapshot(t, "scale-vdo")
+	out := snap.Commands[fullReportCmd.String()].Result.Stdout
+	log, keys, found := reportHead(out)
+	if !found {
+		t.Fatal("reportHead found no log or LV row in the guest's failed report")
+	}
+	whole, err := decodeReportRows(out, func(sub string) bool { return sub == "lv" }, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantKeys []string
+	for k := range whole.Report[0]["lv"][0].All() {
+		wantKeys = append(wantKeys, k)
+	}
+	if !slices.Equal(keys, wantKeys) {
+		t.Errorf("LV field names %v, want the first LV row's %v", keys, wantKeys)
+	}
+	if len(log) != len(whole.Log) || !slices.EqualFunc(log, whole.Log, maps.Equal) {
+		t.Errorf("log %v, want %v", log, whole.Log)
+	}
+	want, wantVGs, wantNote, _ := retryWithout(whole.Log, wantKeys)
+
+	trimmed := bytes.TrimRight(out, " \n")
+	for _, c := range []struct {
+		name string
+		in   []byte
+	}{
+		// A member after the log: it is not the document's end.
+		{"log not last", append(trimmed[:len(trimmed)-1:len(trimmed)-1], []byte(`, "other": []}`)...)},
+		// An LV named "log" in the log's last row: the last "log" is a value.
+		{"log as a value", bytes.Replace(out, []byte(`"log_object_name":"vdolab"`), []byte(`"log_object_name":"log"`), 1)},
+	} {
+		if bytes.Equal(c.in, out) {
+			t.Fatalf("%s: the capture was not changed", c.name)
+		}
+		if _, _, found := reportHead(c.in); found {
+			t.Errorf("%s: reportHead took it", c.name)
+		}
+		retry, vgs, note, ok := fieldFailureRetry(c.in)
+		if !ok || !slices.Equal(retry.Args, want.Args) || !slices.Equal(vgs, wantVGs) || (c.name == "log not last" && note != wantNote) {
+			t.Errorf("%s: retry %v %v %q %v, want the whole report's %v %v %q", c.name, ok, vgs, note, retry.Args, wantVGs, want.Args, wantNote)
+		}
+	}
+	if _, _, found := reportHead(trimmed[:len(trimmed)-1]); found {
+		t.Error("a document without its closing brace was taken")
+	}
+}
+
+// TestProbeRetryDecodesFailedReport replays the guest's 2,000-LV VDO host,
+// whose first report exits 5: the VGs the retry does not cover come from
+// the failed report, decoded while the retry runs, and a failed report
+// whose rows do not decode is an error naming the report.
+func TestProbeRetryDecodesFailedReport(t *testing.T) {
+	snap := scaleSnapshot(t, "scale-vdo")
+	h, err := Probe(context.Background(), Replay(snap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.VGs["vdovg"] == nil || len(h.LVs) < 2000 || h.LVs["vdolab/vdopool"] == nil {
+		t.Fatalf("VGs %d, LVs %d, vdolab/vdopool %v: want vdovg's LVs from the failed report and the pool from the retry",
+			len(h.VGs), len(h.LVs), h.LVs["vdolab/vdopool"] != nil)
+	}
+	rec := snap.Commands[fullReportCmd.String()]
+	// Break a row of vdovg, far from the log and the first LV row.
+	at := bytes.Index(rec.Result.Stdout, []byte(`"lv_name":"vm-1500-disk-0"`))
+	if at < 0 {
+		t.Fatal("no vm-1500-disk-0 row in the capture")
+	}
+	broken := slices.Clone(rec.Result.Stdout)
+	broken[at+len(`"lv_name":`)] = '{'
+	rec.Result.Stdout = broken
+	snap.Commands[fullReportCmd.String()] = rec
+	_, err = Probe(context.Background(), Replay(snap))
+	if err == nil || !strings.Contains(err.Error(), "lvm fullreport: offset") {
+		t.Errorf("a failed report whose rows do not decode: error %v, want the decoding error", err)
 	}
 }

@@ -156,13 +156,30 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		// out; ask again for their VGs without the fields (lvm_fieldfail.go).
 		if retry, vgs, note, ok := fieldFailureRetry(outs[0].res.Stdout); ok {
 			h.Errors = append(h.Errors, note)
-			switch out, err := run(ctx, src, retry); {
+			// The failed report's other VGs are decoded while the retry
+			// runs: at thousands of LVs their rows take as long to read
+			// as LVM takes to report one small VG again.
+			var (
+				failed  lvmReport
+				ferr    error
+				decoded = make(chan struct{})
+			)
+			go func() {
+				defer close(decoded)
+				defer caught(&ferr, "lvm fullreport: decoding the failed report")
+				if vgs != nil {
+					failed, ferr = decodeFailed(outs[0].res.Stdout)
+				}
+			}()
+			out, err := run(ctx, src, retry)
+			<-decoded
+			switch {
 			case err != nil:
 				reportErr = err
 			case vgs == nil: // every VG asked again
 				objs, reportErr = parseFullReport(out)
 			default:
-				objs, reportErr = parseRetried(outs[0].res.Stdout, out, vgs)
+				objs, reportErr = parseRetried(failed, ferr, out, vgs)
 			}
 		}
 	} else if reportErr == nil {
