@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/keel-storage/keel/reconcile/atomicfile"
@@ -40,8 +43,11 @@ type judged struct {
 // planner. Errors mean keel could not judge the host: a missing, invalid or
 // unreadable desired state (described by loadErrorText for command name),
 // or a failed probe (probeErrorText).
-func judge(name string, configs []string, node string, audit bool, timeout time.Duration) (judged, error) {
+func judge(name string, configs []string, node string, audit bool, timeout time.Duration) (j judged, err error) {
 	l, loadErr, probeErr := loadWhileProbing(configs, node, audit, timeout)
+	if phases != nil && loadErr == nil && probeErr == nil {
+		defer phases.mark("plan")
+	}
 	switch {
 	case loadErr != nil:
 		return judged{}, errors.New(loadErrorText(name, configs, loadErr))
@@ -75,6 +81,7 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 		if l.src, err = probes.NodeSource(node, timeout); err == nil {
 			l.host, err = probes.Probe(ctx, l.src)
 		}
+		phases.mark("probe pass")
 		probeDone <- err
 	}()
 	if !audit {
@@ -85,6 +92,7 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 			return loadedHost{}, err, nil
 		}
 		l.cfg = cfg
+		phases.mark("desired state")
 	}
 	if err := <-probeDone; err != nil {
 		return loadedHost{}, nil, err
@@ -143,6 +151,10 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel check: %v\n", err)
 		return exitError
 	}
+	if phases != nil {
+		phases.mark("report")
+		fmt.Fprintf(stderr, "keel check: timing: %s\n", phases)
+	}
 	if !rep.Summary.OK {
 		return exitFindings
 	}
@@ -177,4 +189,40 @@ func emit(path string, stdout io.Writer, fn func(io.Writer) error) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// phases records when each part of a keel check ended, from the start of
+// main, when KEEL_TIMING is set (e2e/bench's rounds print it): where a
+// check's time goes beyond its probe commands. nil otherwise.
+var phases = newPhaseLog(os.Getenv("KEEL_TIMING") != "")
+
+// phaseLog is a list of named instants since mainStart; its methods are
+// safe for concurrent use and do nothing on a nil phaseLog.
+type phaseLog struct {
+	mu    sync.Mutex
+	marks []string
+}
+
+func newPhaseLog(on bool) *phaseLog {
+	if !on {
+		return nil
+	}
+	return &phaseLog{}
+}
+
+// mark records that phase what ended now.
+func (p *phaseLog) mark(what string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.marks = append(p.marks, fmt.Sprintf("%s %dms", what, time.Since(mainStart).Milliseconds()))
+}
+
+// String lists the marks in the order they were made.
+func (p *phaseLog) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return "ended, in ms since main started: " + strings.Join(p.marks, ", ")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -170,4 +171,41 @@ func TestPlanCommand(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestCheckTiming: with KEEL_TIMING set, keel check ends its stderr with
+// when each part ended (the bench's rounds read it); without, it prints
+// nothing of the kind.
+func TestCheckTiming(t *testing.T) {
+	args := []string{"check", "-c", desired("vdo-split"), "--node", convergedNode}
+	if _, _, errs := runKeel(t, args...); strings.Contains(errs, "timing") {
+		t.Fatalf("timing printed without KEEL_TIMING:\n%s", errs)
+	}
+	defer func(p *phaseLog) { phases = p }(phases)
+	phases = newPhaseLog(true)
+	code, _, errs := runKeel(t, args...)
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, errs)
+	}
+	line := strings.TrimSpace(errs[strings.LastIndex(strings.TrimSpace(errs), "\n")+1:])
+	const head = "keel check: timing: ended, in ms since main started: "
+	if !strings.HasPrefix(line, head) {
+		t.Fatalf("last stderr line %q, want the timing", line)
+	}
+	var names []string
+	for _, m := range strings.Split(strings.TrimPrefix(line, head), ", ") {
+		i := strings.LastIndex(m, " ")
+		if i < 0 || !strings.HasSuffix(m, "ms") {
+			t.Fatalf("mark %q is not NAME Nms", m)
+		}
+		names = append(names, m[:i])
+	}
+	for _, want := range []string{"desired state", "probe pass", "plan", "report"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("marks %v lack %q", names, want)
+		}
+	}
+	if names[len(names)-1] != "report" {
+		t.Errorf("marks %v do not end with the report", names)
+	}
 }

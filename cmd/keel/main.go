@@ -8,9 +8,14 @@ package main
 import (
 	"os"
 	"runtime/debug"
+	"time"
 )
 
+// mainStart is when main started (KEEL_TIMING's origin, check.go).
+var mainStart time.Time
+
 func main() {
+	mainStart = time.Now()
 	if p, ok := oneShotGC(os.Args[1:], os.Getenv); ok {
 		debug.SetGCPercent(p.percent)
 		if p.limit > 0 {

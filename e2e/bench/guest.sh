@@ -22,6 +22,9 @@
 #   check SECONDS           one `keel check` process, whole (the desired state
 #                           from the desired-state cache: unchanged since the
 #                           first check)
+#   check-timing PHASES     that process's KEEL_TIMING line: when its desired
+#                           state, probe pass, plan and report were done, in ms
+#                           since its main started (raw outputs only)
 #   check-cold SECONDS      `keel check` with KEEL_CACHE_DIR=off: the desired
 #                           state validated by CUE, as after a change
 #   pass DURATION           keel's in-process probe pass (keel snapshot -v)
@@ -123,9 +126,10 @@ rounds() {
 			echo "probe $i $(secs "$t0" "$t1")"
 		done </tmp/probe.argv
 		t0=$(now)
-		"$K" check -c /etc/keel >/dev/null 2>&1
+		KEEL_TIMING=1 "$K" check -c /etc/keel >/dev/null 2>/tmp/check-timing.txt
 		t1=$(now)
 		echo "check $(secs "$t0" "$t1")"
+		sed -n 's/^keel check: timing: ended, in ms since main started: /check-timing /p' /tmp/check-timing.txt
 		"$K" snapshot -v -o /dev/null 2>"$OUT/snapshot-v.txt"
 		awk '/probe pass/ { print "pass", $5 }' "$OUT/snapshot-v.txt"
 		# the last round's ten slowest operations inside the pass
