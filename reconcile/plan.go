@@ -103,6 +103,21 @@ type planner struct {
 	stacked map[string][]string
 	// vdoSeen caches observeVDO by "vg/pool|lv".
 	vdoSeen map[string]observedVDO
+	// lvKeys caches sortedLVKeys; pvmoves holds the pvmove LVs in that
+	// order once planPvmove has looked for them.
+	lvKeys  []string
+	pvmoves []*probes.LV
+}
+
+// sortedLVKeys returns the keys of the host's LVs in order, sorted once per
+// plan: the per-VG steps that walk every LV (planPvmove, once per VG) would
+// otherwise sort all of them again for each VG, which at 10,000 LVs in 64
+// VGs made the plan 45 times slower.
+func (p *planner) sortedLVKeys() []string {
+	if p.lvKeys == nil {
+		p.lvKeys = slices.Sorted(maps.Keys(p.h.LVs))
+	}
+	return p.lvKeys
 }
 
 // plannedAction carries the ordering phase next to the action.

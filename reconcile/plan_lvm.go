@@ -175,7 +175,7 @@ func (p *planner) lvAliases(lv *probes.LV) []string {
 // host without VMs yet is judged the same.
 func (p *planner) vmDiskLVs() []*probes.LV {
 	var out []*probes.LV
-	for _, key := range slices.Sorted(maps.Keys(p.h.LVs)) {
+	for _, key := range p.sortedLVKeys() {
 		if lv := p.h.LVs[key]; !lv.Hidden && vmDiskRE.MatchString(lv.Name) {
 			out = append(out, lv)
 		}

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -32,9 +31,16 @@ const phaseResume = 5
 // ignores the other arguments; the source is the first area of each segment
 // of the mirror LV (find_pvmove_lv in lib/metadata/mirror.c).
 func (p *planner) planPvmove(vg string) {
-	for _, key := range slices.Sorted(maps.Keys(p.h.LVs)) {
-		lv := p.h.LVs[key]
-		if lv.VG != vg || len(lv.Attr) == 0 || lv.Attr[0] != 'p' {
+	if p.pvmoves == nil {
+		p.pvmoves = []*probes.LV{}
+		for _, key := range p.sortedLVKeys() {
+			if lv := p.h.LVs[key]; len(lv.Attr) > 0 && lv.Attr[0] == 'p' {
+				p.pvmoves = append(p.pvmoves, lv)
+			}
+		}
+	}
+	for _, lv := range p.pvmoves {
+		if lv.VG != vg {
 			continue
 		}
 		src := pvmoveSources(lv)
@@ -79,7 +85,7 @@ func pvmoveSources(lv *probes.LV) []string {
 // movedBy lists the LVs with a segment on the pvmove LV.
 func (p *planner) movedBy(mv *probes.LV) []string {
 	var out []string
-	for _, key := range slices.Sorted(maps.Keys(p.h.LVs)) {
+	for _, key := range p.sortedLVKeys() {
 		lv := p.h.LVs[key]
 		if lv.VG != mv.VG || lv == mv {
 			continue
