@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"io"
 	"maps"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // scaleSnapshot reads a gzipped guest capture of probes/testdata/scale.
@@ -176,5 +179,96 @@ func TestProbeRetryDecodesFailedReport(t *testing.T) {
 	_, err = Probe(context.Background(), Replay(snap))
 	if err == nil || !strings.Contains(err.Error(), "lvm fullreport: offset") {
 		t.Errorf("a failed report whose rows do not decode: error %v, want the decoding error", err)
+	}
+}
+
+// TestEarlyRetry: from the guest's VDO statistics, the pool with more data
+// blocks than logical blocks used (scale-vdo: 144 and 52) foretells the
+// failed report, and the retry foreseen is the very command
+// fieldFailureRetry asks for after the report (so earlyLVFields are this
+// LVM's LV fields); a pool that maps more than it stores (scale-vdo-50: 7
+// and 33) foretells nothing.
+func TestEarlyRetry(t *testing.T) {
+	statsOf := func(snap *Snapshot) map[string]cmdOut {
+		m := map[string]cmdOut{}
+		for _, rec := range snap.Commands {
+			if len(rec.Argv) == 5 && rec.Argv[1] == "message" && rec.Argv[4] == "stats" {
+				m[rec.Argv[2]] = cmdOut{res: rec.Result}
+			}
+		}
+		if len(m) == 0 {
+			t.Fatal("no VDO statistics in the capture")
+		}
+		return m
+	}
+	snap := scaleSnapshot(t, "scale-vdo")
+	early, ok := earlyRetry(statsOf(snap))
+	if !ok {
+		t.Fatal("scale-vdo: no early retry foreseen")
+	}
+	retry, _, _, ok := fieldFailureRetry(snap.Commands[fullReportCmd.String()].Result.Stdout)
+	if !ok || early.String() != retry.String() {
+		t.Errorf("early retry\n%s\nis not the retry the failed report asks for\n%s", early, retry)
+	}
+	if _, ok := earlyRetry(statsOf(scaleSnapshot(t, "scale-vdo-50"))); ok {
+		t.Error("scale-vdo-50: an early retry foreseen for a pool whose saving LVM can print")
+	}
+	for _, c := range []struct{ name, vg string }{
+		{"vdolab-vdopool-vpool", "vdolab"}, {"my--vg-pool-vpool", "my-vg"}, {"a--b--c-d", "a-b-c"},
+		{"novg", ""}, {"-lv", ""}, {"vg--", ""},
+	} {
+		if vg, ok := dmVG(c.name); vg != c.vg || ok != (c.vg != "") {
+			t.Errorf("dmVG(%q) = %q, %v; want %q", c.name, vg, ok, c.vg)
+		}
+	}
+}
+
+// holdReport answers from a snapshot, but holds lvm fullreport's answer
+// until another fullreport (the retry) has started, or for at most wait.
+type holdReport struct {
+	inner   Runner
+	started chan struct{}
+	once    sync.Once
+	wait    time.Duration
+	held    bool
+}
+
+func (h *holdReport) Run(ctx context.Context, c Cmd) (Result, error) {
+	if c.String() == fullReportCmd.String() {
+		select {
+		case <-h.started:
+		case <-time.After(h.wait):
+			h.held = true
+		}
+	} else if len(c.Args) > 0 && c.Args[0] == "fullreport" {
+		h.once.Do(func() { close(h.started) })
+	}
+	return h.inner.Run(ctx, c)
+}
+
+// TestProbeRetriesBesideReport replays the 2,000-LV VDO host with the
+// report held until the retry starts: the retry runs while the report is
+// still running, not after it, and the pass is the one the retry after
+// the report gives.
+func TestProbeRetriesBesideReport(t *testing.T) {
+	snap := scaleSnapshot(t, "scale-vdo")
+	src := Replay(snap)
+	hold := &holdReport{inner: src.Runner, started: make(chan struct{}), wait: 5 * time.Second}
+	src.Runner = hold
+	h, err := Probe(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hold.held {
+		t.Error("the retry did not start while lvm fullreport ran: it waited for the report")
+	}
+	want, err := Probe(context.Background(), Replay(snap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(h)
+	exp, _ := json.Marshal(want)
+	if !bytes.Equal(got, exp) {
+		t.Error("the pass with the retry beside the report differs from the replayed one")
 	}
 }

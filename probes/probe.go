@@ -171,7 +171,13 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 					failed, ferr = decodeFailed(outs[0].res.Stdout)
 				}
 			}()
-			out, err := run(ctx, src, retry)
+			var out []byte
+			var err error
+			if o, early := stats.earlyResult(retry); early {
+				out, err = o.res.Stdout, o.err
+			} else {
+				out, err = run(ctx, src, retry)
+			}
 			<-decoded
 			switch {
 			case err != nil:
