@@ -66,7 +66,8 @@ func (r *report) slopes() {
 	r.p("pass and the daemon's peak RSS. The slope is the extra cost of one more LV from the nearest\n")
 	r.p("host of at most half the LVs with that figure. On the 2,000-LV host on VDO the first `lvm\n")
 	r.p("fullreport` exits 5 (a failed `vdo_saving_percent`, and the VDO pool's rows left out) and keel\n")
-	r.p("reads the VDO pool's VG again without that field, so its guest pass holds a second, small report.\n\n")
+	r.p("reads the VDO pool's VG again without that field, so its guest pass holds a second, small report\n")
+	r.p("(run beside the first since 36ed22c, when the pool's statistics foretell the failure).\n\n")
 	r.p("| host | LVs | probe+plan | B/op | slope per LV (time, bytes) | guest probe pass | slope per LV | daemon peak RSS | slope per LV |\n")
 	r.p("|---|---:|---|---:|---|---|---|---|---|\n")
 	cell := func(v float64, f func(float64) string) string {
