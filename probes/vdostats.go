@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 )
 
@@ -62,10 +63,15 @@ func (v *vdoStatsPrefetch) start(ctx context.Context, src Source, table []byte, 
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		// A panic while foreseeing only means no early retry: the same
+		// statistics are parsed again for the pools (probeVDOPool), where
+		// a panic fails the pass with its stack.
+		defer func() { _ = recover() }()
 		reads.Wait()
 		v.mu.Lock()
-		retry, ok := earlyRetry(v.outs)
+		stats := maps.Clone(v.outs)
 		v.mu.Unlock()
+		retry, ok := earlyRetry(stats)
 		if !ok {
 			return
 		}
