@@ -50,7 +50,8 @@ func parseFullReport(b []byte) (*lvmObjects, error) {
 // parseRetried parses a fullreport that failed on a field together with
 // its retry of the VGs vgs (lvm_fieldfail.go): each of those VGs as the
 // retry reports it, every other VG as the failed report does. failed is
-// the failed report decoded (decodeFailed), ferr its decoding error.
+// the failed report decoded as parseFullReport decodes, ferr its decoding
+// error.
 func parseRetried(failed lvmReport, ferr error, retried []byte, vgs []string) (*lvmObjects, error) {
 	if ferr != nil {
 		return nil, fmt.Errorf("lvm fullreport: %w", ferr)
@@ -60,12 +61,6 @@ func parseRetried(failed lvmReport, ferr error, retried []byte, vgs []string) (*
 		return nil, fmt.Errorf("lvm fullreport %s: %w", strings.Join(vgs, " "), err)
 	}
 	return parseReport(mergeRetried(failed, r, vgs))
-}
-
-// decodeFailed decodes the rows of a report that failed on a field, as
-// parseFullReport would.
-func decodeFailed(b []byte) (lvmReport, error) {
-	return decodeReportRows(b, parsedSubreport, false)
 }
 
 // parseReport builds the PVs, VGs and LVs of a decoded full report.

@@ -132,15 +132,11 @@ func retryWithout(log []map[string]string, lvKeys []string) (retry Cmd, vgs []st
 	slices.Sort(fields)
 	slices.Sort(vgs)
 	vgs = slices.Compact(vgs)
-	retry = Cmd{Name: fullReportCmd.Name, Args: slices.Clone(fullReportCmd.Args), Timeout: fullReportCmd.Timeout}
-	retry.Args[lvOptionsIndex()] = strings.Join(fields, ",")
 	again := "VG " + strings.Join(vgs, ", ")
 	if wholeHost {
 		vgs, again = nil, "every VG"
-	} else {
-		// "--" ends the options: a VG name cannot be taken for one.
-		retry.Args = append(append(retry.Args, "--"), vgs...)
 	}
+	retry = retryCmd(fields, vgs)
 	names := make([]string, 0, len(failed))
 	for f := range failed {
 		names = append(names, f)
@@ -287,11 +283,21 @@ func earlyRetry(stats map[string]cmdOut) (Cmd, bool) {
 		return Cmd{}, false
 	}
 	slices.Sort(vgs)
-	vgs = slices.Compact(vgs)
+	return retryCmd(earlyLVFields, slices.Compact(vgs)), true
+}
+
+// retryCmd is fullreport with the LV fields named one by one (sorted) and,
+// unless vgs is nil, only the VGs vgs (sorted, no repeats). fieldFailureRetry
+// and earlyRetry both build their command here: an early retry is used only
+// when its argv is the one the failed report asks for.
+func retryCmd(fields, vgs []string) Cmd {
 	c := Cmd{Name: fullReportCmd.Name, Args: slices.Clone(fullReportCmd.Args), Timeout: fullReportCmd.Timeout}
-	c.Args[lvOptionsIndex()] = strings.Join(earlyLVFields, ",")
-	c.Args = append(append(c.Args, "--"), vgs...)
-	return c, true
+	c.Args[lvOptionsIndex()] = strings.Join(fields, ",")
+	if vgs != nil {
+		// "--" ends the options: a VG name cannot be taken for one.
+		c.Args = append(append(c.Args, "--"), vgs...)
+	}
+	return c
 }
 
 // dmVG is the VG of a device-mapper name LVM made (dmName, with a layer

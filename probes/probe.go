@@ -164,13 +164,15 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 				ferr    error
 				decoded = make(chan struct{})
 			)
-			go func() {
-				defer close(decoded)
-				defer caught(&ferr, "lvm fullreport: decoding the failed report")
-				if vgs != nil {
-					failed, ferr = decodeFailed(outs[0].res.Stdout)
-				}
-			}()
+			if vgs == nil { // every VG asked again: nothing to keep
+				close(decoded)
+			} else {
+				go func() {
+					defer close(decoded)
+					defer caught(&ferr, "lvm fullreport: decoding the failed report")
+					failed, ferr = decodeReportRows(outs[0].res.Stdout, parsedSubreport, false)
+				}()
+			}
 			var out []byte
 			var err error
 			if o, early := stats.earlyResult(retry); early {
