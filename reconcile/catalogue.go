@@ -126,6 +126,8 @@ var Catalogue = []Rule{
 		"A declared VG does not exist."},
 	{"vg.pvmove_interrupted", Error, "a pvmove in a declared VG did not finish",
 		"A pvmove's temporary mirror LV (pvmove<N>) is still in the VG: the command that ran it was killed or the host crashed before the copy ended, and the LVs it moves stay locked. keel resumes it from its last checkpoint (pvmove SOURCE-PV), as lvm2 does at activation."},
+	{"vg.pvmove_orphan", Error, "a pvmove left its temporary LV behind",
+		"A pvmove<N> LV that is no longer a mirror is still in the VG: the pvmove committed the moved LVs and turned its mirror into an error segment, then was killed or could not deactivate it before removing it. keel reloads any LV whose live table still maps it, then removes it (lvremove; an error segment holds no data)."},
 	{"vg.unreadable", Critical, "VG unreadable while its LVs run",
 		"LVM reads no metadata of a declared VG whose LVs still run in the kernel: a PV under it fails or is gone."},
 	{"waiver.expired", Warning, "a waiver has expired",

@@ -206,3 +206,96 @@ func actionByID(t *testing.T, r Result, id string) Action {
 	t.Fatalf("no action %s in %q", id, ids)
 	return Action{}
 }
+
+// TestPlanPvmoveOrphan: the state a pvmove leaves when it stops between the
+// two commits of its finish, captured by e2e/kill before its loop (a
+// hand-run pvmove of the journal back to the NVMe while a shell held
+// kvg-pvmove0 open: "ABORTING: Unable to deactivate temporary volume"), with
+// kvg-other's live table then pointed at pvmove0's device, as a kill between
+// a commit and the resume of the moved LVs leaves it. Before
+// vg.pvmove_orphan keel raised nothing for it and planned nothing.
+func TestPlanPvmoveOrphan(t *testing.T) {
+	h := replayHost(t, "kill-pvmove-orphan")
+	mv := h.LVs["kvg/pvmove0"]
+	if mv == nil || mv.SegType != "error" || mv.Attr == "" || mv.Attr[0] == 'p' {
+		t.Fatalf("the capture holds no error-segment kvg/pvmove0 without the pvmove flag: %+v", mv)
+	}
+	r := Plan(loadDesired(t, "kill-pvmove-orphan", h), h)
+	f := findingByKey(t, r, "vg.pvmove_orphan@kvg/pvmove0")
+	if !strings.Contains(f.Message, "kvg/other") {
+		t.Errorf("message does not name the LV whose table still maps it: %s", f.Message)
+	}
+	want := [][]string{{"lvchange", "--refresh", "kvg/other"}, {"lvremove", "-y", "kvg/pvmove0"}}
+	if f.Remedy != "lvchange --refresh kvg/other && lvremove -y kvg/pvmove0" {
+		t.Errorf("remedy %q", f.Remedy)
+	}
+	a := actionByID(t, r, "vg.pvmove_orphan:kvg/pvmove0")
+	if a.Kind != KindCommand || a.Class != Live || !slices.EqualFunc(a.Commands, want, slices.Equal) {
+		t.Errorf("action %s %v: commands %q, want %q", a.Kind, a.Class, a.Commands, want)
+	}
+	for _, x := range r.Findings {
+		if x.ID == "vg.pvmove_interrupted" {
+			t.Errorf("the leftover is also reported as a pvmove to resume: %s", x.Message)
+		}
+	}
+}
+
+// TestPlanPvmoveOrphanVariants: the leftover held by no LV is removed
+// alone; held open by something else, or not an error segment, it is
+// reported and nothing is run.
+func TestPlanPvmoveOrphanVariants(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		edit     func(h *probes.Host, mv *probes.LV)
+		commands [][]string
+	}{
+		{"free", func(h *probes.Host, mv *probes.LV) { dropHolders(h, mv) }, [][]string{{"lvremove", "-y", "kvg/pvmove0"}}},
+		{"held by a process", func(h *probes.Host, mv *probes.LV) { dropHolders(h, mv); mv.Open = true }, nil},
+		{"held by another device", func(h *probes.Host, mv *probes.LV) {
+			q := dmQueue(h, mv)
+			q.Holders = []string{"dm-99"}
+			h.Queues["dm-99"] = &probes.Queue{Device: "dm-99", DMName: "someone-else"}
+		}, nil},
+		{"not an error segment", func(h *probes.Host, mv *probes.LV) { dropHolders(h, mv); mv.SegType = "linear" }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := replayHost(t, "kill-pvmove-orphan")
+			mv := h.LVs["kvg/pvmove0"]
+			tc.edit(h, mv)
+			r := Plan(loadDesired(t, "kill-pvmove-orphan", h), h)
+			f := findingByKey(t, r, "vg.pvmove_orphan@kvg/pvmove0")
+			a := actionByID(t, r, "vg.pvmove_orphan:kvg/pvmove0")
+			if tc.commands == nil {
+				if a.Kind != KindNone {
+					t.Errorf("planned %q, want a report only (remedy %q)", a.Commands, f.Remedy)
+				}
+				if strings.Contains(f.Remedy, "refresh") {
+					t.Errorf("remedy refreshes an LV that does not hold it: %q", f.Remedy)
+				}
+				return
+			}
+			if !slices.EqualFunc(a.Commands, tc.commands, slices.Equal) {
+				t.Errorf("commands %q, want %q", a.Commands, tc.commands)
+			}
+		})
+	}
+}
+
+// dmQueue returns the sysfs queue of lv's device-mapper device.
+func dmQueue(h *probes.Host, lv *probes.LV) *probes.Queue {
+	for _, q := range h.Queues {
+		if q.DMName == lv.DMName {
+			return q
+		}
+	}
+	return nil
+}
+
+// dropHolders makes lv's device held by nothing, as after the moved LVs'
+// refresh.
+func dropHolders(h *probes.Host, lv *probes.LV) {
+	if q := dmQueue(h, lv); q != nil {
+		q.Holders = nil
+	}
+	lv.Open = false
+}

@@ -34,13 +34,17 @@ func (p *planner) planPvmove(vg string) {
 	if p.pvmoves == nil {
 		p.pvmoves = []*probes.LV{}
 		for _, key := range p.sortedLVKeys() {
-			if lv := p.h.LVs[key]; len(lv.Attr) > 0 && lv.Attr[0] == 'p' {
+			if lv := p.h.LVs[key]; (len(lv.Attr) > 0 && lv.Attr[0] == 'p') || isPvmoveName(lv.Name) {
 				p.pvmoves = append(p.pvmoves, lv)
 			}
 		}
 	}
 	for _, lv := range p.pvmoves {
 		if lv.VG != vg {
+			continue
+		}
+		if lv.Attr == "" || lv.Attr[0] != 'p' {
+			p.planPvmoveOrphan(lv)
 			continue
 		}
 		src := pvmoveSources(lv)
@@ -113,4 +117,104 @@ func orNone(s []string) string {
 		return "none found"
 	}
 	return strings.Join(s, ", ")
+}
+
+// isPvmoveName reports whether name is one LVM keeps for pvmove's
+// temporary LVs: lvm2 refuses names starting "pvmove" for any LV a user
+// creates or renames (_lvname_has_reserved_prefix in lib/misc/lvm-string.c),
+// so such an LV is always pvmove's own.
+func isPvmoveName(name string) bool {
+	return strings.HasPrefix(name, "pvmove")
+}
+
+// planPvmoveOrphan handles a pvmove LV that is no longer a mirror: what a
+// pvmove leaves when it stops between the two commits of its finish.
+// lvm2's pvmove_finish (tools/pvmove_poll.c, 2.03.31 as in Debian trixie)
+// first detaches the mirror: the moved LVs are committed on their new PV and
+// pvmove<N> becomes a visible LV of one error segment, its PVMOVE and LOCKED
+// flags cleared (lib/metadata/mirror.c, replace_lv_with_error_segment), and
+// the devices are reloaded; then it deactivates pvmove<N> and removes it in a
+// second commit. A kill between the two, or a pvmove<N> something holds open
+// (the deactivation fails: "ABORTING: Unable to deactivate temporary
+// volume"), leaves it there for good: `pvmove` polls only LVs flagged PVMOVE,
+// and lvm2 tells the user to "remove orphan temporary logical volume(s)".
+// An error segment maps no extents and holds no data, so removing it
+// destroys nothing. A moved LV whose live table still maps pvmove<N> (the
+// kill fell between a commit and its resume) fails every I/O there, and
+// pins pvmove<N>: keel refreshes it from the committed metadata first
+// (lvchange --refresh, what lvm2's later versions do in activate_pvmoved_lvs).
+// Anything else named pvmove<N> without the 'p' attribute is reported, never
+// removed.
+func (p *planner) planPvmoveOrphan(lv *probes.LV) {
+	holders, others := p.dmHolders(lv)
+	remove := []string{"lvremove", "-y", lv.FullName}
+	var cmds [][]string
+	for _, h := range holders {
+		cmds = append(cmds, []string{"lvchange", "--refresh", h})
+	}
+	cmds = append(cmds, remove)
+	observed := fmt.Sprintf("%s, segment type %s", lv.FullName, orNone([]string{lv.SegType}))
+	msg := fmt.Sprintf("a pvmove in VG %s finished its copy but not its clean-up: %s, its temporary LV, is left as an error-segment LV that holds no data", lv.VG, lv.FullName)
+	if len(holders) > 0 {
+		msg += fmt.Sprintf("; the live device-mapper tables of %s still map it, so their I/O there fails until they are reloaded from the committed metadata", strings.Join(holders, ", "))
+		observed += "; mapped by " + strings.Join(holders, ", ")
+	}
+	isError := lv.SegType == "error"
+	if !isError {
+		msg = fmt.Sprintf("VG %s holds %s, named like a pvmove's temporary LV but not flagged as one, of segment type %s: keel does not know what left it", lv.VG, lv.FullName, orNone([]string{lv.SegType}))
+	}
+	if len(others) > 0 {
+		msg += fmt.Sprintf("; it is held open by %s", strings.Join(others, ", "))
+		observed += "; held by " + strings.Join(others, ", ")
+	}
+	remedy := shellAnd(cmds)
+	switch {
+	case !isError:
+		remedy = probes.ShellJoin([]string{"lvs", "-a", "-o", "+segtype,devices", lv.FullName}) + " to see what it maps, then remove it only if nothing needs it"
+	case len(others) > 0 || lv.Open && len(holders) == 0:
+		remedy = "stop what holds " + probes.ShellJoin([]string{"/dev/mapper/" + lv.DMName}) + " open (fuser -vm on it names it), then " + remedy
+	}
+	key := p.add(Finding{ID: "vg.pvmove_orphan", Object: lv.FullName, Message: msg,
+		Expected: "no pvmove LV left", Observed: observed, Remedy: remedy})
+	switch {
+	case !isError:
+		p.reportOnly("vg.pvmove_orphan", lv.FullName, "an LV named like a pvmove's that is not an error segment: look at it by hand", key)
+	case len(others) > 0 || lv.Open && len(holders) == 0:
+		p.reportOnly("vg.pvmove_orphan", lv.FullName, "the leftover pvmove LV is held open by something that is not an LV of its VG", key)
+	default:
+		what := "remove the leftover pvmove LV " + lv.FullName + " (an error segment: no data)"
+		if len(holders) > 0 {
+			what = "reload " + strings.Join(holders, ", ") + " from the committed metadata, then " + what
+		}
+		p.act(phaseResume, Action{ID: "vg.pvmove_orphan:" + lv.FullName, Kind: KindCommand, Class: Live, Object: lv.FullName,
+			Summary: what, Commands: cmds, Remedies: []string{key}})
+	}
+}
+
+// dmHolders returns what holds lv's device-mapper device, from sysfs's
+// holders links: the LVs of the host whose tables map it, as "vg/lv", and
+// any other holder by its kernel or device-mapper name.
+func (p *planner) dmHolders(lv *probes.LV) (lvs, others []string) {
+	if lv.DMName == "" {
+		return nil, nil
+	}
+	for _, q := range p.h.Queues {
+		if q.DMName != lv.DMName {
+			continue
+		}
+		for _, k := range q.Holders {
+			hq := p.h.Queues[k]
+			switch {
+			case hq != nil && p.lvByDM[hq.DMName] != nil && p.lvByDM[hq.DMName].VG == lv.VG:
+				lvs = append(lvs, p.lvByDM[hq.DMName].FullName)
+			case hq != nil && hq.DMName != "":
+				others = append(others, hq.DMName)
+			default:
+				others = append(others, k)
+			}
+		}
+	}
+	slices.Sort(lvs)
+	slices.Sort(others)
+	return lvs, others
 }

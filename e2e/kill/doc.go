@@ -5,7 +5,9 @@
 // apply under killer and SIGKILLs it at a random point of one kind of step,
 // then runs a fresh keel apply and checks that it converged with lvm.conf
 // valid and whole, the data of the LVs that stay intact, no del-* LV and no
-// pvmove left, and no destructive command run twice on one LV.
+// pvmove left, and no destructive command run twice on one LV. Before the
+// loop it makes the leftover of a pvmove that stopped between the two commits
+// of its finish (vg.pvmove_orphan) and checks that one keel apply clears it.
 // KEEL_KILL_ITERATIONS sets the count (default: one per kind of step),
 // KEEL_KILL_SEED the kill points. See docs/reliability.md.
 package kill

@@ -180,6 +180,81 @@ echo "setup: keel's udev rules: $RULES"
 [ -n "$RULES" ] || fail "setup: keel wrote no udev rule"
 grep -q '^[[:space:]]*scan_lvs[[:space:]]*=[[:space:]]*1' /etc/lvm/lvm.conf || fail "setup: no scan_lvs = 1 in lvm.conf"
 
+# --- an orphan pvmove LV, before the loop ----------------------------------
+# lvm2's pvmove_finish (tools/pvmove_poll.c) commits the moved LVs on their
+# new PV and the mirror pvmove0 as a visible error-segment LV (PVMOVE and
+# LOCKED cleared) first, then deactivates pvmove0 and removes it in a second
+# commit. When pvmove0 cannot be deactivated (something holds it open), or
+# the command is killed between the two commits (the kill loop's seed 18401),
+# pvmove0 stays: "vwc-a-v---", no 'p', and `pvmove` with no argument no
+# longer sees it. Made here deterministically: a hand-run pvmove of the
+# journal back to the NVMe while a shell holds /dev/mapper/kvg-pvmove0 open.
+# Then one LV's table is pointed at pvmove0's device, the state a kill
+# between a commit and the resume of the moved LVs leaves (their live table
+# still maps the mirror, now an error target), and keel must refresh it
+# before it can remove pvmove0.
+orphan() {
+	local r pv first last rc maj
+	journal_off || { fail "orphan: could not move the journal off the NVMe"; return; }
+	r=$(lvs -a --noheadings --segments -o seg_pe_ranges kvg/vsplit_vdata | tail -n 1 | tr -d ' ')
+	pv=${r%%:*}
+	first=${r#*:}
+	first=${first%-*}
+	last=${r##*-}
+	rm -f "$OUT/orphan.moved"
+	(
+		while [ ! -e /dev/mapper/kvg-pvmove0 ]; do sleep 0.05; done
+		exec 3</dev/mapper/kvg-pvmove0
+		while [ ! -e "$OUT/orphan.moved" ]; do sleep 0.1; done
+	) &
+	local holder=$!
+	pvmove -n kvg/vsplit_vdata "$pv:$first-$last" "$nv" >"$OUT/orphan.pvmove.txt" 2>&1
+	rc=$?
+	touch "$OUT/orphan.moved"
+	wait "$holder"
+	echo "orphan: pvmove with pvmove0 held open: exit $rc, $(grep -c . "$OUT/orphan.pvmove.txt") lines: $(grep -i -m1 'abort\|orphan' "$OUT/orphan.pvmove.txt")"
+	lvs -a -o lv_name,lv_attr,segtype,devices kvg | tee "$OUT/orphan.lvs"
+	if [ "$(lvs --noheadings -o segtype kvg/pvmove0 2>/dev/null | tr -d ' ')" != error ]; then
+		fail "orphan: no error-segment pvmove0 left to test with"
+		return
+	fi
+	maj=$(dmsetup info -c --noheadings -o major,minor kvg-pvmove0 | tr -d ' ')
+	dmsetup table kvg-other >"$OUT/orphan.other.table"
+	# kvg-other's first sectors now map pvmove0's (an error target, as
+	# small as one extent), the rest its own extents as before.
+	local len dev off mv table
+	read -r _ len _ dev off <"$OUT/orphan.other.table"
+	mv=$(blockdev --getsz /dev/mapper/kvg-pvmove0)
+	if [ "$mv" -ge "$len" ]; then
+		table="0 $len linear $maj 0"
+	else
+		table="0 $mv linear $maj 0"$'\n'"$mv $((len - mv)) linear $dev $((off + mv))"
+	fi
+	if ! { dmsetup reload kvg-other --table "$table" && dmsetup resume kvg-other; }; then
+		fail "orphan: could not point kvg-other at pvmove0 with: $table"
+		# a failed resume leaves the device suspended: put it back
+		dmsetup clear kvg-other
+		dmsetup resume kvg-other
+		return
+	fi
+	echo "orphan: kvg-other now maps $(dmsetup table kvg-other)"
+	cp "$CFG" "$OUT/orphan.cue"
+	"$KEEL" snapshot -o "$OUT/orphan.txtar" || echo "orphan: keel snapshot failed"
+	"$KEEL" check -c "$CFG" --format json >"$OUT/orphan.check.json" 2>&1
+	echo "orphan: keel check exit $?: $(grep -o '"id": "[a-z._]*"' "$OUT/orphan.check.json" | tr '\n' ' ')"
+	if grep -q '"vg.pvmove_orphan"' "$OUT/orphan.check.json"; then ok "orphan: keel check raises vg.pvmove_orphan"; else fail "orphan: keel check does not raise vg.pvmove_orphan"; fi
+	"$KEEL" apply -c "$CFG" --command-log "$OUT/orphan.apply.cmds" >"$OUT/orphan.apply.txt" 2>&1
+	echo "orphan: keel apply exit $?"
+	sed 's/^/    /' "$OUT/orphan.apply.txt"
+	if lvs -a --noheadings -o lv_name kvg | grep -q pvmove; then fail "orphan: pvmove0 is still there: $(lvs -a --noheadings -o lv_name,lv_attr,segtype kvg | grep pvmove | tr -s ' ')"; else ok "orphan: pvmove0 removed"; fi
+	if dmsetup table kvg-other | grep -q " $maj "; then fail "orphan: kvg-other still maps pvmove0's device $maj"; else ok "orphan: kvg-other maps its PV again: $(dmsetup table kvg-other)"; fi
+	sums $KEEP >"$OUT/orphan.sums"
+	if cmp -s "$OUT/sums.0" "$OUT/orphan.sums"; then ok "orphan: checksums intact"; else fail "orphan: checksums changed"; fi
+	r=$(lvs -a --noheadings --segments -o seg_pe_ranges kvg/vsplit_vdata | tail -n 1 | tr -d ' ')
+	if [ "$(readlink -f "${r%%:*}")" = "$(readlink -f "$nv")" ]; then ok "orphan: the journal is on the NVMe"; else fail "orphan: the journal is not on the NVMe: $(lvs -a --noheadings --segments -o seg_pe_ranges kvg/vsplit_vdata | tr -s ' ')"; fi
+}
+orphan
+
 prev=""
 off=$((SEED % ${#KINDS[@]}))
 loop0=$(date +%s)
