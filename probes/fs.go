@@ -59,12 +59,17 @@ func (d DirFS) Readlink(name string) (string, error) {
 	return os.Readlink(d.path(name))
 }
 
-// ReadAt reads n bytes at off from name under the root. Aligned reads
+// ReadAt reads n bytes at off from name under the root; a suspended
+// device-mapper device is refused with ErrSuspended. Aligned reads
 // bypass the page cache where the file allows it (O_DIRECT): a block
 // device's cache can hold blocks a kernel target (dm-vdo) has since rewritten.
 func (d DirFS) ReadAt(name string, off int64, n int) ([]byte, error) {
 	if n < 0 || n > MaxReadAt || off < 0 {
 		return nil, fmt.Errorf("read %s at %d: length %d out of range", name, off, n)
+	}
+	if suspendedBlock(string(d), d.path(name)) {
+		// The read would wait until someone resumes the device.
+		return nil, suspendedError(name)
 	}
 	if off%directAlign == 0 && n%directAlign == 0 && n > 0 {
 		if b, err := readDirect(d.path(name), off, n); !errors.Is(err, errNoDirect) {

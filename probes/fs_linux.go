@@ -2,10 +2,54 @@ package probes
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 )
+
+// suspendedBlock reports whether p is a device-mapper block device that is
+// suspended now, or is stacked on one (sysfs's slaves links, followed
+// down), from the dm/suspended attributes under root's /sys
+// (drivers/md/dm-sysfs.c): a read of it would block until the device is
+// resumed. Anything else, or an attribute that cannot be read, is not.
+func suspendedBlock(root, p string) bool {
+	fi, err := os.Stat(p)
+	if err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false
+	}
+	dev := uint64(st.Rdev)
+	major := (dev>>8)&0xfff | (dev>>32)&^0xfff
+	minor := dev&0xff | (dev>>12)&^0xff
+	sys := DirFS(root)
+	target, err := os.Readlink(sys.path(fmt.Sprintf("/sys/dev/block/%d:%d", major, minor)))
+	if err != nil {
+		return false
+	}
+	var down func(k string, depth int) bool
+	down = func(k string, depth int) bool {
+		if depth > 32 {
+			return false
+		}
+		if b, err := os.ReadFile(sys.path(sysBlock + "/" + k + "/dm/suspended")); err == nil && strings.TrimSpace(string(b)) == "1" {
+			return true
+		}
+		slaves, _ := sys.ReadDir(sysBlock + "/" + k + "/slaves")
+		for _, s := range slaves {
+			if down(s, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	return down(filepath.Base(target), 0)
+}
 
 // readDirect reads n bytes at off with O_DIRECT into a page-aligned buffer.
 // It returns errNoDirect when the file system refuses O_DIRECT.

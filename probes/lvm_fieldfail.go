@@ -300,6 +300,10 @@ func retryCmd(fields, vgs []string) Cmd {
 	return c
 }
 
+// VGOfDMName is the VG of a device-mapper name LVM made ("vg-lv", with
+// each '-' of a name doubled), and false for a name LVM cannot have made.
+func VGOfDMName(name string) (string, bool) { return dmVG(name) }
+
 // dmVG is the VG of a device-mapper name LVM made (dmName, with a layer
 // such as "-vpool" after it): the part before the first '-' that is not
 // doubled, with each "--" read as '-'.

@@ -33,6 +33,11 @@ type Host struct {
 	// rules, UdevRulePaths), as the host has them, by path.
 	KeelFiles map[string]*KeelFile `json:"keelFiles"`
 
+	// Suspended lists, sorted, the device-mapper devices that stayed
+	// suspended through the pass's wait (suspended.go): left so by a killed
+	// LVM command, or by hand. LVM's report then skipped them.
+	Suspended []string `json:"suspended,omitempty"`
+
 	// Errors lists what could not be probed for the host as a whole;
 	// per-object problems are in each object's Errors.
 	Errors []string `json:"errors"`

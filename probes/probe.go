@@ -118,6 +118,22 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		stats   vdoStatsPrefetch
 		crashed panics
 	)
+	// Before any LVM command: a device left suspended would hang it
+	// (suspended.go).
+	var readable []string
+	if stuck := stuckSuspended(ctx, src.FS, src.SuspendWait); stuck != nil {
+		h.Suspended = suspendedNames(stuck)
+		var err error
+		if readable, err = readableDevices(src.FS, stuck); err != nil {
+			// Without the list LVM would wait on them: no LVM report.
+			return h, fmt.Errorf("probe: devices %s are suspended, and the devices LVM may read are unknown: %w",
+				strings.Join(h.Suspended, ", "), err)
+		}
+		cmds[0] = withDevices(cmds[0], readable)
+		stats.devices = readable
+		h.Errors = append(h.Errors, fmt.Sprintf("device-mapper devices suspended for more than %v: %s; LVM read the host without them and what is stacked on them (--devices)",
+			src.SuspendWait, strings.Join(h.Suspended, ", ")))
+	}
 	for i, c := range cmds {
 		wg.Add(1)
 		go func() {
@@ -155,6 +171,9 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		// Exit 5 with only failed fields in the log: LVM left those LVs
 		// out; ask again for their VGs without the fields (lvm_fieldfail.go).
 		if retry, vgs, note, ok := fieldFailureRetry(outs[0].res.Stdout); ok {
+			if readable != nil {
+				retry = withDevices(retry, readable)
+			}
 			h.Errors = append(h.Errors, note)
 			// The failed report's other VGs are decoded while the retry
 			// runs: at thousands of LVs their rows take as long to read

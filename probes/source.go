@@ -15,6 +15,10 @@ import (
 type Source struct {
 	Runner Runner
 	FS     FS
+	// SuspendWait is how long a pass waits for a suspended device-mapper
+	// device to be resumed before it takes it for stuck (suspended.go):
+	// zero for a replay, whose devices never change.
+	SuspendWait time.Duration
 }
 
 // Live returns a Source for this host: commands run with the given
@@ -31,8 +35,14 @@ func Live(root string, timeout time.Duration) Source {
 		}
 		r = dm
 	}
-	return Source{Runner: r, FS: DirFS(root)}
+	return Source{Runner: r, FS: DirFS(root), SuspendWait: liveSuspendWait}
 }
+
+// liveSuspendWait is SuspendWait on a live host: longer than LVM keeps a
+// device suspended in its commands (a VDO pool's suspend flushes its caches
+// and takes seconds under load), short against the minutes a stuck device
+// stalls the VMs on it.
+const liveSuspendWait = 5 * time.Second
 
 // Recorder wraps a Source and keeps every command and file access that goes
 // through it, for writing a Snapshot. It is safe for concurrent use.
@@ -54,7 +64,7 @@ func NewRecorder(inner Source) *Recorder {
 
 // Source returns the recording Source to probe through.
 func (r *Recorder) Source() Source {
-	return Source{Runner: recRunner{r}, FS: recFS{r}}
+	return Source{Runner: recRunner{r}, FS: recFS{r}, SuspendWait: r.inner.SuspendWait}
 }
 
 // Snapshot returns everything recorded so far, with the given header fields.

@@ -30,6 +30,9 @@ type vdoStatsPrefetch struct {
 		cmd Cmd
 		out cmdOut
 	}
+	// devices, when set, limits the early retry to them, as the pass's
+	// report is when a device is stuck suspended (suspended.go).
+	devices []string
 }
 
 // start launches one read per VDO target in the `dmsetup table` output,
@@ -74,6 +77,9 @@ func (v *vdoStatsPrefetch) start(ctx context.Context, src Source, table []byte, 
 		retry, ok := earlyRetry(stats)
 		if !ok {
 			return
+		}
+		if v.devices != nil {
+			retry = withDevices(retry, v.devices)
 		}
 		res, err := runResult(ctx, src, retry)
 		v.mu.Lock()

@@ -42,6 +42,8 @@ var Catalogue = []Rule{
 		"The udev rule that sets the declared bcache tunables at registration is absent or differs from what the desired state generates."},
 	{"config.invalid", Error, "the desired state does not validate",
 		"The newest desired state is invalid or not owned by root; the last good one stays in force until it is fixed."},
+	{"dm.suspended", Critical, "a device-mapper device stays suspended",
+		"A device-mapper device was still suspended after the probe's wait: its I/O waits, the VMs on it stall, and LVM commands scanning it hang. An LVM command killed between its suspend and resume leaves one; keel drops its preloaded table, resumes it and refreshes its LV, and changes nothing else meanwhile. A device LVM did not make is only reported."},
 	{"lv.absent", Info, "LV declared absent still exists",
 		"An LV listed in absent exists; keel removes it safely (rename, zero or discard in steps, lvremove)."},
 	{"lv.absent_reappeared", Warning, "LV under an absent name is not the one to remove",

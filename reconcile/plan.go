@@ -41,6 +41,7 @@ func plan(desired *schema.Config, host *probes.Host, mem Memory) Result {
 	}
 	p := newPlanner(host)
 	p.d, p.mem = desired, mem
+	p.planSuspended()
 	p.planLVMConf()
 	for _, name := range slices.Sorted(maps.Keys(desired.VolumeGroups)) {
 		p.planVG(name, desired.VolumeGroups[name])
@@ -67,6 +68,7 @@ func Audit(host *probes.Host) Result {
 	}
 	p := newPlanner(host)
 	p.audit = true
+	p.planSuspended()
 	p.auditLVMConf()
 	for _, key := range slices.Sorted(maps.Keys(host.VDOPools)) {
 		p.auditVDO(host.VDOPools[key])
@@ -208,6 +210,11 @@ func (p *planner) result() Result {
 	})
 	r := Result{Findings: p.findings, Levels: p.levels, NotEvaluated: p.notEvaluated}
 	for _, a := range p.actions {
+		if len(p.h.Suspended) > 0 && !strings.HasPrefix(a.ID, "dm.suspended:") {
+			// LVM read the host without the suspended devices: nothing else
+			// is judged from a whole view, and a command could block on them.
+			continue
+		}
 		r.Actions = append(r.Actions, a.Action)
 	}
 	sort.SliceStable(r.Levels, func(i, j int) bool {

@@ -7,7 +7,8 @@
 // valid and whole, the data of the LVs that stay intact, no del-* LV and no
 // pvmove left, and no destructive command run twice on one LV. Before the
 // loop it makes the leftover of a pvmove that stopped between the two commits
-// of its finish (vg.pvmove_orphan) and checks that one keel apply clears it.
+// of its finish (vg.pvmove_orphan) and an LV left suspended (dm.suspended),
+// and checks that one keel apply clears each.
 // KEEL_KILL_ITERATIONS sets the count (default: one per kind of step),
 // KEEL_KILL_SEED the kill points. See docs/reliability.md.
 package kill

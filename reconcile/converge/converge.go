@@ -128,6 +128,7 @@ func New(configs []string, w Wiring) *Loop {
 	ex := executor.New(w.Runner, w.Options)
 	ex.Log = w.Log.Named("executor")
 	ex.Records = actionRecords{store: l.State}
+	ex.VGLockHeld = executor.LVMLockHeld(reconcile.SuspendedLockDir)
 	sysfs := bcache.Applier(w.SysFS)
 	ex.Sysfs = func(ctx context.Context, act reconcile.Action) error {
 		err := sysfs(ctx, act)

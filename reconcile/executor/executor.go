@@ -185,6 +185,10 @@ type Executor struct {
 	// Records keeps the stuck and destructive records across processes;
 	// nil keeps them in this process only.
 	Records Records
+	// VGLockHeld says whether an LVM command holds VG vg's lock now; the
+	// resume of a suspended device waits while one does (guard). Nil: no
+	// check (LVMLockHeld is the live one).
+	VGLockHeld func(vg string) (bool, error)
 
 	opts Options
 

@@ -84,6 +84,26 @@ func (e *Executor) guard(ctx context.Context, a reconcile.Action) error {
 			return err
 		}
 	}
+	if strings.HasPrefix(a.ID, "dm.suspended:") && e.VGLockHeld != nil {
+		// An LVM command that holds the VG suspended the device itself and
+		// resumes it when it ends (reconcile.planSuspended).
+		for _, argv := range a.Commands {
+			if len(argv) != 3 || argv[0] != "dmsetup" || argv[1] != "resume" {
+				continue
+			}
+			vg, ok := probes.VGOfDMName(argv[2])
+			if !ok {
+				continue
+			}
+			held, err := e.VGLockHeld(vg)
+			if err != nil {
+				return fmt.Errorf("resume of %s: lvm lock of vg %s: %w", argv[2], vg, err)
+			}
+			if held {
+				return fmt.Errorf("resume of %s: an lvm command holds vg %s; it suspended the device and resumes it itself", argv[2], vg)
+			}
+		}
+	}
 	// Reached only in maintenance mode: gate skips maintenance actions
 	// otherwise.
 	if a.Class == reconcile.Maintenance {

@@ -1,0 +1,155 @@
+package probes
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A device-mapper device left suspended (an LVM command killed between its
+// suspend and its resume: lvm2 suspends an LV's devices, commits, then
+// resumes them, as in lv_update_and_reload and lvrename) holds every I/O to
+// it until something resumes it. LVM's scan then waits on it too: with
+// devices/scan_lvs = 1, which keel sets for VGs stacked on LVs, LVs are
+// scanned like disks, and lvm2's hints (/run/lvm/hints) stop sparing the
+// non-PVs as soon as the list of devices changes, as an lvrename's does
+// (lib/label/hints.c). One such device then hangs every LVM command of the
+// host, keel's `lvm fullreport` among them, and a process blocked in that
+// read cannot be killed until the device is resumed (it waits in exit_aio).
+// devices/ignore_suspended_devices = 1 does not help: with lvm2 2.03.31
+// `lvs` still hung on a suspended LV with it set in lvm.conf or by --config
+// (the test guest, 2026-12-02); `--devices` did not. So a pass first reads
+// each device-mapper device's /sys/block/dm-N/dm/suspended
+// (drivers/md/dm-sysfs.c): LVM's own suspends last from milliseconds to a
+// few seconds, so a device still suspended after Source.SuspendWait is taken
+// to be stuck, and the pass's LVM report then names the devices it may read
+// (--devices): every block device but the stuck ones and those stacked on
+// them (sysfs holders), whose reads would reach them. DirFS.ReadAt refuses
+// suspended devices too.
+
+// suspendPoll is how often a pass looks again at a suspended device.
+const suspendPoll = 100 * time.Millisecond
+
+// ErrSuspended is what a read of a suspended device-mapper device returns
+// instead of blocking.
+var ErrSuspended = errors.New("device-mapper device is suspended")
+
+// suspendedDM returns the device-mapper devices sysfs shows suspended, by
+// kernel name ("dm-3") with their device-mapper names. A device whose
+// attribute cannot be read (a snapshot recorded before keel read it) counts
+// as not suspended.
+func suspendedDM(fsys FS) map[string]string {
+	devs, err := fsys.ReadDir(sysBlock)
+	if err != nil {
+		return nil
+	}
+	var out map[string]string
+	for _, k := range devs {
+		if !strings.HasPrefix(k, "dm-") || !dmSuspended(fsys, k) {
+			continue
+		}
+		name, _ := readTrim(fsys, sysBlock+"/"+k+"/dm/name")
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = name
+	}
+	return out
+}
+
+// dmSuspended reads one device's suspended attribute.
+func dmSuspended(fsys FS, kernel string) bool {
+	s, err := readTrim(fsys, sysBlock+"/"+kernel+"/dm/suspended")
+	return err == nil && s == "1"
+}
+
+// stuckSuspended returns the device-mapper devices that are suspended now
+// and still are after wait, looking again every suspendPoll, by kernel name
+// with their device-mapper names; nil when none is (the usual case costs one
+// read per device-mapper device).
+func stuckSuspended(ctx context.Context, fsys FS, wait time.Duration) map[string]string {
+	susp := suspendedDM(fsys)
+	for deadline := time.Now().Add(wait); len(susp) > 0 && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(suspendPoll):
+		}
+		for k := range susp {
+			if !dmSuspended(fsys, k) {
+				delete(susp, k)
+			}
+		}
+	}
+	if len(susp) == 0 {
+		return nil
+	}
+	return susp
+}
+
+// suspendedNames returns the device-mapper names of stuck, sorted (a
+// device's kernel name when it has none).
+func suspendedNames(stuck map[string]string) []string {
+	names := make([]string, 0, len(stuck))
+	for k, n := range stuck {
+		names = append(names, cmp.Or(n, k))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// readableDevices lists, as /dev/<kernel name>, sorted, every block device
+// of /sys/class/block (disks, partitions, device-mapper devices) but the
+// stuck ones and, through sysfs's holders links, every device stacked on
+// them: the devices an LVM command may read without waiting.
+func readableDevices(fsys FS, stuck map[string]string) ([]string, error) {
+	all, err := fsys.ReadDir(sysClassBlock)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sysClassBlock, err)
+	}
+	skip := map[string]bool{}
+	var walk func(k string, depth int)
+	walk = func(k string, depth int) {
+		if skip[k] || depth > 32 {
+			return
+		}
+		skip[k] = true
+		holders, _ := fsys.ReadDir(sysBlock + "/" + k + "/holders")
+		for _, h := range holders {
+			walk(h, depth+1)
+		}
+	}
+	for k := range stuck {
+		walk(k, 0)
+	}
+	var out []string
+	for _, k := range all {
+		if !skip[k] {
+			out = append(out, "/dev/"+k)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// withDevices returns c limited to devs (`--devices`, lvm2 2.03.12 and
+// later: "Devices not listed will appear to be missing"), the option before
+// any "--".
+func withDevices(c Cmd, devs []string) Cmd {
+	args := slices.Clone(c.Args)
+	at := slices.Index(args, "--")
+	if at < 0 {
+		at = len(args)
+	}
+	args = slices.Insert(args, at, "--devices", strings.Join(devs, ","))
+	return Cmd{Name: c.Name, Args: args, Timeout: c.Timeout}
+}
+
+// suspendedError names the suspended devices in a read's error.
+func suspendedError(name string) error {
+	return fmt.Errorf("%s: %w", name, ErrSuspended)
+}
