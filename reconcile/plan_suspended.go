@@ -58,6 +58,14 @@ func (p *planner) planSuspended() {
 			p.reportOnly("dm.suspended", name, "a device LVM did not make is suspended: find who suspended it before resuming it", key)
 			continue
 		}
+		if vg := p.vgOfLV(lv); vg != nil && vg.Shared {
+			// lvmlockd, not the local lock files, locks a shared VG: the
+			// executor could not tell an LVM command still at work.
+			f.Remedy = "check that no LVM command runs on VG " + vg.Name + " (ps -C lvm,lvchange,lvextend,lvrename), then: dmsetup clear " + name + " && dmsetup resume " + name
+			key := p.add(f)
+			p.reportOnly("dm.suspended", name, "a device of a shared VG is suspended: keel cannot see whether an LVM command still holds it", key)
+			continue
+		}
 		lvm = append(lvm, stuck{name: name, key: f.Key(), lv: lv})
 		p.findings = append(p.findings, f) // remedy set below, once all are known
 	}
@@ -129,4 +137,12 @@ func (p *planner) lvOfDMUUID(uuid string) *probes.LV {
 		}
 	}
 	return nil
+}
+
+// vgOfLV returns lv's VG as the probe saw it, or nil.
+func (p *planner) vgOfLV(lv *probes.LV) *probes.VG {
+	if lv == nil {
+		return nil
+	}
+	return p.h.VGs[lv.VG]
 }

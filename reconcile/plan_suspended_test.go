@@ -60,6 +60,20 @@ func TestPlanSuspendedNotLVM(t *testing.T) {
 	}
 }
 
+// TestPlanSuspendedSharedVG: in a VG lvmlockd locks, the executor cannot
+// see an LVM command at work on the device: reported, nothing run.
+func TestPlanSuspendedSharedVG(t *testing.T) {
+	h := replayHost(t, "kill-suspended")
+	h.VGs["kvg"].Shared = true
+	r := Plan(loadDesired(t, "kill-suspended", h), h)
+	if a := actionByID(t, r, "dm.suspended:kvg-other"); a.Kind != KindNone {
+		t.Errorf("planned %q on a device of a shared VG", a.Commands)
+	}
+	if f := findingByKey(t, r, "dm.suspended@kvg-other"); !strings.Contains(f.Remedy, "no LVM command runs on VG kvg") {
+		t.Errorf("remedy %q", f.Remedy)
+	}
+}
+
 func actionIDs(r Result) []string {
 	var ids []string
 	for _, a := range r.Actions {
