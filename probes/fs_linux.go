@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // suspendedBlock reports whether p is a device-mapper block device that is
@@ -25,10 +27,8 @@ func suspendedBlock(root, p string) bool {
 		return false
 	}
 	dev := uint64(st.Rdev)
-	major := (dev>>8)&0xfff | (dev>>32)&^0xfff
-	minor := dev&0xff | (dev>>12)&^0xff
 	sys := DirFS(root)
-	target, err := os.Readlink(sys.path(fmt.Sprintf("/sys/dev/block/%d:%d", major, minor)))
+	target, err := os.Readlink(sys.path(fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(dev), unix.Minor(dev))))
 	if err != nil {
 		return false
 	}

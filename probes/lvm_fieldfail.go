@@ -275,7 +275,7 @@ func earlyRetry(stats map[string]cmdOut) (Cmd, bool) {
 		if err != nil || st.Mode != "normal" || st.LogicalBlocksUsed == 0 || st.DataBlocksUsed <= st.LogicalBlocksUsed {
 			continue
 		}
-		if vg, ok := dmVG(name); ok {
+		if vg, ok := VGOfDMName(name); ok {
 			vgs = append(vgs, vg)
 		}
 	}
@@ -300,14 +300,11 @@ func retryCmd(fields, vgs []string) Cmd {
 	return c
 }
 
-// VGOfDMName is the VG of a device-mapper name LVM made ("vg-lv", with
-// each '-' of a name doubled), and false for a name LVM cannot have made.
-func VGOfDMName(name string) (string, bool) { return dmVG(name) }
-
-// dmVG is the VG of a device-mapper name LVM made (dmName, with a layer
-// such as "-vpool" after it): the part before the first '-' that is not
-// doubled, with each "--" read as '-'.
-func dmVG(name string) (string, bool) {
+// VGOfDMName is the VG of a device-mapper name LVM made (dmName, with a
+// layer such as "-vpool" after it): the part before the first '-' that is
+// not doubled, with each "--" read as '-'; false for a name LVM cannot have
+// made.
+func VGOfDMName(name string) (string, bool) {
 	var b strings.Builder
 	for i := 0; i < len(name); i++ {
 		if name[i] != '-' {

@@ -217,8 +217,8 @@ func TestEarlyRetry(t *testing.T) {
 		{"vdolab-vdopool-vpool", "vdolab"}, {"my--vg-pool-vpool", "my-vg"}, {"a--b--c-d", "a-b-c"},
 		{"novg", ""}, {"-lv", ""}, {"vg--", ""},
 	} {
-		if vg, ok := dmVG(c.name); vg != c.vg || ok != (c.vg != "") {
-			t.Errorf("dmVG(%q) = %q, %v; want %q", c.name, vg, ok, c.vg)
+		if vg, ok := VGOfDMName(c.name); vg != c.vg || ok != (c.vg != "") {
+			t.Errorf("VGOfDMName(%q) = %q, %v; want %q", c.name, vg, ok, c.vg)
 		}
 	}
 }

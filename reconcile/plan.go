@@ -177,6 +177,12 @@ func (p *planner) act(phase int, a Action) {
 	if p.audit {
 		return
 	}
+	if len(p.h.Suspended) > 0 && !strings.HasPrefix(a.ID, "dm.suspended:") {
+		// LVM read the host without the suspended devices (planSuspended):
+		// nothing else is acted on from that view, and a command could
+		// block on them.
+		return
+	}
 	p.actions = append(p.actions, plannedAction{phase, a})
 }
 
@@ -210,11 +216,6 @@ func (p *planner) result() Result {
 	})
 	r := Result{Findings: p.findings, Levels: p.levels, NotEvaluated: p.notEvaluated}
 	for _, a := range p.actions {
-		if len(p.h.Suspended) > 0 && !strings.HasPrefix(a.ID, "dm.suspended:") {
-			// LVM read the host without the suspended devices: nothing else
-			// is judged from a whole view, and a command could block on them.
-			continue
-		}
 		r.Actions = append(r.Actions, a.Action)
 	}
 	sort.SliceStable(r.Levels, func(i, j int) bool {

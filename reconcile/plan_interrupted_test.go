@@ -252,7 +252,7 @@ func TestPlanPvmoveOrphanVariants(t *testing.T) {
 		{"free", func(h *probes.Host, mv *probes.LV) { dropHolders(h, mv) }, [][]string{{"lvremove", "-y", "kvg/pvmove0"}}},
 		{"held by a process", func(h *probes.Host, mv *probes.LV) { dropHolders(h, mv); mv.Open = true }, nil},
 		{"held by another device", func(h *probes.Host, mv *probes.LV) {
-			q := dmQueue(h, mv)
+			_, q := newPlanner(h).dmQueue(mv.DMName)
 			q.Holders = []string{"dm-99"}
 			h.Queues["dm-99"] = &probes.Queue{Device: "dm-99", DMName: "someone-else"}
 		}, nil},
@@ -281,20 +281,10 @@ func TestPlanPvmoveOrphanVariants(t *testing.T) {
 	}
 }
 
-// dmQueue returns the sysfs queue of lv's device-mapper device.
-func dmQueue(h *probes.Host, lv *probes.LV) *probes.Queue {
-	for _, q := range h.Queues {
-		if q.DMName == lv.DMName {
-			return q
-		}
-	}
-	return nil
-}
-
 // dropHolders makes lv's device held by nothing, as after the moved LVs'
 // refresh.
 func dropHolders(h *probes.Host, lv *probes.LV) {
-	if q := dmQueue(h, lv); q != nil {
+	if _, q := newPlanner(h).dmQueue(lv.DMName); q != nil {
 		q.Holders = nil
 	}
 	lv.Open = false

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -153,7 +154,8 @@ func (p *planner) planPvmoveOrphan(lv *probes.LV) {
 		cmds = append(cmds, []string{"lvchange", "--refresh", h})
 	}
 	cmds = append(cmds, remove)
-	observed := fmt.Sprintf("%s, segment type %s", lv.FullName, orNone([]string{lv.SegType}))
+	segType := cmp.Or(lv.SegType, "unknown")
+	observed := fmt.Sprintf("%s, segment type %s", lv.FullName, segType)
 	msg := fmt.Sprintf("a pvmove in VG %s finished its copy but not its clean-up: %s, its temporary LV, is left as an error-segment LV that holds no data", lv.VG, lv.FullName)
 	if len(holders) > 0 {
 		msg += fmt.Sprintf("; the live device-mapper tables of %s still map it, so their I/O there fails until they are reloaded from the committed metadata", strings.Join(holders, ", "))
@@ -161,25 +163,27 @@ func (p *planner) planPvmoveOrphan(lv *probes.LV) {
 	}
 	isError := lv.SegType == "error"
 	if !isError {
-		msg = fmt.Sprintf("VG %s holds %s, named like a pvmove's temporary LV but not flagged as one, of segment type %s: keel does not know what left it", lv.VG, lv.FullName, orNone([]string{lv.SegType}))
+		msg = fmt.Sprintf("VG %s holds %s, named like a pvmove's temporary LV but not flagged as one, of segment type %s: keel does not know what left it", lv.VG, lv.FullName, segType)
 	}
 	if len(others) > 0 {
 		msg += fmt.Sprintf("; it is held open by %s", strings.Join(others, ", "))
 		observed += "; held by " + strings.Join(others, ", ")
 	}
+	// Open with no LV of the VG mapping it: a process or another device.
+	heldOpen := len(others) > 0 || lv.Open && len(holders) == 0
 	remedy := shellAnd(cmds)
 	switch {
 	case !isError:
 		remedy = probes.ShellJoin([]string{"lvs", "-a", "-o", "+segtype,devices", lv.FullName}) + " to see what it maps, then remove it only if nothing needs it"
-	case len(others) > 0 || lv.Open && len(holders) == 0:
-		remedy = "stop what holds " + probes.ShellJoin([]string{"/dev/mapper/" + lv.DMName}) + " open (fuser -vm on it names it), then " + remedy
+	case heldOpen:
+		remedy = "stop what holds " + probes.ShellJoin([]string{"/dev/mapper/" + lv.DMName}) + " open (fuser -v on it names it), then " + remedy
 	}
 	key := p.add(Finding{ID: "vg.pvmove_orphan", Object: lv.FullName, Message: msg,
 		Expected: "no pvmove LV left", Observed: observed, Remedy: remedy})
 	switch {
 	case !isError:
 		p.reportOnly("vg.pvmove_orphan", lv.FullName, "an LV named like a pvmove's that is not an error segment: look at it by hand", key)
-	case len(others) > 0 || lv.Open && len(holders) == 0:
+	case heldOpen:
 		p.reportOnly("vg.pvmove_orphan", lv.FullName, "the leftover pvmove LV is held open by something that is not an LV of its VG", key)
 	default:
 		what := "remove the leftover pvmove LV " + lv.FullName + " (an error segment: no data)"
@@ -198,20 +202,19 @@ func (p *planner) dmHolders(lv *probes.LV) (lvs, others []string) {
 	if lv.DMName == "" {
 		return nil, nil
 	}
-	for _, q := range p.h.Queues {
-		if q.DMName != lv.DMName {
-			continue
-		}
-		for _, k := range q.Holders {
-			hq := p.h.Queues[k]
-			switch {
-			case hq != nil && p.lvByDM[hq.DMName] != nil && p.lvByDM[hq.DMName].VG == lv.VG:
-				lvs = append(lvs, p.lvByDM[hq.DMName].FullName)
-			case hq != nil && hq.DMName != "":
-				others = append(others, hq.DMName)
-			default:
-				others = append(others, k)
-			}
+	_, q := p.dmQueue(lv.DMName)
+	if q == nil {
+		return nil, nil
+	}
+	for _, k := range q.Holders {
+		hq := p.h.Queues[k]
+		switch {
+		case hq != nil && p.lvByDM[hq.DMName] != nil && p.lvByDM[hq.DMName].VG == lv.VG:
+			lvs = append(lvs, p.lvByDM[hq.DMName].FullName)
+		case hq != nil && hq.DMName != "":
+			others = append(others, hq.DMName)
+		default:
+			others = append(others, k)
 		}
 	}
 	slices.Sort(lvs)

@@ -1,7 +1,9 @@
 package reconcile
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
@@ -31,13 +33,15 @@ const SuspendedLockDir = "/run/lock/lvm"
 // suspended it may still need it so.
 func (p *planner) planSuspended() {
 	type stuck struct {
-		name, key string
-		lv        *probes.LV
+		name string
+		lv   *probes.LV
+		f    Finding
 	}
-	var lvm []stuck
+	var resume []stuck // LVM's devices, resumed by one action
 	for _, name := range p.h.Suspended {
+		kernel, q := p.dmQueue(name)
 		uuid := ""
-		if q := p.queueOfDM(name); q != nil {
+		if q != nil {
 			uuid = q.DMUUID
 		}
 		lv := p.lvOfDMUUID(uuid)
@@ -51,48 +55,39 @@ func (p *planner) planSuspended() {
 		f := Finding{ID: "dm.suspended", Object: name,
 			Message: fmt.Sprintf("device-mapper device %s (%s) is suspended and stayed so through the probe's wait: every I/O to it waits, the VMs on it stall, and LVM commands that scan it (scan_lvs = 1) hang; keel changes nothing else until it runs again",
 				name, owner),
-			Expected: "not suspended", Observed: "suspended (/sys/block/" + p.kernelOfDM(name) + "/dm/suspended = 1)"}
-		if !strings.HasPrefix(uuid, "LVM-") {
+			Expected: "not suspended", Observed: "suspended (/sys/block/" + cmp.Or(kernel, "dm-*") + "/dm/suspended = 1)"}
+		switch vg := p.vgOfLV(lv); {
+		case !strings.HasPrefix(uuid, "LVM-"):
 			f.Remedy = "find who suspended it (dmsetup info " + name + "), then, once it may run again: dmsetup resume " + name
-			key := p.add(f)
-			p.reportOnly("dm.suspended", name, "a device LVM did not make is suspended: find who suspended it before resuming it", key)
-			continue
-		}
-		if vg := p.vgOfLV(lv); vg != nil && vg.Shared {
+			p.reportOnly("dm.suspended", name, "a device LVM did not make is suspended: find who suspended it before resuming it", p.add(f))
+		case vg != nil && vg.Shared:
 			// lvmlockd, not the local lock files, locks a shared VG: the
 			// executor could not tell an LVM command still at work.
-			f.Remedy = "check that no LVM command runs on VG " + vg.Name + " (ps -C lvm,lvchange,lvextend,lvrename), then: dmsetup clear " + name + " && dmsetup resume " + name
-			key := p.add(f)
-			p.reportOnly("dm.suspended", name, "a device of a shared VG is suspended: keel cannot see whether an LVM command still holds it", key)
-			continue
+			f.Remedy = "check that no LVM command runs on VG " + vg.Name + " (pgrep -a '^(lvm|lv[a-z]+|vg[a-z]+|pvmove|pvcreate|pvchange|pvresize|pvremove)$' prints nothing), then: dmsetup clear " + name + " && dmsetup resume " + name
+			p.reportOnly("dm.suspended", name, "a device of a shared VG is suspended: keel cannot see whether an LVM command still holds it", p.add(f))
+		default:
+			resume = append(resume, stuck{name: name, lv: lv, f: f})
 		}
-		lvm = append(lvm, stuck{name: name, key: f.Key(), lv: lv})
-		p.findings = append(p.findings, f) // remedy set below, once all are known
 	}
-	if len(lvm) == 0 {
+	if len(resume) == 0 {
 		return
 	}
 	// Every device is resumed before any LV is refreshed: lvchange scans
 	// the devices and would wait on one still suspended.
-	var cmds [][]string
+	var cmds, refresh [][]string
 	var names, keys, refreshed []string
-	for _, s := range lvm {
+	for _, s := range resume {
 		cmds = append(cmds, []string{"dmsetup", "clear", s.name}, []string{"dmsetup", "resume", s.name})
 		names = append(names, s.name)
-		keys = append(keys, s.key)
-	}
-	for _, s := range lvm {
-		if s.lv != nil && !s.lv.Hidden {
-			cmds = append(cmds, []string{"lvchange", "--refresh", s.lv.FullName})
+		if s.lv != nil && !s.lv.Hidden && !slices.Contains(refreshed, s.lv.FullName) {
+			refresh = append(refresh, []string{"lvchange", "--refresh", s.lv.FullName})
 			refreshed = append(refreshed, s.lv.FullName)
 		}
 	}
-	remedy := shellAnd(cmds)
-	for i := range p.findings {
-		if f := &p.findings[i]; f.ID == "dm.suspended" && f.Remedy == "" {
-			f.Severity = newFinding(f.ID, f.Object, f.Message).Severity
-			f.Remedy = remedy
-		}
+	cmds = append(cmds, refresh...)
+	for _, s := range resume {
+		s.f.Remedy = shellAnd(cmds)
+		keys = append(keys, p.add(s.f))
 	}
 	what := "drop any preloaded table of " + strings.Join(names, ", ") + " and resume them on the tables they ran with"
 	if len(refreshed) > 0 {
@@ -102,33 +97,24 @@ func (p *planner) planSuspended() {
 		Object: strings.Join(names, ","), Summary: what, Commands: cmds, Remedies: keys})
 }
 
-// queueOfDM returns the sysfs queue of the device-mapper device name.
-func (p *planner) queueOfDM(name string) *probes.Queue {
-	for _, q := range p.h.Queues {
-		if q.DMName == name {
-			return q
-		}
-	}
-	return nil
-}
-
-// kernelOfDM returns the kernel name ("dm-3") of the device-mapper device
-// name, or "dm-*" when sysfs did not list it.
-func (p *planner) kernelOfDM(name string) string {
+// dmQueue returns the kernel name ("dm-3") and sysfs queue of the
+// device-mapper device name, or "" and nil when sysfs did not list it.
+func (p *planner) dmQueue(name string) (string, *probes.Queue) {
 	for k, q := range p.h.Queues {
 		if q.DMName == name {
-			return k
+			return k, q
 		}
 	}
-	return "dm-*"
+	return "", nil
 }
 
 // lvOfDMUUID returns the LV whose device a dm uuid names: LVM's are "LVM-",
-// the VG's uuid and the LV's, without their dashes, then for a layer of
-// the LV a "-" suffix (lib/activate/dev_manager.c, build_dm_uuid).
+// the VG's uuid and the LV's, without their dashes, then "-" and a layer
+// for some devices ("-pool", "-vdata": build_dm_uuid in
+// lib/misc/lvm-string.c).
 func (p *planner) lvOfDMUUID(uuid string) *probes.LV {
 	const vgEnd = len("LVM-") + 32
-	if !strings.HasPrefix(uuid, "LVM-") || len(uuid) < vgEnd+32 || strings.Contains(uuid[vgEnd:], "-") {
+	if !strings.HasPrefix(uuid, "LVM-") || len(uuid) < vgEnd+32 {
 		return nil
 	}
 	for _, lv := range p.h.LVs {
