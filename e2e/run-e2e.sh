@@ -27,45 +27,11 @@ export KEEL_E2E_BIN=$bindir/keel
 # the faults and watchdog scenarios were made shorter: docs/testing.md has
 # the suite's time). e2e/kill runs here one iteration per kind; make
 # e2e-long runs its 50.
-#
-# Two lanes, then the rest alone. A guest under TCG keeps about 1 to 1.3 of
-# this machine's 2 CPUs busy, so two guests at once finish two packages in
-# about two thirds of the time they take one after the other (measured:
-# e2e/vdo + e2e/lvmfilter 203 s in a row, 135 s side by side). Only packages
-# without wall-clock bounds share the machine: a scenario that asserts a
-# reaction within N seconds, a watchdog, a daemon's resync or a cold boot's
-# activation timeout runs alone afterwards (apply boot faults signal
-# underfire watchdog), and so does any package not in a lane, so a new
-# package is never raced by default. E2E_LANES=1 (or
-# E2E_PKGS, or any go test argument) runs everything one after another.
-lanes=("kill check guest vdo" "wipe smoke probes remedies lvmfilter")
-gotest=(go test -tags e2e -count=1 -p 1 -v -timeout "${E2E_TIMEOUT:-40m}")
-rc=0
-if [ -n "${E2E_PKGS:-}" ] || [ $# -gt 0 ] || [ "${E2E_LANES:-2}" = 1 ]; then
-	if [ -z "${E2E_PKGS:-}" ]; then
-		E2E_PKGS=$(go list -tags e2e ./e2e/... | tr '\n' ' ')
-	fi
-	"${gotest[@]}" "$@" $E2E_PKGS || rc=$?
-else
-	rest=()
-	for p in $(go list -tags e2e ./e2e/...); do
-		case " ${lanes[*]} " in *" ${p##*/e2e/} "*) ;; *) rest+=("$p") ;; esac
-	done
-	t0=$(date +%s)
-	pids=()
-	for n in 0 1; do
-		# shellcheck disable=SC2086 # one word per package
-		KEEL_QEMU_LOCK=$bindir/lane$n.lock "${gotest[@]}" $(printf './e2e/%s ' ${lanes[n]}) >"$bindir/lane$n.log" 2>&1 &
-		pids+=($!)
-	done
-	for n in 0 1; do
-		wait "${pids[n]}" || rc=$?
-		echo "=== lane $n: ${lanes[n]}"
-		cat "$bindir/lane$n.log"
-	done
-	echo "run-e2e.sh: the two lanes took $(($(date +%s) - t0))s" >&2
-	"${gotest[@]}" "${rest[@]}" || rc=$?
+if [ -z "${E2E_PKGS:-}" ]; then
+	E2E_PKGS=$(go list -tags e2e ./e2e/... | tr '\n' ' ')
 fi
+rc=0
+go test -tags e2e -count=1 -p 1 -v -timeout "${E2E_TIMEOUT:-40m}" "$@" $E2E_PKGS || rc=$?
 end=$(date +%s)
 echo "run-e2e.sh: guest ready in $((built - start))s, whole suite $((end - start))s, rc=$rc" >&2
 exit "$rc"

@@ -34,13 +34,11 @@
 # qemu runs under `flock /tmp/keel-qemu.lock`: one guest at a time per machine.
 # Waiting launchers line up first-come first-served (tickets in
 # /tmp/keel-qemu.queue), since flock alone wakes an arbitrary waiter.
-# KEEL_QEMU_LOCK names another lock file (its queue sits beside it): e2e's
-# run-e2e.sh gives each of its two parallel lanes its own.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${KEEL_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keel-e2e}
-lock=${KEEL_QEMU_LOCK:-/tmp/keel-qemu.lock}
+lock=/tmp/keel-qemu.lock
 
 flavour=fast keel= share= disk_dir= mem=2G smp=2 timeout_s=600 accel=auto shell= quiet= lock_wait=3600
 disk_kinds=() disk_sizes=() disk_serials=()
@@ -101,7 +99,7 @@ image=$("$here/image/build.sh" "$flavour") || die "building the $flavour guest f
 
 # Fair queue in front of the lock: wait until this launcher's ticket is the
 # oldest one whose owner is still alive, then take the lock as usual.
-queue=${lock%.lock}.queue
+queue=/tmp/keel-qemu.queue
 ticket=
 wait_turn() {
 	mkdir -p "$queue"
