@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/lvmregex"
 )
 
 // TestAuditGlobalFilter replays captures of e2e/lvmfilter: a VG on an LV,
@@ -98,5 +99,42 @@ func TestDeclaredFilterLeak(t *testing.T) {
 		if c.leak == "" && msg != "" || c.leak != "" && !strings.Contains(msg, "vdovg/vm-100-disk-0 ("+c.leak+")") {
 			t.Errorf("%s: finding %q, want one naming %q", c.filter, msg, c.leak)
 		}
+	}
+}
+
+// TestDecideDisksInOrder: on the captured 2,000-LV host, the filter's
+// verdicts judged in chunks on all CPUs are the ones judged one disk after
+// another, in the disks' order, with all three verdicts mixed: a reject for
+// a tenth of the disks by their mapper name, an accept for half of the rest
+// by their /dev/VG/LV name, and no entry matching the others.
+func TestDecideDisksInOrder(t *testing.T) {
+	_, h := replayScale(t, "scale-vdo")
+	p := newPlanner(h)
+	disks := p.vmDiskLVs()
+	if len(disks) <= 4*decideDisksChunk {
+		t.Fatalf("%d VM disks: the capture should give several chunks", len(disks))
+	}
+	f, err := lvmregex.NewFilter([]string{`r|/dev/mapper/vdovg-vm--1[0-9]*5--disk--0|`, `a|/dev/vdovg/vm-1[0-9]*[02468]-|`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.decideDisks(f, disks)
+	var accepted, rejected, unmatched int
+	for i, lv := range disks {
+		want := f.Decide(p.lvAliases(lv))
+		if got[i] != want {
+			t.Fatalf("disk %d %s: %+v, want %+v", i, lv.FullName, got[i], want)
+		}
+		switch {
+		case !want.Accepted:
+			rejected++
+		case want.Alias == "":
+			unmatched++
+		default:
+			accepted++
+		}
+	}
+	if accepted == 0 || rejected == 0 || unmatched == 0 {
+		t.Fatalf("accepted %d, rejected %d, unmatched %d: the filter should split the disks three ways", accepted, rejected, unmatched)
 	}
 }

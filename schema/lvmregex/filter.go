@@ -95,8 +95,9 @@ type Verdict struct {
 func (f *Filter) Decide(aliases []string) Verdict {
 	var rejected Verdict
 	for _, a := range aliases {
+		w := wrap(a)
 		for i, re := range f.res {
-			if !re.MatchString(a) {
+			if !re.re.MatchString(w) {
 				continue
 			}
 			if f.entries[i].Accept {

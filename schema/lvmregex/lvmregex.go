@@ -404,7 +404,13 @@ func (r *Regexp) String() string { return r.src }
 // MatchString reports whether LVM's engine matches the pattern against
 // name: anywhere in it, ^ and $ at its ends.
 func (r *Regexp) MatchString(name string) bool {
-	return r.re.MatchString(string(rune(hatChar)) + name + string(rune(dollarChar)))
+	return r.re.MatchString(wrap(name))
+}
+
+// wrap puts the markers ^ and $ match at name's ends, as MatchString
+// does; a caller matching one name against many patterns wraps it once.
+func wrap(name string) string {
+	return string(rune(hatChar)) + name + string(rune(dollarChar))
 }
 
 // Compile returns the pattern as keel accepts it: LVM must parse it alone
