@@ -275,6 +275,9 @@ func (r *report) guestVersions() string {
 	if k := kre.FindStringSubmatch(g); k != nil {
 		parts = append(parts, "kernel "+k[1])
 	}
+	if c := regexp.MustCompile(`(?m)^cmdline (.*)$`).FindStringSubmatch(g); c != nil {
+		parts = append(parts, "kernel command line `"+strings.TrimSpace(c[1])+"`")
+	}
 	if l := regexp.MustCompile(`LVM version:\s+(\S+)`).FindStringSubmatch(g); l != nil {
 		parts = append(parts, "lvm2 "+l[1])
 	}
