@@ -20,7 +20,7 @@
 #   --share DIR        use DIR as the 9p share and keep it (default: a temporary one)
 #   --disk-dir DIR     keep disk images (and the systemd root) in DIR; images that
 #                      already exist there are reused, which is how a reboot is done
-#   --mem SIZE         guest RAM (default 2G)     --smp N   CPUs (default 2)
+#   --mem SIZE         guest RAM (default 2G)     --smp N   CPUs (default 2, or $KEEL_GUEST_SMP)
 #   --timeout SECONDS  hard limit for the boot and the script (default 600)
 #   --accel auto|tcg|kvm  (default auto: KVM only if a cached probe boots with it)
 #   --shell            interactive shell in the guest instead of a script
@@ -34,13 +34,16 @@
 # qemu runs under `flock /tmp/keel-qemu.lock`: one guest at a time per machine.
 # Waiting launchers line up first-come first-served (tickets in
 # /tmp/keel-qemu.queue), since flock alone wakes an arbitrary waiter.
+# KEEL_QEMU_LOCK names another lock file (its queue sits beside it), and
+# KEEL_GUEST_SMP the default CPU count: run-e2e.sh runs two lanes of
+# one-CPU guests side by side, each lane with its own lock.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${KEEL_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keel-e2e}
-lock=/tmp/keel-qemu.lock
+lock=${KEEL_QEMU_LOCK:-/tmp/keel-qemu.lock}
 
-flavour=fast keel= share= disk_dir= mem=2G smp=2 timeout_s=600 accel=auto shell= quiet= lock_wait=3600
+flavour=fast keel= share= disk_dir= mem=2G smp=${KEEL_GUEST_SMP:-2} timeout_s=600 accel=auto shell= quiet= lock_wait=3600
 disk_kinds=() disk_sizes=() disk_serials=()
 script= files=()
 
@@ -99,7 +102,7 @@ image=$("$here/image/build.sh" "$flavour") || die "building the $flavour guest f
 
 # Fair queue in front of the lock: wait until this launcher's ticket is the
 # oldest one whose owner is still alive, then take the lock as usual.
-queue=/tmp/keel-qemu.queue
+queue=${lock%.lock}.queue
 ticket=
 wait_turn() {
 	mkdir -p "$queue"

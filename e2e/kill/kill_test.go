@@ -117,12 +117,18 @@ func TestKillLoop(t *testing.T) {
 		judge(t, n, func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }, 0)
 		return
 	}
+	// The snapshots of the states worth a fixture are taken only when
+	// KEEL_KILL_OUT keeps them (each costs seconds under TCG).
+	snapshots := 0
+	if os.Getenv("KEEL_KILL_OUT") != "" {
+		snapshots = 1
+	}
 	r := guest.Run(t, guest.Spec{
 		Disks: []guest.Disk{{Kind: guest.NVMe, Size: "20G", Serial: "nvme0"},
 			{Kind: guest.HDD, Size: "20G", Serial: "hdd1"}},
 		Files: files, Keel: true, Mem: "3G",
-		Script: fmt.Sprintf("KILL_ITERATIONS=%d KILL_SEED=%d KILL_BUDGET=%d KILL_DEADLINE=%d KILL_KINDS=%q exec bash /mnt/host/kill.sh",
-			n, seed, int(budget.Seconds()), max(deadline.Unix(), 0), strings.Join(only, " ")),
+		Script: fmt.Sprintf("KILL_ITERATIONS=%d KILL_SEED=%d KILL_BUDGET=%d KILL_DEADLINE=%d KILL_KINDS=%q KILL_SNAPSHOTS=%d exec bash /mnt/host/kill.sh",
+			n, seed, int(budget.Seconds()), max(deadline.Unix(), 0), strings.Join(only, " "), snapshots),
 		Timeout: guestTimeout(n, budget, deadline),
 	})
 	t.Logf("guest wall time %.0fs for %d iterations", r.Wall.Seconds(), n)

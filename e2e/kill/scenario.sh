@@ -31,11 +31,14 @@
 # waits for, as systemd kills a unit's cgroup), odd ones keel alone
 # (KILL_GROUP=all or none: every one the same way).
 #
-# Environment: KILL_ITERATIONS (default 9), KILL_SEED (default 1), KILL_KINDS,
+# Environment: KILL_ITERATIONS (default 10), KILL_SEED (default 1), KILL_KINDS,
 # KILL_BUDGET (seconds; no new iteration starts once the loop has run that
 # long, 0: no bound), KILL_DEADLINE (epoch seconds; no new iteration starts
 # when the last one's length would pass it, 0: none). $OUT/done holds the
-# number of iterations run.
+# number of iterations run. KILL_SNAPSHOTS=1 records the host as keel sees
+# it (keel snapshot) in the states worth a fixture (the orphan, the stuck
+# device, a half-done pvmove, VDO or thin pool): only KEEL_KILL_OUT keeps
+# them, and under TCG each costs seconds.
 # Writes $OUT/itN.* per iteration; e2e/kill/kill_test.go judges them. Prints
 # "ok:" / "FAIL:" lines for what it checks on the guest itself.
 set -uo pipefail
@@ -50,6 +53,11 @@ hd=$(disk hdd1) || exit 2
 KILLER=$SHARE/killer
 CFG=/etc/keel/kill.cue
 FAILS=0
+# snap NAME: keel snapshot into $OUT/NAME.txtar when KILL_SNAPSHOTS=1.
+snap() {
+	[ "${KILL_SNAPSHOTS:-0}" = 1 ] || return 0
+	timeout -k 10 180 "$KEEL" snapshot -o "$OUT/$1.txtar" || echo "$1: keel snapshot exit $?"
+}
 ok() { echo "ok: $*"; }
 fail() {
 	echo "FAIL: $*" | tee -a "$OUT/fails.txt"
@@ -239,7 +247,7 @@ orphan() {
 	fi
 	echo "orphan: kvg-other now maps $(dmsetup table kvg-other)"
 	cp "$CFG" "$OUT/orphan.cue"
-	"$KEEL" snapshot -o "$OUT/orphan.txtar" || echo "orphan: keel snapshot failed"
+	snap orphan
 	"$KEEL" check -c "$CFG" --format json >"$OUT/orphan.check.json" 2>&1
 	echo "orphan: keel check exit $?: $(grep -o '"id": "[a-z._]*"' "$OUT/orphan.check.json" | tr '\n' ' ')"
 	if grep -q '"vg.pvmove_orphan"' "$OUT/orphan.check.json"; then ok "orphan: keel check raises vg.pvmove_orphan"; else fail "orphan: keel check does not raise vg.pvmove_orphan"; fi
@@ -278,7 +286,7 @@ suspended() {
 	rm -f /run/lvm/hints
 	echo "suspended: $(suspended_now | tr '\n' ' ')"
 	cp "$CFG" "$OUT/suspended.cue"
-	timeout -k 10 180 "$KEEL" snapshot -o "$OUT/suspended.txtar" || echo "suspended: keel snapshot exit $?"
+	snap suspended
 	timeout -k 10 180 "$KEEL" check -c "$CFG" --format json >"$OUT/suspended.check.json" 2>"$OUT/suspended.check.err"
 	rc=$?
 	echo "suspended: keel check exit $rc: $(grep -o '"id": "[a-z._]*"' "$OUT/suspended.check.json" | tr '\n' ' ')"
@@ -367,20 +375,20 @@ for i in $(seq 1 "$N"); do
 		# Every LVM command would wait on it (scan_lvs = 1): only keel's
 		# next apply may look at the host.
 		echo "it$i: the kill left devices suspended: $(echo $left)"
-		timeout -k 10 180 "$KEEL" snapshot -o "$OUT/it$i.suspended.txtar" || echo "it$i: keel snapshot exit $?"
+		snap "it$i.suspended"
 	elif lvs -a --noheadings -o lv_name kvg 2>/dev/null | grep -q pvmove; then
 		# The kill left a pvmove half-done: record the host as keel sees it
 		# (the capture reconcile's planner tests replay).
 		echo "it$i: the kill left a pvmove in progress:"
 		lvs -a -o lv_name,lv_attr,copy_percent,devices kvg | tee "$OUT/it$i.pvmove.lvs"
-		"$KEEL" snapshot -o "$OUT/it$i.pvmove.txtar" || echo "it$i: keel snapshot failed"
+		snap "it$i.pvmove"
 	fi
 	seg=$([ -z "$left" ] && lvs --noheadings -o segtype kvg/vchurn 2>/dev/null | tr -d ' ')
 	if [ -n "$seg" ] && [ "$seg" != vdo-pool ]; then
 		# The kill stopped a VDO pool's creation half-way: record it too.
 		echo "it$i: the kill left kvg/vchurn a $seg LV:"
 		lvs -a -o lv_name,segtype,lv_size,lv_tags,devices kvg/vchurn | tee "$OUT/it$i.vdopartial.lvs"
-		"$KEEL" snapshot -o "$OUT/it$i.vdopartial.txtar" || echo "it$i: keel snapshot failed"
+		snap "it$i.vdopartial"
 	fi
 	seg=$([ -z "$left" ] && lvs --noheadings -o segtype,lv_tags kvg/tchurn 2>/dev/null | tr -s ' ' | sed 's/^ //')
 	if [ -n "$seg" ] && { [ "${seg%% *}" != thin-pool ] || [[ "$seg" == *keel_create* ]]; }; then
@@ -389,7 +397,7 @@ for i in $(seq 1 "$N"); do
 		# pool after its last commit): record it.
 		echo "it$i: the kill left kvg/tchurn a $seg LV:"
 		lvs -a -o lv_name,segtype,lv_size,lv_tags,devices kvg/tchurn | tee "$OUT/it$i.thinpartial.lvs"
-		"$KEEL" snapshot -o "$OUT/it$i.thinpartial.txtar" || echo "it$i: keel snapshot failed"
+		snap "it$i.thinpartial"
 	fi
 	# --- recover ----------------------------------------------------------
 	t0=$(date +%s)
