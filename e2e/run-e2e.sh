@@ -35,12 +35,12 @@ export KEEL_KILL_ITERATIONS=${KEEL_KILL_ITERATIONS:-4}
 # two guests of two vCPUs each on this 2-CPU machine starve each other (a
 # kill loop iteration took 80-120 s instead of 30-40 beside e2e/wipe), but
 # two one-vCPU guests share it well: e2e/vdo and e2e/lvmfilter side by side
-# took 99 s in all, e2e/vdo alone with two vCPUs 89 s
-# (2026-12-02). Only packages without wall-clock bounds go in a lane: a
-# scenario that asserts a reaction within N seconds, a watchdog, a daemon's
-# resync or a cold boot's activation timeout runs alone afterwards (apply
-# boot faults signal underfire watchdog), and so does any package not in a
-# lane, so a new package is never raced by default. E2E_LANES=1 (or
+# took 99 s in all, e2e/vdo alone with two vCPUs 89 s (2026-12-02). Only
+# packages without wall-clock bounds go in a lane: a scenario that asserts
+# a reaction within N seconds, a watchdog, a daemon's resync or a cold
+# boot's activation timeout runs alone afterwards (apply boot faults signal
+# underfire watchdog), and so does any package not in a lane, so a new
+# package is never raced by default. E2E_LANES=1 (or
 # E2E_PKGS, or any go test argument) runs everything one after another.
 lanes=("kill smoke probes guest" "wipe check remedies vdo lvmfilter")
 gotest=(go test -tags e2e -count=1 -p 1 -v -timeout "${E2E_TIMEOUT:-40m}")
