@@ -25,7 +25,7 @@ type Liveness struct {
 	Timeout time.Duration
 
 	mu      sync.Mutex
-	ended   uint64
+	lastEnd time.Time // when a command last ended
 	next    uint64
 	running map[uint64]time.Time // deadline (zero: none) by command
 }
@@ -47,51 +47,59 @@ func (l *Liveness) Run(ctx context.Context, c probes.Cmd) (probes.Result, error)
 	defer func() {
 		l.mu.Lock()
 		delete(l.running, id)
-		l.ended++
+		l.lastEnd = time.Now()
 		l.mu.Unlock()
 	}()
 	return l.Inner.Run(ctx, c)
 }
 
-// advanced reports whether commands advance at now: one ended since the
-// count was last (ended is the count then), or some run and none is past
-// its timeout. It also returns the count of ended commands.
-func (l *Liveness) advanced(last uint64, now time.Time) (uint64, bool) {
+// advanced reports whether commands advance at now: one ended within the
+// window before now, or some run and none is past its timeout.
+func (l *Liveness) advanced(now time.Time, window time.Duration) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended > last {
-		return l.ended, true
+	if !l.lastEnd.IsZero() && now.Sub(l.lastEnd) < window {
+		return true
 	}
 	for _, d := range l.running {
 		if !d.IsZero() && now.After(d) {
-			return l.ended, false
+			return false
 		}
 	}
-	return l.ended, len(l.running) > 0
+	return len(l.running) > 0
 }
 
-// keepAliveWhilePassing pings the systemd watchdog every interval while a
-// pass runs (passing) and its commands advance (Liveness). A pass runs on
-// the loop's goroutine, so the loop's own pings stop meanwhile; a slow PV
+// keepAliveWhilePassing pings the systemd watchdog while a pass runs
+// (passing) and its commands advance (Liveness). A pass runs on the
+// serving goroutine, and the loop pings only when no pass runs; a slow PV
 // can make a pass longer than WatchdogSec while every command still ends
-// within its timeout. A hung pass still stops the pings, and systemd
-// restarts keel.
+// within its timeout. interval is half of WatchdogSec (the interval
+// sd_watchdog_enabled(3) advises pinging at). It looks four times an
+// interval and pings when a command ended within the last interval or one
+// runs within its timeout: judged only once an interval, a single look
+// that fell in a stretch without commands (the desired state compiled
+// again, a plan) left 2 intervals, the whole WatchdogSec, between two
+// pings, and systemd's timer raced the next one. A hung pass still stops
+// the pings one interval after its last command ended (or when its
+// command passes its timeout), and systemd restarts keel WatchdogSec
+// later.
 func (d *Daemon) keepAliveWhilePassing(ctx context.Context, interval time.Duration, ping func() error) {
-	t := time.NewTicker(interval)
+	t := time.NewTicker(max(interval/4, time.Millisecond))
 	defer t.Stop()
-	var last uint64
+	warned := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			n, ok := d.Liveness.advanced(last, now)
-			last = n
 			switch {
 			case !d.passing.Load():
-			case ok:
+				warned = false
+			case d.Liveness.advanced(now, interval):
+				warned = false
 				_ = ping()
-			case d.metrics.WipesInFlight() == 0:
+			case d.metrics.WipesInFlight() == 0 && !warned:
+				warned = true
 				d.Log.Warn("a pass ran or ended no command within its timeout for a watchdog interval", "interval", interval.String())
 			}
 		}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,8 +24,8 @@ func (r stuckRunner) Run(context.Context, probes.Cmd) (probes.Result, error) {
 func TestLivenessAdvanced(t *testing.T) {
 	r := stuckRunner{release: make(chan struct{})}
 	l := &Liveness{Inner: r, Timeout: time.Hour}
-	now := time.Now()
-	if _, ok := l.advanced(0, now); ok {
+	const window = time.Minute
+	if l.advanced(time.Now(), window) {
 		t.Error("no command ran or ended: advanced")
 	}
 	done := make(chan struct{})
@@ -41,21 +42,68 @@ func TestLivenessAdvanced(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if _, ok := l.advanced(0, time.Now()); !ok {
+	if !l.advanced(time.Now(), window) {
 		t.Error("a command within its timeout: not advanced")
 	}
-	if _, ok := l.advanced(0, time.Now().Add(2*time.Hour)); ok {
+	if l.advanced(time.Now().Add(2*time.Hour), window) {
 		t.Error("a command past its timeout: advanced")
 	}
 	close(r.release)
 	<-done
-	n, ok := l.advanced(0, time.Now().Add(2*time.Hour))
-	if !ok || n != 1 {
-		t.Errorf("a command ended: advanced %v, count %d (want true, 1)", ok, n)
+	if !l.advanced(time.Now(), window) {
+		t.Error("a command ended within the window: not advanced")
 	}
-	if _, ok := l.advanced(n, time.Now()); ok {
-		t.Error("nothing ended since and nothing runs: advanced")
+	if l.advanced(time.Now().Add(window+time.Second), window) {
+		t.Error("nothing ended within the window and nothing runs: advanced")
 	}
+}
+
+// A pass whose commands end a little more than an interval apart (a
+// desired state compiled again, a plan, between them) keeps its pings well
+// within WatchdogSec of each other. Before, the pass was judged once an
+// interval on whether a command had ended since the last look: a look
+// between two such commands skipped its ping, and two pings came a whole
+// WatchdogSec apart, a race with systemd's timer.
+func TestKeepAliveAcrossAGap(t *testing.T) {
+	d := &Daemon{Log: hclog.NewNullLogger(), metrics: alerts.NewMetrics(),
+		Liveness: &Liveness{Inner: quickRunner{}, Timeout: time.Second}}
+	const interval = 80 * time.Millisecond // WatchdogSec 160ms
+	var mu sync.Mutex
+	var pings []time.Time
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go d.keepAliveWhilePassing(ctx, interval, func() error {
+		mu.Lock()
+		pings = append(pings, time.Now())
+		mu.Unlock()
+		return nil
+	})
+	d.passing.Store(true)
+	// A command every 100ms (an interval and a quarter), for 1.5 s.
+	for range 15 {
+		_, _ = d.Liveness.Run(ctx, probes.Cmd{Name: "lvm", Args: []string{"version"}})
+		time.Sleep(100 * time.Millisecond)
+	}
+	d.passing.Store(false)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(pings) < 10 {
+		t.Fatalf("%d pings in 1.5 s at interval %v", len(pings), interval)
+	}
+	for i := 1; i < len(pings); i++ {
+		// WatchdogSec is 2 intervals; the ping pattern leaves at most about
+		// half an interval, and a loaded machine some more.
+		if gap := pings[i].Sub(pings[i-1]); gap > interval*3/2 {
+			t.Errorf("ping %d came %v after the one before (interval %v, WatchdogSec %v)", i, gap, interval, 2*interval)
+		}
+	}
+}
+
+// quickRunner ends every command at once.
+type quickRunner struct{}
+
+func (quickRunner) Run(context.Context, probes.Cmd) (probes.Result, error) {
+	return probes.Result{}, nil
 }
 
 // A pass whose command runs within its timeout keeps the watchdog pinged;
