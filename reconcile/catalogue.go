@@ -88,6 +88,8 @@ var Catalogue = []Rule{
 		"The block map cache size is not the declared one; it changes only with the pool stopped."},
 	{"vdo.compression", Warning, "VDO compression differs",
 		"Compression is not the declared setting."},
+	{"vdo.create_interrupted", Warning, "VDO pool creation interrupted",
+		"lvm2 made the VDO pool keel was creating, but keel stopped before it ended: the pool still carries keel's creation tag, and its VDO LV may be inactive; keel activates it and drops the tag."},
 	{"vdo.dedupe_timeouts", Warning, "VDO dedupe advice timed out",
 		"vdostats counts dedupe advice timeouts: the index is too slow and duplicates are written anyway."},
 	{"vdo.deduplication", Warning, "VDO deduplication differs",

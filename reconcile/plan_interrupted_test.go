@@ -289,3 +289,71 @@ func dropHolders(h *probes.Host, lv *probes.LV) {
 	}
 	lv.Open = false
 }
+
+// TestPlanUnfinishedVDOActivation: keel killed with its process group while
+// lvconvert --type vdo-pool activated the pool it had just committed
+// (e2e/kill, kind vdo-partial). The capture holds the state the kill left
+// most often on the guest: kvg/vchurnlv inactive, kvg/vchurn_vdata active
+// under a kvg-vchurn-vpool device with no live table (dm-vdo's load cut
+// short), the pool tagged keel_create. lvm2 refuses lvchange -ay of the VDO
+// LV then ("prohibited while logical volume kvg/vchurn_vdata is active"),
+// and lvchange -an of _vdata ("used by another device"); lvchange -an of the
+// pool takes the stack down (each tried on the guest). Before, keel only
+// reported vg.inactive with the refused remedy, and the kill loop failed
+// (CI of stop 28, iteration 2).
+func TestPlanUnfinishedVDOActivation(t *testing.T) {
+	h := replayHost(t, "kill-vdo-unfinished")
+	pool, lv := h.LVs["kvg/vchurn"], h.LVs["kvg/vchurnlv"]
+	if pool == nil || pool.SegType != "vdo-pool" || !hasTag(pool, CreateTag) || lv == nil || lv.Active {
+		t.Fatalf("the capture holds no pool kvg/vchurn with tag %s under an inactive kvg/vchurnlv: %+v %+v", CreateTag, pool, lv)
+	}
+	if d, ok := h.DM["kvg-vchurn-vpool"]; !ok || d != nil && len(d.Table) != 0 {
+		t.Fatalf("the capture holds no kvg-vchurn-vpool without a live table: %+v", d)
+	}
+	r := Plan(loadDesired(t, "kill-vdo-unfinished", h), h)
+	want := [][]string{
+		{"lvchange", "-an", "kvg/vchurn"},
+		{"lvchange", "-ay", "kvg/vchurnlv"},
+		{"lvchange", "--deltag", CreateTag, "kvg/vchurn"},
+	}
+	a := actionByID(t, r, "vdo.create:kvg/vchurn")
+	if !slices.EqualFunc(a.Commands, want, slices.Equal) {
+		t.Errorf("commands %q, want %q", a.Commands, want)
+	}
+	if f := findingByKey(t, r, "vdo.create_interrupted@kvg/vchurn"); f.Remedy != shellAnd(want) {
+		t.Errorf("remedy %q, want %q", f.Remedy, shellAnd(want))
+	}
+	// vg.inactive's remedy, as typed, takes the stack down first too.
+	if f := findingByKey(t, r, "vg.inactive@kvg"); f.Remedy != shellAnd(want[:2]) {
+		t.Errorf("vg.inactive remedy %q, want %q", f.Remedy, shellAnd(want[:2]))
+	}
+	// The same pool without keel's tag is someone else's: reported with the
+	// same remedy, never acted on.
+	pool.Fields.Set("lv_tags", "")
+	r = Plan(loadDesired(t, "kill-vdo-unfinished", h), h)
+	reportedNotPlanned(t, r, "vg.inactive@kvg", shellAnd(want[:2]), "vdo.create:kvg/vchurn")
+	for _, f := range r.Findings {
+		if f.ID == "vdo.create_interrupted" {
+			t.Errorf("untagged pool: %s", f.Key())
+		}
+	}
+}
+
+// TestPlanUnfinishedVDOTagOnly: keel killed after lvm2 had activated the
+// VDO LV, before keel dropped its tag: only the tag is left to drop.
+func TestPlanUnfinishedVDOTagOnly(t *testing.T) {
+	h := replayHost(t, "kill-vdo-tagged-active")
+	if pool, lv := h.LVs["kvg/vchurn"], h.LVs["kvg/vchurnlv"]; pool == nil || !hasTag(pool, CreateTag) || lv == nil || !lv.Active {
+		t.Fatalf("the capture holds no tagged pool kvg/vchurn under an active kvg/vchurnlv")
+	}
+	r := Plan(loadDesired(t, "kill-vdo-tagged-active", h), h)
+	want := [][]string{{"lvchange", "--deltag", CreateTag, "kvg/vchurn"}}
+	if a := actionByID(t, r, "vdo.create:kvg/vchurn"); !slices.EqualFunc(a.Commands, want, slices.Equal) {
+		t.Errorf("commands %q, want %q", a.Commands, want)
+	}
+	for _, f := range r.Findings {
+		if f.ID == "vg.inactive" {
+			t.Errorf("an active VDO LV reported inactive: %s", f.Message)
+		}
+	}
+}

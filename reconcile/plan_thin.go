@@ -142,15 +142,9 @@ func (p *planner) finishThinCreate(object string, lv *probes.LV, phase int) {
 	state := "active"
 	if !lv.Active {
 		state = "inactive"
-		var parts []string
-		for _, sub := range []string{lv.DataLV, lv.MetadataLV} {
-			if c := p.h.LVs[sub]; c != nil && c.Active {
-				parts = append(parts, c.FullName)
-			}
-		}
-		if len(parts) > 0 {
+		if down := p.stackDownCmds(object); len(down) > 0 {
 			state += ", its components active"
-			cmds = append(cmds, append([]string{"lvchange", "-an"}, parts...))
+			cmds = append(cmds, down...)
 		}
 		cmds = append(cmds, []string{"lvchange", "-ay", object})
 	}

@@ -176,6 +176,7 @@ func (p *planner) planVDO(vgName, poolName string, vgWant schema.VolumeGroup, wa
 		return
 	}
 	o := p.observeVDO(pool, want.LV)
+	p.finishVDOCreate(object, o, phase)
 	slabs := uint64(0)
 	if o.layout != nil {
 		slabs = o.layout.Slabs
@@ -268,6 +269,50 @@ func (p *planner) planMissingVDO(vgName, poolName string, vgWant schema.VolumeGr
 	}
 	a.Commands = append(a.Commands, []string{"lvchange", "--deltag", CreateTag, object})
 	p.act(phaseCreateVDO+phase, a)
+}
+
+// finishVDOCreate ends the creation of a VDO pool that lvm2 made whole but
+// keel did not see through: the pool still carries CreateTag. lvconvert
+// --type vdo-pool formats the LV, then commits the pool and its VDO LV in
+// one lv_create_single and only then activates them (convert_vdo_lv,
+// lib/metadata/vdo_manip.c; _lv_create_an_lv, lib/metadata/lv_manip.c).
+// Killed after that commit, it leaves a whole pool with the VDO LV
+// inactive, and part of its stack up when the kill came during the
+// activation (e2e/kill, kind vdo-partial: most often _vdata active under a
+// -vpool device that has only an inactive table, dm-vdo's load cut short).
+// keel takes that part down (stackDownCmds), activates the VDO LV it began
+// and drops the tag. A VDO LV keel did not begin that is inactive is only
+// reported (vg.inactive).
+func (p *planner) finishVDOCreate(object string, o observedVDO, phase int) {
+	if !hasTag(p.h.LVs[object], CreateTag) {
+		return
+	}
+	var cmds [][]string
+	state := "active"
+	switch {
+	case o.lv == nil:
+		state = "missing" // not a state lvm2's one commit leaves; vdo.missing says it
+	case !o.lv.Active:
+		state = "inactive"
+		if down := p.stackDownCmds(o.lv.FullName); len(down) > 0 {
+			state += ", its pool's stack partly up"
+			cmds = append(cmds, down...)
+		}
+		cmds = append(cmds, []string{"lvchange", "-ay", o.lv.FullName})
+	}
+	cmds = append(cmds, []string{"lvchange", "--deltag", CreateTag, object})
+	lvName := "(none)"
+	if o.lv != nil {
+		lvName = o.lv.FullName
+	}
+	key := p.add(Finding{ID: "vdo.create_interrupted", Object: object,
+		Message:  fmt.Sprintf("the creation of VDO pool %s stopped after lvm2 made the pool (VDO LV %s %s, pool still tagged %s)", object, lvName, state, CreateTag),
+		Expected: "an active VDO LV, the pool without tag " + CreateTag, Observed: "VDO LV " + state + ", pool with tag " + CreateTag,
+		Remedy: shellAnd(cmds),
+	})
+	p.act(phaseCreateVDO+phase, Action{ID: "vdo.create:" + object, Kind: KindCommand, Class: Live, Object: object,
+		Summary:  "finish the interrupted creation of VDO pool " + object,
+		Commands: cmds, Remedies: []string{key}})
 }
 
 // CreateTag is the LVM tag keel gives the LV of a VDO or thin pool it

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/units"
@@ -196,7 +195,7 @@ func (p *planner) checkVGHealth(name string, want schema.VolumeGroup) {
 		p.add(Finding{ID: "vg.inactive", Object: name,
 			Message:  fmt.Sprintf("VG %s has inactive pools: %s", name, strings.Join(inactive, ", ")),
 			Expected: "active", Observed: "inactive",
-			Remedy: activatePools(inactive),
+			Remedy: p.activatePools(inactive),
 		})
 	}
 }
@@ -228,9 +227,60 @@ func (p *planner) inactivePools(vg string) []string {
 // activatePools activates exactly the named pools: never vgchange -ay,
 // which would also start every guest disk in the VG (Proxmox activates a
 // VM's disks itself, lvchange -aey at qm start, and leaves the others
-// inactive). Activating a thin pool does not activate its thin LVs.
-func activatePools(lvs []string) string {
-	return probes.ShellJoin(append([]string{"lvchange", "-ay"}, lvs...))
+// inactive). Activating a thin pool does not activate its thin LVs. A pool
+// an interrupted activation left partly up is first taken down
+// (stackDownCmds), since lvm2 refuses to activate it over an active
+// component.
+func (p *planner) activatePools(lvs []string) string {
+	var cmds [][]string
+	for _, lv := range lvs {
+		cmds = append(cmds, p.stackDownCmds(lv)...)
+	}
+	return shellAnd(append(cmds, append([]string{"lvchange", "-ay"}, lvs...)))
+}
+
+// stackDownCmds returns what must run before lvchange -ay of the inactive
+// LV full (a thin pool or a VDO LV) when an activation that stopped half-way
+// left part of its device stack up. lvm2 refuses to activate an LV while a
+// component of it is active and the LV holding the component is not
+// ("Activation of logical volume … is prohibited while logical volume … is
+// active", activate_lv and lv_component_is_active in
+// lib/activate/activate.c):
+//   - a thin pool with its _tdata or _tmeta active: lvchange -an of those
+//     (e2e/kill, kind thin-partial);
+//   - a VDO LV whose pool has its _vdata active, or a <vg>-<pool>-vpool
+//     device with or without a live table (an lvconvert --type vdo-pool or
+//     lvchange -ay killed while loading dm-vdo leaves one that holds _vdata
+//     open, so lvchange -an of _vdata fails with "is used by another
+//     device"): lvchange -an of the VDO pool, which lvm2 takes down whole
+//     (e2e/kill, kind vdo-partial; each state tried on the guest).
+func (p *planner) stackDownCmds(full string) [][]string {
+	lv := p.h.LVs[full]
+	if lv == nil || lv.Active {
+		return nil
+	}
+	switch lv.SegType {
+	case "thin-pool":
+		var parts []string
+		for _, sub := range []string{lv.DataLV, lv.MetadataLV} {
+			if c := p.h.LVs[sub]; c != nil && c.Active {
+				parts = append(parts, c.FullName)
+			}
+		}
+		if len(parts) > 0 {
+			return [][]string{append([]string{"lvchange", "-an"}, parts...)}
+		}
+	case "vdo":
+		pool := p.h.LVs[lv.Pool]
+		if pool == nil {
+			return nil
+		}
+		_, vpool := p.h.DM[activation.DMName(pool.FullName)+"-vpool"]
+		if data := p.h.LVs[pool.DataLV]; vpool || (data != nil && data.Active) {
+			return [][]string{{"lvchange", "-an", pool.FullName}}
+		}
+	}
+	return nil
 }
 
 // activationReported tells whether activation.pvscan_on_lvs describes the
@@ -275,7 +325,7 @@ func (p *planner) checkActivation(vg string, lowers []string) {
 		Message: fmt.Sprintf("VG %s sits on %s, which is active, yet its declared pools %s are not: lvm2's udev rules skip PVs on LVs at boot unless LVM_PVSCAN_ON_LVS=1 is set for the LV below",
 			vg, strings.Join(lowers, ", "), strings.Join(inactive, ", ")),
 		Expected: "declared pools of " + vg + " active after boot", Observed: "inactive: " + strings.Join(inactive, ", "),
-		Remedy: activatePools(inactive) + " && keel udev-rules --write",
+		Remedy: p.activatePools(inactive) + " && keel udev-rules --write",
 	})
 }
 

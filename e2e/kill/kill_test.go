@@ -19,7 +19,7 @@ import (
 )
 
 // kinds are the steps scenario.sh kills keel in, in its rotation order.
-var kinds = []string{"lvmconf", "udev", "vdo-lvcreate", "vdo-split", "vdo-lvconvert", "thin-lvcreate", "thin-partial", "pvmove", "wipe-rename", "wipe-remove"}
+var kinds = []string{"lvmconf", "udev", "vdo-lvcreate", "vdo-split", "vdo-lvconvert", "vdo-partial", "thin-lvcreate", "thin-partial", "pvmove", "wipe-rename", "wipe-remove"}
 
 // killReport is what the killer wrote for one iteration.
 type killReport struct {
@@ -247,7 +247,7 @@ func needWork(t testing.TB, i int, kind string, cmds []string) {
 	switch kind {
 	case "vdo-lvcreate":
 		want = append(want, []string{`"lvcreate"`, `"--type","vdo"`, "vchurn"})
-	case "vdo-split", "vdo-lvconvert":
+	case "vdo-split", "vdo-lvconvert", "vdo-partial":
 		want = append(want, []string{`"lvconvert"`, "vdo-pool", "kvg/vchurn"})
 	}
 	for _, w := range want {

@@ -21,6 +21,9 @@
 #   vdo-lvcreate  "lvcreate" with "--type","vdo"
 #   vdo-split     "lvextend" of vchurn           (between the pieces of a split pool)
 #   vdo-lvconvert "lvconvert" with "vdo-pool"
+#   vdo-partial   the same, killed with its group as soon as lvm2 has
+#                 committed the VDO pool and its VDO LV and begun to activate
+#                 them (kvg-vchurn_vdata exists, kvg-vchurnlv does not)
 #   thin-lvcreate "lvcreate" with "thin-pool"
 #   thin-partial  the same, killed with its group as soon as lvm2's first
 #                 plain LV kvg-tchurn is active and kvg-tchurn_tmeta is not
@@ -31,7 +34,7 @@
 # waits for, as systemd kills a unit's cgroup), odd ones keel alone
 # (KILL_GROUP=all or none: every one the same way).
 #
-# Environment: KILL_ITERATIONS (default 10), KILL_SEED (default 1), KILL_KINDS,
+# Environment: KILL_ITERATIONS (default 11, one per kind), KILL_SEED (default 1), KILL_KINDS,
 # KILL_BUDGET (seconds; no new iteration starts once the loop has run that
 # long, 0: no bound), KILL_DEADLINE (epoch seconds; no new iteration starts
 # when the last one's length would pass it, 0: none). $OUT/done holds the
@@ -43,7 +46,7 @@
 # "ok:" / "FAIL:" lines for what it checks on the guest itself.
 set -uo pipefail
 mkdir -p "$OUT"
-N=${KILL_ITERATIONS:-10}
+N=${KILL_ITERATIONS:-11}
 SEED=${KILL_SEED:-1}
 BUDGET=${KILL_BUDGET:-0}
 DEADLINE=${KILL_DEADLINE:-0}
@@ -66,7 +69,7 @@ fail() {
 must() { "$@" || { fail "setup: $*"; exit 100; }; }
 : >"$OUT/fails.txt"
 
-KINDS=(lvmconf udev vdo-lvcreate vdo-split vdo-lvconvert thin-lvcreate thin-partial pvmove wipe-rename wipe-remove)
+KINDS=(lvmconf udev vdo-lvcreate vdo-split vdo-lvconvert vdo-partial thin-lvcreate thin-partial pvmove wipe-rename wipe-remove)
 # KILL_KINDS: a subset, in that order, instead of the whole rotation.
 [ -n "${KILL_KINDS:-}" ] && read -r -a KINDS <<<"$KILL_KINDS"
 kind_match() {
@@ -75,7 +78,7 @@ kind_match() {
 	udev) echo '"udevadm","control","--reload"' ;;
 	vdo-lvcreate) echo '"lvcreate","--type","vdo"' ;;
 	vdo-split) echo '"lvextend",kvg/vchurn' ;;
-	vdo-lvconvert) echo '"lvconvert",vdo-pool' ;;
+	vdo-lvconvert | vdo-partial) echo '"lvconvert",vdo-pool' ;;
 	thin-lvcreate | thin-partial) echo '"lvcreate",thin-pool' ;;
 	pvmove) echo '"pvmove"' ;;
 	wipe-rename) echo '"--addtag","keel_wipe"' ;;
@@ -87,7 +90,7 @@ kind_delay() {
 	case $1 in
 	lvmconf) echo 400ms ;;
 	udev) echo 150ms ;;
-	vdo-lvcreate | vdo-lvconvert) echo 8s ;;
+	vdo-lvcreate | vdo-lvconvert | vdo-partial) echo 8s ;;
 	vdo-split) echo 1500ms ;;
 	thin-lvcreate | thin-partial) echo 1500ms ;;
 	pvmove) echo 5s ;;
@@ -348,7 +351,7 @@ for i in $(seq 1 "$N"); do
 	churn=none
 	case $kind in
 	vdo-lvcreate) churn=plain ;;
-	vdo-split | vdo-lvconvert) churn=split ;;
+	vdo-split | vdo-lvconvert | vdo-partial) churn=split ;;
 	esac
 	sleep 1 # lv_time has whole seconds: the LVs predate keel's first sight of the names
 	desired "$churn" $prev "$cur"
@@ -360,11 +363,17 @@ for i in $(seq 1 "$N"); do
 	alternate) [ $((i % 2)) -eq 0 ] && group=-group ;;
 	esac
 	when=()
-	[ "$kind" = thin-partial ] && group=-group # keel alone: lvcreate would go on and finish
+	case $kind in thin-partial | vdo-partial) group=-group ;; esac # keel alone: lvm2 would go on and finish
 	# thin-partial: killed while lvm2 wipes the pool's metadata area, the
 	# plain LV tchurn it committed first (active as kvg-tchurn, before the
 	# _tmeta and _tdata sub-LVs exist): too brief for a random delay.
 	[ "$kind" = thin-partial ] && when=(-when-exists /dev/mapper/kvg-tchurn -unless-exists /dev/mapper/kvg-tchurn_tmeta)
+	# vdo-partial: lvconvert --type vdo-pool commits the pool (renamed
+	# vchurn_vdata) and its VDO LV in one lv_create_single, then activates
+	# them (convert_vdo_lv, lib/metadata/vdo_manip.c): killed once the
+	# _vdata sub-LV is active and before the VDO LV is, it leaves a whole
+	# pool that nothing activated.
+	[ "$kind" = vdo-partial ] && when=(-when-exists /dev/mapper/kvg-vchurn_vdata -unless-exists /dev/mapper/kvg-vchurnlv)
 	"$KILLER" -log "$OUT/it$i.kill.cmds" -match "$(kind_match "$kind")" -delay-max "$(kind_delay "$kind")" "${when[@]}" \
 		-seed "$((SEED * 1000 + i))" -out "$OUT/it$i.kill.json" $group -- \
 		"$KEEL" apply -v -c "$CFG" --command-log "$OUT/it$i.kill.cmds" >"$OUT/it$i.kill.txt" 2>&1
@@ -389,6 +398,13 @@ for i in $(seq 1 "$N"); do
 		echo "it$i: the kill left kvg/vchurn a $seg LV:"
 		lvs -a -o lv_name,segtype,lv_size,lv_tags,devices kvg/vchurn | tee "$OUT/it$i.vdopartial.lvs"
 		snap "it$i.vdopartial"
+	elif [ "$seg" = vdo-pool ] && { lvs --noheadings -o lv_tags kvg/vchurn | grep -q keel_create || ! lvs --noheadings -o lv_active kvg/vchurnlv | grep -q active; }; then
+		# lvm2 made the pool whole but the kill came before it was active,
+		# or before keel took its creation tag off: record it.
+		echo "it$i: the kill left the VDO pool kvg/vchurn whole but unfinished:"
+		lvs -a -o lv_name,segtype,lv_active,lv_tags kvg | grep -E 'vchurn|LV' | tee "$OUT/it$i.vdounfinished.lvs"
+		dmsetup info -c -o name,attr | grep -E 'vchurn|Name' | tee -a "$OUT/it$i.vdounfinished.lvs"
+		snap "it$i.vdounfinished"
 	fi
 	seg=$([ -z "$left" ] && lvs --noheadings -o segtype,lv_tags kvg/tchurn 2>/dev/null | tr -s ' ' | sed 's/^ //')
 	if [ -n "$seg" ] && { [ "${seg%% *}" != thin-pool ] || [[ "$seg" == *keel_create* ]]; }; then
