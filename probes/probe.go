@@ -21,6 +21,11 @@ var (
 	lvmConfigCmd = Cmd{Name: "lvmconfig", Args: []string{"--typeconfig", "full"}}
 )
 
+// LVMConfigCmd is the command by which a probe pass reads LVM's merged
+// configuration (lvm.conf, lvmlocal.conf, tag files and the binary's
+// defaults), as LVM itself reads it.
+func LVMConfigCmd() Cmd { return lvmConfigCmd }
+
 // Files and directories the probe reads.
 const (
 	lvmConfPath     = "/etc/lvm/lvm.conf"

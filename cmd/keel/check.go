@@ -14,6 +14,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/atomicfile"
 
 	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
+	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/schema"
@@ -79,6 +80,7 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 	go func() {
 		var err error
 		if l.src, err = probes.NodeSource(node, timeout); err == nil {
+			l.src = lvmcfgcache.ForNode(l.src, node)
 			l.host, err = probes.Probe(ctx, l.src)
 		}
 		phases.mark("probe pass")

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/daemon"
 	"github.com/keel-storage/keel/cmd/keel/internal/logging"
+	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/lvmconf"
@@ -90,6 +91,9 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	// watchdog a long pass from a hung one.
 	live := &daemon.Liveness{Inner: src.Runner, Timeout: *timeout}
 	src.Runner = live
+	// Above the command log and the watchdog's count: an lvmconfig answered
+	// from the cache ran nothing.
+	src = lvmcfgcache.ForNode(src, "")
 	a := converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log})
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

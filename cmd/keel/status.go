@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
 )
 
@@ -38,6 +39,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel status: %v\n", err)
 		return exitError
 	}
+	src = lvmcfgcache.ForNode(src, *node)
 	h, perr := probes.Probe(context.Background(), src)
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)

@@ -246,6 +246,34 @@ func TestLVMSemantics(t *testing.T) {
 		t.Logf("lvm's messages:\n%s", file("corpus.err"))
 	})
 
+	// The lvmconfig cache answers while lvm.conf is unchanged and never
+	// after an edit: the edit's value is what keel reads at once.
+	t.Run("lvmconfig cache", func(t *testing.T) {
+		runs := func(name string) int { return strings.Count(file("cache.runs."+name), "--typeconfig full") }
+		scanLVs := func(name string) string {
+			var h struct {
+				LVMConfig struct {
+					Values map[string]string `json:"values"`
+				} `json:"lvmConfig"`
+			}
+			if err := json.Unmarshal([]byte(file("cache.status."+name+".json")), &h); err != nil {
+				t.Fatalf("keel status %s: %v", name, err)
+			}
+			return h.LVMConfig.Values["devices/scan_lvs"]
+		}
+		if n := runs("same"); n != 1 {
+			t.Errorf("3 keel status, lvm.conf unchanged: lvmconfig ran %d times, want 1:\n%s", n, file("cache.runs.same"))
+		}
+		if n := runs("edited"); n != 1 {
+			t.Errorf("2 keel status after an edit of lvm.conf: lvmconfig ran %d times, want 1:\n%s", n, file("cache.runs.edited"))
+		}
+		for name, want := range map[string]string{"same1": "1", "same3": "1", "edited1": "0", "edited2": "0"} {
+			if got := scanLVs(name); got != want {
+				t.Errorf("keel status %s: devices/scan_lvs %q, want %q", name, got, want)
+			}
+		}
+	})
+
 	t.Run("thin sizes", func(t *testing.T) {
 		t.Logf("keel apply exit %s; commands:\n%s", strings.TrimSpace(file("thin.apply.rc")), file("thin.cmds"))
 		lvs := strings.Fields(file("thin.lvs"))

@@ -8,6 +8,7 @@
 #    global_filter = [ "r|PATTERN|" ]; its exit status goes to corpus.rc.
 # 3. keel apply of /mnt/host/thin.cue (a VG and a thin pool with sizes in
 #    bare bytes); the pool LVM made goes to thin.lvs.
+# 4. keel's lvmconfig cache, before 3 (see there).
 set -uo pipefail
 nv=$(disk nvme0) hd=$(disk hdd1)
 fail=0
@@ -65,6 +66,22 @@ while IFS= read -r p; do
 	pvs --config "devices { global_filter = [ \"r|$esc|\" ] }" >/dev/null 2>>"$OUT/corpus.err" || rc=$?
 	echo "$rc" >>"$OUT/corpus.rc"
 done </mnt/host/corpus.txt
+
+# 4. keel's lvmconfig cache (cmd/keel/internal/lvmcfgcache): a shim first
+#    in PATH logs each lvmconfig that runs. Three keel status with lvm.conf
+#    unchanged, then lvm.conf edited (scan_lvs 1 -> 0) and two more.
+mkdir -p /tmp/shim
+printf '#!/bin/sh\necho "$*" >>/tmp/lvmconfig.runs\nexec %s "$@"\n' "$(command -v lvmconfig)" >/tmp/shim/lvmconfig
+chmod +x /tmp/shim/lvmconfig
+conf ""
+: >/tmp/lvmconfig.runs
+for i in 1 2 3; do PATH=/tmp/shim:$PATH run "$KEEL" status --format json >"$OUT/cache.status.same$i.json"; done
+cp /tmp/lvmconfig.runs "$OUT/cache.runs.same"
+sed -i 's/^\tscan_lvs = 1$/\tscan_lvs = 0/' /etc/lvm/lvm.conf
+: >/tmp/lvmconfig.runs
+for i in 1 2; do PATH=/tmp/shim:$PATH run "$KEEL" status --format json >"$OUT/cache.status.edited$i.json"; done
+cp /tmp/lvmconfig.runs "$OUT/cache.runs.edited"
+conf ""
 
 # 3. A thin pool declared in bare bytes.
 rc=0

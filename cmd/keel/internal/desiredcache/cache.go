@@ -140,16 +140,8 @@ func (c *Cache) Get(files []schema.File) (*schema.Config, bool) {
 	if c == nil {
 		return nil, false
 	}
-	p := c.path(files)
-	st, err := os.Lstat(p)
-	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o022 != 0 {
-		return nil, false
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != os.Geteuid() {
-		return nil, false
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
+	b, ok := ReadOwned(c.path(files))
+	if !ok {
 		return nil, false
 	}
 	var e entry
@@ -165,25 +157,53 @@ func (c *Cache) Put(files []schema.File, cfg *schema.Config) error {
 	if c == nil {
 		return nil
 	}
-	if err := os.MkdirAll(c.dir, 0o700); err != nil {
-		return fmt.Errorf("desired-state cache %s: %w", c.dir, err)
-	}
 	b, err := json.Marshal(entry{Format: format, Config: cfg})
 	if err != nil {
 		return fmt.Errorf("desired-state cache: encode: %w", err)
 	}
-	p := c.path(files)
-	if err := atomicfile.Write(p, b, 0o600); err != nil {
-		return fmt.Errorf("desired-state cache %s: %w", p, err)
+	if err := Replace(c.dir, filepath.Base(c.path(files)), suffix, b); err != nil {
+		return fmt.Errorf("desired-state cache: %w", err)
 	}
-	ents, err := os.ReadDir(c.dir)
+	return nil
+}
+
+// ReadOwned returns the content of the file p when it is a regular file of
+// this process's user that nobody else may write, or false: an entry of a
+// cache that keel did not write itself is never used.
+func ReadOwned(p string) ([]byte, bool) {
+	st, err := os.Lstat(p)
+	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o022 != 0 {
+		return nil, false
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != os.Geteuid() {
+		return nil, false
+	}
+	b, err := os.ReadFile(p)
 	if err != nil {
-		return fmt.Errorf("desired-state cache %s: %w", c.dir, err)
+		return nil, false
+	}
+	return b, true
+}
+
+// Replace makes dir (mode 0700) when it is missing, writes data to dir/name
+// (atomicfile, mode 0600) and removes every other file of dir whose name
+// ends in suffix: a cache of one entry.
+func Replace(dir, name, suffix string, data []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	p := filepath.Join(dir, name)
+	if err := atomicfile.Write(p, data, 0o600); err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
 	}
 	var errs []error
 	for _, e := range ents {
-		if n := e.Name(); strings.HasSuffix(n, suffix) && n != filepath.Base(p) {
-			if err := os.Remove(filepath.Join(c.dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if n := e.Name(); strings.HasSuffix(n, suffix) && n != name {
+			if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
 		}

@@ -1,0 +1,203 @@
+// Package lvmcfgcache answers a probe pass's `lvmconfig --typeconfig full`
+// from a file when nothing it reads has changed since lvmconfig last ran.
+// Under TCG, and on a loaded hypervisor, the process start of lvmconfig is
+// a measurable share of a `keel check` (docs/benchmark-history.md: 1.13×
+// against 0.92× of lvm fullreport + keel version at ~50 LVs), and its
+// answer changes only with what it reads.
+//
+// What lvmconfig reads (lib/commands/toolcontext.c, lvm2 2.03): the
+// directory $LVM_SYSTEM_DIR (default /etc/lvm), its lvm.conf, its
+// lvmlocal.conf and, for each host tag, lvm_<tag>.conf (_init_tag_configs,
+// _load_config_file; the hostname is a tag when tags/hosttags is set); and
+// with --typeconfig full the defaults compiled into the lvm binary. The key
+// of an entry hashes all of these: the LVM_* environment, every such file's
+// name and bytes (or its absence), the hostname, the boot ID, and the
+// identity of the binary (device, inode, size, modification time), so a
+// package upgrade or any edit is a miss. A result is stored only when the
+// key read after lvmconfig ended equals the one read before it (an edit
+// during the run is never stored under the old content), with exit status
+// 0 and nothing on stderr.
+//
+// keel snapshot does not use it (a snapshot records what lvmconfig prints
+// now), and a replayed snapshot is never wrapped (ForNode). Any doubt (a
+// file that cannot be read, an entry that is not ours) runs lvmconfig.
+package lvmcfgcache
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
+	"github.com/keel-storage/keel/probes"
+)
+
+// format is bumped whenever the key's inputs or the entry's encoding change.
+const format = "keel-lvmconfig-cache/1"
+
+// suffix ends every entry's file name.
+const suffix = ".out"
+
+// Runner runs commands through Inner and answers probes.LVMConfigCmd from
+// Dir when its key matches.
+type Runner struct {
+	Inner probes.Runner
+	// Dir holds the entries; it is made on the first store.
+	Dir string
+	// Root is the file system root of the inputs ("/" on a host; a test's
+	// directory otherwise).
+	Root string
+	// Environ and LookPath default to os.Environ and exec.LookPath.
+	Environ  func() []string
+	LookPath func(string) (string, error)
+}
+
+// Run answers c from the cache when c is lvmconfig's probe command and
+// nothing it reads changed; any other command goes to Inner.
+func (r *Runner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
+	want := probes.LVMConfigCmd()
+	if c.String() != want.String() || len(c.Env) > 0 || c.Stdin != nil {
+		return r.Inner.Run(ctx, c)
+	}
+	key, err := r.key(c.Name)
+	if err == nil {
+		if out, ok := r.get(key); ok {
+			return probes.Result{Stdout: out}, nil
+		}
+	}
+	res, runErr := r.Inner.Run(ctx, c)
+	if err == nil && runErr == nil && res.ExitCode == 0 && len(res.Stderr) == 0 {
+		if after, err := r.key(c.Name); err == nil && after == key {
+			_ = r.put(key, res.Stdout) // a cache that cannot be written only costs time
+		}
+	}
+	return res, runErr
+}
+
+// path is p under Root.
+func (r *Runner) path(p string) string { return filepath.Join(r.Root, p) }
+
+// key hashes every input of lvmconfig --typeconfig full named in the
+// package comment.
+func (r *Runner) key(name string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00", format)
+	environ, lookPath := r.Environ, r.LookPath
+	if environ == nil {
+		environ = os.Environ
+	}
+	if lookPath == nil {
+		lookPath = exec.LookPath
+	}
+	var env []string
+	sysDir := "/etc/lvm"
+	for _, kv := range environ() {
+		if strings.HasPrefix(kv, "LVM_") {
+			env = append(env, kv)
+			if v, ok := strings.CutPrefix(kv, "LVM_SYSTEM_DIR="); ok {
+				sysDir = v
+			}
+		}
+	}
+	slices.Sort(env)
+	fmt.Fprintf(h, "env %q\x00", env)
+	bin, err := lookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("lvmconfig cache: %w", err)
+	}
+	st, err := os.Stat(r.path(bin))
+	if err != nil {
+		return "", fmt.Errorf("lvmconfig cache: %w", err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", fmt.Errorf("lvmconfig cache: stat %s: no device and inode", bin)
+	}
+	fmt.Fprintf(h, "bin %s %d %d %d %d\x00", bin, sys.Dev, sys.Ino, st.Size(), st.ModTime().UnixNano())
+	files := []string{filepath.Join(sysDir, "lvm.conf"), filepath.Join(sysDir, "lvmlocal.conf")}
+	tags, err := filepath.Glob(r.path(filepath.Join(sysDir, "lvm_*.conf")))
+	if err != nil {
+		return "", fmt.Errorf("lvmconfig cache: %w", err)
+	}
+	for _, t := range tags {
+		rel, err := filepath.Rel(r.path("/"), t)
+		if err != nil {
+			return "", fmt.Errorf("lvmconfig cache: %w", err)
+		}
+		files = append(files, "/"+rel)
+	}
+	files = append(files, "/proc/sys/kernel/hostname", "/proc/sys/kernel/random/boot_id")
+	for _, f := range files {
+		b, err := os.ReadFile(r.path(f))
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			fmt.Fprintf(h, "file %s absent\x00", f)
+		case err != nil:
+			return "", fmt.Errorf("lvmconfig cache: %w", err)
+		default:
+			fmt.Fprintf(h, "file %s %d\x00", f, len(b))
+			h.Write(b)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// get returns the stored output for key (desiredcache.ReadOwned).
+func (r *Runner) get(key string) ([]byte, bool) {
+	b, ok := desiredcache.ReadOwned(filepath.Join(r.Dir, key+suffix))
+	if !ok {
+		return nil, false
+	}
+	head, out, ok := bytes.Cut(b, []byte("\n"))
+	if !ok || string(head) != format {
+		return nil, false
+	}
+	return out, true
+}
+
+// put stores out under key and removes every other entry.
+func (r *Runner) put(key string, out []byte) error {
+	if err := desiredcache.Replace(r.Dir, key+suffix, suffix, append([]byte(format+"\n"), out...)); err != nil {
+		return fmt.Errorf("lvmconfig cache: %w", err)
+	}
+	return nil
+}
+
+// DefaultDir is where the cache lives unless KEEL_CACHE_DIR
+// (desiredcache.EnvDir) says otherwise: a tmpfs on every systemd host,
+// emptied at boot.
+const DefaultDir = "/run/keel/lvmconfig"
+
+// DirFromEnv returns the cache directory: DefaultDir, the subdirectory
+// lvmconfig of $KEEL_CACHE_DIR when it is set, or "" when it is "off".
+func DirFromEnv() string {
+	switch v := os.Getenv(desiredcache.EnvDir); v {
+	case "off":
+		return ""
+	case "":
+		return DefaultDir
+	default:
+		return filepath.Join(v, "lvmconfig")
+	}
+}
+
+// ForNode returns src with its lvmconfig answered from the cache when src
+// reads the live host (node is "": probes.NodeSource) and the cache is on;
+// a replayed snapshot is returned as it is.
+func ForNode(src probes.Source, node string) probes.Source {
+	dir := DirFromEnv()
+	if node != "" || dir == "" {
+		return src
+	}
+	src.Runner = &Runner{Inner: src.Runner, Dir: dir, Root: "/"}
+	return src
+}

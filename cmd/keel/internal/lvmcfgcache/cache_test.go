@@ -1,0 +1,168 @@
+package lvmcfgcache
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/keel-storage/keel/probes"
+)
+
+// fakeLVM answers lvmconfig with the bytes of lvm.conf under root, as a
+// stand-in for LVM's merged view, and counts its runs.
+type fakeLVM struct {
+	root   string
+	runs   int
+	exit   int
+	stderr string
+	during func() // runs while "lvmconfig" runs
+}
+
+func (f *fakeLVM) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
+	f.runs++
+	if f.during != nil {
+		f.during()
+	}
+	b, _ := os.ReadFile(filepath.Join(f.root, "etc/lvm/lvm.conf"))
+	return probes.Result{Stdout: append([]byte(c.String()+"\n"), b...), Stderr: []byte(f.stderr), ExitCode: f.exit}, nil
+}
+
+type host struct {
+	t    *testing.T
+	root string
+	env  []string
+	lvm  *fakeLVM
+	r    *Runner
+}
+
+func newHost(t *testing.T) *host {
+	root := t.TempDir()
+	h := &host{t: t, root: root, env: []string{"PATH=/usr/sbin", "LANG=C"}}
+	h.write("etc/lvm/lvm.conf", "devices { scan_lvs = 0 }\n")
+	h.write("proc/sys/kernel/hostname", "pve1\n")
+	h.write("proc/sys/kernel/random/boot_id", "b1\n")
+	h.write("usr/sbin/lvm", "binary\n")
+	h.lvm = &fakeLVM{root: root}
+	h.r = &Runner{Inner: h.lvm, Dir: filepath.Join(t.TempDir(), "cache"), Root: root,
+		Environ:  func() []string { return h.env },
+		LookPath: func(string) (string, error) { return "/usr/sbin/lvm", nil }}
+	return h
+}
+
+func (h *host) write(name, data string) {
+	p := filepath.Join(h.root, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// config runs the probe's lvmconfig and reports whether lvmconfig ran.
+func (h *host) config() (string, bool) {
+	h.t.Helper()
+	before := h.lvm.runs
+	res, err := h.r.Run(context.Background(), probes.LVMConfigCmd())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return string(res.Stdout), h.lvm.runs > before
+}
+
+func TestAnsweredUntilAnInputChanges(t *testing.T) {
+	h := newHost(t)
+	first, ran := h.config()
+	if !ran {
+		t.Fatal("first run: answered without lvmconfig")
+	}
+	if again, ran := h.config(); ran || again != first {
+		t.Fatalf("nothing changed: ran %v, output %q, want %q from the cache", ran, again, first)
+	}
+	for _, c := range []struct {
+		what   string
+		change func()
+	}{
+		{"lvm.conf edited", func() { h.write("etc/lvm/lvm.conf", "devices { scan_lvs = 1 }\n") }},
+		{"lvmlocal.conf added", func() { h.write("etc/lvm/lvmlocal.conf", "local { }\n") }},
+		{"a host tag file added", func() { h.write("etc/lvm/lvm_pve1.conf", "devices { }\n") }},
+		{"a host tag file edited", func() { h.write("etc/lvm/lvm_pve1.conf", "devices { x = 1 }\n") }},
+		{"the hostname changed", func() { h.write("proc/sys/kernel/hostname", "pve2\n") }},
+		{"a reboot", func() { h.write("proc/sys/kernel/random/boot_id", "b2\n") }},
+		{"an LVM variable set", func() { h.env = append(h.env, "LVM_COMMAND_PROFILE=x") }},
+		{"LVM_SYSTEM_DIR moved", func() {
+			h.write("opt/lvm/lvm.conf", "global { }\n")
+			h.env = append(h.env, "LVM_SYSTEM_DIR=/opt/lvm")
+		}},
+		{"the lvm binary upgraded", func() {
+			h.write("usr/sbin/lvm", "binary 2\n")
+			later := time.Now().Add(time.Hour)
+			if err := os.Chtimes(filepath.Join(h.root, "usr/sbin/lvm"), later, later); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		c.change()
+		if _, ran := h.config(); !ran {
+			t.Errorf("%s: answered from the cache", c.what)
+		}
+		if _, ran := h.config(); ran {
+			t.Errorf("%s, then nothing: lvmconfig ran again", c.what)
+		}
+	}
+}
+
+func TestStoredOnlyWhenClean(t *testing.T) {
+	h := newHost(t)
+	h.lvm.exit = 5
+	h.config()
+	if _, ran := h.config(); !ran {
+		t.Error("exit 5 was stored")
+	}
+	h.lvm.exit, h.lvm.stderr = 0, "WARNING: something\n"
+	h.config()
+	if _, ran := h.config(); !ran {
+		t.Error("an answer with stderr was stored")
+	}
+	// lvm.conf edited while lvmconfig ran: the answer may be of either
+	// content, so it is not stored under the one read before.
+	h.lvm.stderr = ""
+	n := 0
+	h.lvm.during = func() { n++; h.write("etc/lvm/lvm.conf", "devices { scan_lvs = "+string(rune('0'+n))+" }\n") }
+	h.config()
+	h.lvm.during = nil
+	if _, ran := h.config(); !ran {
+		t.Error("an answer read across an edit was stored")
+	}
+}
+
+func TestOtherCommandsAndForeignEntries(t *testing.T) {
+	h := newHost(t)
+	other := probes.Cmd{Name: "lvmconfig", Args: []string{"--validate"}}
+	for range 2 {
+		before := h.lvm.runs
+		if _, err := h.r.Run(context.Background(), other); err != nil || h.lvm.runs != before+1 {
+			t.Fatalf("%s: not passed through (err %v)", other, err)
+		}
+	}
+	h.config()
+	ents, err := os.ReadDir(h.r.Dir)
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("cache dir: %v, %d entries", err, len(ents))
+	}
+	p := filepath.Join(h.r.Dir, ents[0].Name())
+	if err := os.Chmod(p, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, ran := h.config(); !ran {
+		t.Error("an entry others may write was used")
+	}
+	if err := os.WriteFile(p, []byte("not ours\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ran := h.config(); !ran {
+		t.Error("an entry without the format line was used")
+	}
+}
