@@ -225,15 +225,17 @@ func (r *report) guestDetail(g *guestSize, checkExit string) {
 		}
 		r.p("\n")
 	}
-	r.p("A pass starts two processes, `lvm fullreport` and `lvmconfig --typeconfig full`, side by side on\n")
-	r.p("the guest's 2 vCPUs; `dmsetup table`, `dmsetup status` and `dmsetup message <pool> 0 stats` are\n")
+	r.p("A pass starts `lvm fullreport`; `lvmconfig --typeconfig full` runs beside it on the guest's 2\n")
+	r.p("vCPUs only when something it reads changed since it last ran (docs/check.md, the lvmconfig\n")
+	r.p("cache), so the rounds' checks start one process; `dmsetup table`, `dmsetup status` and `dmsetup message <pool> 0 stats` are\n")
 	r.p("listed above as the commands they stand for, but keel answers them in-process with the\n")
 	r.p("device-mapper ioctls on /dev/mapper/control (byte-identical output, proved by e2e/probes), and\n")
 	r.p("reads sysfs directly; the statistics message starts as soon as the table is in, while `lvm\n")
 	r.p("fullreport` still runs. `keel check` loads the desired state while the pass runs; the rounds'\n")
 	r.p("`keel check` finds it in the desired-state cache (docs/check.md: the files are unchanged since\n")
 	r.p("the first check, as for a check from a timer), the `KEEL_CACHE_DIR=off` row above is the first\n")
-	r.p("check after a change, whose CUE evaluation competes with the LVM commands for the two vCPUs.\n")
+	r.p("check after a change, whose CUE evaluation and lvmconfig compete with `lvm fullreport` for the two\n")
+	r.p("vCPUs.\n")
 	r.p("Under TCG every process start is slow (`keel version` above), and a `keel check` process pays\n")
 	r.p("for its own start before its first command and parses the report after the last.\n\n")
 }
