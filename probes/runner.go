@@ -71,6 +71,11 @@ type Runner interface {
 	Run(ctx context.Context, c Cmd) (Result, error)
 }
 
+// LookPath returns the file ExecRunner runs for the command name: the
+// first match in this process's PATH (exec.Command resolves it the same
+// way).
+func LookPath(name string) (string, error) { return exec.LookPath(name) }
+
 // ExecRunner runs commands on this host with a per-command timeout, LC_ALL=C
 // and LVM_SUPPRESS_FD_WARNINGS=1 in the environment. It is the only place
 // keel starts a child process: probes, actions, the safe removal's LVM

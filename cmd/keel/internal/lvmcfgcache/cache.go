@@ -31,7 +31,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,7 +55,7 @@ type Runner struct {
 	// Root is the file system root of the inputs ("/" on a host; a test's
 	// directory otherwise).
 	Root string
-	// Environ and LookPath default to os.Environ and exec.LookPath.
+	// Environ and LookPath default to os.Environ and probes.LookPath.
 	Environ  func() []string
 	LookPath func(string) (string, error)
 }
@@ -96,7 +95,7 @@ func (r *Runner) key(name string) (string, error) {
 		environ = os.Environ
 	}
 	if lookPath == nil {
-		lookPath = exec.LookPath
+		lookPath = probes.LookPath
 	}
 	var env []string
 	sysDir := "/etc/lvm"
