@@ -25,7 +25,7 @@ O=$OUT/reuse
 mkdir -p "$O"
 versions >"$O/versions.txt" 2>&1
 . "$SHARE/wipelib.sh"
-LVLIST_FIELDS=vg_name,lv_name,lv_uuid,lv_tags,lv_attr
+LVLIST_FIELDS=vg_name,lv_name,lv_uuid,lv_tags
 sum() { sha256sum "/dev/$1" | cut -d' ' -f1; }
 fill() { must dd if=/dev/urandom of="/dev/$1" bs=1M count="$2" oflag=direct status=none; }
 exists() { lvs "$1" >/dev/null 2>&1; }
@@ -182,6 +182,7 @@ if [ "$rc" -eq 2 ] && [ "$before" = "$(lvlist)" ] && grep -q "writable by group 
 	ok "keel wipe refuses a desired state writable by others, nothing changed"
 else
 	fail "keel wipe with a mode 0666 desired state: rc $rc"
+	diff <(echo "$before") <(lvlist)
 fi
 
 # --- 4. a failed removal is never run again by the loop --------------------------

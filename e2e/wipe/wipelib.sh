@@ -8,14 +8,19 @@ fail() {
 	FAILS=$((FAILS + 1))
 }
 must() { step "$@" || { fail "setup: $*"; exit 100; }; }
-# lvlist: every LV with the fields in LVLIST_FIELDS, sorted. When lvs fails it prints a line that no
-# other call prints and fails, so two lists taken while LVM is broken never
-# compare equal ("nothing changed" must not pass on two empty lists).
+# lvlist: every LV with the fields in LVLIST_FIELDS and its lv_attr, sorted.
+# lv_attr's sixth character, "o" while something holds the LV open, is
+# masked: udev's blkid opens an LV after every write-close (its inotify
+# watch, 60-persistent-storage rules), so under load that bit flickers with
+# nothing changed; CI's wipe lane failed on it (reuse.sh, section 3). When
+# lvs fails it prints a line that no other call prints and fails, so two
+# lists taken while LVM is broken never compare equal ("nothing changed"
+# must not pass on two empty lists).
 lvlist() {
 	local l
-	l=$(lvs -a --noheadings -o "${LVLIST_FIELDS:-vg_name,lv_name,lv_tags,lv_attr}") || {
+	l=$(lvs -a --noheadings -o "${LVLIST_FIELDS:-vg_name,lv_name,lv_tags},lv_attr") || {
 		echo "lvs failed ($$ $RANDOM $RANDOM)"
 		return 1
 	}
-	sort <<<"$l"
+	awk '{ $NF = substr($NF, 1, 5) "." substr($NF, 7); print }' <<<"$l" | sort
 }
