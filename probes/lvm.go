@@ -387,7 +387,24 @@ func decodeLVMReport(b []byte) (lvmReport, error) {
 // decodeLVMReport, and they are left out of the report. The log is always
 // built.
 func decodeReportRows(b []byte, keep func(subreport string) bool, firstOnly bool) (lvmReport, error) {
-	d := reportDecoder{b: b, keys: map[string]int32{}, keep: keep, firstOnly: firstOnly}
+	return decodeWith(&reportDecoder{b: b, keys: map[string]int32{}, keep: keep, firstOnly: firstOnly})
+}
+
+// decodeReportStream decodes a report as decodeReportRows does while the
+// command writes it: grow is the next of Streamer.RunStream. What it
+// returns is what decodeReportRows returns for the whole output when the
+// command ends normally; a caller that sees the command fail decodes the
+// whole output again (Probe).
+func decodeReportStream(grow func() ([]byte, bool), keep func(subreport string) bool) (lvmReport, error) {
+	b, done := grow()
+	d := &reportDecoder{b: b, keys: map[string]int32{}, keep: keep}
+	if !done {
+		d.grow = grow
+	}
+	return decodeWith(d)
+}
+
+func decodeWith(d *reportDecoder) (lvmReport, error) {
 	var rep lvmReport
 	if err := d.report(&rep); err != nil {
 		return lvmReport{}, err
@@ -395,12 +412,34 @@ func decodeReportRows(b []byte, keep func(subreport string) bool, firstOnly bool
 	return rep, nil
 }
 
+// avail reports whether byte j of the input is there, waiting for it
+// while a streamed input grows: the decoder reads a stream exactly as it
+// reads the whole input, only sooner.
+func (d *reportDecoder) avail(j int) bool {
+	for j >= len(d.b) {
+		if d.grow == nil {
+			return false
+		}
+		b, done := d.grow()
+		if done {
+			d.grow = nil
+		}
+		if len(b) > len(d.b) {
+			d.b = b
+		}
+	}
+	return true
+}
+
 // maxJSONDepth is encoding/json's limit on nested arrays and objects.
 const maxJSONDepth = 10000
 
 // reportDecoder reads one lvm fullreport document.
 type reportDecoder struct {
-	b     []byte
+	b []byte
+	// grow, while set, gives b with more bytes as a streamed input grows
+	// (Streamer); it is dropped once it says the input is whole.
+	grow  func() ([]byte, bool)
 	i     int              // next byte to read
 	keys  map[string]int32 // interned row keys: index in names
 	names []rowKey         // interned row keys by index
@@ -491,7 +530,7 @@ const (
 
 // syntaxError describes malformed JSON at the current offset.
 func (d *reportDecoder) syntaxError(what string) error {
-	if d.i >= len(d.b) {
+	if !d.avail(d.i) {
 		return fmt.Errorf("unexpected end of JSON input (%s)", what)
 	}
 	return fmt.Errorf("offset %d: invalid character %q (%s)", d.i, d.b[d.i], what)
@@ -501,7 +540,7 @@ func (d *reportDecoder) syntaxError(what string) error {
 // kind wanted: a syntax error if no JSON value starts there.
 func (d *reportDecoder) valueError(want string) error {
 	kind := ""
-	if d.i < len(d.b) {
+	if d.avail(d.i) {
 		switch c := d.b[d.i]; {
 		case c == '{':
 			kind = "object"
@@ -525,7 +564,7 @@ func (d *reportDecoder) valueError(want string) error {
 
 // ws skips JSON white space and returns the next byte, 0 at the end.
 func (d *reportDecoder) ws() byte {
-	for ; d.i < len(d.b); d.i++ {
+	for ; d.i < len(d.b) || d.avail(d.i); d.i++ {
 		switch c := d.b[d.i]; c {
 		case ' ', '\t', '\n', '\r':
 		default:
@@ -544,7 +583,7 @@ func (d *reportDecoder) null() (bool, error) {
 }
 
 func (d *reportDecoder) literal(lit string) error {
-	if len(d.b)-d.i < len(lit) || string(d.b[d.i:d.i+len(lit)]) != lit {
+	if !d.avail(d.i+len(lit)-1) || string(d.b[d.i:d.i+len(lit)]) != lit {
 		return d.syntaxError("in literal " + lit)
 	}
 	d.i += len(lit)
@@ -593,7 +632,7 @@ func (d *reportDecoder) key(intern bool) (int32, string, error) {
 		// this key when the input holds it verbatim and then a '"'.
 		id := d.prev[n]
 		if k := d.names[id]; k.plain {
-			if end := d.i + 1 + len(k.name); end < len(d.b) && d.b[end] == '"' && string(d.b[d.i+1:end]) == k.name {
+			if end := d.i + 1 + len(k.name); (end < len(d.b) || d.avail(end)) && d.b[end] == '"' && string(d.b[d.i+1:end]) == k.name {
 				d.i = end + 1
 				if d.ws() != ':' {
 					return -1, "", d.syntaxError("after an object key")
@@ -636,7 +675,7 @@ func (d *reportDecoder) key(intern bool) (int32, string, error) {
 // invalid UTF-8.
 func (d *reportDecoder) str(buf []byte) ([]byte, error) {
 	start := d.i
-	for j := start + 1; j < len(d.b); j++ {
+	for j := start + 1; j < len(d.b) || d.avail(j); j++ {
 		switch c := d.b[j]; {
 		case c == '"':
 			d.i = j + 1
@@ -652,12 +691,12 @@ func (d *reportDecoder) str(buf []byte) ([]byte, error) {
 func (d *reportDecoder) strSlow(buf []byte) ([]byte, error) {
 	start := d.i
 	j := start + 1
-	for ; j < len(d.b) && d.b[j] != '"'; j++ {
+	for ; (j < len(d.b) || d.avail(j)) && d.b[j] != '"'; j++ {
 		if d.b[j] == '\\' {
 			j++
 		}
 	}
-	if j >= len(d.b) {
+	if !d.avail(j) {
 		d.i = len(d.b)
 		return buf, d.syntaxError("in string literal")
 	}
@@ -699,7 +738,7 @@ func (d *reportDecoder) report(rep *lvmReport) error {
 
 // end checks that only white space follows the document.
 func (d *reportDecoder) end(err error) error {
-	if d.ws(); err == nil && d.i < len(d.b) {
+	if d.ws(); err == nil && d.avail(d.i) {
 		err = d.syntaxError("after the top-level value")
 	}
 	return err
@@ -1074,34 +1113,34 @@ func (d *reportDecoder) skip(depth int) error {
 
 // number checks and skips a JSON number.
 func (d *reportDecoder) number() error {
-	b, j := d.b, d.i
+	j := d.i
 	digits := func() bool {
 		k := j
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		for d.avail(j) && d.b[j] >= '0' && d.b[j] <= '9' {
 			j++
 		}
 		return j > k
 	}
-	if j < len(b) && b[j] == '-' {
+	if d.avail(j) && d.b[j] == '-' {
 		j++
 	}
 	switch {
-	case j < len(b) && b[j] == '0':
+	case d.avail(j) && d.b[j] == '0':
 		j++
 	case !digits():
 		d.i = j
 		return d.syntaxError("looking for a value")
 	}
-	if j < len(b) && b[j] == '.' {
+	if d.avail(j) && d.b[j] == '.' {
 		j++
 		if !digits() {
 			d.i = j
 			return d.syntaxError("after decimal point in numeric literal")
 		}
 	}
-	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+	if d.avail(j) && (d.b[j] == 'e' || d.b[j] == 'E') {
 		j++
-		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+		if d.avail(j) && (d.b[j] == '+' || d.b[j] == '-') {
 			j++
 		}
 		if !digits() {

@@ -78,6 +78,41 @@ func runResult(ctx context.Context, src Source, c Cmd) (res Result, err error) {
 	return Result{Stdout: res.Stdout}, nil
 }
 
+// runStreamResult is runResult through RunStream: consume sees the output
+// while c runs.
+func runStreamResult(ctx context.Context, src Source, c Cmd, consume func(next func() ([]byte, bool))) (res Result, err error) {
+	defer caught(&err, c.String())
+	res, err = RunStream(ctx, src.Runner, c, consume)
+	if err != nil {
+		return Result{ExitCode: -1}, err
+	}
+	if err := res.Err(c); err != nil {
+		return Result{Stdout: res.Stdout, ExitCode: res.ExitCode}, err
+	}
+	return Result{Stdout: res.Stdout}, nil
+}
+
+// streamedReport is the full report decoded while LVM wrote it. ok is
+// set only when the decoding read a whole, valid report; otherwise (a
+// decoding error, a panic, a command that could not run) the pass decodes
+// the output it got, as without streaming, so a failure reads the same.
+type streamedReport struct {
+	rep lvmReport
+	ok  bool
+}
+
+// decode is the consume of the report's RunStream.
+func (s *streamedReport) decode(next func() ([]byte, bool)) {
+	var err error
+	defer func() {
+		if recover() != nil {
+			s.ok = false // decoded again after the command, panicking there as before
+		}
+	}()
+	s.rep, err = decodeReportStream(next, parsedSubreport)
+	s.ok = err == nil
+}
+
 // caught turns a panic in a probe goroutine into *errp, with the stack, so
 // that a bad reading fails the pass (the daemon reports it and goes on)
 // instead of ending the process: a panic in a goroutine cannot be
@@ -139,12 +174,23 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		h.Errors = append(h.Errors, fmt.Sprintf("device-mapper devices suspended for more than %v: %s; LVM read the host without them and what is stacked on them (--devices)",
 			src.SuspendWait, strings.Join(h.Suspended, ", ")))
 	}
+	// The report is decoded as LVM writes it where the runner can show it
+	// (Streamer): at thousands of LVs, decoding it after LVM exits was
+	// the largest part of a pass beyond LVM's own time.
+	var streamed streamedReport
+	_, streaming := src.Runner.(Streamer)
 	for i, c := range cmds {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer crashed.catch(c.String())
-			res, err := runResult(ctx, src, c)
+			var res Result
+			var err error
+			if i == 0 && streaming {
+				res, err = runStreamResult(ctx, src, c, streamed.decode)
+			} else {
+				res, err = runResult(ctx, src, c)
+			}
 			outs[i] = cmdOut{res, err}
 			if c.String() == dmTableCmd.String() && err == nil {
 				stats.start(ctx, src, res.Stdout, &wg)
@@ -190,6 +236,9 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 			)
 			if vgs == nil { // every VG asked again: nothing to keep
 				close(decoded)
+			} else if streamed.ok {
+				failed = streamed.rep
+				close(decoded)
 			} else {
 				go func() {
 					defer close(decoded)
@@ -214,6 +263,8 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 				objs, reportErr = parseRetried(failed, ferr, out, vgs)
 			}
 		}
+	} else if reportErr == nil && streamed.ok {
+		objs, reportErr = parseReport(streamed.rep)
 	} else if reportErr == nil {
 		objs, reportErr = parseFullReport(outs[0].res.Stdout)
 	}

@@ -88,6 +88,17 @@ type ExecRunner struct {
 
 // Run executes c and returns its output and exit status.
 func (r ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
+	return r.run(ctx, c, nil)
+}
+
+// RunStream is Run that hands c's output to consume while c runs
+// (Streamer). Off Linux, or without memfd_create, consume gets all of it
+// once c has ended.
+func (r ExecRunner) RunStream(ctx context.Context, c Cmd, consume func(next func() ([]byte, bool))) (Result, error) {
+	return r.run(ctx, c, consume)
+}
+
+func (r ExecRunner) run(ctx context.Context, c Cmd, consume func(next func() ([]byte, bool))) (Result, error) {
 	if timeout := cmp.Or(c.Timeout, r.Timeout); timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -103,20 +114,28 @@ func (r ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	// Standard output goes to a file in memory where there is one
-	// (outputFile), read once the command has exited.
+	// (outputFile), read once the command has exited, or while it runs
+	// for consume (growingOutput).
 	f := outputFile(c.Name)
 	if f != nil {
 		defer f.Close()
 		cmd.Stdout = f
 	}
-	err := cmd.Run()
-	res := Result{Stdout: out.Bytes(), Stderr: errb.Bytes(), ExitCode: -1}
-	if f != nil {
-		var rerr error
-		if res.Stdout, rerr = readOutput(f); rerr != nil && err == nil {
-			err = fmt.Errorf("reading its output: %w", rerr)
+	var err error
+	res := Result{ExitCode: -1}
+	if f != nil && consume != nil {
+		res.Stdout, err = streamOutput(cmd, f, consume)
+	} else {
+		err = cmd.Run()
+		res.Stdout = out.Bytes()
+		if f != nil {
+			var rerr error
+			if res.Stdout, rerr = readOutput(f); rerr != nil && err == nil {
+				err = fmt.Errorf("reading its output: %w", rerr)
+			}
 		}
 	}
+	res.Stderr = errb.Bytes()
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
 	}
@@ -127,7 +146,43 @@ func (r ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	if err != nil && !errors.As(err, &ee) {
 		return res, fmt.Errorf("%s: %w", c, err)
 	}
+	if f == nil && consume != nil {
+		whole(res.Stdout, consume)
+	}
 	return res, nil
+}
+
+// streamOutput runs cmd, whose standard output is f, handing consume the
+// output as it grows; it returns all of it and cmd.Wait's error once cmd
+// and consume have ended.
+func streamOutput(cmd *exec.Cmd, f *os.File, consume func(next func() ([]byte, bool))) ([]byte, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ended := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(ended)
+	}()
+	g := &growingOutput{f: f, ended: ended}
+	consumed := make(chan any, 1)
+	go func() {
+		defer func() { consumed <- recover() }()
+		consume(g.next)
+	}()
+	p := <-consumed
+	<-ended
+	for !g.done { // consume stopped early: the Result still holds all
+		g.next()
+	}
+	if p != nil {
+		panic(p) // consume's own panic, in the caller's goroutine
+	}
+	if g.err != nil && waitErr == nil {
+		return g.buf, fmt.Errorf("reading its output: %w", g.err)
+	}
+	return g.buf, waitErr
 }
 
 // readOutput returns what a command wrote to f, from its start.

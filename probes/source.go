@@ -103,7 +103,20 @@ func (r *Recorder) Timings() map[string]time.Duration {
 func (rr recRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	start := time.Now()
 	res, err := rr.r.inner.Runner.Run(ctx, c)
-	took := time.Since(start)
+	rr.record(c, res, err, time.Since(start))
+	return res, err
+}
+
+// RunStream records c as Run does, its output streamed to consume
+// (Streamer).
+func (rr recRunner) RunStream(ctx context.Context, c Cmd, consume func(next func() ([]byte, bool))) (Result, error) {
+	start := time.Now()
+	res, err := RunStream(ctx, rr.r.inner.Runner, c, consume)
+	rr.record(c, res, err, time.Since(start))
+	return res, err
+}
+
+func (rr recRunner) record(c Cmd, res Result, err error, took time.Duration) {
 	rec := CmdRecord{Argv: c.Argv(), Result: res}
 	if err != nil {
 		rec.Error = err.Error()
@@ -112,7 +125,6 @@ func (rr recRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	rr.r.cmds[c.String()] = rec
 	rr.r.cmdTime[c.String()] = took
 	rr.r.mu.Unlock()
-	return res, err
 }
 
 type recFS struct{ r *Recorder }

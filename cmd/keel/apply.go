@@ -185,6 +185,16 @@ func (c *commandLog) Run(ctx context.Context, cmd probes.Cmd) (probes.Result, er
 	return c.inner.Run(ctx, cmd)
 }
 
+// RunStream logs cmd, then runs it through inner with consume
+// (probes.Streamer).
+func (c *commandLog) RunStream(ctx context.Context, cmd probes.Cmd, consume func(next func() ([]byte, bool))) (probes.Result, error) {
+	b, _ := json.Marshal(cmd.Argv())
+	if _, err := c.f.Write(append(b, '\n')); err != nil {
+		return probes.Result{ExitCode: -1}, fmt.Errorf("command log %s: %s not run: %w", c.f.Name(), cmd, err)
+	}
+	return probes.RunStream(ctx, c.inner, cmd, consume)
+}
+
 func (c *commandLog) Close() error { return c.f.Close() }
 
 // fileDiffs returns, for each file action a would write (lvm.conf, keel's

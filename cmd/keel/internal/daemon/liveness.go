@@ -32,6 +32,19 @@ type Liveness struct {
 
 // Run runs c through Inner and keeps count.
 func (l *Liveness) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
+	defer l.begin(c)()
+	return l.Inner.Run(ctx, c)
+}
+
+// RunStream runs c through Inner with consume (probes.Streamer) and keeps
+// count.
+func (l *Liveness) RunStream(ctx context.Context, c probes.Cmd, consume func(next func() ([]byte, bool))) (probes.Result, error) {
+	defer l.begin(c)()
+	return probes.RunStream(ctx, l.Inner, c, consume)
+}
+
+// begin counts c as running and returns what counts it ended.
+func (l *Liveness) begin(c probes.Cmd) (end func()) {
 	var deadline time.Time
 	if t := cmp.Or(c.Timeout, l.Timeout); t > 0 {
 		deadline = time.Now().Add(t)
@@ -44,13 +57,12 @@ func (l *Liveness) Run(ctx context.Context, c probes.Cmd) (probes.Result, error)
 	l.next++
 	l.running[id] = deadline
 	l.mu.Unlock()
-	defer func() {
+	return func() {
 		l.mu.Lock()
 		delete(l.running, id)
 		l.lastEnd = time.Now()
 		l.mu.Unlock()
-	}()
-	return l.Inner.Run(ctx, c)
+	}
 }
 
 // advanced reports whether commands advance at now: one ended within the

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -136,4 +137,38 @@ func TestKeepAliveWhilePassing(t *testing.T) {
 		t.Errorf("a command past its timeout: %d pings more, want none", after-before)
 	}
 	close(r.release)
+}
+
+// streamRunner streams one output, calling inside while consume runs.
+type streamRunner struct{ inside func() }
+
+func (streamRunner) Run(context.Context, probes.Cmd) (probes.Result, error) {
+	return probes.Result{}, errors.New("not streamed")
+}
+
+func (r streamRunner) RunStream(_ context.Context, _ probes.Cmd, consume func(next func() ([]byte, bool))) (probes.Result, error) {
+	consume(func() ([]byte, bool) { r.inside(); return []byte("out"), true })
+	return probes.Result{Stdout: []byte("out")}, nil
+}
+
+// TestLivenessStreams: a streamed command goes through to the runner
+// below and counts as running until it ends.
+func TestLivenessStreams(t *testing.T) {
+	var l *Liveness
+	running := -1
+	l = &Liveness{Inner: streamRunner{inside: func() {
+		l.mu.Lock()
+		running = len(l.running)
+		l.mu.Unlock()
+	}}}
+	var got []byte
+	res, err := probes.RunStream(context.Background(), l, probes.Cmd{Name: "lvm"}, func(next func() ([]byte, bool)) { got, _ = next() })
+	if err != nil || string(res.Stdout) != "out" || string(got) != "out" {
+		t.Fatalf("RunStream: %q, consume %q, %v", res.Stdout, got, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if running != 1 || len(l.running) != 0 || l.lastEnd.IsZero() {
+		t.Fatalf("running %d while streamed, %d after, last end %v", running, len(l.running), l.lastEnd)
+	}
 }

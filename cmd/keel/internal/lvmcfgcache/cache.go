@@ -82,6 +82,20 @@ func (r *Runner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
 	return res, runErr
 }
 
+// RunStream runs c with consume (probes.Streamer): the lvmconfig command
+// as Run answers it, any other through Inner.
+func (r *Runner) RunStream(ctx context.Context, c probes.Cmd, consume func(next func() ([]byte, bool))) (probes.Result, error) {
+	if c.String() == probes.LVMConfigCmd().String() {
+		return probes.RunStream(ctx, runFunc(r.Run), c, consume)
+	}
+	return probes.RunStream(ctx, r.Inner, c, consume)
+}
+
+// runFunc is a probes.Runner made of its Run.
+type runFunc func(context.Context, probes.Cmd) (probes.Result, error)
+
+func (f runFunc) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) { return f(ctx, c) }
+
 // path is p under Root.
 func (r *Runner) path(p string) string { return filepath.Join(r.Root, p) }
 

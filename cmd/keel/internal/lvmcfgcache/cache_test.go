@@ -166,3 +166,54 @@ func TestOtherCommandsAndForeignEntries(t *testing.T) {
 		t.Error("an entry without the format line was used")
 	}
 }
+
+// streamingLVM is fakeLVM that can stream (probes.Streamer) and counts
+// how often it did.
+type streamingLVM struct {
+	*fakeLVM
+	streamed int
+}
+
+func (s *streamingLVM) RunStream(ctx context.Context, c probes.Cmd, consume func(next func() ([]byte, bool))) (probes.Result, error) {
+	s.streamed++
+	res, err := s.Run(ctx, c)
+	consume(func() ([]byte, bool) { return res.Stdout, true })
+	return res, err
+}
+
+// TestRunStream: the cache passes streaming on to the runner below it for
+// every command but lvmconfig, which it answers as Run does, consume
+// getting the answer.
+func TestRunStream(t *testing.T) {
+	h := newHost(t)
+	inner := &streamingLVM{fakeLVM: h.lvm}
+	h.r.Inner = inner
+	var r probes.Runner = h.r
+	if _, ok := r.(probes.Streamer); !ok {
+		t.Fatal("the cache's Runner is no probes.Streamer")
+	}
+	stream := func(c probes.Cmd) string {
+		var got []byte
+		if _, err := h.r.RunStream(context.Background(), c, func(next func() ([]byte, bool)) { got, _ = next() }); err != nil {
+			t.Fatal(err)
+		}
+		return string(got)
+	}
+	report := probes.Cmd{Name: "lvm", Args: []string{"fullreport"}}
+	if got := stream(report); inner.streamed != 1 || got != report.String()+"\ndevices { scan_lvs = 0 }\n" {
+		t.Fatalf("report: streamed %d times below, consume got %q", inner.streamed, got)
+	}
+	want := probes.LVMConfigCmd().String() + "\ndevices { scan_lvs = 0 }\n"
+	for i := range 2 {
+		runs := h.lvm.runs
+		if got := stream(probes.LVMConfigCmd()); got != want {
+			t.Fatalf("lvmconfig %d: consume got %q", i, got)
+		}
+		if ran := h.lvm.runs > runs; ran != (i == 0) {
+			t.Fatalf("lvmconfig %d: ran %v", i, ran)
+		}
+	}
+	if inner.streamed != 1 {
+		t.Fatalf("lvmconfig streamed below the cache (%d)", inner.streamed)
+	}
+}

@@ -1,0 +1,234 @@
+package probes
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// reportInputs returns every lvm fullreport output the repository holds
+// (the guest captures of probes and reconcile, the scale captures, the
+// fuzz corpus) by a name, plus the whole outputs cut and spoiled.
+func reportInputs(t *testing.T) map[string][]byte {
+	t.Helper()
+	in := map[string][]byte{}
+	addSnap := func(name string, s *Snapshot) {
+		for k, rec := range s.Commands {
+			if strings.HasPrefix(k, "lvm fullreport") {
+				in[name+": "+k] = rec.Result.Stdout
+			}
+		}
+	}
+	for _, glob := range []string{"testdata/snapshots/*.txtar", "../reconcile/testdata/snapshots/*.txtar"} {
+		files, err := filepath.Glob(glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			s, err := ReadSnapshotFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addSnap(f, s)
+		}
+	}
+	for _, name := range []string{"scale-thin", "scale-vdo", "scale-vdo-50"} {
+		addSnap(name, scaleSnapshot(t, name))
+	}
+	corpus, err := filepath.Glob("testdata/fuzz/FuzzParseFullReport/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range corpus {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, lit, _ := strings.Cut(strings.TrimSpace(string(b)), "\n[]byte(")
+		s, err := strconv.Unquote(strings.TrimSuffix(lit, ")"))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		in[f] = []byte(s)
+	}
+	if len(in) < 20 {
+		t.Fatalf("only %d reports found", len(in))
+	}
+	// One small whole report, cut at every byte and spoiled at some.
+	small := in["testdata/snapshots/thin.txtar: "+fullReportCmd.String()]
+	if len(small) == 0 {
+		t.Fatal("testdata/snapshots/thin.txtar has no full report")
+	}
+	for n := 0; n < len(small); n += 1 + n/50 {
+		in[fmt.Sprintf("thin cut at %d", n)] = small[:n]
+	}
+	for _, at := range []int{0, 1, 7, len(small) / 3, len(small) / 2, len(small) - 2} {
+		for _, c := range []byte{'"', '\\', '{', ']', 'x', 0xff} {
+			b := bytes.Clone(small)
+			b[at] = c
+			in[fmt.Sprintf("thin with %q at %d", c, at)] = b
+		}
+	}
+	// Escapes, which LVM's own output rarely holds, take the decoder's
+	// slow path for strings: "\u006d" is the "m" of every "lvm2".
+	if esc := bytes.ReplaceAll(small, []byte(`"lvm2"`), []byte(`"lv\u006d2"`)); bytes.Equal(esc, small) {
+		t.Fatal("the thin report holds no \"lvm2\"")
+	} else {
+		in["thin with escapes"] = esc
+	}
+	return in
+}
+
+// chunked is a Streamer's next over b: each call hands out up to the next
+// size() bytes more, done with the last.
+func chunked(b []byte, size func() int) func() ([]byte, bool) {
+	n := 0
+	return func() ([]byte, bool) {
+		n = min(len(b), n+size())
+		return b[:n], n == len(b)
+	}
+}
+
+// TestDecodeReportStream: the report decoded as it grows, in pieces of
+// one byte, of a few and of thousands, is what decoding it whole gives,
+// the same rows or the same error, for every report the repository holds
+// and for them cut short or spoiled.
+func TestDecodeReportStream(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for name, b := range reportInputs(t) {
+		want, wantErr := decodeReportRows(b, parsedSubreport, false)
+		sizes := map[string]func() int{
+			"1":      func() int { return 1 },
+			"7":      func() int { return 7 },
+			"random": func() int { return 1 + rng.Intn(70000) },
+		}
+		if len(b) > 1<<20 {
+			delete(sizes, "1") // a few seconds each for the scale reports
+			delete(sizes, "7")
+		}
+		for how, size := range sizes {
+			got, err := decodeReportStream(chunked(b, size), parsedSubreport)
+			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Fatalf("%s in pieces of %s: error %v, whole: %v", name, how, err, wantErr)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s in pieces of %s: the report differs from the whole one's", name, how)
+			}
+		}
+	}
+}
+
+// streamRunner serves a replay through RunStream, the output of each
+// command in pieces of at most 4 KiB.
+type streamRunner struct {
+	Runner
+	calls int
+}
+
+func (r *streamRunner) RunStream(ctx context.Context, c Cmd, consume func(next func() ([]byte, bool))) (Result, error) {
+	r.calls++
+	res, err := r.Run(ctx, c)
+	if err == nil {
+		rng := rand.New(rand.NewSource(int64(len(res.Stdout))))
+		consume(chunked(res.Stdout, func() int { return 1 + rng.Intn(4096) }))
+	}
+	return res, err
+}
+
+// TestProbeStreamed: a probe pass that decodes the report as it is
+// written observes the host exactly as one that decodes it afterwards,
+// on every guest capture, the failed VDO report of scale-vdo (exit 5, its
+// retry) among them.
+func TestProbeStreamed(t *testing.T) {
+	snaps := map[string]*Snapshot{}
+	for _, glob := range []string{"testdata/snapshots/*.txtar", "../reconcile/testdata/snapshots/*.txtar"} {
+		files, _ := filepath.Glob(glob)
+		for _, f := range files {
+			s, err := ReadSnapshotFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snaps[f] = s
+		}
+	}
+	for _, name := range []string{"scale-thin", "scale-vdo"} {
+		snaps[name] = scaleSnapshot(t, name)
+	}
+	for name, s := range snaps {
+		want, wantErr := Probe(context.Background(), Replay(s))
+		src := Replay(s)
+		sr := &streamRunner{Runner: src.Runner}
+		src.Runner = sr
+		got, err := Probe(context.Background(), src)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("%s: streamed pass error %v, the other's %v", name, err, wantErr)
+		}
+		if sr.calls != 1 {
+			t.Fatalf("%s: %d commands streamed, want the report alone", name, sr.calls)
+		}
+		diff, err := Diff(want, got, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(diff) > 0 {
+			t.Fatalf("%s: the streamed pass observed another host:\n%s", name, strings.Join(diff, "\n"))
+		}
+	}
+}
+
+// TestExecRunnerStream: a command's output reaches consume while the
+// command runs, and the Result holds all of it with the exit status, also
+// when consume stops reading early.
+func TestExecRunnerStream(t *testing.T) {
+	ctx := context.Background()
+	c := Cmd{Name: "sh", Args: []string{"-c", "printf first; sleep 0.3; printf ' second'; echo oops >&2; exit 5"}}
+	var seen [][]byte
+	var doneSeen bool
+	start := time.Now()
+	var firstAt time.Duration
+	res, err := ExecRunner{}.RunStream(ctx, c, func(next func() ([]byte, bool)) {
+		for !doneSeen {
+			b, done := next()
+			if len(seen) == 0 {
+				firstAt = time.Since(start)
+			}
+			seen, doneSeen = append(seen, bytes.Clone(b)), done
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Stdout) != "first second" || res.ExitCode != 5 || string(res.Stderr) != "oops\n" {
+		t.Fatalf("Result %q exit %d stderr %q", res.Stdout, res.ExitCode, res.Stderr)
+	}
+	if last := seen[len(seen)-1]; string(last) != "first second" {
+		t.Fatalf("the last next gave %q", last)
+	}
+	if outputFile("sh") != nil { // a memfd: consume sees the output grow
+		if string(seen[0]) != "first" || firstAt >= 300*time.Millisecond {
+			t.Fatalf("first next gave %q after %v, want \"first\" before the command's sleep ended", seen[0], firstAt)
+		}
+	}
+	// A consume that stops after one look: the Result is still whole.
+	c = Cmd{Name: "sh", Args: []string{"-c", "i=0; while [ $i -lt 3000 ]; do echo line $i; i=$((i + 1)); done"}}
+	res, err = ExecRunner{}.RunStream(ctx, c, func(next func() ([]byte, bool)) { next() })
+	if err != nil || res.ExitCode != 0 || bytes.Count(res.Stdout, []byte("\n")) != 3000 {
+		t.Fatalf("early stop: %d lines, exit %d, %v", bytes.Count(res.Stdout, []byte("\n")), res.ExitCode, err)
+	}
+	// A command that cannot start: no consume, the error as Run gives it.
+	called := false
+	missing := Cmd{Name: "keel-test-no-such-command"}
+	_, err = ExecRunner{}.RunStream(ctx, missing, func(func() ([]byte, bool)) { called = true })
+	_, runErr := ExecRunner{}.Run(ctx, missing)
+	if _, ok := MissingCommand(err); !ok || called || fmt.Sprint(err) != fmt.Sprint(runErr) {
+		t.Fatalf("missing command: %v (Run: %v), consume called %v", err, runErr, called)
+	}
+}
