@@ -343,15 +343,16 @@ func (m *Machine) launch(t testing.TB, args []string, share string, limit time.D
 }
 
 // keepShare copies a boot's share (its $OUT, logs and journal) to
-// $KEEL_E2E_KEEP/<test>/boot<N> when the test fails, for a look after the
-// temporary directories are gone.
+// $KEEL_E2E_KEEP/<test>/boot<N> when the test fails (or always, with
+// KEEL_E2E_KEEP_ALL=1: a rare failure is studied beside the runs that
+// passed), for a look after the temporary directories are gone.
 func keepShare(t testing.TB, share string, boot int) {
 	keep := os.Getenv("KEEL_E2E_KEEP")
 	if keep == "" {
 		return
 	}
 	t.Cleanup(func() {
-		if !t.Failed() {
+		if !t.Failed() && os.Getenv("KEEL_E2E_KEEP_ALL") != "1" {
 			return
 		}
 		dst := filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_"), fmt.Sprintf("boot%d", boot))
