@@ -364,7 +364,8 @@ func fallbackCmd(c Cmd, kind string) Cmd {
 	if kind != "status" {
 		return c
 	}
-	return Cmd{Name: c.Name, Args: append(slices.Clone(c.Args), "--noflush")}
+	c.Args = append(slices.Clone(c.Args), "--noflush")
+	return c
 }
 
 // errIoctlOff is the fallback reason when DMRunner.NoIoctl is set.

@@ -17,7 +17,7 @@ var fullReportCmd = Cmd{Name: "lvm", Args: []string{"fullreport", "--reportforma
 	"--configreport", "pv", "-o", "pv_all,vg_name",
 	"--configreport", "lv", "-o", "lv_all,vg_name",
 	"--configreport", "seg", "-o", "seg_all,lv_uuid,lv_name,vg_name",
-	"--configreport", "pvseg", "-o", "pvseg_all,pv_name,lv_uuid"}}
+	"--configreport", "pvseg", "-o", "pvseg_all,pv_name,lv_uuid"}, ReadOnly: true}
 
 // lvmReport is the JSON shape of `lvm fullreport --reportformat json`: every
 // value a string, one report element per VG (plus one for orphan PVs),

@@ -291,7 +291,8 @@ func earlyRetry(stats map[string]cmdOut) (Cmd, bool) {
 // and earlyRetry both build their command here: an early retry is used only
 // when its argv is the one the failed report asks for.
 func retryCmd(fields, vgs []string) Cmd {
-	c := Cmd{Name: fullReportCmd.Name, Args: slices.Clone(fullReportCmd.Args), Timeout: fullReportCmd.Timeout}
+	c := fullReportCmd
+	c.Args = slices.Clone(fullReportCmd.Args)
 	c.Args[lvOptionsIndex()] = strings.Join(fields, ",")
 	if vgs != nil {
 		// "--" ends the options: a VG name cannot be taken for one.

@@ -16,9 +16,9 @@ import (
 // Commands run once per probe pass whatever the number of LVs; Probe adds
 // one `dmsetup message <pool> 0 stats` per active VDO pool.
 var (
-	dmTableCmd   = Cmd{Name: "dmsetup", Args: []string{"table"}}
-	dmStatusCmd  = Cmd{Name: "dmsetup", Args: []string{"status"}}
-	lvmConfigCmd = Cmd{Name: "lvmconfig", Args: []string{"--typeconfig", "full"}}
+	dmTableCmd   = Cmd{Name: "dmsetup", Args: []string{"table"}, ReadOnly: true}
+	dmStatusCmd  = Cmd{Name: "dmsetup", Args: []string{"status"}, ReadOnly: true}
+	lvmConfigCmd = Cmd{Name: "lvmconfig", Args: []string{"--typeconfig", "full"}, ReadOnly: true}
 )
 
 // LVMConfigCmd is the command by which a probe pass reads LVM's merged

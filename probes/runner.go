@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,15 @@ type Cmd struct {
 	Stdin []byte
 	// Timeout, when set, bounds this command instead of the runner's own.
 	Timeout time.Duration
+	// ReadOnly marks a command that only reads (the probe's reports): once
+	// its context is done, ExecRunner kills it and returns at once, and
+	// the process is reaped in the background. A killed process can take
+	// seconds to end: a read in flight on a slow or failing device must
+	// complete first (e2e/underfire: 5 s per I/O under a dm-delay PV), and
+	// the daemon's preempted pass, and the bcache fast path behind it,
+	// would wait for it. A command that may change the host is always
+	// waited for, so that whatever looks next sees all it did.
+	ReadOnly bool
 }
 
 // Argv returns the full argument vector, program name first.
@@ -124,9 +134,18 @@ func (r ExecRunner) run(ctx context.Context, c Cmd, consume func(next func() ([]
 	var err error
 	res := Result{ExitCode: -1}
 	if f != nil && consume != nil {
-		res.Stdout, err = streamOutput(cmd, f, consume)
+		var left bool
+		res.Stdout, left, err = streamOutput(ctx, cmd, f, consume, c.ReadOnly)
+		if left {
+			return Result{ExitCode: -1}, fmt.Errorf("%s: %w", c, ctx.Err())
+		}
 	} else {
-		err = cmd.Run()
+		var left bool
+		if left, err = waitOrLeave(ctx, cmd, c.ReadOnly); left {
+			// Nothing of cmd is read: its output may still be being
+			// copied, and its exit is not known yet.
+			return Result{ExitCode: -1}, fmt.Errorf("%s: %w", c, ctx.Err())
+		}
 		res.Stdout = out.Bytes()
 		if f != nil {
 			var rerr error
@@ -152,12 +171,66 @@ func (r ExecRunner) run(ctx context.Context, c Cmd, consume func(next func() ([]
 	return res, nil
 }
 
+// waitOrLeave runs cmd to its end, as cmd.Run does; with leave, it returns
+// (left true) as soon as ctx is done, while the killed process ends and is
+// reaped in the background (Cmd.ReadOnly). cmd's output and ProcessState
+// must not be read when it left.
+func waitOrLeave(ctx context.Context, cmd *exec.Cmd, leave bool) (left bool, err error) {
+	if !leave {
+		return false, cmd.Run()
+	}
+	if err := cmd.Start(); err != nil {
+		return false, err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- cmd.Wait() }()
+	select {
+	case err := <-ended:
+		return false, err
+	case <-ctx.Done():
+		// exec kills the process once ctx is done (CommandContext).
+	}
+	select {
+	case err := <-ended:
+		return false, err // it ended meanwhile
+	default:
+	}
+	if !leaveBehind() {
+		return false, <-ended
+	}
+	go func() {
+		<-ended
+		leftBehind.Add(-1)
+	}()
+	return true, nil
+}
+
+// maxLeftBehind bounds the killed read-only commands still ending at any
+// time (waitOrLeave). A command killed in a read that never completes (a
+// device suspended for good, lvm stuck in exit_aio) never ends; past the
+// bound, a command is waited for again, as every command was before.
+const maxLeftBehind = 4
+
+// leftBehind counts the killed read-only commands still ending.
+var leftBehind atomic.Int32
+
+// leaveBehind takes one of the maxLeftBehind places, if one is free.
+func leaveBehind() bool {
+	if leftBehind.Add(1) > maxLeftBehind {
+		leftBehind.Add(-1)
+		return false
+	}
+	return true
+}
+
 // streamOutput runs cmd, whose standard output is f, handing consume the
 // output as it grows; it returns all of it and cmd.Wait's error once cmd
-// and consume have ended.
-func streamOutput(cmd *exec.Cmd, f *os.File, consume func(next func() ([]byte, bool))) ([]byte, error) {
+// and consume have ended. With leave, it returns as soon as ctx is done
+// and consume has stopped (left true, nothing else set; Cmd.ReadOnly):
+// consume's next then reports the end at once.
+func streamOutput(ctx context.Context, cmd *exec.Cmd, f *os.File, consume func(next func() ([]byte, bool)), leave bool) (out []byte, left bool, err error) {
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ended := make(chan struct{})
 	var waitErr error
@@ -166,12 +239,22 @@ func streamOutput(cmd *exec.Cmd, f *os.File, consume func(next func() ([]byte, b
 		close(ended)
 	}()
 	g := &growingOutput{f: f, ended: ended}
+	if leave {
+		g.stop = ctx.Done()
+	}
 	consumed := make(chan any, 1)
 	go func() {
 		defer func() { consumed <- recover() }()
 		consume(g.next)
 	}()
 	p := <-consumed
+	if p == nil && leave && ctx.Err() != nil && leaveBehind() {
+		go func() {
+			<-ended
+			leftBehind.Add(-1)
+		}()
+		return nil, true, nil
+	}
 	<-ended
 	for !g.done { // consume stopped early: the Result still holds all
 		g.next()
@@ -180,9 +263,9 @@ func streamOutput(cmd *exec.Cmd, f *os.File, consume func(next func() ([]byte, b
 		panic(p) // consume's own panic, in the caller's goroutine
 	}
 	if g.err != nil && waitErr == nil {
-		return g.buf, fmt.Errorf("reading its output: %w", g.err)
+		return g.buf, false, fmt.Errorf("reading its output: %w", g.err)
 	}
-	return g.buf, waitErr
+	return g.buf, false, waitErr
 }
 
 // readOutput returns what a command wrote to f, from its start.

@@ -59,3 +59,70 @@ func TestProbeCatchesPanics(t *testing.T) {
 		t.Fatalf("Probe: %v", err)
 	}
 }
+
+// TestExecRunnerLeavesReadOnly: a read-only command whose context ends is
+// left to end on its own, and Run returns at once; any other command is
+// waited for. The command here ends slowly once killed because a child it
+// left holds its stderr (exec then waits up to WaitDelay, 2 s), as lvm
+// does when killed with a read in flight on a slow device: it ends only
+// when the read completes (e2e/underfire: 5 s per I/O).
+func TestExecRunnerLeavesReadOnly(t *testing.T) {
+	slow := func(readOnly bool) Cmd {
+		return Cmd{Name: "sh", Args: []string{"-c", "sleep 3 & echo started; exec sleep 3"}, ReadOnly: readOnly}
+	}
+	const cancelAfter = 100 * time.Millisecond
+	run := func(c Cmd, stream bool) (time.Duration, error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		time.AfterFunc(cancelAfter, cancel)
+		start := time.Now()
+		var err error
+		if stream {
+			_, err = ExecRunner{}.RunStream(ctx, c, func(next func() ([]byte, bool)) {
+				for _, done := next(); !done; _, done = next() {
+				}
+			})
+		} else {
+			_, err = ExecRunner{}.Run(ctx, c)
+		}
+		return time.Since(start), err
+	}
+	for _, stream := range []bool{false, true} {
+		took, err := run(slow(true), stream)
+		if !errors.Is(err, context.Canceled) || took > 1500*time.Millisecond {
+			t.Errorf("read-only (stream %v): %v after %s, want context.Canceled at once", stream, err, took)
+		}
+		took, err = run(slow(false), stream)
+		if !errors.Is(err, context.Canceled) || took < 2*time.Second {
+			t.Errorf("not read-only (stream %v): %v after %s, want it waited for (WaitDelay 2 s)", stream, err, took)
+		}
+	}
+	// At most maxLeftBehind are left ending at a time; past that, a
+	// command is waited for as before.
+	for deadline := time.Now().Add(10 * time.Second); leftBehind.Load() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d commands left behind did not end", leftBehind.Load())
+		}
+	}
+	tooks := make(chan time.Duration, maxLeftBehind+1)
+	for range maxLeftBehind + 1 {
+		go func() {
+			took, _ := run(slow(true), false)
+			tooks <- took
+		}()
+	}
+	waited := 0
+	for range maxLeftBehind + 1 {
+		if <-tooks >= 2*time.Second {
+			waited++
+		}
+	}
+	if waited != 1 {
+		t.Errorf("%d of %d read-only commands cancelled together were waited for, want 1 (maxLeftBehind %d)", waited, maxLeftBehind+1, maxLeftBehind)
+	}
+	// A read-only command that ends before its context does is whole.
+	res, err := ExecRunner{}.Run(context.Background(), Cmd{Name: "sh", Args: []string{"-c", "echo out; echo err >&2; exit 4"}, ReadOnly: true})
+	if err != nil || string(res.Stdout) != "out\n" || string(res.Stderr) != "err\n" || res.ExitCode != 4 {
+		t.Fatalf("read-only, not cancelled: %q %q exit %d, %v", res.Stdout, res.Stderr, res.ExitCode, err)
+	}
+}

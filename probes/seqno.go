@@ -7,7 +7,7 @@ import (
 )
 
 // vgSeqnoCmd reports every VG's metadata sequence number and nothing else.
-var vgSeqnoCmd = Cmd{Name: "lvm", Args: []string{"vgs", "--reportformat", "json", "-o", "vg_name,vg_seqno"}}
+var vgSeqnoCmd = Cmd{Name: "lvm", Args: []string{"vgs", "--reportformat", "json", "-o", "vg_name,vg_seqno"}, ReadOnly: true}
 
 // VGSeqnos returns the vg_seqno of every VG LVM reports now, by VG name.
 // LVM adds one to a VG's seqno each time it writes the VG's metadata

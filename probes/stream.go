@@ -57,9 +57,12 @@ const streamPoll = 4 * time.Millisecond
 type growingOutput struct {
 	f     *os.File
 	ended <-chan struct{}
-	buf   []byte
-	done  bool
-	err   error // reading f failed; then done
+	// stop, when not nil, closes when the command is left to end on its
+	// own (Cmd.ReadOnly): next then reports the end at once.
+	stop <-chan struct{}
+	buf  []byte
+	done bool
+	err  error // reading f failed; then done
 }
 
 // next is Streamer's next over f.
@@ -70,6 +73,9 @@ func (g *growingOutput) next() ([]byte, bool) {
 		select {
 		case <-g.ended:
 			exited = true // what it wrote is all in f now: read to the end
+		case <-g.stop:
+			g.done = true // left behind: what it wrote is not used
+			continue
 		default:
 		}
 		grew, err := g.read()
@@ -89,6 +95,7 @@ func (g *growingOutput) next() ([]byte, bool) {
 			}
 			select {
 			case <-g.ended:
+			case <-g.stop:
 			case <-timer.C:
 			}
 		}

@@ -146,7 +146,8 @@ func withDevices(c Cmd, devs []string) Cmd {
 		at = len(args)
 	}
 	args = slices.Insert(args, at, "--devices", strings.Join(devs, ","))
-	return Cmd{Name: c.Name, Args: args, Timeout: c.Timeout}
+	c.Args = args
+	return c
 }
 
 // suspendedError names the suspended devices in a read's error.

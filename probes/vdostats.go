@@ -9,7 +9,7 @@ import (
 
 // vdoStatsCmd asks the VDO target dmName for its statistics.
 func vdoStatsCmd(dmName string) Cmd {
-	return Cmd{Name: "dmsetup", Args: []string{"message", dmName, "0", "stats"}}
+	return Cmd{Name: "dmsetup", Args: []string{"message", dmName, "0", "stats"}, ReadOnly: true}
 }
 
 // errNotPrefetched says that no statistics were fetched ahead for a device.
