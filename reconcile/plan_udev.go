@@ -113,14 +113,21 @@ func (p *planner) planUdevRules() {
 
 // UdevReload tells systemd-udevd to read its rules files again, waiting at
 // most 5 s for its answer instead of udevadm's 60 (udevadm(8), control
-// --timeout). It only makes a rule written by keel live at once: udevd
-// compares the rules files' stats before it runs its next queued event and
-// reloads them when they changed (systemd v257, src/udev/udev-manager.c,
-// manager_reload from event_queue_start, udev_rules_should_reload), so
-// when udevd is too busy to answer (a flood of uevents) the rule still
-// applies from its next event, and the executor does not count the reload's
-// failure against the action (KindFile).
+// --timeout). Without it a rule written by keel still goes live, but late:
+// udevd compares the rules files' stats before it starts a queued event,
+// at most every 3 s (systemd v257, src/udev/udev-manager.c, manager_reload
+// from event_queue_start, udev_rules_should_reload), so an event it starts
+// within 3 s of its last look runs the old rule. When udevd is too busy to
+// answer (a flood of uevents) the rule applies from its next look, and the
+// executor does not count the reload's failure against the action
+// (KindFile).
 var UdevReload = []string{"udevadm", "control", "--reload", "--timeout=5"}
+
+// UdevSettle waits, at most 3 s, until systemd-udevd has no event queued or
+// running (udevadm(8), settle): after UdevReload, every event that may
+// still run an old rule has ended. Under a flood of uevents the queue is
+// never empty, and it waits the whole 3 s.
+var UdevSettle = []string{"udevadm", "settle", "--timeout=3"}
 
 // ruleID returns the finding ID of one of keel's udev rules files.
 func ruleID(path string) string {

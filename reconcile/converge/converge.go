@@ -561,11 +561,11 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repor
 		case x.Kind == reconcile.KindSysfs:
 			acts = append(acts, x)
 		case x.ID == bcacheRuleAction && len(x.Files) == 1 && activation.BcacheRuleComplete(x.Files[0].Content):
-			// The rule first, without its udev reload (udevd reads
-			// changed rules files before its next event, and a busy
-			// udevd would hold the tunables up to 5 s): a "change"
-			// uevent of the device between the tunables' writes and
-			// the full pass would otherwise apply the old rule's
+			// The rule first, and its udev reload only after the
+			// tunables (afterRuleWrite): a busy udevd would hold them
+			// up to the reload's 5 s. Without the new rule on disk, a
+			// "change" uevent of the device between the tunables'
+			// writes and the full pass would apply the old rule's
 			// values (e2e/underfire: the new value gone for 18 s).
 			x.Commands = nil
 			acts = append([]reconcile.Action{x}, acts...)
@@ -576,7 +576,83 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repor
 	if !l.Gate.apply(func() { rep, err = l.Exec.Apply(ctx, acts, res.Findings, executor.Mode{Partial: true}, l.verifyBcache) }) {
 		return executor.Report{}, ErrPreempted
 	}
+	if err != nil || !converged(rep, bcacheRuleAction) {
+		return rep, err
+	}
+	// The gate is open while udev reloads and settles: a newer trigger
+	// may preempt the wait, and serves the change again.
+	again, findings := l.afterRuleWrite(ctx)
+	if l.Gate.Preempted() {
+		return rep, ErrPreempted
+	}
+	if len(again) == 0 {
+		return rep, nil
+	}
+	l.Log.Info("bcache tunables set back by a uevent udev ran with the old rule: writing them again", "actions", len(again))
+	var rep2 executor.Report
+	if !l.Gate.apply(func() { rep2, err = l.Exec.Apply(ctx, again, findings, executor.Mode{Partial: true}, l.verifyBcache) }) {
+		return rep, ErrPreempted
+	}
+	rep.Results = append(rep.Results, rep2.Results...)
+	rep.Findings = append(rep.Findings, rep2.Findings...)
 	return rep, err
+}
+
+// converged reports whether the action id ran and converged in rep.
+func converged(rep executor.Report, id string) bool {
+	for _, r := range rep.Results {
+		if r.Action.ID == id && r.Status == executor.Converged {
+			return true
+		}
+	}
+	return false
+}
+
+// afterRuleWrite makes the bcache rule the fast path has just written the
+// one udevd applies, and returns the tunables to write again: those that
+// an event udevd ran meanwhile set back. udevd looks at its rules files at most every
+// 3 s (manager_reload in systemd's src/udev/udev-manager.c: "check for
+// changed config, every 3 seconds at most"), so a uevent of the device it
+// starts within 3 s of its last look runs the old rule, whose values land
+// after the fast path's writes too (e2e/underfire, 2026-12-03: 21 written
+// and verified, 10 back within 0.2 s, 21 again only 8 s later, when a
+// later event ran the new rule). udevadm control --reload makes every
+// event udevd starts from then on run the new rule; udevadm settle waits
+// for those it started before; then sysfs is read and planned again.
+// When udevd does not answer
+// (settle waits for udevd's whole queue, which a flood of uevents keeps
+// full), sysfs is read all the same, and the full pass that follows reads
+// it again.
+func (l *Loop) afterRuleWrite(ctx context.Context) ([]reconcile.Action, []reconcile.Finding) {
+	for _, c := range []probes.Cmd{
+		{Name: reconcile.UdevReload[0], Args: reconcile.UdevReload[1:]},
+		{Name: reconcile.UdevSettle[0], Args: reconcile.UdevSettle[1:], ReadOnly: true},
+	} {
+		res, err := l.runner.Run(ctx, c)
+		if ctx.Err() != nil {
+			return nil, nil // preempted (or stopping): nothing is read
+		}
+		if err == nil {
+			err = res.Err(c)
+		}
+		switch {
+		case err == nil:
+		case c.Args[0] == "settle":
+			// udevd's queue was not empty in time: usual under a
+			// flood of uevents or over a slow device.
+			l.Log.Debug("udev's queue did not empty after the bcache rule's write", "err", err)
+		default:
+			l.Log.Warn("udev did not reload its rules after the bcache rule's write", "cmd", c.String(), "err", err)
+		}
+	}
+	_, res := l.planBcache(ctx)
+	var acts []reconcile.Action
+	for _, x := range res.Actions {
+		if x.Kind == reconcile.KindSysfs {
+			acts = append(acts, x)
+		}
+	}
+	return acts, res.Findings
 }
 
 // bcacheRuleAction is the ID of the action that writes keel's bcache udev

@@ -2,14 +2,17 @@ package converge
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/converge/convergetest"
 	"github.com/keel-storage/keel/reconcile/executor"
@@ -214,26 +217,92 @@ func (f ruleFS) ReadFile(name string) ([]byte, error) {
 	return f.FS.ReadFile(name)
 }
 
-// The fast path writes keel's bcache udev rule before the tunables, without
-// running udevadm: a "change" uevent of bcache0 between its writes and the
-// full pass would otherwise apply the old rule's values (e2e/underfire:
-// the new value was gone for 18 s).
-func TestBcachePassWritesTheRuleFirst(t *testing.T) {
+// udevRunner answers udevadm as systemd-udevd would, with one uevent of
+// bcache0 queued that runs the old rule (writeback_percent 10): it lands
+// when udevadm settle waits for it, or, if nothing waits, after the fast
+// path (land). Other commands go to Runner.
+type udevRunner struct {
+	probes.Runner
+	sys *convergetest.MemSysFS
+	// onSettle, when set, runs as udevadm settle starts.
+	onSettle func()
+	mu       sync.Mutex
+	cmds     []string
+	// writesAtReload is how many sysfs writes were made when udevadm
+	// control --reload ran.
+	writesAtReload int
+	landed         bool
+}
+
+func (u *udevRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
+	if c.Name != "udevadm" {
+		return u.Runner.Run(ctx, c)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.cmds = append(u.cmds, c.String())
+	switch c.Args[0] {
+	case "control":
+		u.sys.Mu.Lock()
+		u.writesAtReload = len(u.sys.Writes)
+		u.sys.Mu.Unlock()
+	case "settle":
+		if u.onSettle != nil {
+			u.onSettle()
+		}
+		u.landLocked()
+	}
+	return probes.Result{}, nil
+}
+
+// land runs the queued old-rule event if it has not run yet.
+func (u *udevRunner) land() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.landLocked()
+}
+
+func (u *udevRunner) landLocked() {
+	if !u.landed {
+		u.landed = true
+		u.sys.Mu.Lock()
+		u.sys.Files[wbpPath] = "10" // what udevd's worker writes, not keel
+		u.sys.Mu.Unlock()
+	}
+}
+
+const wbpPath = "/sys/block/bcache0/bcache/writeback_percent"
+
+// ruleLoop wires a loop to the mixed snapshot, with keel's rules files
+// under a directory of its own and udevadm answered by a udevRunner.
+func ruleLoop(t *testing.T, wb int) (*Loop, *convergetest.MemSysFS, *convergetest.CountingRunner, *udevRunner, string) {
+	t.Helper()
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(bcacheCue(40)), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(bcacheCue(wb)), 0o644)
 	src, sys, run := convergetest.Replayed(t, "../../probes/testdata/snapshots/mixed.txtar")
 	root := t.TempDir()
 	src.FS = ruleFS{FS: src.FS, dir: root}
-	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys, FileRoot: root,
+	u := &udevRunner{Runner: src.Runner, sys: sys}
+	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys, FileRoot: root, Runner: u,
 		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
 	if err := a.Load(); err != nil {
 		t.Fatal(err)
 	}
+	return a, sys, run, u, root
+}
+
+// The fast path writes keel's bcache udev rule before the tunables, and
+// has udevd reload its rules only after them: a "change" uevent of bcache0
+// between its writes and the full pass would otherwise apply the old
+// rule's values (e2e/underfire: the new value was gone for 18 s), and a
+// busy udevd would hold the tunables up to the reload's 5 s.
+func TestBcachePassWritesTheRuleFirst(t *testing.T) {
+	a, _, run, u, root := ruleLoop(t, 40)
 	rep, err := a.BcachePass(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != 2 || rep.Results[0].Action.ID != "bcache.udev_rule:"+activation.BcacheRule ||
+	if len(rep.Results) < 2 || rep.Results[0].Action.ID != "bcache.udev_rule:"+activation.BcacheRule ||
 		!strings.HasPrefix(rep.Results[1].Action.ID, "bcache.tunable:") {
 		t.Fatalf("want the rule, then the tunable: %+v", rep.Results)
 	}
@@ -246,7 +315,64 @@ func TestBcachePassWritesTheRuleFirst(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), `ATTR{bcache/writeback_percent}="40"`) {
 		t.Fatalf("rule %q, %v", b, err)
 	}
+	want := []string{strings.Join(reconcile.UdevReload, " "), strings.Join(reconcile.UdevSettle, " ")}
+	if !slices.Equal(u.cmds, want) || u.writesAtReload != 1 {
+		t.Errorf("commands %q with %d sysfs writes before the reload, want %q after the tunable's write", u.cmds, u.writesAtReload, want)
+	}
 	if n := run.N.Load(); n != 0 {
-		t.Errorf("the fast path ran %d commands", n)
+		t.Errorf("the fast path ran %d probe commands", n)
+	}
+}
+
+// A uevent of bcache0 that udevd starts before it has read keel's new rule
+// runs the old one (it looks at its rules at most every 3 s), and sets the
+// tunable back after the fast path wrote it. The fast path waits for such
+// events once udevd has reloaded its rules, and writes the tunable again.
+// Before, the old value stayed until a later event ran the new rule
+// (e2e/underfire, 2026-12-03: 8 s).
+func TestBcachePassRewritesWhatTheOldRuleSetBack(t *testing.T) {
+	a, sys, _, u, _ := ruleLoop(t, 40)
+	rep, err := a.BcachePass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.land() // had nothing waited for it, it lands now
+	sys.Mu.Lock()
+	got, writes := sys.Files[wbpPath], slices.Clone(sys.Writes)
+	sys.Mu.Unlock()
+	if got != "40" {
+		t.Fatalf("writeback_percent %q after the fast path and the old rule's event, want 40 (writes %q)", got, writes)
+	}
+	if len(writes) != 2 || rep.Count(executor.Converged) != 3 {
+		t.Errorf("writes %q, results %+v: want the tunable written twice, three actions converged", writes, rep.Results)
+	}
+	// When nothing set it back, it is written once.
+	a, sys, _, u, _ = ruleLoop(t, 40)
+	u.landed = true
+	if _, err := a.BcachePass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(sys.Writes) != 1 {
+		t.Errorf("writes %q without an old-rule event, want one", sys.Writes)
+	}
+}
+
+// The fast path's wait for udev is not part of its apply: a newer trigger
+// preempts it there, as it would a probe, and the fast path ends with
+// ErrPreempted (the daemon serves the change again) without writing more.
+func TestBcachePassPreemptedWhileUdevSettles(t *testing.T) {
+	a, sys, _, u, _ := ruleLoop(t, 40)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := NewGate(cancel)
+	a.Gate = g
+	preempted := false
+	u.onSettle = func() { preempted = g.Preempt() }
+	rep, err := a.BcachePass(ctx)
+	if !preempted || !errors.Is(err, ErrPreempted) {
+		t.Fatalf("preempted %v, err %v: want the settle preempted and ErrPreempted", preempted, err)
+	}
+	if rep.Count(executor.Converged) != 2 || len(sys.Writes) != 1 {
+		t.Errorf("results %+v, writes %q: want the rule and the tunable, and no write after the preemption", rep.Results, sys.Writes)
 	}
 }
