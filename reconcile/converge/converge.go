@@ -618,7 +618,9 @@ func converged(rep executor.Report, id string) bool {
 // and verified, 10 back within 0.2 s, 21 again only 8 s later, when a
 // later event ran the new rule). udevadm control --reload makes every
 // event udevd starts from then on run the new rule; udevadm settle waits
-// for those it started before; then sysfs is read and planned again.
+// for those it started before, which may still set the old values back
+// meanwhile (a busy worker keeps its rules until its event ends:
+// manager_kill_workers); then sysfs is read and planned again.
 // When udevd does not answer
 // (settle waits for udevd's whole queue, which a flood of uevents keeps
 // full), sysfs is read all the same, and the full pass that follows reads
