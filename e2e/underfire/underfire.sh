@@ -260,9 +260,11 @@ echo $(($(now_ms) - t1)) >"$OUT/slow.fastpath_ms"
 # (2026-12-03). With them, such an event can still land between the write
 # and the end of the settle (37 for a moment, 2.0 s after the write,
 # 2026-12-03): every change seen is printed, and the check is that none
-# comes after the fast path ended. Polled 12 s: the fast path takes up to
-# the reload, the settle's 3 s and a second write.
-changes="" last=21 t_poll=$(($(now_ms) + 12000))
+# comes after the fast path ended. Polled 15 s: the fast path took 4-5 s
+# after its write in the runs of 2026-12-03 (the reload, the settle's 3 s
+# while udevd works through the flood, sysfs read again), and may take up
+# to 10 s (the reload's 5 s and the settle's 3 s), 5 s held after that.
+changes="" last=21 t_poll=$(($(now_ms) + 15000))
 while [ "$(now_ms)" -lt "$t_poll" ]; do
 	v=$(cat "$WBP")
 	if [ "$v" != "$last" ]; then
@@ -284,7 +286,7 @@ for c in $changes; do
 	ms=${ms%ms}
 	[ -n "$fp_end" ] && [ "$ms" -gt "$fp_end" ] && [ "${c%@*}" != 21 ] && late="$late $c"
 done
-if [ -n "$fp_end" ] && [ "$fp_end" -le 7000 ] && [ -z "$late" ] && [ "$last" = 21 ]; then
+if [ -n "$fp_end" ] && [ "$fp_end" -le 10000 ] && [ -z "$late" ] && [ "$last" = 21 ]; then
 	pass "slow: writeback_percent held 21 for 5 s once the fast path ended"
 else
 	flunk "slow: writeback_percent after the fast path (ended ${fp_end:-never} ms after the write):${late:- none} last $last"
