@@ -81,6 +81,9 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 		var err error
 		if l.src, err = probes.NodeSource(node, timeout); err == nil {
 			l.src = lvmcfgcache.ForNode(l.src, node)
+			if phases != nil {
+				l.src.Runner = timedRunner{l.src.Runner}
+			}
 			l.host, err = probes.Probe(ctx, l.src)
 		}
 		phases.mark("probe pass")
@@ -227,4 +230,31 @@ func (p *phaseLog) String() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return "ended, in ms since main started: " + strings.Join(p.marks, ", ")
+}
+
+// timedRunner marks in phases when each command of a probe pass started
+// and ended (KEEL_TIMING): whether a check's time beyond `lvm fullreport`
+// is spent before the report starts or after it ends.
+type timedRunner struct{ inner probes.Runner }
+
+func (t timedRunner) what(c probes.Cmd) string {
+	if len(c.Args) > 0 {
+		return c.Name + " " + c.Args[0]
+	}
+	return c.Name
+}
+
+// Run runs c through the wrapped runner between two marks.
+func (t timedRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
+	phases.mark(t.what(c) + " started")
+	defer phases.mark(t.what(c) + " ended")
+	return t.inner.Run(ctx, c)
+}
+
+// RunStream runs c through the wrapped runner with consume
+// (probes.Streamer) between two marks.
+func (t timedRunner) RunStream(ctx context.Context, c probes.Cmd, consume func(next func() ([]byte, bool))) (probes.Result, error) {
+	phases.mark(t.what(c) + " started")
+	defer phases.mark(t.what(c) + " ended")
+	return probes.RunStream(ctx, t.inner, c, consume)
 }

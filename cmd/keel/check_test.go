@@ -174,8 +174,8 @@ func mustJSON(v any) string {
 }
 
 // TestCheckTiming: with KEEL_TIMING set, keel check ends its stderr with
-// when each part ended (the bench's rounds read it); without, it prints
-// nothing of the kind.
+// when each part ended (the bench's rounds read it), the probe's commands'
+// starts and ends among them; without, it prints nothing of the kind.
 func TestCheckTiming(t *testing.T) {
 	args := []string{"check", "-c", desired("vdo-split"), "--node", convergedNode}
 	if _, _, errs := runKeel(t, args...); strings.Contains(errs, "timing") {
@@ -200,7 +200,8 @@ func TestCheckTiming(t *testing.T) {
 		}
 		names = append(names, m[:i])
 	}
-	for _, want := range []string{"desired state", "probe pass", "plan", "report"} {
+	for _, want := range []string{"desired state", "probe pass", "plan", "report",
+		"lvm fullreport started", "lvm fullreport ended"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("marks %v lack %q", names, want)
 		}

@@ -18,6 +18,7 @@ type guestSize struct {
 	probeArgv    map[string]string
 	probe        map[string][]float64
 	check, pass  []float64
+	timing       []map[string]float64 // per round: check-timing's marks, ms since main started
 	parts        map[string][]float64 // check-cold, check-exec, pass-exec, start, vet, check-node, lvs, status
 	passOps      [][2]string          // duration, operation: the slowest in the last round's pass
 	d            map[string]float64   // daemon-* figures
@@ -80,6 +81,8 @@ func parseGuest(text string) (sizes []*guestSize, checkExit string) {
 			cur.probe[f[1]] = append(cur.probe[f[1]], num(f[2]))
 		case f[0] == "check" && len(f) == 2:
 			cur.check = append(cur.check, num(f[1]))
+		case f[0] == "check-timing":
+			cur.timing = append(cur.timing, parseMarks(strings.Join(f[1:], " ")))
 		case f[0] == "check-exit":
 			checkExit = f[1]
 		case f[0] == "pass" || f[0] == "pass-exec":
@@ -109,7 +112,52 @@ func parseGuest(text string) (sizes []*guestSize, checkExit string) {
 	return sizes, checkExit
 }
 
-func sec(s float64) string  { return dur(s * 1e9) }
+// parseMarks reads a KEEL_TIMING line's marks, "NAME Nms, NAME Nms, ...".
+func parseMarks(s string) map[string]float64 {
+	m := map[string]float64{}
+	for _, mark := range strings.Split(s, ", ") {
+		i := strings.LastIndex(mark, " ")
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSuffix(mark[i+1:], "ms"), 64); err == nil {
+			m[mark[:i]] = v
+		}
+	}
+	return m
+}
+
+// checkParts splits, per round, the part of a keel check process beyond
+// lvm fullreport alone and keel version by its KEEL_TIMING marks (seconds):
+// before the report started, the report's own time inside the check less
+// its time alone, and from its end to the check's report.
+func (g *guestSize) checkParts() (before, slower, after []float64) {
+	fr := g.probe[g.fullreportID]
+	for i, m := range g.timing {
+		s, okS := m["lvm fullreport started"]
+		e, okE := m["lvm fullreport ended"]
+		rep, okR := m["report"]
+		if !okS || !okE || !okR {
+			continue
+		}
+		before = append(before, s/1000)
+		if i < len(fr) {
+			slower = append(slower, (e-s)/1000-fr[i])
+		}
+		after = append(after, (rep-e)/1000)
+	}
+	return before, slower, after
+}
+
+func sec(s float64) string { return dur(s * 1e9) }
+
+// signedSec is sec for a difference, which may be below zero.
+func signedSec(s float64) string {
+	if s < 0 {
+		return "−" + sec(-s)
+	}
+	return sec(s)
+}
 func msec(v float64) string { return dur(v * 1e6) }
 
 // probeIDs lists a size's probe commands in their order.
@@ -294,6 +342,18 @@ func (r *report) guestSides(measured []*guestSize) {
 	row("`keel check` / `lvm fullreport`, per round", func(g *guestSize) string {
 		_, a := g.checkRatios()
 		return summarize(a).spread(ratio)
+	})
+	row("in `keel check` (`KEEL_TIMING`): from main to `lvm fullreport`'s start", func(g *guestSize) string {
+		b, _, _ := g.checkParts()
+		return summarize(b).spread(sec)
+	})
+	row("in `keel check`: `lvm fullreport` inside it less alone, per round", func(g *guestSize) string {
+		_, s, _ := g.checkParts()
+		return summarize(s).spread(signedSec)
+	})
+	row("in `keel check`: from `lvm fullreport`'s end to the report written", func(g *guestSize) string {
+		_, _, a := g.checkParts()
+		return summarize(a).spread(sec)
 	})
 	r.p("\n")
 	for _, g := range measured {
