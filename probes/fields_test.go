@@ -158,7 +158,7 @@ func TestFieldsShareShape(t *testing.T) {
 			}
 		}
 	}
-	if lvKeys == nil || segKeys == nil || lvKeys == segKeys || len(lvKeys.names) < 100 || len(segKeys.names) < 50 {
+	if lvKeys == nil || segKeys == nil || lvKeys == segKeys || len(lvKeys.names) != len(reportLVFields) || len(segKeys.names) != len(reportSegFields) {
 		t.Fatalf("shapes %v %v", lvKeys, segKeys)
 	}
 	lv := o.LVs["vg0/tp"]

@@ -40,6 +40,8 @@ func fuzzSeeds(tb testing.TB, target string) [][]byte {
 		switch target {
 		case "FuzzParseFullReport":
 			cmd(fullReportCmd)
+			old, _ := legacyReportCmd(fullReportCmd)
+			cmd(old)
 		case "FuzzParseDMLines":
 			cmd(dmTableCmd)
 			cmd(dmStatusCmd)

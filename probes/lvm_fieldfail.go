@@ -14,14 +14,18 @@ import (
 // then drops the whole row: for `lvm fullreport` that is the LV's row and
 // its segments' rows, while every other object is reported and the command
 // exits 5 (ECMD_FAILED). The one such failure seen so far is
-// vdo_saving_percent: dm_report_field_percent prints a percentage into 7
-// characters and fails ("percentage too large") when VDO holds more data
-// blocks than the LVs map (a nearly empty pool whose stacked VG metadata
-// was just rewritten: 144 data and 52 logical blocks used in
-// probes/testdata/scale/scale-vdo; earlyRetry says why). keel must not read such a report as it
-// is: the VDO pool and its LV would look absent. It cannot drop the field
-// from lv_all either: `-o-FIELD` removes an entry of the option list
-// (tools/reporter.c, _get_report_options), not a field of a set.
+// vdo_saving_percent: LVM computes it (lib/metadata/vdo_manip.c,
+// parse_vdo_pool_status) as dm_make_percent(logical_blocks_used −
+// data_blocks_used, logical_blocks_used) in unsigned arithmetic, and when
+// VDO holds more data blocks than the LVs map (a nearly empty pool whose
+// stacked VG metadata was just rewritten: 144 data and 52 logical blocks
+// used in probes/testdata/scale/scale-vdo) the difference wraps and
+// dm_report_field_percent cannot print it in its 7 characters ("percentage
+// too large"). keel must not read such a report as it is: the VDO pool and
+// its LV would look absent. fullReportCmd no longer asks for that field
+// (keel never read it), but any field keel does ask for may fail the same
+// way on some LVM, and snapshots recorded while it asked for lv_all hold
+// such reports.
 //
 // So the probe asks again with the LV fields named one by one: every field
 // the failed report's LV rows carry (they come from this LVM, so every
@@ -221,75 +225,8 @@ func reportHead(b []byte) (log []map[string]string, lvKeys []string, found bool)
 	return log, lvKeys, len(lvKeys) > 0
 }
 
-// earlyLVFields are the LV fields of the retry (fieldFailureRetry) as the
-// guest's LVM (2.03.31, Debian trixie, the Proxmox VE 9 base) gives them:
-// what `-o lv_all,vg_name` names in an LV row, sorted, without
-// vdo_saving_percent (TestEarlyRetry holds them to the capture in
-// probes/testdata/scale/scale-vdo). An LVM with other LV fields gets
-// another retry command from fieldFailureRetry, which then does not match
-// the early one and runs after the report as before.
-var earlyLVFields = []string{
-	"cache_dirty_blocks", "cache_read_hits", "cache_read_misses", "cache_total_blocks",
-	"cache_used_blocks", "cache_write_hits", "cache_write_misses", "convert_lv", "convert_lv_uuid",
-	"copy_percent", "data_lv", "data_lv_uuid", "data_percent", "integritymismatches",
-	"kernel_cache_policy", "kernel_cache_settings", "kernel_discards", "kernel_metadata_format",
-	"lv_active", "lv_active_exclusively", "lv_active_locally", "lv_active_remotely",
-	"lv_allocation_locked", "lv_allocation_policy", "lv_ancestors", "lv_attr", "lv_autoactivation",
-	"lv_check_needed", "lv_converting", "lv_descendants", "lv_device_open", "lv_dm_path",
-	"lv_fixed_minor", "lv_full_ancestors", "lv_full_descendants", "lv_full_name", "lv_health_status",
-	"lv_historical", "lv_host", "lv_image_synced", "lv_inactive_table", "lv_initial_image_sync",
-	"lv_kernel_major", "lv_kernel_minor", "lv_kernel_read_ahead", "lv_layout", "lv_live_table",
-	"lv_lockargs", "lv_major", "lv_merge_failed", "lv_merging", "lv_metadata_size", "lv_minor",
-	"lv_modules", "lv_name", "lv_parent", "lv_path", "lv_permissions", "lv_profile", "lv_read_ahead",
-	"lv_role", "lv_size", "lv_skip_activation", "lv_snapshot_invalid", "lv_suspended", "lv_tags",
-	"lv_time", "lv_time_removed", "lv_uuid", "lv_when_full", "metadata_lv", "metadata_lv_uuid",
-	"metadata_percent", "mirror_log", "mirror_log_uuid", "move_pv", "move_pv_uuid", "origin",
-	"origin_size", "origin_uuid", "pool_lv", "pool_lv_uuid", "raid_max_recovery_rate",
-	"raid_min_recovery_rate", "raid_mismatch_count", "raid_sync_action", "raid_write_behind",
-	"raidintegrityblocksize", "raidintegritymode", "seg_count", "snap_percent", "sync_percent",
-	"vdo_compression_state", "vdo_index_state", "vdo_operating_mode", "vdo_used_size", "vg_name",
-	"writecache_block_size", "writecache_error", "writecache_free_blocks", "writecache_total_blocks",
-	"writecache_writeback_blocks",
-}
-
-// earlyRetry foresees, from the statistics the prefetch read (VDO target
-// name → `dmsetup message NAME 0 stats`), the VGs whose report will fail
-// on vdo_saving_percent, and returns the retry fieldFailureRetry will ask
-// for then, so that it runs beside the report instead of after it. LVM
-// computes the field (lib/metadata/vdo_manip.c, parse_vdo_pool_status) in
-// normal mode as dm_make_percent(logical_blocks_used − data_blocks_used,
-// logical_blocks_used) from the same statistics message
-// (lib/activate/dev_manager.c), in unsigned arithmetic: with more data
-// blocks than logical blocks used the difference wraps, the percentage is
-// far out of range, and dm_report_field_percent cannot print it in its 7
-// characters. With no logical block used dm_make_percent gives 100%.
-// Statistics read a moment before LVM reads its own can tell otherwise;
-// either way the retry that runs is the one the report asks for.
-func earlyRetry(stats map[string]cmdOut) (Cmd, bool) {
-	var vgs []string
-	for name, o := range stats {
-		if o.err != nil {
-			continue
-		}
-		st, err := parseVDOStats(o.res.Stdout)
-		if err != nil || st.Mode != "normal" || st.LogicalBlocksUsed == 0 || st.DataBlocksUsed <= st.LogicalBlocksUsed {
-			continue
-		}
-		if vg, ok := VGOfDMName(name); ok {
-			vgs = append(vgs, vg)
-		}
-	}
-	if len(vgs) == 0 {
-		return Cmd{}, false
-	}
-	slices.Sort(vgs)
-	return retryCmd(earlyLVFields, slices.Compact(vgs)), true
-}
-
 // retryCmd is fullreport with the LV fields named one by one (sorted) and,
-// unless vgs is nil, only the VGs vgs (sorted, no repeats). fieldFailureRetry
-// and earlyRetry both build their command here: an early retry is used only
-// when its argv is the one the failed report asks for.
+// unless vgs is nil, only the VGs vgs (sorted, no repeats).
 func retryCmd(fields, vgs []string) Cmd {
 	c := fullReportCmd
 	c.Args = slices.Clone(fullReportCmd.Args)

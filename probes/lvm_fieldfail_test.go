@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"io"
 	"maps"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 )
 
 // scaleSnapshot reads a gzipped guest capture of probes/testdata/scale.
@@ -45,7 +42,7 @@ func scaleSnapshot(t testing.TB, name string) *Snapshot {
 // other error is no field failure.
 func TestFieldFailureRetry(t *testing.T) {
 	snap := scaleSnapshot(t, "scale-vdo")
-	rec, ok := snap.Commands[fullReportCmd.String()]
+	rec, ok := snap.Commands[legacyReportKey]
 	if !ok || rec.Result.ExitCode != 5 {
 		t.Fatalf("scale-vdo: want the first lvm fullreport recorded with exit 5, got %v %d", ok, rec.Result.ExitCode)
 	}
@@ -74,7 +71,7 @@ func TestFieldFailureRetry(t *testing.T) {
 	if n := len(retry.Args); n != len(fullReportCmd.Args)+2 || retry.Args[lvOptionsIndex()-2] != "lv" {
 		t.Errorf("retry argv %v does not keep fullreport's other subreports", retry.Args)
 	}
-	if fullReportCmd.Args[lvOptionsIndex()] != "lv_all,vg_name" {
+	if fullReportCmd.Args[lvOptionsIndex()] != strings.Join(reportLVFields, ",") {
 		t.Errorf("the retry changed fullReportCmd: %v", fullReportCmd.Args)
 	}
 
@@ -105,7 +102,7 @@ func TestFieldFailureRetry(t *testing.T) {
 // fieldFailureRetry reads the whole report for the same retry.
 func TestReportHead(t *testing.T) {
 	snap := scaleSnapshot(t, "scale-vdo")
-	out := snap.Commands[fullReportCmd.String()].Result.Stdout
+	out := snap.Commands[legacyReportKey].Result.Stdout
 	log, keys, found := reportHead(out)
 	if !found {
 		t.Fatal("reportHead found no log or LV row in the guest's failed report")
@@ -166,7 +163,7 @@ func TestProbeRetryDecodesFailedReport(t *testing.T) {
 		t.Fatalf("VGs %d, LVs %d, vdolab/vdopool %v: want vdovg's LVs from the failed report and the pool from the retry",
 			len(h.VGs), len(h.LVs), h.LVs["vdolab/vdopool"] != nil)
 	}
-	rec := snap.Commands[fullReportCmd.String()]
+	rec := snap.Commands[legacyReportKey]
 	// Break a row of vdovg, far from the log and the first LV row.
 	at := bytes.Index(rec.Result.Stdout, []byte(`"lv_name":"vm-1500-disk-0"`))
 	if at < 0 {
@@ -175,44 +172,15 @@ func TestProbeRetryDecodesFailedReport(t *testing.T) {
 	broken := slices.Clone(rec.Result.Stdout)
 	broken[at+len(`"lv_name":`)] = '{'
 	rec.Result.Stdout = broken
-	snap.Commands[fullReportCmd.String()] = rec
+	snap.Commands[legacyReportKey] = rec
 	_, err = Probe(context.Background(), Replay(snap))
 	if err == nil || !strings.Contains(err.Error(), "lvm fullreport: offset") {
 		t.Errorf("a failed report whose rows do not decode: error %v, want the decoding error", err)
 	}
 }
 
-// TestEarlyRetry: from the guest's VDO statistics, the pool with more data
-// blocks than logical blocks used (scale-vdo: 144 and 52) foretells the
-// failed report, and the retry foreseen is the very command
-// fieldFailureRetry asks for after the report (so earlyLVFields are this
-// LVM's LV fields); a pool that maps more than it stores (scale-vdo-50: 7
-// and 33) foretells nothing.
-func TestEarlyRetry(t *testing.T) {
-	statsOf := func(snap *Snapshot) map[string]cmdOut {
-		m := map[string]cmdOut{}
-		for _, rec := range snap.Commands {
-			if len(rec.Argv) == 5 && rec.Argv[1] == "message" && rec.Argv[4] == "stats" {
-				m[rec.Argv[2]] = cmdOut{res: rec.Result}
-			}
-		}
-		if len(m) == 0 {
-			t.Fatal("no VDO statistics in the capture")
-		}
-		return m
-	}
-	snap := scaleSnapshot(t, "scale-vdo")
-	early, ok := earlyRetry(statsOf(snap))
-	if !ok {
-		t.Fatal("scale-vdo: no early retry foreseen")
-	}
-	retry, _, _, ok := fieldFailureRetry(snap.Commands[fullReportCmd.String()].Result.Stdout)
-	if !ok || early.String() != retry.String() {
-		t.Errorf("early retry\n%s\nis not the retry the failed report asks for\n%s", early, retry)
-	}
-	if _, ok := earlyRetry(statsOf(scaleSnapshot(t, "scale-vdo-50"))); ok {
-		t.Error("scale-vdo-50: an early retry foreseen for a pool whose saving LVM can print")
-	}
+// TestVGOfDMName reads the VG out of device-mapper names LVM made.
+func TestVGOfDMName(t *testing.T) {
 	for _, c := range []struct{ name, vg string }{
 		{"vdolab-vdopool-vpool", "vdolab"}, {"my--vg-pool-vpool", "my-vg"}, {"a--b--c-d", "a-b-c"},
 		{"novg", ""}, {"-lv", ""}, {"vg--", ""},
@@ -220,55 +188,5 @@ func TestEarlyRetry(t *testing.T) {
 		if vg, ok := VGOfDMName(c.name); vg != c.vg || ok != (c.vg != "") {
 			t.Errorf("VGOfDMName(%q) = %q, %v; want %q", c.name, vg, ok, c.vg)
 		}
-	}
-}
-
-// holdReport answers from a snapshot, but holds lvm fullreport's answer
-// until another fullreport (the retry) has started, or for at most wait.
-type holdReport struct {
-	inner   Runner
-	started chan struct{}
-	once    sync.Once
-	wait    time.Duration
-	held    bool
-}
-
-func (h *holdReport) Run(ctx context.Context, c Cmd) (Result, error) {
-	if c.String() == fullReportCmd.String() {
-		select {
-		case <-h.started:
-		case <-time.After(h.wait):
-			h.held = true
-		}
-	} else if len(c.Args) > 0 && c.Args[0] == "fullreport" {
-		h.once.Do(func() { close(h.started) })
-	}
-	return h.inner.Run(ctx, c)
-}
-
-// TestProbeRetriesBesideReport replays the 2,000-LV VDO host with the
-// report held until the retry starts: the retry runs while the report is
-// still running, not after it, and the pass is the one the retry after
-// the report gives.
-func TestProbeRetriesBesideReport(t *testing.T) {
-	snap := scaleSnapshot(t, "scale-vdo")
-	src := Replay(snap)
-	hold := &holdReport{inner: src.Runner, started: make(chan struct{}), wait: 5 * time.Second}
-	src.Runner = hold
-	h, err := Probe(context.Background(), src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hold.held {
-		t.Error("the retry did not start while lvm fullreport ran: it waited for the report")
-	}
-	want, err := Probe(context.Background(), Replay(snap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := json.Marshal(h)
-	exp, _ := json.Marshal(want)
-	if !bytes.Equal(got, exp) {
-		t.Error("the pass with the retry beside the report differs from the replayed one")
 	}
 }

@@ -170,7 +170,6 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 				strings.Join(h.Suspended, ", "), err)
 		}
 		cmds[0] = withDevices(cmds[0], readable)
-		stats.devices = readable
 		h.Errors = append(h.Errors, fmt.Sprintf("device-mapper devices suspended for more than %v: %s; LVM read the host without them and what is stacked on them (--devices)",
 			src.SuspendWait, strings.Join(h.Suspended, ", ")))
 	}
@@ -246,13 +245,7 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 					failed, ferr = decodeReportRows(outs[0].res.Stdout, parsedSubreport, false)
 				}()
 			}
-			var out []byte
-			var err error
-			if o, early := stats.earlyResult(retry); early {
-				out, err = o.res.Stdout, o.err
-			} else {
-				out, err = run(ctx, src, retry)
-			}
+			out, err := run(ctx, src, retry)
 			<-decoded
 			switch {
 			case err != nil:

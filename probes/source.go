@@ -171,7 +171,9 @@ func (f recFS) ReadAt(name string, off int64, n int) ([]byte, error) {
 }
 
 // Replay returns a Source that answers from the snapshot. A command or file
-// access that was not recorded is an error naming it.
+// access that was not recorded is an error naming it. The LVM report is
+// also found in the form snapshots recorded before it named its fields
+// (legacyReportCmd).
 func Replay(s *Snapshot) Source {
 	return Source{Runner: replayRunner{s}, FS: replayFS{s}}
 }
@@ -180,6 +182,12 @@ type replayRunner struct{ s *Snapshot }
 
 func (r replayRunner) Run(_ context.Context, c Cmd) (Result, error) {
 	rec, ok := r.s.Commands[c.String()]
+	if !ok {
+		// A snapshot recorded before the report named its fields.
+		if old, legacy := legacyReportCmd(c); legacy {
+			rec, ok = r.s.Commands[old.String()]
+		}
+	}
 	if !ok {
 		return Result{ExitCode: -1}, fmt.Errorf("replay: command %q was not recorded in the snapshot", c.String())
 	}

@@ -21,11 +21,15 @@ nv=$(disk nvme0) || exit 2
 hd=$(disk hdd1) || exit 2
 stack_vdo_split "$nv" "$hd" >/dev/null || exit 1
 lvcreate -y -q --type thin-pool -L 2G -n tp vdosplit "$nv" >/dev/null || exit 1
-args='fullreport --reportformat json --units b --nosuffix --all --configreport vg -o vg_all --configreport pv -o pv_all,vg_name --configreport lv -o lv_all,vg_name --configreport seg -o seg_all,lv_uuid,lv_name,vg_name --configreport pvseg -o pvseg_all,pv_name,lv_uuid'
 cp "$KEEL" /tmp/keel && KEEL=/tmp/keel
 "$KEEL" status --format json >/dev/null || exit 1
+# keel's own report argv, from its snapshot (one JSON argv; arguments hold no '","')
+"$KEEL" snapshot -o /tmp/node.txtar >/dev/null 2>&1 || exit 1
+grep -m1 '^\["lvm","fullreport",' /tmp/node.txtar | sed -e 's/^\["//' -e 's/"\]$//' -e 's/","/\x1f/g' >/tmp/fr.argv
+IFS=$'\x1f' read -r -a FR </tmp/fr.argv
+[ "${FR[1]:-}" = fullreport ] || { echo "no lvm fullreport in keel's snapshot"; exit 1; }
 for i in 1 2 3 4 5; do
-	t0=$(date +%s.%N); LC_ALL=C LVM_SUPPRESS_FD_WARNINGS=1 lvm $args >/dev/null; t1=$(date +%s.%N)
+	t0=$(date +%s.%N); LC_ALL=C LVM_SUPPRESS_FD_WARNINGS=1 "${FR[@]}" >/dev/null; t1=$(date +%s.%N)
 	echo "fullreport $(awk -v a=$t0 -v b=$t1 'BEGIN{print b-a}')"
 	t0=$(date +%s.%N); "$KEEL" status --format json >/dev/null; t1=$(date +%s.%N)
 	echo "keel $(awk -v a=$t0 -v b=$t1 'BEGIN{print b-a}')"
