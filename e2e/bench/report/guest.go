@@ -369,15 +369,12 @@ func (r *report) guestSides(measured []*guestSize) {
 		r.info("`keel check` / `lvm fullreport` alone, "+g.label()+" (the old ≤ 1.25× form, replaced by the row above)", "—",
 			ratio(as.med)+" (median per round)")
 	}
-	r.p("On the 2,000-LV host on VDO the first `lvm fullreport` exits 5: the VDO pool held more data blocks\n")
-	r.p("than its LVs map, its `vdo_saving_percent` field failed (\"percentage too large\") and LVM left the\n")
-	r.p("pool and its VDO LV out of the report (`probes/testdata/scale/scale-vdo.txtar.gz`). keel then reads\n")
-	r.p("the VDO pool's VG (a few LVs) again naming every LV field but that one and takes the other VGs\n")
-	r.p("from the first report (`probes/lvm_fieldfail.go`), so a pass on that host runs a second, small\n")
-	r.p("report; the figures include it. Since 36ed22c that report usually runs beside the first one: the\n")
-	r.p("VDO statistics keel reads at the start of a pass foretell the failure (docs/probes.md). Whether\n")
-	r.p("the field fails depends on the pool's counters at the time: the probe commands listed for the\n")
-	r.p("size show whether it did in this run.\n\n")
+	r.p("Until 6bc698b keel asked for every LV field (`lv_all`), and on the 2,000-LV host on VDO the\n")
+	r.p("first `lvm fullreport` often exited 5: the VDO pool held more data blocks than its LVs map, its\n")
+	r.p("`vdo_saving_percent` field failed (\"percentage too large\") and LVM left the pool out of the\n")
+	r.p("report, so keel read the pool's VG again. keel now names the fields it reads and that one is not\n")
+	r.p("among them: a pass runs one report (the probe commands listed for the size show it).\n\n")
+
 	r.p("The target compares a whole `keel check` process with what it cannot avoid: one `lvm fullreport`\n")
 	r.p("and one process start, measured in the same rounds (under TCG a process start alone is a third\n")
 	r.p("of a small host's fullreport, so the older form, check ≤ 1.25× fullreport, mostly measured the\n")
