@@ -121,13 +121,15 @@ func TestReplayAllSnapshots(t *testing.T) {
 			// A snapshot captured while the report asked for lv_all and
 			// seg_all loads with the report keel asks now (ParseSnapshot):
 			// the replay records that one.
-			if raw0, err := parseSnapshot(raw); err == nil {
-				if _, ok := raw0.Commands[legacyReportKey]; ok {
-					if _, narrowed := snap.Commands[legacyReportKey]; !narrowed {
-						if raw, err = snap.MarshalText(); err != nil {
-							t.Fatal(err)
-						}
-					}
+			recorded, err := parseSnapshot(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, wasLegacy := recorded.Commands[legacyReportKey]
+			_, stillLegacy := snap.Commands[legacyReportKey]
+			if wasLegacy && !stillLegacy {
+				if raw, err = snap.MarshalText(); err != nil {
+					t.Fatal(err)
 				}
 			}
 			again, err := re.MarshalText()

@@ -24,8 +24,7 @@ var legacyReportKey = func() string {
 // TestNarrowReportSameHost replays every guest capture twice: as recorded
 // (lv_all and seg_all, through legacyReportCmd) and as ParseSnapshot gives
 // it, with its report cut to the fields fullReportCmd names, under
-// fullReportCmd's own key (NarrowLegacyReport). The
-// hosts must be the same but for the LV and segment fields that were not
+// fullReportCmd's own key (narrowLegacyReport). The hosts must be the same but for the LV and segment fields that were not
 // asked for (and vdo_saving_percent among a VDO pool's settings): no field
 // the probe builds its model from is missing from the list, and every
 // name on the list is one the guest's LVM printed.

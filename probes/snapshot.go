@@ -217,7 +217,7 @@ var readAtSuffix = regexp.MustCompile(`@(\d+)\+(\d+)$`)
 // ParseSnapshot reads a snapshot written by MarshalText. A snapshot
 // recorded while keel's LVM report asked for lv_all and seg_all (before
 // 2026-12-04) comes back with the report keel asks for now, each LV and
-// segment row cut to the fields it names (NarrowLegacyReport), so that a
+// segment row cut to the fields it names (narrowLegacyReport), so that a
 // replay reads what keel reads on a live host. A report that failed, or
 // whose rows lack a field keel asks for now, stays as recorded; Replay
 // still finds it (legacyReportCmd).
@@ -226,11 +226,7 @@ func ParseSnapshot(data []byte) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	old, _ := legacyReportCmd(fullReportCmd)
-	if rec, ok := s.Commands[old.String()]; ok && rec.Error == "" && rec.Result.ExitCode == 0 {
-		// An error leaves s as it was.
-		_, _ = NarrowLegacyReport(s)
-	}
+	narrowLegacyReport(s)
 	return s, nil
 }
 
