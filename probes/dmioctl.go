@@ -58,8 +58,10 @@ var (
 
 // dmCaller performs one device-mapper ioctl (req) on a request built by
 // dmRequest and returns the kernel's reply buffer, at least up to its
-// data_size, after any buffer-full retries. The live one is ioctl on the
-// control node; tests replay replies captured in the test guest.
+// data_size, after any buffer-full retries. The buffer may be the
+// caller's own, reused by its next call: what a reply holds is copied out
+// (as strings) before the next call. The live one is ioctl on the control
+// node; tests replay replies captured in the test guest.
 type dmCaller func(req uint32, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error)
 
 // reply performs one call and parses the reply's header.
@@ -162,13 +164,19 @@ type dmTarget struct {
 // empty) with the given interface version, flags and payload after the
 // header.
 func dmRequest(n int, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error) {
+	return dmRequestIn(make([]byte, n), version, name, flags, payload)
+}
+
+// dmRequestIn is dmRequest in b, cleared first: b's length is the size.
+func dmRequestIn(b []byte, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error) {
+	n := len(b)
 	if len(name) >= dmNameLen {
 		return nil, fmt.Errorf("device name %q: longer than %d bytes", name, dmNameLen-1)
 	}
 	if dmHeaderSize+len(payload) > n {
 		return nil, fmt.Errorf("payload of %d bytes does not fit a %d-byte buffer", len(payload), n)
 	}
-	b := make([]byte, n)
+	clear(b)
 	for i, v := range version {
 		ne.PutUint32(b[offVersion+4*i:], v)
 	}

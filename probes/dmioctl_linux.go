@@ -19,11 +19,20 @@ func dmRead(control, kind, dev string) ([]byte, error) {
 }
 
 // ioctlCaller returns a dmCaller that issues the ioctls on fd, doubling the
-// buffer (from libdevmapper's 16 KiB) while the kernel reports it full.
+// buffer (from libdevmapper's 16 KiB) while the kernel reports it full. Its
+// calls share one buffer: a `dmsetup status` of 55 devices allocated 55
+// buffers of 16 KiB, about 1 MB at each 30 s poll of the idle daemon
+// (PoolStatusKey), and the runtime collected every 60 s instead of only
+// the collection it forces every 2 minutes (gctrace in the guest,
+// docs/benchmark-history.md).
 func ioctlCaller(fd uintptr) dmCaller {
+	var buf []byte
 	return func(req uint32, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error) {
 		for n := dmBufferStart; n <= dmBufferMax; n *= 2 {
-			b, err := dmRequest(n, version, name, flags, payload)
+			if cap(buf) < n {
+				buf = make([]byte, n)
+			}
+			b, err := dmRequestIn(buf[:n], version, name, flags, payload)
 			if err != nil {
 				return nil, err
 			}

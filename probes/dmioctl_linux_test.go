@@ -42,7 +42,7 @@ func TestDMIoctlGuest(t *testing.T) {
 				if req == dmIoctlListDevices {
 					key = "list"
 				}
-				raw[key] = b[:dmHeaderSize+len(rep.Data)]
+				raw[key] = bytes.Clone(b[:dmHeaderSize+len(rep.Data)]) // b is reused by the next call
 			}
 			return b, err
 		}

@@ -92,6 +92,39 @@ func TestDMFormatMatchesCapturedDmsetup(t *testing.T) {
 	}
 }
 
+// TestDMFormatWithOneBuffer replays the captures through one buffer that
+// every call overwrites, as ioctlCaller's calls share one: what dmFormat
+// returns must not hold any reply but the last (dmCaller's contract).
+func TestDMFormatWithOneBuffer(t *testing.T) {
+	for _, dir := range dmCaptures(t) {
+		kind, dev := captureKind(dir)
+		want, err := os.ReadFile(filepath.Join(dir, "dmsetup.out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		replay := replayCaller(t, dir, kind)
+		buf := make([]byte, 64<<10)
+		shared := func(req uint32, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error) {
+			b, err := replay(req, version, name, flags, payload)
+			if err != nil {
+				return nil, err
+			}
+			for i := range buf {
+				buf[i] = 0xff // what the last reply left is gone
+			}
+			return buf[:copy(buf, b)], nil
+		}
+		got, err := dmFormat(shared, kind, dev)
+		if err != nil {
+			t.Errorf("%s: %v", dir, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: formatted through one buffer, the output differs from dmsetup\n--- dmsetup\n%s--- ioctl\n%s", dir, want, got)
+		}
+	}
+}
+
 // TestDMFormatTruncatedReplies cuts each captured reply short and requires
 // an error naming the command, never a panic or a silently shorter output.
 func TestDMFormatTruncatedReplies(t *testing.T) {
