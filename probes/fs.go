@@ -35,20 +35,18 @@ func (d DirFS) path(name string) string {
 	return filepath.Join(string(d), filepath.FromSlash(path.Clean("/"+name)))
 }
 
-// ReadFile reads name under the root.
+// ReadFile reads name under the root (readFile: as os.ReadFile, in fewer
+// system calls on Linux).
 func (d DirFS) ReadFile(name string) ([]byte, error) {
-	return os.ReadFile(d.path(name))
+	return readFile(d.path(name))
 }
 
-// ReadDir lists name under the root.
+// ReadDir lists name under the root, sorted (readDirNames: as os.ReadDir,
+// in fewer system calls on Linux).
 func (d DirFS) ReadDir(name string) ([]string, error) {
-	ents, err := os.ReadDir(d.path(name))
+	names, err := readDirNames(d.path(name))
 	if err != nil {
 		return nil, err
-	}
-	names := make([]string, len(ents))
-	for i, e := range ents {
-		names[i] = e.Name()
 	}
 	sort.Strings(names)
 	return names, nil
