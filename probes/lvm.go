@@ -203,21 +203,51 @@ func (p *reportParser) pvs(f *fieldReader, rows []Fields) {
 	}
 }
 
+// The fields lvs reads from an LV row, by their index in lvFields.
+const (
+	lvfName = iota
+	lvfVG
+	lvfUUID
+	lvfAttr
+	lvfOrigin
+	lvfRole
+	lvfLayout
+	lvfSize
+	lvfMetadataSize
+	lvfMajor
+	lvfMinor
+	lvfPool
+	lvfData
+	lvfMetadata
+	lvfDataPercent
+	lvfMetadataPercent
+	lvfCount
+)
+
+var lvFields = [lvfCount]string{
+	lvfName: "lv_name", lvfVG: "vg_name", lvfUUID: "lv_uuid", lvfAttr: "lv_attr", lvfOrigin: "origin",
+	lvfRole: "lv_role", lvfLayout: "lv_layout", lvfSize: "lv_size", lvfMetadataSize: "lv_metadata_size",
+	lvfMajor: "lv_kernel_major", lvfMinor: "lv_kernel_minor", lvfPool: "pool_lv", lvfData: "data_lv",
+	lvfMetadata: "metadata_lv", lvfDataPercent: "data_percent", lvfMetadataPercent: "metadata_percent",
+}
+
 // lvs reads an element's LV rows; vgName is the element's VG.
 func (p *reportParser) lvs(f *fieldReader, rows []Fields, vgName string) {
+	set := newFieldSet(lvFields[:])
 	for _, r := range rows {
-		lvName := r.Get("lv_name")
+		v := set.of(r)
+		lvName := v.get(lvfName)
 		if lvName == "" {
 			continue
 		}
-		vg := r.Get("vg_name")
+		vg := v.get(lvfVG)
 		if vg == "" {
 			vg = vgName
 		}
 		name := stripBrackets(lvName)
-		p.arr = append(p.arr, LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: r.Get("lv_uuid"), Attr: r.Get("lv_attr"),
-			Hidden: strings.HasPrefix(lvName, "["), Origin: stripBrackets(r.Get("origin")),
-			Role: r.Get("lv_role"), Layout: r.Get("lv_layout"), Fields: r, DMName: dmName(vg, name)})
+		p.arr = append(p.arr, LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: v.get(lvfUUID), Attr: v.get(lvfAttr),
+			Hidden: strings.HasPrefix(lvName, "["), Origin: stripBrackets(v.get(lvfOrigin)),
+			Role: v.get(lvfRole), Layout: v.get(lvfLayout), Fields: r, DMName: dmName(vg, name)})
 		lv := &p.arr[len(p.arr)-1]
 		obj := reportObject{kind: "lv", name: lv.FullName}
 		if len(lv.Attr) >= 6 {
@@ -226,42 +256,61 @@ func (p *reportParser) lvs(f *fieldReader, rows []Fields, vgName string) {
 		} else if f.err == nil {
 			f.err = fmt.Errorf("lvm fullreport: %s: field lv_attr: %q is shorter than 6 characters", obj, lv.Attr)
 		}
-		lv.Size = f.num(obj, "lv_size", r)
-		lv.MetadataSize = f.num(obj, "lv_metadata_size", r)
-		lv.Major, lv.Minor = signed(r.Get("lv_kernel_major")), signed(r.Get("lv_kernel_minor"))
-		lv.Pool, lv.DataLV, lv.MetadataLV = subLV(vg, r.Get("pool_lv")), subLV(vg, r.Get("data_lv")), subLV(vg, r.Get("metadata_lv"))
-		lv.DataPercent = percent(r.Get("data_percent"))
-		lv.MetadataPercent = percent(r.Get("metadata_percent"))
+		lv.Size = f.numOf(obj, lvFields[lvfSize], v.get(lvfSize))
+		lv.MetadataSize = f.numOf(obj, lvFields[lvfMetadataSize], v.get(lvfMetadataSize))
+		lv.Major, lv.Minor = signed(v.get(lvfMajor)), signed(v.get(lvfMinor))
+		lv.Pool, lv.DataLV, lv.MetadataLV = subLV(vg, v.get(lvfPool)), subLV(vg, v.get(lvfData)), subLV(vg, v.get(lvfMetadata))
+		lv.DataPercent = percent(v.get(lvfDataPercent))
+		lv.MetadataPercent = percent(v.get(lvfMetadataPercent))
 		p.o.LVs[lv.FullName] = lv
 		p.byUUID[lv.UUID] = lv
-		if v := p.o.VGs[vg]; v != nil {
-			if v.LVs == nil {
-				v.LVs = make([]string, 0, len(rows))
+		if vgo := p.o.VGs[vg]; vgo != nil {
+			if vgo.LVs == nil {
+				vgo.LVs = make([]string, 0, len(rows))
 			}
-			v.LVs = append(v.LVs, lv.FullName)
+			vgo.LVs = append(vgo.LVs, lv.FullName)
 		}
 	}
+}
+
+// The fields segs reads from a segment row, by their index in segFields.
+const (
+	sgfType = iota
+	sgfLVUUID
+	sgfStart
+	sgfExtents
+	sgfSize
+	sgfStripes
+	sgfDevices
+	sgfCount
+)
+
+var segFields = [sgfCount]string{
+	sgfType: "segtype", sgfLVUUID: "lv_uuid", sgfStart: "seg_start_pe", sgfExtents: "seg_size_pe",
+	sgfSize: "seg_size", sgfStripes: "stripes", sgfDevices: "devices",
 }
 
 // segs reads an element's segment rows (element i) into their LVs.
 func (p *reportParser) segs(f *fieldReader, i int, rows []Fields) error {
 	segs := make([]Segment, 0, len(rows))
+	set := newFieldSet(segFields[:])
 	for _, r := range rows {
-		segType := r.Get("segtype")
+		v := set.of(r)
+		segType := v.get(sgfType)
 		if segType == "" {
 			continue
 		}
-		lv := p.byUUID[r.Get("lv_uuid")]
+		lv := p.byUUID[v.get(sgfLVUUID)]
 		if lv == nil {
-			return fmt.Errorf("lvm fullreport: report %d: segment of unknown lv uuid %q", i, r.Get("lv_uuid"))
+			return fmt.Errorf("lvm fullreport: report %d: segment of unknown lv uuid %q", i, v.get(sgfLVUUID))
 		}
 		obj := reportObject{kind: "lv", name: lv.FullName, suffix: " segment"}
 		seg := Segment{Type: segType, Fields: r}
-		seg.StartLE = f.num(obj, "seg_start_pe", r)
-		seg.Extents = f.num(obj, "seg_size_pe", r)
-		seg.Size = f.num(obj, "seg_size", r)
-		seg.Stripes = int(f.num(obj, "stripes", r))
-		devs, err := parseSegDevices(r.Get("devices"))
+		seg.StartLE = f.numOf(obj, segFields[sgfStart], v.get(sgfStart))
+		seg.Extents = f.numOf(obj, segFields[sgfExtents], v.get(sgfExtents))
+		seg.Size = f.numOf(obj, segFields[sgfSize], v.get(sgfSize))
+		seg.Stripes = int(f.numOf(obj, segFields[sgfStripes], v.get(sgfStripes)))
+		devs, err := parseSegDevices(v.get(sgfDevices))
 		if err != nil && f.err == nil {
 			f.err = fmt.Errorf("lvm fullreport: %s: field devices: %w", obj, err)
 		}
@@ -313,7 +362,11 @@ type fieldReader struct{ err error }
 
 // num parses field of row r as an unsigned number; "" is 0.
 func (f *fieldReader) num(obj reportObject, field string, r Fields) uint64 {
-	v := r.Get(field)
+	return f.numOf(obj, field, r.Get(field))
+}
+
+// numOf parses v, the value of field, as num does.
+func (f *fieldReader) numOf(obj reportObject, field, v string) uint64 {
 	if v == "" {
 		return 0
 	}
