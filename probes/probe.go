@@ -319,6 +319,11 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		}()
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		// Ended while a pool waited for its layout read ahead: the pass
+		// is cut short, as when ctx ends before the report is in.
+		return h, fmt.Errorf("probe: %w", err)
+	}
 	h.Errors = append(h.Errors, sys.errors...)
 	for _, err := range crashed.errs {
 		fail(err)
@@ -745,7 +750,11 @@ func probeVDOPool(ctx context.Context, src Source, h *Host, p *VDOPool, pre *vdo
 		data := h.LVs[p.DataLV]
 		if data != nil && data.Active {
 			dev := devMapperPrefix + data.DMName
-			if l, err := readVDOLayout(src.FS, dev); err != nil {
+			l, ok, err := pre.layout(ctx, dev)
+			if !ok {
+				l, err = readVDOLayout(src.FS, dev)
+			}
+			if err != nil {
 				errs = append(errs, fmt.Sprintf("vdo pool %s: %s: %v", p.LV, dev, err))
 			} else {
 				p.OnDisk = l

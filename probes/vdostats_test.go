@@ -96,3 +96,113 @@ func TestVDOStatsPrefetchErrorIsThePoolsError(t *testing.T) {
 		}
 	}
 }
+
+// layoutFirstFS signals on the first read of a VDO storage device.
+type layoutFirstFS struct {
+	FS
+	once sync.Once
+	read chan struct{}
+}
+
+func (f *layoutFirstFS) ReadAt(name string, off int64, n int) ([]byte, error) {
+	if strings.HasPrefix(name, devMapperPrefix) && strings.HasSuffix(name, "_vdata") {
+		f.once.Do(func() { close(f.read) })
+	}
+	return f.FS.ReadAt(name, off, n)
+}
+
+// reportAfterLayout holds lvm fullreport until the VDO layout was read.
+type reportAfterLayout struct {
+	Runner
+	read   <-chan struct{}
+	waited chan bool
+}
+
+func (r reportAfterLayout) Run(ctx context.Context, c Cmd) (Result, error) {
+	if c.Name == "lvm" && len(c.Args) > 0 && c.Args[0] == "fullreport" {
+		select {
+		case <-r.read:
+			r.waited <- true
+		case <-time.After(3 * time.Second):
+			r.waited <- false
+		}
+	}
+	return r.Runner.Run(ctx, c)
+}
+
+// TestVDOLayoutReadWhileTheReportRuns replays the split VDO capture with
+// lvm fullreport held until the pool's storage device is read: the pass
+// reads the layout from the device named in the vdo target's table while
+// the report runs, not after it, and builds the same pools.
+func TestVDOLayoutReadWhileTheReportRuns(t *testing.T) {
+	snap := loadSnapshot(t, "vdo-split")
+	want, err := Probe(context.Background(), Replay(snap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Replay(snap)
+	fs := &layoutFirstFS{FS: src.FS, read: make(chan struct{})}
+	waited := make(chan bool, 4)
+	src.FS, src.Runner = fs, reportAfterLayout{Runner: src.Runner, read: fs.read, waited: waited}
+	got, err := Probe(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !<-waited {
+		t.Error("lvm fullreport waited 3 s and no VDO layout was read: the layout is read only after the report")
+	}
+	for name, p := range want.VDOPools {
+		g := got.VDOPools[name]
+		if g == nil || !reflect.DeepEqual(g.OnDisk, p.OnDisk) || !reflect.DeepEqual(g.Regions, p.Regions) || p.OnDisk == nil {
+			t.Errorf("vdo pool %s: layout %+v regions %+v, want %+v %+v", name, g.OnDisk, g.Regions, p.OnDisk, p.Regions)
+		}
+	}
+}
+
+// stuckLayoutFS blocks every read of a VDO storage device until release
+// closes, and closes reading when the first begins.
+type stuckLayoutFS struct {
+	FS
+	once    sync.Once
+	reading chan struct{}
+	release chan struct{}
+}
+
+func (f *stuckLayoutFS) ReadAt(name string, off int64, n int) ([]byte, error) {
+	if strings.HasPrefix(name, devMapperPrefix) && strings.HasSuffix(name, "_vdata") {
+		f.once.Do(func() { close(f.reading) })
+		<-f.release
+	}
+	return f.FS.ReadAt(name, off, n)
+}
+
+// TestPreemptedPassLeavesTheLayoutRead ends a pass's context while the
+// layout read ahead hangs on a slow device (e2e/underfire's dm-delay): the
+// pass returns at once, as it does with its read-only commands, instead of
+// waiting for the read.
+func TestPreemptedPassLeavesTheLayoutRead(t *testing.T) {
+	src := Replay(loadSnapshot(t, "vdo-split"))
+	fs := &stuckLayoutFS{FS: src.FS, reading: make(chan struct{}), release: make(chan struct{})}
+	defer close(fs.release)
+	src.FS = fs
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() {
+		_, err := Probe(ctx, src)
+		ended <- err
+	}()
+	select {
+	case <-fs.reading:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no VDO layout read started")
+	}
+	cancel()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("pass error %v, want context.Canceled", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the preempted pass waited for the layout read in flight")
+	}
+}
