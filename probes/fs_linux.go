@@ -37,7 +37,7 @@ func suspendedBlock(root, p string) bool {
 		if depth > 32 {
 			return false
 		}
-		if b, err := os.ReadFile(sys.path(sysBlock + "/" + k + "/dm/suspended")); err == nil && strings.TrimSpace(string(b)) == "1" {
+		if b, err := readFile(sys.path(sysBlock + "/" + k + "/dm/suspended")); err == nil && strings.TrimSpace(string(b)) == "1" {
 			return true
 		}
 		slaves, _ := sys.ReadDir(sysBlock + "/" + k + "/slaves")
@@ -70,11 +70,12 @@ func openRead(p string, flags int) (int, error) {
 // take the descriptor (epoll_ctl, refused for a regular file) and stats
 // the file to size its buffer, two more system calls per file. A pass
 // reads about a thousand small sysfs attributes beside a running `lvm
-// fullreport` (probe.go): in the test guest (TCG) at 2,000 thin LVs
-// that goroutine ended 66-102 ms into keel check instead of 109-224 ms,
-// and the check was 27 ms shorter at the median (docs/benchmark-history.md). The buffer starts at 512 bytes, enough for a
-// sysfs attribute, and grows as a larger file needs. As os.ReadFile, a
-// read error returns what was read before it.
+// fullreport` (probe.go): in the test guest (TCG) at 2,000 thin LVs that
+// goroutine ended 66-102 ms into keel check instead of 109-224 ms, and the
+// check was 27 ms shorter at the median (docs/benchmark-history.md). The
+// buffer starts at 512 bytes, enough for a sysfs attribute, and grows as a
+// larger file needs. As os.ReadFile, a read error returns what was read
+// before it.
 func readFile(p string) ([]byte, error) {
 	fd, err := openRead(p, 0)
 	if err != nil {

@@ -22,8 +22,10 @@ var errNotPrefetched = errors.New("vdo statistics not prefetched")
 //
 // It reads each VDO target's on-disk layout (the geometry and super block
 // of its storage device, readVDOLayout) ahead too: the device is in the
-// target's table line (`vdo V4 /dev/dm-N ...`, dm-vdo's table status,
-// Documentation/admin-guide/device-mapper/vdo.rst), and its
+// target's table line as /dev/dm-<minor> (lvm2 writes it so in
+// _vdo_emit_segment_line, device_mapper/libdm-deptree.c: "current VDO
+// requires device path"; dm-vdo prints it back, admin-guide/device-mapper/
+// vdo.rst), and its
 // /dev/mapper name, the path the pass reads, is in sysfs (dm/name), so the
 // two reads leave the time after the report (at 2,000 LVs on VDO in the
 // guest the pass then ended 24 ms after lvm fullreport at the median
