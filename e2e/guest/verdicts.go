@@ -12,10 +12,20 @@ import (
 // Verdicts reads a scenario's PASS: and FAIL: lines (the convention of
 // the scenario scripts): it logs each PASS line and every line that starts
 // with one of logged, fails the test with each FAIL line, and returns the
-// number of PASS lines.
+// number of PASS lines. The FAIL lines are logged once more when the test
+// ends, after its subtests: a CI log that keeps only a test's last lines
+// (the stop's CI report does) then still says which check failed.
 func (r *Result) Verdicts(t testing.TB, logged ...string) int {
 	t.Helper()
 	passes := 0
+	var failed []string
+	defer func() {
+		if len(failed) > 0 {
+			t.Cleanup(func() {
+				t.Logf("the scenario's %d FAIL line(s), again:\n%s", len(failed), strings.Join(failed, "\n"))
+			})
+		}
+	}()
 	for _, line := range strings.Split(r.Output, "\n") {
 		switch {
 		case strings.HasPrefix(line, "PASS: "):
@@ -23,6 +33,7 @@ func (r *Result) Verdicts(t testing.TB, logged ...string) int {
 			t.Log(line)
 		case strings.HasPrefix(line, "FAIL: "):
 			t.Error(line)
+			failed = append(failed, line)
 		default:
 			for _, p := range logged {
 				if strings.HasPrefix(line, p) {
