@@ -6,9 +6,14 @@
 # Usage: e2e/run-e2e.sh [go test flags...]   e.g. -run TestThinPool512K
 # Environment: KEEL_E2E_CACHE (guest cache), MIRROR (Debian mirror),
 # E2E_TIMEOUT (go test -timeout, default 40m), E2E_PKGS (default: every e2e
-# package).
+# package), KEEL_E2E_KEEP (where a failed test's guest files are kept,
+# default failed/ in the guest cache; KEEL_E2E_KEEP= keeps none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A failed scenario's $OUT (its journal, keel's command log, figures) stays
+# on the machine that ran it: a rare failure in an unattended CI run is
+# studied afterwards, not only from the test's last lines.
+export KEEL_E2E_KEEP=${KEEL_E2E_KEEP-${KEEL_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keel-e2e}/failed/$(date -u +%Y%m%dT%H%M%S)}
 
 start=$(date +%s)
 e2e/image/build.sh fast >/dev/null
