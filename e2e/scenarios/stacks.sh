@@ -131,19 +131,42 @@ bcache_register() {
 # device was torn down and registered again (the name bcache0 alone does not).
 bcache_ino() { stat -c %i /sys/block/bcache0/bcache 2>/dev/null || true; }
 
-# bcache_reregister SSD HDD: stop and unregister, then register both again,
-# which resets the tunables as a reboot does. It returns only once bcache0 is
-# a new device: the stop is asynchronous and, under TCG, can take seconds;
-# registering while the old device is still going away gets EBUSY, and then
-# the old bcache0 could pass for the new one until it vanished.
+# bcache_reregister SSD HDD: stop bcache0 and its cache set, then register
+# both again, which resets the tunables as a reboot does. It returns only once
+# bcache0 is a new device: the stop is asynchronous and, under TCG, can take
+# seconds; registering while the old device is still going away gets EBUSY,
+# and then the old bcache0 could pass for the new one until it vanished.
+#
+# As at shutdown, the cache set is stopped, not unregistered, and only once
+# bcache0 is gone: unregistering a cache set would detach its backing devices
+# and first write back their dirty data (Documentation/ABI/testing/
+# sysfs-block-bcache, "unregister"; "stop" in admin-guide/bcache.rst shuts
+# the set down and keeps the cache). A backing device already stopping is not
+# detached (bch_cached_dev_detach returns on BCACHE_DEV_CLOSING), so the old
+# order, both written at once, flushed nothing either: 6 alternating rounds
+# of each with 47-91 MiB dirty took 1.1-2.1 s (2026-12-04). In the fresh-clone
+# pre-flight at 475d43d, though, e2e/apply's re-registration with the old
+# order never ended: bcache0's bcache directory went, /dev/bcache0 stayed
+# for 90 s with no "bcache0 stopped" in dmesg, and every register said
+# "device already registered"; the cause is not known. When bcache0 does not
+# go within 30 s, the kernel's blocked tasks are dumped to dmesg (sysrq w),
+# which a failed test keeps (KEEL_E2E_KEEP).
 bcache_reregister() {
 	local ssd=$1 hdd=$2 cset old i
 	cset=$(bcache_cset "$ssd")
 	old=$(bcache_ino)
 	echo 1 >/sys/block/bcache0/bcache/stop
-	echo 1 >"/sys/fs/bcache/$cset/unregister"
 	for i in $(seq 300); do
 		[ "$(bcache_ino)" != "$old" ] && break
+		sleep 0.1
+	done
+	if [ -n "$(bcache_ino)" ] && [ "$(bcache_ino)" = "$old" ]; then
+		echo "bcache_reregister: bcache0 still there 30 s after its stop; blocked tasks in dmesg" >&2
+		echo w >/proc/sysrq-trigger 2>/dev/null || true
+	fi
+	[ -e "/sys/fs/bcache/$cset/stop" ] && echo 1 >"/sys/fs/bcache/$cset/stop"
+	for i in $(seq 300); do
+		[ -e "/sys/fs/bcache/$cset" ] || break
 		sleep 0.1
 	done
 	# Releasing the devices makes udev probe them again, and bcache-tools'
