@@ -320,8 +320,9 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		// Ended while a pool waited for its layout read ahead: the pass
-		// is cut short, as when ctx ends before the report is in.
+		// Ended during the VDO pools' reads (a pool waiting for its layout
+		// read ahead returns at once): the pass is cut short, as when ctx
+		// ends before the report is in.
 		return h, fmt.Errorf("probe: %w", err)
 	}
 	h.Errors = append(h.Errors, sys.errors...)

@@ -19,13 +19,6 @@ func (r *Result) Verdicts(t testing.TB, logged ...string) int {
 	t.Helper()
 	passes := 0
 	var failed []string
-	defer func() {
-		if len(failed) > 0 {
-			t.Cleanup(func() {
-				t.Logf("the scenario's %d FAIL line(s), again:\n%s", len(failed), strings.Join(failed, "\n"))
-			})
-		}
-	}()
 	for _, line := range strings.Split(r.Output, "\n") {
 		switch {
 		case strings.HasPrefix(line, "PASS: "):
@@ -42,6 +35,11 @@ func (r *Result) Verdicts(t testing.TB, logged ...string) int {
 				}
 			}
 		}
+	}
+	if len(failed) > 0 {
+		t.Cleanup(func() {
+			t.Logf("the scenario's %d FAIL line(s), again:\n%s", len(failed), strings.Join(failed, "\n"))
+		})
 	}
 	return passes
 }

@@ -138,19 +138,12 @@ bcache_ino() { stat -c %i /sys/block/bcache0/bcache 2>/dev/null || true; }
 # and then the old bcache0 could pass for the new one until it vanished.
 #
 # As at shutdown, the cache set is stopped, not unregistered, and only once
-# bcache0 is gone: unregistering a cache set would detach its backing devices
-# and first write back their dirty data (Documentation/ABI/testing/
-# sysfs-block-bcache, "unregister"; "stop" in admin-guide/bcache.rst shuts
-# the set down and keeps the cache). A backing device already stopping is not
-# detached (bch_cached_dev_detach returns on BCACHE_DEV_CLOSING), so the old
-# order, both written at once, flushed nothing either: 6 alternating rounds
-# of each with 47-91 MiB dirty took 1.1-2.1 s (2026-12-04). In the fresh-clone
-# pre-flight at 475d43d, though, e2e/apply's re-registration with the old
-# order never ended: bcache0's bcache directory went, /dev/bcache0 stayed
-# for 90 s with no "bcache0 stopped" in dmesg, and every register said
-# "device already registered"; the cause is not known. When bcache0 does not
-# go within 30 s, the kernel's blocked tasks are dumped to dmesg (sysrq w),
-# which a failed test keeps (KEEL_E2E_KEEP).
+# bcache0 is gone: unregistering a cache set detaches its backing devices and
+# first writes back their dirty data (Documentation/ABI/testing/
+# sysfs-block-bcache, "unregister"; "stop" in admin-guide/bcache.rst keeps
+# the cache). When bcache0 does not go within 30 s (it stayed 90 s once, in
+# e2e/apply, with the old order; docs/testing.md), the kernel's blocked tasks
+# are dumped to dmesg (sysrq w), which a failed test keeps (KEEL_E2E_KEEP).
 bcache_reregister() {
 	local ssd=$1 hdd=$2 cset old i
 	cset=$(bcache_cset "$ssd")
