@@ -147,7 +147,7 @@ fi
 if has micro; then
 	log "micro: Go benchmarks -count $count -benchtime $micro_time"
 	go test -run '^$' -bench . -benchmem -count "$count" -benchtime "$micro_time" -timeout 60m \
-		./schema/ ./schema/vdo/ ./probes/ ./reconcile/activation/ ./reconcile/lvmconf/ ./reconcile/wipe/ \
+		./schema/ ./lvm/vdo/ ./probes/ ./reconcile/activation/ ./reconcile/apply/lvmconf/ ./reconcile/apply/wipe/ \
 		./cmd/keel/internal/uevent/ >"$raw/micro.txt" 2>&1 || fail micro "go test -bench: $(grep -m3 -E 'FAIL|cannot|error' "$raw/micro.txt")"
 fi
 

@@ -80,8 +80,8 @@ for f in "$work"/share/out/*.txtar; do
 		mkdir -p "$dest/probes/testdata/scale"
 		gzip -9 -n <"$f" >"$dest/probes/testdata/scale/$name.txtar.gz"
 	elif [[ $reconcile_only == *" $name "* ]]; then
-		mkdir -p "$dest/reconcile/testdata/snapshots"
-		cp "$f" "$dest/reconcile/testdata/snapshots/$name.txtar"
+		mkdir -p "$dest/reconcile/plan/testdata/snapshots"
+		cp "$f" "$dest/reconcile/plan/testdata/snapshots/$name.txtar"
 	else
 		cp "$f" "$dest/probes/testdata/snapshots/$name.txtar"
 	fi

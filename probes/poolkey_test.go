@@ -35,8 +35,8 @@ func TestPoolStatusKey(t *testing.T) {
 	if strings.Contains(thin, "linear") || strings.Contains(thin, " thin ") {
 		t.Errorf("thin: key holds devices that are no pools:\n%s", thin)
 	}
-	base := key("../reconcile/testdata/snapshots/fault-base.txtar")
-	ro := key("../reconcile/testdata/snapshots/fault-readonly.txtar")
+	base := key("../reconcile/plan/testdata/snapshots/fault-base.txtar")
+	ro := key("../reconcile/plan/testdata/snapshots/fault-readonly.txtar")
 	if !strings.Contains(base, "fvg-vpool-vpool vdo normal recovering=false index online compression online used 40%") {
 		t.Errorf("fault-base: key %q", base)
 	}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/keel-storage/keel/schema/units"
+	"github.com/keel-storage/keel/lvm/units"
 )
 
 // WriteStatus writes a human-readable tree of the host's storage stack:

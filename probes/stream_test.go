@@ -27,7 +27,7 @@ func reportInputs(t *testing.T) map[string][]byte {
 			}
 		}
 	}
-	for _, glob := range []string{"testdata/snapshots/*.txtar", "../reconcile/testdata/snapshots/*.txtar"} {
+	for _, glob := range []string{"testdata/snapshots/*.txtar", "../reconcile/plan/testdata/snapshots/*.txtar"} {
 		files, err := filepath.Glob(glob)
 		if err != nil {
 			t.Fatal(err)
@@ -149,7 +149,7 @@ func (r *streamRunner) RunStream(ctx context.Context, c Cmd, consume func(next f
 // retry) among them.
 func TestProbeStreamed(t *testing.T) {
 	snaps := map[string]*Snapshot{}
-	for _, glob := range []string{"testdata/snapshots/*.txtar", "../reconcile/testdata/snapshots/*.txtar"} {
+	for _, glob := range []string{"testdata/snapshots/*.txtar", "../reconcile/plan/testdata/snapshots/*.txtar"} {
 		files, _ := filepath.Glob(glob)
 		for _, f := range files {
 			s, err := ReadSnapshotFile(f)

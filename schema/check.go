@@ -11,7 +11,7 @@ import (
 
 	"cuelang.org/go/cue"
 
-	"github.com/keel-storage/keel/schema/units"
+	"github.com/keel-storage/keel/lvm/units"
 )
 
 // check runs the checks CUE cannot express on a desired state that passed

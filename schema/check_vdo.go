@@ -6,11 +6,11 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/keel-storage/keel/schema/units"
-	"github.com/keel-storage/keel/schema/vdo"
+	"github.com/keel-storage/keel/lvm/units"
+	"github.com/keel-storage/keel/lvm/vdo"
 )
 
-// vdoGeometry checks VDO pools with vdoformat's arithmetic (schema/vdo): a
+// vdoGeometry checks VDO pools with vdoformat's arithmetic (lvm/vdo): a
 // pool below VDO's minimum size, a virtual size above what a thick pool can
 // address (unless overcommit), and explicit threads the pool cannot run
 // (physical threads above the slab count, logical zones above what the

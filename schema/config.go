@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/keel-storage/keel/schema/units"
-	"github.com/keel-storage/keel/schema/vdo"
+	"github.com/keel-storage/keel/lvm/units"
+	"github.com/keel-storage/keel/lvm/vdo"
 )
 
 // Config is a host's whole desired storage stack, decoded from CUE after
@@ -48,7 +48,7 @@ type LVM struct {
 }
 
 // GlobalFilter lists regexes as they stand inside lvm.conf's "r|…|" and "a|…|"
-// entries, in LVM's own regex dialect (schema/lvmregex). The generated
+// entries, in LVM's own regex dialect (lvm/lvmregex). The generated
 // filter is the rejects, then the accepts, then "r|.*|" when Accept is
 // non-empty: with accepts it is an allow-list. LVM accepts a device as soon
 // as one of its names (/dev/dm-N, /dev/mapper/VG-LV, /dev/VG/LV,
@@ -95,7 +95,7 @@ type VDOPool struct {
 }
 
 // Threads is a VDO thread layout. Auto means one thread per CPU, spread as the
-// reference layout does (schema/vdo.AutoThreads); otherwise the counts are
+// reference layout does (lvm/vdo.AutoThreads); otherwise the counts are
 // explicit.
 type Threads struct {
 	Auto bool `json:"-"`

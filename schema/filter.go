@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/keel-storage/keel/schema/lvmregex"
+	"github.com/keel-storage/keel/lvm/lvmregex"
 )
 
 // Entries is the devices/global_filter the declared filter generates, as
@@ -31,7 +31,7 @@ func (g *GlobalFilter) Entries() []string {
 }
 
 // filters checks every declared filter regex against LVM's dialect
-// (schema/lvmregex): LVM must parse it, and keel refuses what LVM reads
+// (lvm/lvmregex): LVM must parse it, and keel refuses what LVM reads
 // differently from Go or PCRE, with a hint.
 func (c *checker) filters() {
 	if c.cfg.LVM == nil || c.cfg.LVM.GlobalFilter == nil {

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/keel-storage/keel/schema/lvmregex"
+	"github.com/keel-storage/keel/lvm/lvmregex"
 )
 
 // TestFilterEntries checks the generated global_filter against LVM's alias

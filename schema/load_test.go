@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keel-storage/keel/schema/units"
-	"github.com/keel-storage/keel/schema/vdo"
+	"github.com/keel-storage/keel/lvm/units"
+	"github.com/keel-storage/keel/lvm/vdo"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/bad")

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/keel-storage/keel/schema/vdo"
+	"github.com/keel-storage/keel/lvm/vdo"
 )
 
 // UnmarshalJSON reads the CUE form of threads: the string "auto" or an object

@@ -15,10 +15,10 @@ import (
 	"github.com/keel-storage/keel/cmd/keel/internal/logging"
 	"github.com/keel-storage/keel/cmd/keel/internal/notify"
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/activation"
+	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/converge"
-	"github.com/keel-storage/keel/reconcile/lvmconf"
+	"github.com/keel-storage/keel/reconcile/plan"
 )
 
 func init() {
@@ -86,9 +86,9 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel activate: %v\n", err)
 		return exitError
 	}
-	plan := out.Plan
-	if !plan.Done() || err != nil {
-		for _, r := range plan.Blocked() {
+	order := out.Plan
+	if !order.Done() || err != nil {
+		for _, r := range order.Blocked() {
 			log.Error("stack incomplete", "reason", r)
 			fmt.Fprintf(stderr, "keel activate: %s\n", r)
 		}
@@ -98,7 +98,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 			log.Error("last probe failed", "err", err)
 			fmt.Fprintf(stderr, "keel activate: last probe: %v\n", err)
 		}
-		_ = notify.Status("stack incomplete: " + strings.Join(plan.Blocked(), "; "))
+		_ = notify.Status("stack incomplete: " + strings.Join(order.Blocked(), "; "))
 		return exitFindings
 	}
 	if !*noRules {
@@ -113,7 +113,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	}
 	took := time.Since(start).Round(time.Millisecond)
 	active := 0
-	for _, s := range plan.Steps {
+	for _, s := range order.Steps {
 		if s.Status == activation.Absent {
 			// Not an error here: no wait would make it appear, and keel
 			// check reports a VG that should exist (vg.missing).
@@ -124,8 +124,8 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		active++
 		fmt.Fprintf(stdout, "active   vg %s\n", s.VG)
 	}
-	log.Info("stack active", "vgs", active, "absent", len(plan.Steps)-active, "took", took.String())
-	_ = notify.Ready(fmt.Sprintf("%d declared VGs active, %d absent, in %s", active, len(plan.Steps)-active, took))
+	log.Info("stack active", "vgs", active, "absent", len(order.Steps)-active, "took", took.String())
+	_ = notify.Ready(fmt.Sprintf("%d declared VGs active, %d absent, in %s", active, len(order.Steps)-active, took))
 	return exitOK
 }
 
@@ -136,19 +136,19 @@ func activateReplay(configs []string, node string, stdout, stderr io.Writer) int
 	if cfg == nil {
 		return code
 	}
-	plan, err := activation.Compute(cfg, h)
+	order, err := activation.Compute(cfg, h)
 	if err != nil {
 		fmt.Fprintf(stderr, "keel activate: %v\n", err)
 		return exitError
 	}
-	for _, a := range converge.LiveBootActions(reconcile.Plan(cfg, h).Actions) {
+	for _, a := range converge.LiveBootActions(plan.Plan(cfg, h).Actions) {
 		fmt.Fprintf(stdout, "%-8s %s: %s\n", "re-apply", a.ID, a.Summary)
 	}
 	runnable := map[string]bool{}
-	for _, s := range plan.Runnable() {
+	for _, s := range order.Runnable() {
 		runnable[s.VG] = true
 	}
-	for _, s := range plan.Steps {
+	for _, s := range order.Steps {
 		switch {
 		case s.Status == activation.Active:
 			fmt.Fprintf(stdout, "%-8s vg %s (depth %d)\n", "active", s.VG, s.Depth)
@@ -163,11 +163,11 @@ func activateReplay(configs []string, node string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stdout, "%-8s vg %s (depth %d): %s\n", "blocked", s.VG, s.Depth, s.Reason)
 		}
 	}
-	if plan.Done() {
+	if order.Done() {
 		return exitOK
 	}
-	if len(plan.Runnable()) == 0 {
-		for _, r := range plan.Blocked() {
+	if len(order.Runnable()) == 0 {
+		for _, r := range order.Blocked() {
 			fmt.Fprintf(stderr, "keel activate: %s\n", r)
 		}
 		return exitFindings

@@ -13,10 +13,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/apply/executor"
+	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/converge"
-	"github.com/keel-storage/keel/reconcile/executor"
-	"github.com/keel-storage/keel/reconcile/lvmconf"
+	"github.com/keel-storage/keel/reconcile/plan"
 )
 
 func init() {
@@ -93,8 +93,8 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(struct {
-			Results  []executor.Result   `json:"results"`
-			Findings []reconcile.Finding `json:"findings"`
+			Results  []executor.Result `json:"results"`
+			Findings []plan.Finding    `json:"findings"`
 		}{res.Report.Results, res.Findings}); err != nil {
 			fmt.Fprintf(stderr, "keel apply: %v\n", err)
 			return exitError
@@ -110,7 +110,7 @@ func applyExit(res converge.PassResult) int {
 	if res.Report.Count(executor.Stuck)+res.Report.Count(executor.Refused)+res.Report.Count(executor.Failed) > 0 {
 		return exitFindings
 	}
-	if w, ok := res.Worst(); ok && w >= reconcile.Warning {
+	if w, ok := res.Worst(); ok && w >= plan.Warning {
 		return exitFindings
 	}
 	return exitOK
@@ -142,7 +142,7 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 	}
 	n := 0
 	for _, f := range res.Findings {
-		if f.Severity < reconcile.Warning {
+		if f.Severity < plan.Warning {
 			continue
 		}
 		if n == 0 {
@@ -200,7 +200,7 @@ func (c *commandLog) Close() error { return c.f.Close() }
 // fileDiffs returns, for each file action a would write (lvm.conf, keel's
 // udev rules), the unified diff from the file as the probe read it on h to
 // what keel would write, or a line saying why there is none.
-func fileDiffs(a reconcile.Action, h *probes.Host) []string {
+func fileDiffs(a plan.Action, h *probes.Host) []string {
 	var out []string
 	if a.LVMConf != nil && h != nil {
 		before := h.LVMConfig.LVMConf

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/reconcile/atomicfile"
+	"github.com/keel-storage/keel/reconcile/plan"
 
 	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
 	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -25,17 +25,17 @@ func init() {
 }
 
 // checkFormats are the output forms of keel check.
-var checkFormats = map[string]func(reconcile.Report, io.Writer) error{
-	"text":       reconcile.Report.WriteText,
-	"json":       reconcile.Report.WriteJSON,
-	"junit":      reconcile.Report.WriteJUnit,
-	"prometheus": reconcile.Report.WritePrometheus,
+var checkFormats = map[string]func(plan.Report, io.Writer) error{
+	"text":       plan.Report.WriteText,
+	"json":       plan.Report.WriteJSON,
+	"junit":      plan.Report.WriteJUnit,
+	"prometheus": plan.Report.WritePrometheus,
 }
 
 // judged is one host judged by the planner.
 type judged struct {
 	host   *probes.Host
-	result reconcile.Result
+	result plan.Result
 	mode   string
 }
 
@@ -55,9 +55,9 @@ func judge(name string, configs []string, node string, audit bool, timeout time.
 	case probeErr != nil:
 		return judged{}, errors.New(probeErrorText(probeErr))
 	case audit:
-		return judged{host: l.host, result: reconcile.Audit(l.host), mode: "audit"}, nil
+		return judged{host: l.host, result: plan.Audit(l.host), mode: "audit"}, nil
 	}
-	return judged{host: l.host, result: reconcile.PlanWith(l.cfg, l.host, checkMemory(node)), mode: "desired"}, nil
+	return judged{host: l.host, result: plan.PlanWith(l.cfg, l.host, checkMemory(node)), mode: "desired"}, nil
 }
 
 // loadedHost is a desired state and the host it is to be judged against.
@@ -150,7 +150,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	for _, e := range j.host.Errors {
 		fmt.Fprintf(stderr, "keel check: probe: %s\n", e)
 	}
-	rep := reconcile.NewReport(reconcile.HostInfo{Name: hostName(j.host, *node), Mode: j.mode, CPUs: j.host.CPUs,
+	rep := plan.NewReport(plan.HostInfo{Name: hostName(j.host, *node), Mode: j.mode, CPUs: j.host.CPUs,
 		MemoryBytes: j.host.Memory.TotalBytes}, j.result.Findings, j.result.Levels, j.result.NotEvaluated)
 	if err := emit(*out, stdout, func(w io.Writer) error { return write(rep, w) }); err != nil {
 		fmt.Fprintf(stderr, "keel check: %v\n", err)
@@ -170,14 +170,14 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 // host in format (json, junit or prometheus): the document says the check
 // failed and why.
 func writeCheckFailure(format, mode string, err error, w io.Writer) error {
-	r := reconcile.FailedReport(reconcile.HostInfo{Mode: mode}, err)
+	r := plan.FailedReport(plan.HostInfo{Mode: mode}, err)
 	switch format {
 	case "json":
 		return r.WriteJSON(w)
 	case "junit":
 		return r.WriteJUnitFailure(w)
 	}
-	return reconcile.WritePrometheusFailure(w)
+	return plan.WritePrometheusFailure(w)
 }
 
 // emit writes through fn to stdout, or to path atomically (a temporary

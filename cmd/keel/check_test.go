@@ -14,7 +14,7 @@ import (
 // planner tests use.
 const (
 	nodesDir   = "../../examples/nodes"
-	desiredDir = "../../reconcile/testdata/desired"
+	desiredDir = "../../reconcile/plan/testdata/desired"
 )
 
 func runKeel(t *testing.T, args ...string) (int, string, string) {

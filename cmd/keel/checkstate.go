@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/schema"
 )
@@ -12,14 +12,14 @@ import (
 // never written (check changes nothing). A node snapshot is another host,
 // whose state keel does not have: it is judged as keel would on its first
 // pass there.
-func checkMemory(node string) reconcile.Memory {
+func checkMemory(node string) plan.Memory {
 	today := schema.WaiverDay(time.Now())
 	if node != "" {
-		return reconcile.Memory{Today: today}
+		return plan.Memory{Today: today}
 	}
 	st, err := state.Store{}.Load()
 	if err != nil {
-		return reconcile.Memory{Held: err.Error(), Today: today}
+		return plan.Memory{Held: err.Error(), Today: today}
 	}
-	return reconcile.Memory{Absent: st.Absent, Today: today}
+	return plan.Memory{Absent: st.Absent, Today: today}
 }

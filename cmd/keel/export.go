@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/atomicfile"
+	"github.com/keel-storage/keel/reconcile/plan"
 )
 
 func init() {
@@ -46,7 +46,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel export: %v\n", err)
 		return exitError
 	}
-	ex := reconcile.Export(h)
+	ex := plan.Export(h)
 	var b strings.Builder
 	fmt.Fprintf(&b, "// Desired state of host %s as it was when keel export (keel %s) read it.\n", h.Hostname, Version)
 	b.WriteString("// Review it before committing it to /etc/keel: it declares what the host has, not what it\n")

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keel-storage/keel/lvm/units"
+	"github.com/keel-storage/keel/lvm/vdo"
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/schema/units"
-	"github.com/keel-storage/keel/schema/vdo"
 )
 
 func init() {

@@ -13,7 +13,7 @@ import (
 var updateRecommend = flag.Bool("update-recommend", false, "rewrite testdata/recommend/*.golden")
 
 // Golden output of keel recommend. The numbers in them are checked against
-// measured layouts in schema/vdo's tests; here the golden files pin the
+// measured layouts in lvm/vdo's tests; here the golden files pin the
 // presentation. Run `go test ./cmd/keel -run Recommend -update-recommend`
 // after an intended change and review the diff.
 func TestRecommendGolden(t *testing.T) {

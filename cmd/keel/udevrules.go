@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/converge"
+	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -73,7 +73,7 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 		// The planner judges the rules as keel check does: a file the
 		// probe pass could not read (or a snapshot did not record) is not
 		// evaluated rather than called missing.
-		res := reconcile.Plan(cfg, h)
+		res := plan.Plan(cfg, h)
 		drift := 0
 		for _, f := range res.Findings {
 			if path, ok := strings.CutPrefix(f.Object, "udev:"); ok {

@@ -18,7 +18,7 @@ func init() {
 
 // runVet implements `keel vet [-c PATH] [--print] [PATH ...]`: the schema,
 // then keel's own checks (schema.check), which include sizes LVM can take
-// and filter patterns in LVM's regex dialect (schema/lvmregex). Exit 0:
+// and filter patterns in LVM's regex dialect (lvm/lvmregex). Exit 0:
 // valid; 2: invalid (every problem printed as file:line:col: path:
 // message), missing or unreadable, or bad flags.
 func runVet(args []string, stdout, stderr io.Writer) int {

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/converge"
-	"github.com/keel-storage/keel/reconcile/wipe"
 	"github.com/keel-storage/keel/schema"
-	"github.com/keel-storage/keel/schema/units"
 	"golang.org/x/sys/unix"
 )
 

@@ -178,9 +178,9 @@ func TestCheckOnRealStacks(t *testing.T) {
 	}
 	read("e2e/scenarios/stacks.sh", "stacks.sh")
 	for _, n := range []string{"vdo-defaults-tuned", "vdo-defaults-stacked", "vdo-split", "thin", "vdo-thick"} {
-		read("reconcile/testdata/desired/"+n+".cue", "desired/"+n+".cue")
+		read("reconcile/plan/testdata/desired/"+n+".cue", "desired/"+n+".cue")
 	}
-	read("reconcile/testdata/desired/bcache.cue.in", "desired/bcache.cue.in")
+	read("reconcile/plan/testdata/desired/bcache.cue.in", "desired/bcache.cue.in")
 	r := guest.Run(t, guest.Spec{
 		Disks: []guest.Disk{{Kind: guest.NVMe, Size: "64G", Serial: "nvme0"}, {Kind: guest.HDD, Size: "128G", Serial: "hdd1"},
 			{Kind: guest.SSD, Size: "16G", Serial: "ssd2"}},
@@ -279,7 +279,7 @@ func TestCheckOnRealStacks(t *testing.T) {
 		t.Errorf("plan for the converged vdo-thick stack: %d actions, want none: %+v", len(acts), acts)
 	}
 	if dir := os.Getenv("KEEL_CHECK_SNAPSHOT_DIR"); dir != "" {
-		// Keep the inactive-VG capture for reconcile/testdata/snapshots.
+		// Keep the inactive-VG capture for reconcile/plan/testdata/snapshots.
 		b, err := r.File("vdo-thick-inactive.txtar")
 		if err != nil {
 			t.Fatal(err)

@@ -43,7 +43,7 @@ func TestCheckHealth(t *testing.T) {
 	root := guest.RepoRoot(t)
 	files := map[string][]byte{}
 	for rel, as := range map[string]string{"e2e/scenarios/stacks.sh": "stacks.sh",
-		"reconcile/testdata/desired/thin-on-vdo.cue": "desired/thin-on-vdo.cue"} {
+		"reconcile/plan/testdata/desired/thin-on-vdo.cue": "desired/thin-on-vdo.cue"} {
 		b, err := os.ReadFile(filepath.Join(root, rel))
 		if err != nil {
 			t.Fatal(err)

@@ -8,5 +8,5 @@
 // own test suite does with its error and delay devices. One guest boot runs
 // scenario.sh; faults_test.go asserts the exact finding IDs of every phase.
 // With KEEL_FAULTS_SNAPSHOT_DIR set, the phases' node snapshots are copied
-// there (reconcile/testdata/snapshots/fault-*.txtar are such captures).
+// there (reconcile/plan/testdata/snapshots/fault-*.txtar are such captures).
 package faults

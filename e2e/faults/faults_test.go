@@ -38,8 +38,8 @@ func TestFaults(t *testing.T) {
 	root := guest.RepoRoot(t)
 	files := map[string][]byte{}
 	for rel, as := range map[string]string{
-		"reconcile/testdata/desired/faults.cue":        "desired/faults.cue",
-		"reconcile/testdata/desired/faults-memory.cue": "desired/faults-memory.cue",
+		"reconcile/plan/testdata/desired/faults.cue":        "desired/faults.cue",
+		"reconcile/plan/testdata/desired/faults-memory.cue": "desired/faults-memory.cue",
 		"e2e/faults/scenario.sh":                       "faults.sh",
 	} {
 		b, err := os.ReadFile(filepath.Join(root, rel))

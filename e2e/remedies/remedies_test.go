@@ -171,7 +171,7 @@ func ran(t *testing.T, r *guest.Result, id, object string) {
 
 // keepCapture copies the snapshot of the stacked VG with its declared pool
 // inactive into $KEEL_REMEDIES_SNAPSHOT_DIR when it is set, as a fixture
-// for reconcile/testdata/snapshots.
+// for reconcile/plan/testdata/snapshots.
 func keepCapture(t *testing.T, r *guest.Result) {
 	dir := os.Getenv("KEEL_REMEDIES_SNAPSHOT_DIR")
 	if dir == "" {

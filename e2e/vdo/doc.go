@@ -1,5 +1,5 @@
 // Package vdo holds the real-kernel proof of keel's VDO arithmetic
-// (schema/vdo), behind the build tag e2e: in one guest boot it creates pools
+// (lvm/vdo), behind the build tag e2e: in one guest boot it creates pools
 // of several sizes with the lvcreate lines keel generates and compares what
 // vdoformat printed, what dm-vdo was loaded with and what vdolistmetadata
 // lists with keel's numbers. A split pool is built and grown with keel's

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/e2e/guest"
-	"github.com/keel-storage/keel/schema/vdo"
+	"github.com/keel-storage/keel/lvm/vdo"
 )
 
 const mib = 1 << 20

@@ -45,7 +45,7 @@ func TestWipeGuards(t *testing.T) {
 		}
 	}
 	if dir := os.Getenv("KEEL_WIPE_SNAPSHOT_DIR"); dir != "" {
-		// Keep the setup capture for reconcile/wipe/testdata, and the guest's
+		// Keep the setup capture for reconcile/apply/wipe/testdata, and the guest's
 		// whole output next to it, before any verdict.
 		b, err := r.File("guard/node-guard.txtar")
 		if err != nil {

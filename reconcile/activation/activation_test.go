@@ -220,7 +220,7 @@ func TestComputeVGNotCreated(t *testing.T) {
 // wait for: fvg is Absent and the plan is done at once (the keel of 45be553
 // waited its whole 2 minutes for it and failed keel-activate.service).
 func TestComputeFirstStart(t *testing.T) {
-	h, _ := probeNode(t, "../testdata/snapshots/underfire-first-start.txtar")
+	h, _ := probeNode(t, "../plan/testdata/snapshots/underfire-first-start.txtar")
 	if _, ok := h.VGs["fvg"]; ok {
 		t.Fatal("the capture holds fvg already")
 	}

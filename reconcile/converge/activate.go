@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/activation"
-	"github.com/keel-storage/keel/reconcile/executor"
+	"github.com/keel-storage/keel/reconcile/apply/executor"
+	"github.com/keel-storage/keel/reconcile/plan"
 )
 
 // MaxActivationRuns bounds how often Activate runs one activation command:
@@ -71,15 +71,15 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 			l.Log.Warn("probe failed; retrying", "err", err)
 		} else {
 			probeErr, out.Host = nil, h
-			plan, cerr := activation.Compute(l.desired, h)
+			order, cerr := activation.Compute(l.desired, h)
 			if cerr != nil {
 				return Activation{}, cerr
 			}
-			out.Plan, out.Computed = plan, true
-			if plan.Done() {
+			out.Plan, out.Computed = order, true
+			if order.Done() {
 				return out, nil
 			}
-			ran = l.runActivation(ctx, plan, runs)
+			ran = l.runActivation(ctx, order, runs)
 		}
 		if ran > 0 {
 			continue
@@ -101,10 +101,10 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 // LiveBootActions keeps the planner's actions keel activate may run at
 // boot: live lvm.conf edits and bcache sysfs writes. Nothing that creates
 // (commands), wipes, or needs maintenance.
-func LiveBootActions(actions []reconcile.Action) []reconcile.Action {
-	var out []reconcile.Action
+func LiveBootActions(actions []plan.Action) []plan.Action {
+	var out []plan.Action
 	for _, a := range actions {
-		if a.Class == reconcile.Live && (a.Kind == reconcile.KindLVMConf || a.Kind == reconcile.KindSysfs) {
+		if a.Class == plan.Live && (a.Kind == plan.KindLVMConf || a.Kind == plan.KindSysfs) {
 			out = append(out, a)
 		}
 	}
@@ -132,17 +132,17 @@ func (l *Loop) applyLive(ctx context.Context, h *probes.Host) int {
 // activationActions turns the runnable steps of plan into command actions,
 // leaving out commands that already ran MaxActivationRuns times. They carry
 // no remedies: the next round's probe and plan say whether the VG came up.
-func activationActions(plan activation.Plan, runs map[string]int) []reconcile.Action {
-	var out []reconcile.Action
-	for _, s := range plan.Runnable() {
+func activationActions(order activation.Plan, runs map[string]int) []plan.Action {
+	var out []plan.Action
+	for _, s := range order.Runnable() {
 		for i, argv := range s.Commands {
 			key := strings.Join(argv, " ")
 			if runs[key] >= MaxActivationRuns {
 				continue
 			}
-			out = append(out, reconcile.Action{
+			out = append(out, plan.Action{
 				ID:   fmt.Sprintf("activation.vg:%s#%d", s.VG, i),
-				Kind: reconcile.KindCommand, Class: reconcile.Live, Object: s.VG,
+				Kind: plan.KindCommand, Class: plan.Live, Object: s.VG,
 				Summary:  fmt.Sprintf("activate vg %s (depth %d): %s", s.VG, s.Depth, s.Reason),
 				Commands: [][]string{argv},
 			})
@@ -153,8 +153,8 @@ func activationActions(plan activation.Plan, runs map[string]int) []reconcile.Ac
 
 // runActivation runs the activation commands of the runnable steps through
 // the executor and returns how many ran.
-func (l *Loop) runActivation(ctx context.Context, plan activation.Plan, runs map[string]int) int {
-	acts := activationActions(plan, runs)
+func (l *Loop) runActivation(ctx context.Context, order activation.Plan, runs map[string]int) int {
+	acts := activationActions(order, runs)
 	if len(acts) == 0 {
 		return 0
 	}
@@ -202,23 +202,23 @@ func InstallRules(ctx context.Context, files []activation.RuleFile, root string,
 }
 
 func installRules(ctx context.Context, ex *executor.Executor, files []activation.RuleFile, root string) ([]string, error) {
-	a := reconcile.Action{ID: "udev.rules:" + activation.RulesDir, Kind: reconcile.KindFile, Class: reconcile.Live,
+	a := plan.Action{ID: "udev.rules:" + activation.RulesDir, Kind: plan.KindFile, Class: plan.Live,
 		Object: "udev:" + activation.RulesDir, Summary: "install keel's udev rules"}
 	var written []string
 	for _, f := range files {
 		if old, err := os.ReadFile(filepath.Join(root, f.Path)); err == nil && string(old) == f.Content {
 			continue
 		}
-		a.Files = append(a.Files, reconcile.FileWrite{Path: f.Path, Content: f.Content, Mode: 0o644})
+		a.Files = append(a.Files, plan.FileWrite{Path: f.Path, Content: f.Content, Mode: 0o644})
 		written = append(written, f.Path)
 	}
 	if len(a.Files) == 0 {
 		return nil, nil
 	}
 	if filepath.Clean(root) == "/" {
-		a.Commands = [][]string{reconcile.UdevReload}
+		a.Commands = [][]string{plan.UdevReload}
 	}
-	rep, err := ex.Apply(ctx, []reconcile.Action{a}, nil, executor.Mode{Partial: true}, nil)
+	rep, err := ex.Apply(ctx, []plan.Action{a}, nil, executor.Mode{Partial: true}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("udev rules: %w", err)
 	}

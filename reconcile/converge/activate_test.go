@@ -7,17 +7,17 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/activation"
+	"github.com/keel-storage/keel/reconcile/plan"
 )
 
 func TestLiveBootActionsKeepsOnlyLiveEdits(t *testing.T) {
-	in := []reconcile.Action{
-		{ID: "lvm.scan_lvs:lvm.conf", Kind: reconcile.KindLVMConf, Class: reconcile.Live},
-		{ID: "bcache.tunable:x", Kind: reconcile.KindSysfs, Class: reconcile.Live},
-		{ID: "vg.missing:vdovg", Kind: reconcile.KindCommand, Class: reconcile.Live},
-		{ID: "vdo.threads:vg/p", Kind: reconcile.KindCommand, Class: reconcile.Maintenance},
-		{ID: "lv.absent:vg/old", Kind: reconcile.KindWipe, Class: reconcile.Destructive},
+	in := []plan.Action{
+		{ID: "lvm.scan_lvs:lvm.conf", Kind: plan.KindLVMConf, Class: plan.Live},
+		{ID: "bcache.tunable:x", Kind: plan.KindSysfs, Class: plan.Live},
+		{ID: "vg.missing:vdovg", Kind: plan.KindCommand, Class: plan.Live},
+		{ID: "vdo.threads:vg/p", Kind: plan.KindCommand, Class: plan.Maintenance},
+		{ID: "lv.absent:vg/old", Kind: plan.KindWipe, Class: plan.Destructive},
 	}
 	got := LiveBootActions(in)
 	if len(got) != 2 || got[0].ID != in[0].ID || got[1].ID != in[1].ID {

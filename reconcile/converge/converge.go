@@ -27,13 +27,13 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/activation"
-	"github.com/keel-storage/keel/reconcile/bcache"
-	"github.com/keel-storage/keel/reconcile/executor"
-	"github.com/keel-storage/keel/reconcile/lvmconf"
+	"github.com/keel-storage/keel/reconcile/apply/bcache"
+	"github.com/keel-storage/keel/reconcile/apply/executor"
+	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
+	"github.com/keel-storage/keel/reconcile/apply/wipe"
+	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
-	"github.com/keel-storage/keel/reconcile/wipe"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -74,15 +74,15 @@ type Loop struct {
 	// stateDir holds keel's own state (DefaultStateDir on a host).
 	stateDir    string
 	desired     *schema.Config
-	configError *reconcile.Finding
+	configError *plan.Finding
 	// files are the files of the desired state in force, loader validates.
 	files  []schema.File
 	loader *schema.Loader
 	// lastHost and lastPlan are the newest verifying re-probe.
 	lastHost *probes.Host
-	lastPlan reconcile.Result
+	lastPlan plan.Result
 	// mem is keel's state as loaded for the current pass.
-	mem reconcile.Memory
+	mem plan.Memory
 	// Gate, when set, is the gate of the pass being run: passes apply
 	// nothing once it preempted them (the daemon sets it per trigger).
 	Gate *Gate
@@ -128,9 +128,9 @@ func New(configs []string, w Wiring) *Loop {
 	ex := executor.New(w.Runner, w.Options)
 	ex.Log = w.Log.Named("executor")
 	ex.Records = actionRecords{store: l.State}
-	ex.VGLockHeld = executor.LVMLockHeld(reconcile.SuspendedLockDir)
+	ex.VGLockHeld = executor.LVMLockHeld(plan.SuspendedLockDir)
 	sysfs := bcache.Applier(w.SysFS)
-	ex.Sysfs = func(ctx context.Context, act reconcile.Action) error {
+	ex.Sysfs = func(ctx context.Context, act plan.Action) error {
 		err := sysfs(ctx, act)
 		if errors.Is(err, bcache.ErrBadValue) {
 			return &executor.RefusedError{Reason: err.Error()}
@@ -138,7 +138,7 @@ func New(configs []string, w Wiring) *Loop {
 		return err
 	}
 	lw := &lvmconf.Writer{Path: w.LVMConfPath, Runner: w.Runner, Log: w.Log}
-	ex.LVMConf = func(ctx context.Context, ch reconcile.LVMConfChange) error {
+	ex.LVMConf = func(ctx context.Context, ch plan.LVMConfChange) error {
 		// A file or filter keel cannot parse is refused, not retried: only
 		// a person can say what the existing filter meant.
 		err := lw.Apply(ctx, ch)
@@ -215,7 +215,7 @@ func (l *Loop) evaluate(files []schema.File) (d *schema.Desired, err error) {
 // setInvalid keeps err as the config.invalid finding.
 func (l *Loop) setInvalid(err error) {
 	where := strings.Join(l.paths(), ",")
-	l.configError = &reconcile.Finding{ID: ConfigInvalidID, Severity: reconcile.Error, Object: where,
+	l.configError = &plan.Finding{ID: ConfigInvalidID, Severity: plan.Error, Object: where,
 		Message:  "the desired state does not validate; the last good one stays in force",
 		Observed: oneLine(err.Error()), Remedy: "fix it (keel vet shows every problem with its position)"}
 }
@@ -292,25 +292,25 @@ func (l *Loop) Probe(ctx context.Context) (*probes.Host, error) {
 func Since(start time.Time) string { return time.Since(start).Round(time.Millisecond).String() }
 
 // plan probes the host and plans against the desired state in force.
-func (l *Loop) plan(ctx context.Context) (*probes.Host, reconcile.Result, error) {
+func (l *Loop) plan(ctx context.Context) (*probes.Host, plan.Result, error) {
 	h, err := l.Probe(ctx)
 	if err != nil {
-		return nil, reconcile.Result{}, err
+		return nil, plan.Result{}, err
 	}
 	return h, l.planOn(h), nil
 }
 
 // planOn plans the desired state in force against h.
-func (l *Loop) planOn(h *probes.Host) reconcile.Result {
+func (l *Loop) planOn(h *probes.Host) plan.Result {
 	start := time.Now()
-	res := reconcile.PlanWith(l.desired, h, l.mem)
+	res := plan.PlanWith(l.desired, h, l.mem)
 	l.Log.Debug("plan", "took", Since(start), "actions", len(res.Actions), "findings", len(res.Findings))
 	return res
 }
 
 // verifyFull verifies an action by a full probe and plan; the newest one
 // is kept, so a pass whose last action converged needs no further probe.
-func (l *Loop) verifyFull(ctx context.Context, _ reconcile.Action) ([]reconcile.Finding, error) {
+func (l *Loop) verifyFull(ctx context.Context, _ plan.Action) ([]plan.Finding, error) {
 	h, res, err := l.plan(ctx)
 	l.lastHost, l.lastPlan = h, res
 	return res.Findings, err
@@ -318,7 +318,7 @@ func (l *Loop) verifyFull(ctx context.Context, _ reconcile.Action) ([]reconcile.
 
 // verifyBcache verifies a bcache fast-path write as it was planned: from
 // sysfs, against the bcache part of the desired state.
-func (l *Loop) verifyBcache(ctx context.Context, _ reconcile.Action) ([]reconcile.Finding, error) {
+func (l *Loop) verifyBcache(ctx context.Context, _ plan.Action) ([]plan.Finding, error) {
 	_, res := l.planBcache(ctx)
 	return res.Findings, nil
 }
@@ -328,9 +328,9 @@ func (l *Loop) verifyBcache(ctx context.Context, _ reconcile.Action) ([]reconcil
 // config.invalid while the newest desired state is invalid).
 type PassResult struct {
 	Report   executor.Report
-	Findings []reconcile.Finding
+	Findings []plan.Finding
 	// Levels are the fill levels (VDO and thin pool use) of the newest plan.
-	Levels []reconcile.Level
+	Levels []plan.Level
 	Host   *probes.Host
 	// Pending counts the actions of the newest plan that a further pass
 	// would attempt; -1 when the pass did not plan against a probe taken
@@ -340,8 +340,8 @@ type PassResult struct {
 
 // Worst returns the highest severity among the findings, and false when
 // there are none.
-func (r PassResult) Worst() (reconcile.Severity, bool) {
-	var w reconcile.Severity
+func (r PassResult) Worst() (plan.Severity, bool) {
+	var w plan.Severity
 	for i, f := range r.Findings {
 		if i == 0 || f.Severity > w {
 			w = f.Severity
@@ -371,7 +371,7 @@ func (l *Loop) pass(ctx context.Context, h *probes.Host, m executor.Mode) (PassR
 		return out, ErrNoDesiredState
 	}
 	l.mem = l.loadMemory(m.DryRun)
-	var res reconcile.Result
+	var res plan.Result
 	if h == nil {
 		var err error
 		if h, res, err = l.plan(ctx); err != nil {
@@ -404,7 +404,7 @@ func (l *Loop) pass(ctx context.Context, h *probes.Host, m executor.Mode) (PassR
 		// The host changed: what is left is what a fresh probe says. When
 		// the last action that ran converged, its verifying re-probe is
 		// that fresh probe: nothing ran after it.
-		var fresh reconcile.Result
+		var fresh plan.Result
 		if last := lastRun(rep); last != nil && last.Status == executor.Converged && l.lastHost != nil {
 			out.Host, fresh = l.lastHost, l.lastPlan
 		} else {
@@ -424,12 +424,12 @@ func (l *Loop) pass(ctx context.Context, h *probes.Host, m executor.Mode) (PassR
 
 // attemptable counts the actions a pass would try to apply: report-only
 // drift is never applied, and maintenance actions only in maintenance mode.
-func attemptable(actions []reconcile.Action, maintenance bool) int {
+func attemptable(actions []plan.Action, maintenance bool) int {
 	n := 0
 	for _, x := range actions {
 		switch {
-		case x.Kind == reconcile.KindNone || x.Class == reconcile.Immutable:
-		case x.Class == reconcile.Maintenance && !maintenance:
+		case x.Kind == plan.KindNone || x.Class == plan.Immutable:
+		case x.Class == plan.Maintenance && !maintenance:
 		default:
 			n++
 		}
@@ -441,9 +441,9 @@ func attemptable(actions []reconcile.Action, maintenance bool) int {
 // depends on scan_lvs and the filter, so everything planned behind it was
 // planned against a view that no longer holds (a VG on an LV is invisible
 // while scan_lvs is 0, and would look missing). Converge re-plans.
-func untilLVMConf(actions []reconcile.Action) []reconcile.Action {
+func untilLVMConf(actions []plan.Action) []plan.Action {
 	for i, x := range actions {
-		if x.Kind == reconcile.KindLVMConf {
+		if x.Kind == plan.KindLVMConf {
 			return actions[:i+1]
 		}
 	}
@@ -493,7 +493,7 @@ func (l *Loop) ConvergeFrom(ctx context.Context, h *probes.Host, m executor.Mode
 		}
 		left := 0
 		for _, f := range res.Findings {
-			if f.Severity >= reconcile.Warning {
+			if f.Severity >= plan.Warning {
 				left++
 			}
 		}
@@ -514,10 +514,10 @@ func (sysfsOnly) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
 
 // planBcache reads sysfs only (no command) and plans the bcache part of
 // the desired state in force against it.
-func (l *Loop) planBcache(ctx context.Context) (*probes.Host, reconcile.Result) {
+func (l *Loop) planBcache(ctx context.Context) (*probes.Host, plan.Result) {
 	start := time.Now()
 	h, _ := l.SysfsProbe(ctx)
-	res := reconcile.Plan(&schema.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
+	res := plan.Plan(&schema.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
 	l.Log.Debug("bcache sysfs probe and plan", "took", Since(start), "actions", len(res.Actions))
 	return h, res
 }
@@ -549,16 +549,16 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repor
 	if l.desired == nil || len(l.desired.Bcache) == 0 {
 		return executor.Report{}, nil
 	}
-	var res reconcile.Result
+	var res plan.Result
 	if h == nil {
 		_, res = l.planBcache(ctx)
 	} else {
-		res = reconcile.Plan(&schema.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
+		res = plan.Plan(&schema.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
 	}
-	var acts []reconcile.Action
+	var acts []plan.Action
 	for _, x := range res.Actions {
 		switch {
-		case x.Kind == reconcile.KindSysfs:
+		case x.Kind == plan.KindSysfs:
 			acts = append(acts, x)
 		case x.ID == bcacheRuleAction && len(x.Files) == 1 && activation.BcacheRuleComplete(x.Files[0].Content):
 			// The rule first, and its udev reload only after the
@@ -568,7 +568,7 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repor
 			// writes and the full pass would apply the old rule's
 			// values (e2e/underfire: the new value gone for 18 s).
 			x.Commands = nil
-			acts = append([]reconcile.Action{x}, acts...)
+			acts = append([]plan.Action{x}, acts...)
 		}
 	}
 	var rep executor.Report
@@ -625,10 +625,10 @@ func converged(rep executor.Report, id string) bool {
 // (settle waits for udevd's whole queue, which a flood of uevents keeps
 // full), sysfs is read all the same, and the full pass that follows reads
 // it again.
-func (l *Loop) afterRuleWrite(ctx context.Context) ([]reconcile.Action, []reconcile.Finding) {
+func (l *Loop) afterRuleWrite(ctx context.Context) ([]plan.Action, []plan.Finding) {
 	for _, c := range []probes.Cmd{
-		{Name: reconcile.UdevReload[0], Args: reconcile.UdevReload[1:]},
-		{Name: reconcile.UdevSettle[0], Args: reconcile.UdevSettle[1:], ReadOnly: true},
+		{Name: plan.UdevReload[0], Args: plan.UdevReload[1:]},
+		{Name: plan.UdevSettle[0], Args: plan.UdevSettle[1:], ReadOnly: true},
 	} {
 		res, err := l.runner.Run(ctx, c)
 		if ctx.Err() != nil {
@@ -648,9 +648,9 @@ func (l *Loop) afterRuleWrite(ctx context.Context) ([]reconcile.Action, []reconc
 		}
 	}
 	_, res := l.planBcache(ctx)
-	var acts []reconcile.Action
+	var acts []plan.Action
 	for _, x := range res.Actions {
-		if x.Kind == reconcile.KindSysfs {
+		if x.Kind == plan.KindSysfs {
 			acts = append(acts, x)
 		}
 	}

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/converge/convergetest"
-	"github.com/keel-storage/keel/reconcile/executor"
+	"github.com/keel-storage/keel/reconcile/plan"
 )
 
 func TestCheckOwnership(t *testing.T) {
@@ -77,7 +77,7 @@ func TestInvalidConfigKeepsLastGood(t *testing.T) {
 	if err == nil {
 		t.Fatal("pass without a host succeeded")
 	}
-	if len(res.Findings) != 1 || res.Findings[0].ID != ConfigInvalidID || res.Findings[0].Severity != reconcile.Error ||
+	if len(res.Findings) != 1 || res.Findings[0].ID != ConfigInvalidID || res.Findings[0].Severity != plan.Error ||
 		!strings.Contains(res.Findings[0].Observed, "desired.cue:1") {
 		t.Fatalf("findings %+v", res.Findings)
 	}
@@ -151,7 +151,7 @@ func TestUnparsableFilterRefused(t *testing.T) {
 	}
 	var got *executor.Result
 	for i := range res.Report.Results {
-		if res.Report.Results[i].Action.Kind == reconcile.KindLVMConf {
+		if res.Report.Results[i].Action.Kind == plan.KindLVMConf {
 			got = &res.Report.Results[i]
 		}
 	}
@@ -166,7 +166,7 @@ func TestUnparsableFilterRefused(t *testing.T) {
 // config.invalid is in the finding catalogue with the severity the loop
 // raises it at.
 func TestConfigInvalidCatalogued(t *testing.T) {
-	if r, ok := reconcile.Lookup(ConfigInvalidID); !ok || r.Severity != reconcile.Error || !r.Runtime() {
+	if r, ok := plan.Lookup(ConfigInvalidID); !ok || r.Severity != plan.Error || !r.Runtime() {
 		t.Errorf("catalogue entry %+v (found %v)", r, ok)
 	}
 }

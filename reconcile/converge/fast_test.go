@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
 	"github.com/keel-storage/keel/reconcile/activation"
+	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/converge/convergetest"
-	"github.com/keel-storage/keel/reconcile/executor"
+	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -315,7 +315,7 @@ func TestBcachePassWritesTheRuleFirst(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), `ATTR{bcache/writeback_percent}="40"`) {
 		t.Fatalf("rule %q, %v", b, err)
 	}
-	want := []string{strings.Join(reconcile.UdevReload, " "), strings.Join(reconcile.UdevSettle, " ")}
+	want := []string{strings.Join(plan.UdevReload, " "), strings.Join(plan.UdevSettle, " ")}
 	if !slices.Equal(u.cmds, want) || u.writesAtReload != 1 {
 		t.Errorf("commands %q with %d sysfs writes before the reload, want %q after the tunable's write", u.cmds, u.writesAtReload, want)
 	}

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/apply/wipe"
+	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
-	"github.com/keel-storage/keel/reconcile/wipe"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -28,17 +28,17 @@ func (l *Loop) records(seeing bool) (*state.State, error) {
 // the first sight of every absent name it has no record of yet (written
 // only when there is one). With no absent name the file is not touched. A
 // state that cannot be read holds every removal (Memory.Held).
-func (l *Loop) loadMemory(dryRun bool) reconcile.Memory {
+func (l *Loop) loadMemory(dryRun bool) plan.Memory {
 	today := schema.WaiverDay(time.Now())
 	if len(l.absentNames()) == 0 {
-		return reconcile.Memory{Today: today}
+		return plan.Memory{Today: today}
 	}
 	st, err := l.records(!dryRun)
 	if err != nil {
 		l.Log.Error("keel's state cannot be read: removals are held", "err", err)
-		return reconcile.Memory{Held: err.Error(), Today: today}
+		return plan.Memory{Held: err.Error(), Today: today}
 	}
-	return reconcile.Memory{Absent: st.Absent, Today: today}
+	return plan.Memory{Absent: st.Absent, Today: today}
 }
 
 // wipeMemory puts keel's state into a removal request: the records it

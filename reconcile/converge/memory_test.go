@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
-	"github.com/keel-storage/keel/reconcile/executor"
+	"github.com/keel-storage/keel/reconcile/apply/executor"
+	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
 )
 
@@ -24,7 +24,7 @@ func TestPassUsesState(t *testing.T) {
 	newAgent := func(t *testing.T, statePath string) *Loop { return replayLoop(t, snap, cue, statePath) }
 	wipeOf := func(res PassResult) (planned bool, finding string) {
 		for _, r := range res.Report.Results {
-			if r.Action.Kind == reconcile.KindWipe && r.Action.Object == object {
+			if r.Action.Kind == plan.KindWipe && r.Action.Object == object {
 				planned = true
 			}
 		}
@@ -169,7 +169,7 @@ func replayLoop(t *testing.T, snap *probes.Snapshot, cue []byte, statePath strin
 // in the test guest) and its desired state e2e/wipe/reuse.cue.
 func reuseInputs(t *testing.T) (*probes.Snapshot, []byte) {
 	t.Helper()
-	snap, err := probes.ReadSnapshotFile("../../reconcile/wipe/testdata/node-deps.txtar")
+	snap, err := probes.ReadSnapshotFile("../../reconcile/apply/wipe/testdata/node-deps.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/keel-storage/keel/reconcile"
-	"github.com/keel-storage/keel/reconcile/executor"
-	"github.com/keel-storage/keel/reconcile/wipe"
+	"github.com/keel-storage/keel/reconcile/apply/executor"
+	"github.com/keel-storage/keel/reconcile/apply/wipe"
+	"github.com/keel-storage/keel/reconcile/plan"
 )
 
 // WipeRequest is one safe removal: keel wipe's command line, or the action
@@ -85,7 +85,7 @@ func (l *Loop) RunWipe(ctx context.Context, targets []wipe.Target, step uint64) 
 
 // wipeAbsent is the executor's wipe applier: it plans the one LV of s again
 // against a fresh probe (every refusal is checked anew) and removes it.
-func (l *Loop) wipeAbsent(ctx context.Context, s reconcile.WipeSpec) error {
+func (l *Loop) wipeAbsent(ctx context.Context, s plan.WipeSpec) error {
 	name := s.VG + "/" + s.LV
 	targets, err := l.PlanWipe(ctx, WipeRequest{Names: []string{name}, Mode: wipe.Mode(s.Mode), Absent: true, Act: true})
 	if err != nil {

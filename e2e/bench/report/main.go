@@ -421,8 +421,8 @@ func (r *report) scale() {
 		return
 	}
 	r.p("`go test -run '^$' -bench '^BenchmarkScale$' -benchmem -count %s ./reconcile/`\n", r.meta["count"])
-	r.p("(`reconcile/scale_bench_test.go`). The synthetic host is grown in the test (`makeSynthHost` in\n")
-	r.p("`reconcile/bench_test.go`) from the guest capture `probes/testdata/snapshots/vdo-on-bcache.txtar`:\n")
+	r.p("(`reconcile/plan/scale_bench_test.go`). The synthetic host is grown in the test (`makeSynthHost` in\n")
+	r.p("`reconcile/plan/bench_test.go`) from the guest capture `probes/testdata/snapshots/vdo-on-bcache.txtar`:\n")
 	r.p("the VG holding the split VDO pool is replicated 64 times in the `lvm fullreport` JSON (names and\n")
 	r.p("UUIDs rewritten), with its `dmsetup table`/`status` lines, its `dmsetup message … stats` output and\n")
 	r.p("its on-disk geometry reads; bcache0's sysfs files are replicated into 64 bcache devices; the VM\n")
@@ -607,7 +607,7 @@ func parseWipe(text string) wipeRun {
 }
 
 func (r *report) wipe() {
-	r.p("## Safe removal: zero-out throughput (reconcile/wipe)\n\n")
+	r.p("## Safe removal: zero-out throughput (reconcile/apply/wipe)\n\n")
 	secs := func(v float64) string { return dur(v * 1e9) }
 	found := false
 	for _, path := range []struct{ file, title, what string }{
@@ -684,11 +684,11 @@ func (r *report) wipe() {
 
 var microNotes = map[string]string{
 	"schema":                   "Inputs: the examples; LoadColdLargestExample is one `keel vet` of proxmox-vdo-thick.cue without process start, LoadLargestExample the same with a reused Loader, VetInvalid a file rejected with one problem.",
-	"schema/vdo":               "The VDO arithmetic: Sizing is NewLayout + AutoThreads + RAMBill of a 40 GiB pool, MaxThick the bisection for the largest thick logical size of a 1 TiB pool, AutoThreads 64 CPUs over the six thread types. Nothing allocates; next to one `lvs` call (tens of ms) none of it matters.",
+	"lvm/vdo":               "The VDO arithmetic: Sizing is NewLayout + AutoThreads + RAMBill of a 40 GiB pool, MaxThick the bisection for the largest thick logical size of a 1 TiB pool, AutoThreads 64 CPUs over the six thread types. Nothing allocates; next to one `lvs` call (tens of ms) none of it matters.",
 	"probes":                   "On the `mixed` guest snapshot (split VDO pool, thin pool with one thin LV, writeback bcache): ProbeReplay is a whole pass with I/O replayed from memory, ParseFullReport the `lvm fullreport` JSON alone, SnapshotRoundTrip MarshalText + ParseSnapshot. ParseFullReportScale and BuildObjectsScale are on the captured 2,000-thin-LV host: the report decoded and built, and the build alone (what keel check does after the report ends; the decoding runs while LVM writes). keel's own work in a pass is milliseconds; the pass is bound by the commands it runs.",
 	"reconcile/activation":     "The boot activation order (Compute) and the udev rules (Rules) on a guest snapshot.",
-	"reconcile/lvmconf":        "On trixie's stock lvm.conf (from the probes' node snapshot): EditStock asserts scan_lvs, use_devicesfile and global_filter; ReadStock reads the managed settings with nothing to change. Edit's allocations are the copy of the file per replaced or inserted value.",
-	"reconcile/wipe":           "StepLoop: the stepping engine over a device that does no I/O (3200 steps of 32 MiB per op), i.e. keel's own cost per step against about 10 ms of real zeroing per step.",
+	"reconcile/apply/lvmconf":        "On trixie's stock lvm.conf (from the probes' node snapshot): EditStock asserts scan_lvs, use_devicesfile and global_filter; ReadStock reads the managed settings with nothing to change. Edit's allocations are the copy of the file per replaced or inserted value.",
+	"reconcile/apply/wipe":           "StepLoop: the stepping engine over a device that does no I/O (3200 steps of 32 MiB per op), i.e. keel's own cost per step against about 10 ms of real zeroing per step.",
 	"cmd/keel/internal/uevent": "Parse: one kernel uevent datagram (a bcache registration captured in the guest).",
 }
 
@@ -699,8 +699,8 @@ func (r *report) micro() {
 		r.p("%s.\n\n", r.notRun("micro"))
 		return
 	}
-	r.p("`go test -run '^$' -bench . -benchmem -count %s` over schema, schema/vdo, probes,\n", r.meta["count"])
-	r.p("reconcile/activation, reconcile/lvmconf, reconcile/wipe and cmd/keel/internal/uevent.\n\n")
+	r.p("`go test -run '^$' -bench . -benchmem -count %s` over schema, lvm/vdo, probes,\n", r.meta["count"])
+	r.p("reconcile/activation, reconcile/apply/lvmconf, reconcile/apply/wipe and cmd/keel/internal/uevent.\n\n")
 	pkg := ""
 	for _, b := range res {
 		if b.pkg != pkg {

@@ -59,7 +59,7 @@ func (r *report) slopes() {
 		return
 	}
 	r.p("Probe-parse plus audit plan of the captured hosts on the build machine\n")
-	r.p("(`BenchmarkScaleSnapshots` in `reconcile/scale_snapshot_test.go`, run with BenchmarkScale;\n")
+	r.p("(`BenchmarkScaleSnapshots` in `reconcile/plan/scale_snapshot_test.go`, run with BenchmarkScale;\n")
 	r.p("the captures are `probes/testdata/scale/*.txtar.gz`, made by `e2e/capture-fixtures.sh scale-vdo\n")
 	r.p("scale-thin`), the 50,000-LV synthetic host of BenchmarkScale above (probe plus plan against its\n")
 	r.p("desired state of 64 pools and 64 bcache devices), and from this run's guest the in-process probe\n")
@@ -134,7 +134,7 @@ func (r *report) checkScale(res []*benchResult) {
 		return
 	}
 	r.p("\n`keel check`'s own work on the same captures (`BenchmarkCheckScale`, same file): the probe pass\n")
-	r.p("replayed, the plan against a desired state (`reconcile/testdata/desired/`) and the text report;\n")
+	r.p("replayed, the plan against a desired state (`reconcile/plan/testdata/desired/`) and the text report;\n")
 	r.p("in the process this follows the last probe command, so it adds to the wall time one to one (the\n")
 	r.p("load of the desired state overlaps the probe).\n\n")
 	r.p("| host | time/op | B/op (median) | allocs/op (median) |\n|---|---|---:|---:|\n")

@@ -1,5 +1,5 @@
 // Command zerobench clears a block device with keel's stepping engine
-// (reconcile/wipe) and prints the bytes and the seconds spent inside the
+// (reconcile/apply/wipe) and prints the bytes and the seconds spent inside the
 // engine (wipe.Wipe alone, without process start, the sysfs reads and the
 // exclusive open). It exists for e2e/bench-wipe.sh, which compares it with
 // blkdiscard and dd on a loop device; keel itself never takes a raw device
@@ -13,8 +13,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/keel-storage/keel/reconcile/wipe"
-	"github.com/keel-storage/keel/schema/units"
+	"github.com/keel-storage/keel/lvm/units"
+	"github.com/keel-storage/keel/reconcile/apply/wipe"
 )
 
 func main() {

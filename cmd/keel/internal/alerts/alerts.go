@@ -16,7 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/plan"
 )
 
 // Kind is the direction of a transition.
@@ -30,22 +30,22 @@ const (
 
 // Transition is one change of a finding's state.
 type Transition struct {
-	Kind    Kind              `json:"transition"`
-	Finding reconcile.Finding `json:"finding"`
+	Kind    Kind         `json:"transition"`
+	Finding plan.Finding `json:"finding"`
 }
 
 // Tracker remembers the active findings between passes.
 type Tracker struct {
-	active map[string]reconcile.Finding
+	active map[string]plan.Finding
 }
 
 // NewTracker returns a Tracker with nothing active.
-func NewTracker() *Tracker { return &Tracker{active: map[string]reconcile.Finding{}} }
+func NewTracker() *Tracker { return &Tracker{active: map[string]plan.Finding{}} }
 
 // Update takes the complete findings of a pass and returns the
 // transitions since the previous one, cleared first, each group sorted by key.
-func (t *Tracker) Update(findings []reconcile.Finding) []Transition {
-	now := map[string]reconcile.Finding{}
+func (t *Tracker) Update(findings []plan.Finding) []Transition {
+	now := map[string]plan.Finding{}
 	for _, f := range findings {
 		now[f.Key()] = f
 	}
@@ -70,8 +70,8 @@ func (t *Tracker) Update(findings []reconcile.Finding) []Transition {
 }
 
 // Active returns the findings currently raised, sorted by key.
-func (t *Tracker) Active() []reconcile.Finding {
-	out := make([]reconcile.Finding, 0, len(t.active))
+func (t *Tracker) Active() []plan.Finding {
+	out := make([]plan.Finding, 0, len(t.active))
 	for _, f := range t.active {
 		out = append(out, f)
 	}
@@ -90,9 +90,9 @@ func Log(log hclog.Logger, ts []Transition) {
 		switch {
 		case tr.Kind == Cleared:
 			log.Info("finding cleared", args[:6]...)
-		case f.Severity >= reconcile.Error:
+		case f.Severity >= plan.Error:
 			log.Error("finding raised", args...)
-		case f.Severity == reconcile.Warning:
+		case f.Severity == plan.Warning:
 			log.Warn("finding raised", args...)
 		default:
 			log.Info("finding raised", args...)

@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/plan"
 )
 
 var (
-	scan  = reconcile.Finding{ID: "lvm.scan_lvs", Severity: reconcile.Error, Object: "lvm.conf", Expected: "1", Observed: "0"}
-	stuck = reconcile.Finding{ID: "reconcile.stuck", Severity: reconcile.Error, Object: "bcache:a3a774bf", Message: "writeback_percent clamped"}
-	used  = reconcile.Finding{ID: "vdo.used", Severity: reconcile.Warning, Object: "vg0/vpool"}
+	scan  = plan.Finding{ID: "lvm.scan_lvs", Severity: plan.Error, Object: "lvm.conf", Expected: "1", Observed: "0"}
+	stuck = plan.Finding{ID: "reconcile.stuck", Severity: plan.Error, Object: "bcache:a3a774bf", Message: "writeback_percent clamped"}
+	used  = plan.Finding{ID: "vdo.used", Severity: plan.Warning, Object: "vg0/vpool"}
 )
 
 func kinds(ts []Transition) string {
@@ -31,21 +31,21 @@ func kinds(ts []Transition) string {
 
 func TestTransitionsOnly(t *testing.T) {
 	tr := NewTracker()
-	if got := kinds(tr.Update([]reconcile.Finding{scan, used})); got != "raised lvm.scan_lvs@lvm.conf, raised vdo.used@vg0/vpool" {
+	if got := kinds(tr.Update([]plan.Finding{scan, used})); got != "raised lvm.scan_lvs@lvm.conf, raised vdo.used@vg0/vpool" {
 		t.Fatal(got)
 	}
 	// Same findings again: nothing to say.
-	if got := tr.Update([]reconcile.Finding{used, scan}); len(got) != 0 {
+	if got := tr.Update([]plan.Finding{used, scan}); len(got) != 0 {
 		t.Fatalf("repeated: %v", kinds(got))
 	}
 	// One clears, one appears, one changes severity.
 	worse := used
-	worse.Severity = reconcile.Critical
-	got := kinds(tr.Update([]reconcile.Finding{worse, stuck}))
+	worse.Severity = plan.Critical
+	got := kinds(tr.Update([]plan.Finding{worse, stuck}))
 	if got != "cleared lvm.scan_lvs@lvm.conf, raised reconcile.stuck@bcache:a3a774bf, raised vdo.used@vg0/vpool" {
 		t.Fatal(got)
 	}
-	if a := tr.Active(); len(a) != 2 || a[1].Severity != reconcile.Critical {
+	if a := tr.Active(); len(a) != 2 || a[1].Severity != plan.Critical {
 		t.Fatalf("active %+v", a)
 	}
 }
@@ -108,10 +108,10 @@ func TestTextfile(t *testing.T) {
 	m := NewMetrics()
 	at := time.Unix(1764374400, 0)
 	m.Reload(true, at)
-	m.Pass(at, nil, map[string]int{"converged": 2, "stuck": 1}, []reconcile.Finding{scan, stuck, used},
-		[]reconcile.Level{{Kind: "vdo_used", Object: "vdovg/vpool", Percent: 95.02, Alert: 90}, {Kind: "thin_data", Object: "thinvg/tp", Percent: 40, Alert: 85}})
-	m.Pass(at.Add(time.Minute), errors.New("probe failed"), nil, []reconcile.Finding{stuck},
-		[]reconcile.Level{{Kind: "vdo_used", Object: "vdovg/vpool", Percent: 95.02, Alert: 90}})
+	m.Pass(at, nil, map[string]int{"converged": 2, "stuck": 1}, []plan.Finding{scan, stuck, used},
+		[]plan.Level{{Kind: "vdo_used", Object: "vdovg/vpool", Percent: 95.02, Alert: 90}, {Kind: "thin_data", Object: "thinvg/tp", Percent: 40, Alert: 85}})
+	m.Pass(at.Add(time.Minute), errors.New("probe failed"), nil, []plan.Finding{stuck},
+		[]plan.Level{{Kind: "vdo_used", Object: "vdovg/vpool", Percent: 95.02, Alert: 90}})
 	m.Reload(false, at.Add(2*time.Minute))
 	path := filepath.Join(t.TempDir(), "keel.prom")
 	if err := m.WriteTextfile(path); err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/plan"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -43,8 +43,8 @@ func sampleMetrics() *Metrics {
 	at := time.Unix(1764374400, 0)
 	m.Reload(true, at)
 	m.Audit(true)
-	m.Pass(at, nil, map[string]int{"converged": 2, "planned": 1}, []reconcile.Finding{scan, stuck, used},
-		[]reconcile.Level{{Kind: "vdo_used", Object: "vdovg/vpool", Percent: 95.02, Alert: 90},
+	m.Pass(at, nil, map[string]int{"converged": 2, "planned": 1}, []plan.Finding{scan, stuck, used},
+		[]plan.Level{{Kind: "vdo_used", Object: "vdovg/vpool", Percent: 95.02, Alert: 90},
 			{Kind: "thin_data", Object: "thinvg/tp", Percent: 40, Alert: 85},
 			{Kind: "thin_metadata", Object: "thinvg/tp", Percent: 10.06, Alert: 75}})
 	m.Panicked()
@@ -54,8 +54,8 @@ func sampleMetrics() *Metrics {
 
 // sampleCheck is keel check's Prometheus output for the same kinds.
 func sampleCheck(t *testing.T) []byte {
-	rep := reconcile.NewReport(reconcile.HostInfo{}, []reconcile.Finding{scan, stuck, used},
-		[]reconcile.Level{{Kind: "vdo_used", Object: "vdovg/vpool", Percent: 95.02, Alert: 90}}, nil)
+	rep := plan.NewReport(plan.HostInfo{}, []plan.Finding{scan, stuck, used},
+		[]plan.Level{{Kind: "vdo_used", Object: "vdovg/vpool", Percent: 95.02, Alert: 90}}, nil)
 	var b bytes.Buffer
 	if err := rep.WritePrometheus(&b); err != nil {
 		t.Fatal(err)

@@ -23,10 +23,10 @@ import (
 	"github.com/keel-storage/keel/cmd/keel/internal/uevent"
 	"github.com/keel-storage/keel/cmd/keel/internal/watch"
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/apply/executor"
+	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/converge"
-	"github.com/keel-storage/keel/reconcile/executor"
-	"github.com/keel-storage/keel/reconcile/wipe"
+	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -82,7 +82,7 @@ type Daemon struct {
 	tracker *alerts.Tracker
 	metrics *alerts.Metrics
 	// levels are the fill levels of the last pass that probed.
-	levels []reconcile.Level
+	levels []plan.Level
 	// wipeTextfile is the textfile path publishWipes writes to while a
 	// safe removal runs (set when it starts).
 	wipeTextfile atomic.Value
@@ -768,8 +768,8 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 
 // keepFindings returns the previous findings with config.invalid taken
 // from the current pass.
-func keepFindings(prev, cur []reconcile.Finding) []reconcile.Finding {
-	var out []reconcile.Finding
+func keepFindings(prev, cur []plan.Finding) []plan.Finding {
+	var out []plan.Finding
 	for _, f := range prev {
 		if f.ID != converge.ConfigInvalidID {
 			out = append(out, f)
@@ -784,14 +784,14 @@ func keepFindings(prev, cur []reconcile.Finding) []reconcile.Finding {
 }
 
 // statusLine is the one-line STATUS= summary.
-func statusLine(res converge.PassResult, findings []reconcile.Finding, err error) string {
-	counts := map[reconcile.Severity]int{}
+func statusLine(res converge.PassResult, findings []plan.Finding, err error) string {
+	counts := map[plan.Severity]int{}
 	for _, f := range findings {
 		counts[f.Severity]++
 	}
 	s := fmt.Sprintf("%d actions converged, %d stuck; findings: %d critical, %d error, %d warning",
 		res.Report.Count(executor.Converged), res.Report.Count(executor.Stuck),
-		counts[reconcile.Critical], counts[reconcile.Error], counts[reconcile.Warning])
+		counts[plan.Critical], counts[plan.Error], counts[plan.Warning])
 	if err != nil {
 		s = "last pass failed (see the log); " + s
 	}

@@ -3,9 +3,10 @@ package daemon
 import (
 	"context"
 	"errors"
+	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/converge/convergetest"
-	"github.com/keel-storage/keel/reconcile/executor"
+	"github.com/keel-storage/keel/reconcile/plan"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,7 +20,6 @@ import (
 	"github.com/keel-storage/keel/cmd/keel/internal/alerts"
 	"github.com/keel-storage/keel/cmd/keel/internal/testsock"
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
 )
 
 // The daemon against a node snapshot recorded in the test guest: READY
@@ -117,12 +117,12 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 }
 
 func TestKeepFindingsOnFailedPass(t *testing.T) {
-	prev := []reconcile.Finding{{ID: "reconcile.stuck", Object: "bcache:x"}, {ID: converge.ConfigInvalidID, Object: "/etc/keel"}}
+	prev := []plan.Finding{{ID: "reconcile.stuck", Object: "bcache:x"}, {ID: converge.ConfigInvalidID, Object: "/etc/keel"}}
 	got := keepFindings(prev, nil)
 	if len(got) != 1 || got[0].ID != "reconcile.stuck" {
 		t.Fatalf("%+v", got)
 	}
-	got = keepFindings(prev[:1], []reconcile.Finding{{ID: converge.ConfigInvalidID, Object: "/etc/keel"}})
+	got = keepFindings(prev[:1], []plan.Finding{{ID: converge.ConfigInvalidID, Object: "/etc/keel"}})
 	if len(got) != 2 {
 		t.Fatalf("%+v", got)
 	}

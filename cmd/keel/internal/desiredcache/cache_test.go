@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile"
+	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -21,7 +21,7 @@ import (
 func desiredFiles(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, g := range []string{"../../../../examples/*.cue", "../../../../reconcile/testdata/desired/*.cue"} {
+	for _, g := range []string{"../../../../examples/*.cue", "../../../../reconcile/plan/testdata/desired/*.cue"} {
 		m, err := filepath.Glob(g)
 		if err != nil {
 			t.Fatal(err)
@@ -97,7 +97,7 @@ func TestCachedPlansAsFresh(t *testing.T) {
 			t.Errorf("%s: the cached desired state differs from the fresh one:\nfresh  %#v\ncached %#v", p, d.Config, got)
 		}
 		for name, h := range hs {
-			want, have := reconcile.Plan(d.Config, h), reconcile.Plan(got, h)
+			want, have := plan.Plan(d.Config, h), plan.Plan(got, h)
 			if !reflect.DeepEqual(want, have) {
 				t.Errorf("%s on %s: the cached desired state plans differently:\nfresh  %+v\ncached %+v", filepath.Base(p), name, want, have)
 			}

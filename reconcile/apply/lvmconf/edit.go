@@ -1,0 +1,442 @@
+// Package lvmconf keeps three settings of lvm.conf — devices/scan_lvs,
+// devices/global_filter and devices/use_devicesfile — and every other byte
+// of the file as it was.
+//
+// Edit is pure: it tokenizes the file just enough to find the devices
+// sections and their assignments, replaces the value bytes of the managed
+// settings (every active occurrence, so duplicate sections such as the one
+// Proxmox VE's postinst appends cannot disagree) or inserts a missing one into
+// the first devices section. Comments, spacing, order and unrelated sections
+// are untouched. A global_filter it cannot parse is never rewritten: Edit
+// returns a *FilterError the planner turns into a finding, as oVirt's
+// config-lvm-filter refuses to replace a filter it does not understand.
+//
+// Writer puts an edited file in place safely: it validates the candidate
+// with lvmconfig --validate (LVM_SYSTEM_DIR pointing at a temporary copy),
+// keeps a backup, and replaces the file with an fsync'd atomic rename.
+package lvmconf
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/keel-storage/keel/lvm/lvmregex"
+	"github.com/keel-storage/keel/reconcile/plan"
+)
+
+// ParseError is an lvm.conf keel cannot tokenize (an unterminated string,
+// unbalanced braces). Nothing is written.
+type ParseError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *ParseError) Error() string {
+	return fmt.Sprintf("lvm.conf: offset %d: %s", e.Offset, e.Msg)
+}
+
+// FilterError is an existing devices/global_filter keel cannot parse as a
+// list of "a|regex|"/"r|regex|" entries; keel refuses to rewrite it.
+type FilterError struct {
+	Value string // the value as written in the file
+	Msg   string
+}
+
+func (e *FilterError) Error() string {
+	return fmt.Sprintf("lvm.conf: devices/global_filter %s: %s; keel will not rewrite a filter it cannot parse", e.Value, e.Msg)
+}
+
+// ErrBadEntry is returned for a desired filter entry that is not well formed.
+var ErrBadEntry = errors.New("filter entry must look like a|regex| or r|regex|")
+
+type tokKind int
+
+const (
+	tWord tokKind = iota
+	tString
+	tLBrace
+	tRBrace
+	tLBrack
+	tRBrack
+	tEq
+	tComma
+)
+
+type token struct {
+	kind       tokKind
+	start, end int // byte range in the source
+	text       string
+}
+
+func tokenize(src []byte) ([]token, error) {
+	var toks []token
+	for i := 0; i < len(src); {
+		c := src[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+		case c == '#':
+			for i < len(src) && src[i] != '\n' {
+				i++
+			}
+		case c == '"':
+			j := i + 1
+			for ; j < len(src) && src[j] != '"'; j++ {
+				if src[j] == '\\' {
+					j++
+				}
+			}
+			if j >= len(src) {
+				return nil, &ParseError{i, "unterminated string"}
+			}
+			toks = append(toks, token{tString, i, j + 1, string(src[i+1 : j])})
+			i = j + 1
+		case strings.IndexByte("{}[]=,", c) >= 0:
+			k := map[byte]tokKind{'{': tLBrace, '}': tRBrace, '[': tLBrack, ']': tRBrack, '=': tEq, ',': tComma}[c]
+			toks = append(toks, token{k, i, i + 1, string(c)})
+			i++
+		default:
+			j := i
+			for j < len(src) && strings.IndexByte(" \t\r\n#\"{}[]=,", src[j]) < 0 {
+				j++
+			}
+			toks = append(toks, token{tWord, i, j, string(src[i:j])})
+			i = j
+		}
+	}
+	return toks, nil
+}
+
+// assignment is one "key = value" inside a section.
+type assignment struct {
+	path       string // "devices/scan_lvs"
+	valStart   int
+	valEnd     int
+	values     []token // scalars of the value (one, or a list's items)
+	isList     bool
+	wellFormed bool
+}
+
+// section is one top-level "name { … }".
+type section struct {
+	name       string
+	closeStart int // offset of the closing brace
+}
+
+type parsed struct {
+	assigns  []assignment
+	sections []section
+}
+
+func parse(src []byte) (*parsed, error) {
+	toks, err := tokenize(src)
+	if err != nil {
+		return nil, err
+	}
+	p := &parsed{}
+	var stack []string
+	var open []int // index into p.sections for top-level sections, -1 for nested
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		switch {
+		case t.kind == tWord && i+1 < len(toks) && toks[i+1].kind == tLBrace:
+			stack = append(stack, t.text)
+			if len(stack) == 1 {
+				p.sections = append(p.sections, section{name: t.text})
+				open = append(open, len(p.sections)-1)
+			} else {
+				open = append(open, -1)
+			}
+			i++
+		case t.kind == tRBrace:
+			if len(stack) == 0 {
+				return nil, &ParseError{t.start, "unbalanced '}'"}
+			}
+			if idx := open[len(open)-1]; idx >= 0 {
+				p.sections[idx].closeStart = t.start
+			}
+			stack, open = stack[:len(stack)-1], open[:len(open)-1]
+		case t.kind == tWord && i+1 < len(toks) && toks[i+1].kind == tEq:
+			a := assignment{path: strings.Join(append(append([]string{}, stack...), t.text), "/"), wellFormed: true}
+			i += 2
+			if i >= len(toks) {
+				return nil, &ParseError{t.start, "assignment without a value"}
+			}
+			v := toks[i]
+			a.valStart = v.start
+			switch v.kind {
+			case tWord, tString:
+				a.values, a.valEnd = []token{v}, v.end
+			case tLBrack:
+				a.isList = true
+				expectItem := true
+				for i++; ; i++ {
+					if i >= len(toks) {
+						return nil, &ParseError{v.start, "unterminated list"}
+					}
+					it := toks[i]
+					if it.kind == tRBrack {
+						a.valEnd = it.end
+						break
+					}
+					switch {
+					case it.kind == tComma && !expectItem:
+						expectItem = true
+					case (it.kind == tWord || it.kind == tString) && expectItem:
+						a.values = append(a.values, it)
+						expectItem = false
+					default:
+						a.wellFormed = false
+						if it.kind == tLBrace || it.kind == tRBrace || it.kind == tEq {
+							return nil, &ParseError{it.start, "unexpected " + it.text + " in a list"}
+						}
+					}
+				}
+			default:
+				return nil, &ParseError{v.start, "unexpected " + v.text + " after '='"}
+			}
+			p.assigns = append(p.assigns, a)
+		default:
+			return nil, &ParseError{t.start, fmt.Sprintf("unexpected %q", t.text)}
+		}
+	}
+	if len(stack) > 0 {
+		return nil, &ParseError{len(src), "section " + strings.Join(stack, "/") + " is not closed"}
+	}
+	return p, nil
+}
+
+// CheckEntry reports whether e is a well-formed filter entry: "a" or "r",
+// a delimiter, a regular expression LVM's own engine parses
+// (lvm/lvmregex), the same delimiter.
+func CheckEntry(e string) error {
+	if len(e) < 3 || (e[0] != 'a' && e[0] != 'r') {
+		return fmt.Errorf("%q: %w", e, ErrBadEntry)
+	}
+	d := e[1]
+	if d == ' ' || d == '"' || d == '\\' || (d >= '0' && d <= '9') || (d|0x20 >= 'a' && d|0x20 <= 'z') {
+		return fmt.Errorf("%q: delimiter %q: %w", e, d, ErrBadEntry)
+	}
+	if e[len(e)-1] != d {
+		return fmt.Errorf("%q: no closing %q: %w", e, d, ErrBadEntry)
+	}
+	if strings.ContainsAny(e, "\"\n") {
+		return fmt.Errorf("%q: contains a quote or newline: %w", e, ErrBadEntry)
+	}
+	if err := lvmregex.Check(e[2 : len(e)-1]); err != nil {
+		return fmt.Errorf("%q: %w: %v", e, ErrBadEntry, err)
+	}
+	return nil
+}
+
+// filterOf returns the entries of a global_filter assignment, or a
+// *FilterError when they cannot be parsed.
+func filterOf(src []byte, a assignment) ([]string, error) {
+	raw := string(src[a.valStart:a.valEnd])
+	if !a.wellFormed {
+		return nil, &FilterError{raw, "not a plain list of strings"}
+	}
+	var out []string
+	for _, v := range a.values {
+		if v.kind != tString {
+			return nil, &FilterError{raw, fmt.Sprintf("%s is not a string", v.text)}
+		}
+		if strings.Contains(v.text, `\`) {
+			return nil, &FilterError{raw, "escaped characters keel does not interpret"}
+		}
+		if err := CheckEntry(v.text); err != nil {
+			return nil, &FilterError{raw, err.Error()}
+		}
+		out = append(out, v.text)
+	}
+	return out, nil
+}
+
+func boolText(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func listText(entries []string) string {
+	q := make([]string, len(entries))
+	for i, e := range entries {
+		q[i] = strconv.Quote(e)
+	}
+	return "[ " + strings.Join(q, ", ") + " ]"
+}
+
+type edit struct {
+	start, end int
+	text       string
+}
+
+// Edit returns src with the settings of ch asserted, and whether anything
+// changed. Settings that already hold the desired value keep their bytes.
+func Edit(src []byte, ch plan.LVMConfChange) ([]byte, bool, error) {
+	for _, e := range ch.GlobalFilter {
+		if err := CheckEntry(e); err != nil {
+			return nil, false, fmt.Errorf("desired devices/global_filter: %w", err)
+		}
+	}
+	p, err := parse(src)
+	if err != nil {
+		return nil, false, err
+	}
+	var edits []edit
+	var inserts []string
+	setBool := func(key string, want *bool) error {
+		if want == nil {
+			return nil
+		}
+		found := false
+		for _, a := range p.assigns {
+			if a.path != "devices/"+key {
+				continue
+			}
+			found = true
+			if !a.isList && len(a.values) == 1 && a.values[0].kind == tWord {
+				if n, err := strconv.Atoi(a.values[0].text); err == nil && (n != 0) == *want {
+					continue
+				}
+			}
+			edits = append(edits, edit{a.valStart, a.valEnd, boolText(*want)})
+		}
+		if !found {
+			inserts = append(inserts, key+" = "+boolText(*want))
+		}
+		return nil
+	}
+	if err := setBool("scan_lvs", ch.ScanLVs); err != nil {
+		return nil, false, err
+	}
+	if err := setBool("use_devicesfile", ch.UseDevicesFile); err != nil {
+		return nil, false, err
+	}
+	if ch.GlobalFilter != nil {
+		found := false
+		for _, a := range p.assigns {
+			if a.path != "devices/global_filter" {
+				continue
+			}
+			found = true
+			cur, err := filterOf(src, a)
+			if err != nil {
+				return nil, false, err
+			}
+			if slicesEqual(cur, ch.GlobalFilter) {
+				continue
+			}
+			edits = append(edits, edit{a.valStart, a.valEnd, listText(ch.GlobalFilter)})
+		}
+		if !found {
+			inserts = append(inserts, "global_filter = "+listText(ch.GlobalFilter))
+		}
+	}
+	if len(edits) == 0 && len(inserts) == 0 {
+		return src, false, nil
+	}
+	if len(inserts) > 0 {
+		edits = append(edits, insertEdit(src, p, inserts))
+	}
+	sort.Slice(edits, func(i, j int) bool { return edits[i].start > edits[j].start })
+	out := append([]byte(nil), src...)
+	for _, e := range edits {
+		out = append(out[:e.start], append([]byte(e.text), out[e.end:]...)...)
+	}
+	return out, true, nil
+}
+
+// insertEdit places new assignments on their own lines just before the
+// closing brace of the first devices section, or appends a devices section.
+func insertEdit(src []byte, p *parsed, lines []string) edit {
+	for _, s := range p.sections {
+		if s.name != "devices" {
+			continue
+		}
+		lineStart := bytes.LastIndexByte(src[:s.closeStart], '\n') + 1
+		indent := "\t"
+		var b strings.Builder
+		if strings.TrimSpace(string(src[lineStart:s.closeStart])) == "" {
+			for _, l := range lines {
+				b.WriteString(indent + l + "\n")
+			}
+			return edit{lineStart, lineStart, b.String()}
+		}
+		b.WriteString("\n")
+		for _, l := range lines {
+			b.WriteString(indent + l + "\n")
+		}
+		return edit{s.closeStart, s.closeStart, b.String()}
+	}
+	var b strings.Builder
+	if len(src) > 0 && src[len(src)-1] != '\n' {
+		b.WriteString("\n")
+	}
+	b.WriteString("devices {\n")
+	for _, l := range lines {
+		b.WriteString("\t" + l + "\n")
+	}
+	b.WriteString("}\n")
+	return edit{len(src), len(src), b.String()}
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Values are the managed settings as an lvm.conf file states them; a nil
+// field is not set in the file (LVM's default applies).
+type Values struct {
+	ScanLVs        *bool
+	GlobalFilter   []string
+	UseDevicesFile *bool
+}
+
+// Read returns the managed settings the file sets (the last occurrence of
+// each, in file order). A filter it cannot parse is a *FilterError.
+func Read(src []byte) (Values, error) {
+	p, err := parse(src)
+	if err != nil {
+		return Values{}, err
+	}
+	var v Values
+	for _, a := range p.assigns {
+		switch a.path {
+		case "devices/scan_lvs", "devices/use_devicesfile":
+			if a.isList || len(a.values) != 1 {
+				continue
+			}
+			n, err := strconv.Atoi(a.values[0].text)
+			if err != nil {
+				continue
+			}
+			b := n != 0
+			if a.path == "devices/scan_lvs" {
+				v.ScanLVs = &b
+			} else {
+				v.UseDevicesFile = &b
+			}
+		case "devices/global_filter":
+			f, err := filterOf(src, a)
+			if err != nil {
+				return v, err
+			}
+			v.GlobalFilter = f
+		}
+	}
+	return v, nil
+}

@@ -1,0 +1,374 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/keel-storage/keel/lvm/lvmregex"
+	"github.com/keel-storage/keel/lvm/units"
+	"github.com/keel-storage/keel/lvm/vdo"
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/schema"
+)
+
+// Exported is a desired state written from a host as it is (keel export):
+// CUE text to review and commit, and notes on what it leaves out.
+type Exported struct {
+	Text  string
+	Notes []string
+}
+
+// Export writes the desired state that describes h as it is: the lvm.conf
+// settings keel manages, every VG with its PVs, its LVM-VDO pools (sizes,
+// geometry, settings and the running thread layout) and thin pools, and
+// every registered bcache device with its tunables. keel check against it
+// on the same host raises no finding about a setting; what it still reports
+// is the host's health (usage, a read-only pool, a missing PV), which no
+// desired state changes. It reads the pools with the planner's own readers,
+// so the values are the ones the planner compares. Nothing is created or
+// removed by it: create is never set, absent never listed.
+func Export(h *probes.Host) Exported {
+	x := &exporter{p: newPlanner(h), h: h}
+	x.lvm()
+	x.vgs()
+	x.bcache()
+	return Exported{Text: x.b.String(), Notes: x.notes}
+}
+
+type exporter struct {
+	p     *planner
+	h     *probes.Host
+	b     strings.Builder
+	notes []string
+}
+
+func (x *exporter) note(format string, args ...any) {
+	x.notes = append(x.notes, fmt.Sprintf(format, args...))
+}
+
+func (x *exporter) line(indent int, format string, args ...any) {
+	x.b.WriteString(strings.Repeat("\t", indent))
+	fmt.Fprintf(&x.b, format, args...)
+	x.b.WriteString("\n")
+}
+
+// q quotes s as a CUE string (JSON's quoting is valid CUE).
+func q(s string) string {
+	b, _ := json.Marshal(s) // a string: cannot fail
+	return string(b)
+}
+
+func qlist(ss []string) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = q(s)
+	}
+	return "[" + strings.Join(out, ", ") + "]"
+}
+
+// lvm writes the devices settings lvm.conf has: scan_lvs and
+// use_devicesfile as LVM reports them (lvmconfig --typeconfig full), and
+// global_filter when keel can write it back entry for entry.
+func (x *exporter) lvm() {
+	vals := x.h.LVMConfig.Values
+	if len(vals) == 0 {
+		x.note("lvm.conf: LVM's configuration could not be read; lvm is left out")
+		return
+	}
+	var out []string
+	for _, s := range []struct{ field, key string }{{"scanLVs", "devices/scan_lvs"}, {"useDevicesFile", "devices/use_devicesfile"}} {
+		if v, ok := x.p.lvmBool(s.key); ok {
+			out = append(out, fmt.Sprintf("%s: %t", s.field, v))
+		}
+	}
+	got := parseLVMList(vals["devices/global_filter"])
+	var entries []lvmregex.Entry
+	for _, g := range got {
+		e, err := lvmregex.ParseEntry(g)
+		if err != nil {
+			x.note("lvm.conf: devices/global_filter %s: %v; it is left out, not managed", quoteList(got), err)
+			x.writeLVM(out)
+			return
+		}
+		entries = append(entries, e)
+	}
+	if gf, ok := filterFor(got, entries); ok {
+		var parts []string
+		if len(gf.Reject) > 0 {
+			parts = append(parts, "reject: "+qlist(gf.Reject))
+		}
+		if len(gf.Accept) > 0 {
+			parts = append(parts, "accept: "+qlist(gf.Accept))
+		}
+		out = append(out, "globalFilter: {"+strings.Join(parts, ", ")+"}")
+	} else if len(got) > 0 {
+		x.note("lvm.conf: devices/global_filter %s is not in the form keel writes, so it is left out (not managed); %s", quoteList(got), filterAdvice(entries))
+	}
+	x.writeLVM(out)
+}
+
+// writeLVM writes the lvm block with the settings in out, if any.
+func (x *exporter) writeLVM(out []string) {
+	if len(out) == 0 {
+		return
+	}
+	x.line(0, "lvm: {")
+	for _, o := range out {
+		x.line(1, "%s", o)
+	}
+	x.line(0, "}")
+}
+
+// filterFor returns the declared filter whose generated entries are got
+// exactly, if there is one: leading rejects, then accepts followed by a
+// final r|.*|.
+func filterFor(got []string, entries []lvmregex.Entry) (schema.GlobalFilter, bool) {
+	var gf schema.GlobalFilter
+	i := 0
+	for ; i < len(entries) && !entries[i].Accept; i++ {
+		gf.Reject = append(gf.Reject, entries[i].Regex)
+	}
+	for ; i < len(entries) && entries[i].Accept; i++ {
+		gf.Accept = append(gf.Accept, entries[i].Regex)
+	}
+	return gf, len(got) > 0 && slices.Equal(gf.Entries(), got)
+}
+
+// filterAdvice says how to declare a filter keel does not write as is. A
+// final a|.*| after rejects changes nothing for LVM, which uses a device no
+// entry matches (lib/filters/filter-regex.c), so the rejects alone mean the
+// same; keel writes them without it.
+func filterAdvice(entries []lvmregex.Entry) string {
+	n := len(entries)
+	switch {
+	case n == 1 && entries[0].Accept && entries[0].Regex == ".*":
+		return "it accepts every device, as LVM does with no filter"
+	case n > 1 && entries[n-1].Accept && entries[n-1].Regex == ".*" &&
+		!slices.ContainsFunc(entries[:n-1], func(e lvmregex.Entry) bool { return e.Accept }):
+		var rejects []string
+		for _, e := range entries[:n-1] {
+			rejects = append(rejects, e.Regex)
+		}
+		return fmt.Sprintf("LVM reads it as the rejects alone; to manage it declare lvm: globalFilter: reject: %s (keel then writes it without the final a|.*|)", qlist(rejects))
+	}
+	return "declare lvm.globalFilter by hand after review (docs/configuration.md)"
+}
+
+// vgs writes every VG with its PVs and pools.
+func (x *exporter) vgs() {
+	names := slices.Sorted(maps.Keys(x.h.VGs))
+	if len(names) == 0 {
+		return
+	}
+	x.line(0, "volumeGroups: {")
+	for _, name := range names {
+		vg := x.h.VGs[name]
+		var pvs []string
+		for _, pvName := range vg.PVs {
+			pvs = append(pvs, x.pvPath(name, pvName))
+		}
+		if len(pvs) == 0 {
+			x.note("vg %s: no PV is known; it is left out", name)
+			continue
+		}
+		x.line(1, "%s: {", q(name))
+		x.line(2, "pvs: %s", qlist(pvs))
+		x.vdoPools(name)
+		x.thinPools(name)
+		x.line(1, "}")
+		if vg.Shared {
+			x.note("vg %s is shared between hosts (lock type %q): declare it on every host that uses it, and expect keel to refuse removals on it", name, vg.LockType)
+		}
+	}
+	x.line(0, "}")
+}
+
+// pvPath is the path a desired state names a PV by: /dev/VG/LV for a PV on
+// an LV; else a stable /dev/disk/by-id name (the device's own serial or WWN
+// before LVM's and device-mapper's names); else LVM's name, with a note.
+func (x *exporter) pvPath(vg, pvName string) string {
+	pv := x.h.PVs[pvName]
+	if pv == nil {
+		x.note("vg %s: PV %s is not in the probe; its name is written as LVM reports it", vg, pvName)
+		return pvName
+	}
+	if lv := x.p.lvOfPV(pv); lv != nil {
+		return "/dev/" + lv.FullName
+	}
+	var best string
+	rank := func(id string) int {
+		switch {
+		case strings.HasPrefix(id, "lvm-pv-uuid-"), strings.HasPrefix(id, "dm-"):
+			return 0
+		case strings.HasPrefix(id, "wwn-"), strings.HasPrefix(id, "nvme-eui."):
+			return 1
+		}
+		return 2
+	}
+	for _, id := range pv.ByID {
+		id = strings.TrimPrefix(id, "/dev/disk/by-id/")
+		if rank(id) > 0 && (best == "" || rank(id) > rank(best)) {
+			best = id
+		}
+	}
+	if best != "" {
+		return "/dev/disk/by-id/" + best
+	}
+	x.note("vg %s: PV %s has no /dev/disk/by-id name; its kernel name can change at boot, replace it by a stable path", vg, pvName)
+	return pvName
+}
+
+// poolsIn returns, sorted, the keys of the pools in m that belong to vg.
+func poolsIn[P any](m map[string]P, vg string, vgOf func(P) string) []string {
+	var keys []string
+	for k, pool := range m {
+		if vgOf(pool) == vg {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// vdoPools writes the LVM-VDO pools of vg as the planner reads them.
+func (x *exporter) vdoPools(vgName string) {
+	keys := poolsIn(x.h.VDOPools, vgName, func(p *probes.VDOPool) string { return p.VG })
+	if len(keys) == 0 {
+		return
+	}
+	x.line(2, "vdoPools: {")
+	for _, k := range keys {
+		pool := x.h.VDOPools[k]
+		o := x.p.observeVDO(pool, "")
+		if o.lv == nil {
+			x.note("vdo pool %s: no VDO LV uses it; it is left out", pool.LV)
+			continue
+		}
+		x.line(3, "%s: {", q(pool.Name))
+		x.line(4, "lv: %s", q(o.lv.Name))
+		x.line(4, "size: %s", q(units.LVMArg(x.h.LVs[pool.LV].Size)))
+		x.line(4, "virtualSize: %s", q(units.LVMArg(o.lv.Size)))
+		if o.layout != nil && o.lv.Size > o.layout.MaxThickVirtualBytes(o.extent) {
+			x.line(4, "// The VDO LV is larger than the pool can address thick: review.")
+			x.line(4, "overcommit: true")
+		}
+		if o.slab > 0 {
+			x.line(4, "slabSize: %s", q(units.LVMArg(o.slab)))
+		}
+		if o.indexMiB > 0 {
+			x.line(4, "indexMemory: %s", q(units.LVMArg(o.indexMiB<<20)))
+		}
+		if o.sparse {
+			x.line(4, "sparseIndex: true")
+		}
+		if t := pool.Table; t != nil {
+			x.line(4, "compression: %t", t.Compression)
+			x.line(4, "deduplication: %t", t.Deduplication)
+			x.line(4, "maxDiscard: %s", q(units.LVMArg(t.MaxDiscard*vdo.BlockSize)))
+			x.line(4, "blockMapCache: %s", q(units.LVMArg(t.BlockMapCacheBlocks*vdo.BlockSize)))
+			x.line(4, "threads: {logical: %d, physical: %d, hash: %d, cpu: %d, bio: %d, ack: %d}",
+				t.Logical, t.Physical, t.Hash, t.CPU, t.Bio, t.Ack)
+		} else {
+			x.note("vdo pool %s is inactive: compression, deduplication, maxDiscard, blockMapCache and threads are not read; activate it and export again", pool.LV)
+		}
+		if fast := x.splitFast(pool); len(fast) > 0 {
+			x.line(4, "split: fast: %s", qlist(fast))
+		}
+		x.line(3, "}")
+	}
+	x.line(2, "}")
+}
+
+// splitFast returns the fast PVs of a split pool: when the pool's data LV
+// lies on more than one PV and its head (the index region, which growing
+// never moves) sits on PVs that hold less than the whole data LV, those
+// PVs are the split's fast PVs. Otherwise nil: the pool is not split.
+func (x *exporter) splitFast(pool *probes.VDOPool) []string {
+	data := x.h.LVs[pool.DataLV]
+	if data == nil {
+		return nil
+	}
+	dataPVs := map[string]bool{}
+	for _, seg := range data.Segments {
+		for _, d := range seg.Devices {
+			if d.IsPV {
+				dataPVs[d.Name] = true
+			}
+		}
+	}
+	head := map[string]bool{}
+	for _, r := range pool.Regions {
+		if r.Name == "index" {
+			for _, on := range r.On {
+				head[on.PV] = true
+			}
+		}
+	}
+	if len(dataPVs) < 2 || len(head) == 0 || len(head) >= len(dataPVs) {
+		return nil
+	}
+	var fast []string
+	for _, pv := range slices.Sorted(maps.Keys(head)) {
+		if !dataPVs[pv] {
+			return nil
+		}
+		fast = append(fast, x.pvPath(pool.VG, pv))
+	}
+	return fast
+}
+
+// thinPools writes the dm-thin pools of vg.
+func (x *exporter) thinPools(vgName string) {
+	keys := poolsIn(x.h.ThinPools, vgName, func(p *probes.ThinPool) string { return p.VG })
+	if len(keys) == 0 {
+		return
+	}
+	x.line(2, "thinPools: {")
+	for _, k := range keys {
+		tp := x.h.ThinPools[k]
+		x.line(3, "%s: {", q(tp.Name))
+		x.line(4, "size: %s", q(units.LVMArg(tp.DataSize)))
+		x.line(4, "chunkSize: %s", q(units.LVMArg(tp.ChunkSize)))
+		x.line(4, "zero: %t", tp.Zero)
+		if tp.MetadataSize > 0 {
+			x.line(4, "metadataSize: %s", q(units.LVMArg(tp.MetadataSize)))
+		}
+		x.line(3, "}")
+	}
+	x.line(2, "}")
+}
+
+// bcache writes every registered backing device by its bcache UUID (which,
+// unlike bcacheN, survives a reboot) with its cache set, mode and tunables.
+func (x *exporter) bcache() {
+	uuids := slices.Sorted(maps.Keys(x.h.Bcache))
+	if len(uuids) == 0 {
+		return
+	}
+	x.line(0, "bcache: {")
+	for _, uuid := range uuids {
+		b := x.h.Bcache[uuid]
+		name := b.Device
+		if name == "" {
+			name = "bcache-" + uuid[:8]
+		}
+		x.line(1, "%s: {", q(name))
+		x.line(2, "backing: %s", q(uuid))
+		if b.CacheSet != "" {
+			x.line(2, "cacheSet: %s", q(b.CacheSet))
+		}
+		if b.CacheMode != "" {
+			x.line(2, "cacheMode: %s", q(b.CacheMode))
+		}
+		x.line(2, "sequentialCutoff: %d", b.SequentialCutoff)
+		x.line(2, "writebackPercent: %d", b.WritebackPercent)
+		if b.WritebackRateMinimum > 0 {
+			x.line(2, "writebackRateMinimum: %d", b.WritebackRateMinimum)
+		}
+		x.line(1, "}")
+	}
+	x.line(0, "}")
+}

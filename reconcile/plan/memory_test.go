@@ -1,0 +1,83 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keel-storage/keel/reconcile/state"
+)
+
+// The vdo-thick snapshot (captured in the test guest) holds
+// vdovg/vm-100-disk-0, which vdo-thick-absent declares absent. Its real
+// lv_uuid and lv_time decide each case.
+func TestPlanWithAbsentIdentity(t *testing.T) {
+	h := replayHost(t, "vdo-thick")
+	d := loadDesired(t, "vdo-thick-absent", h)
+	const object = "vdovg/vm-100-disk-0"
+	lv := h.LVs[object]
+	if lv == nil {
+		t.Fatalf("snapshot lacks %s", object)
+	}
+	created, ok := state.ParseLVTime(lv.Fields.Get("lv_time"))
+	if !ok || lv.UUID == "" {
+		t.Fatalf("%s: lv_time %q uuid %q: the probe must report both", object, lv.Fields.Get("lv_time"), lv.UUID)
+	}
+	before, after := created.Add(-time.Hour), created.Add(time.Hour)
+	cases := []struct {
+		name    string
+		mem     Memory
+		wipe    bool   // a lv.absent wipe action is planned
+		finding string // the finding ID raised for the object
+		text    string // in the finding's message, observed or remedy
+	}{
+		{"no records: first sight now", Memory{}, true, "lv.absent", ""},
+		{"seen after it was created", Memory{Absent: map[string]state.Absent{object: {FirstSeen: after}}}, true, "lv.absent", ""},
+		{"seen before it was created: reused name", Memory{Absent: map[string]state.Absent{object: {FirstSeen: before}}}, false,
+			"lv.absent_reappeared", "keel wipe " + object},
+		{"created in the second keel first saw the name", Memory{Absent: map[string]state.Absent{object: {FirstSeen: created.Add(300 * time.Millisecond)}}}, false,
+			"lv.absent_reappeared", "after keel first saw the name"},
+		{"bound to this LV: resume", Memory{Absent: map[string]state.Absent{object: {FirstSeen: before, Bound: []state.Binding{{UUID: lv.UUID, Started: after}}}}}, true, "lv.absent", ""},
+		{"keel removed another LV under the name", Memory{Absent: map[string]state.Absent{object: {FirstSeen: after,
+			Bound: []state.Binding{{UUID: "AAAAAA-0000-0000-0000-0000-0000-000000", Started: after, Removed: after}}}}}, false,
+			"lv.absent_reappeared", "drop \"vm-100-disk-0\" from volumeGroups.vdovg.absent"},
+		{"state unreadable: held", Memory{Held: "state /var/lib/keel/state.json: not a valid keel state file"}, false, "lv.absent", "held"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := PlanWith(d, h, c.mem)
+			var wipe bool
+			for _, a := range res.Actions {
+				if a.Kind == KindWipe && a.Object == object {
+					wipe = true
+				}
+			}
+			if wipe != c.wipe {
+				t.Errorf("wipe planned: %v, want %v", wipe, c.wipe)
+			}
+			var f *Finding
+			for i := range res.Findings {
+				if res.Findings[i].Object == object {
+					if f != nil {
+						t.Errorf("two findings for %s: %s and %s", object, f.ID, res.Findings[i].ID)
+					}
+					f = &res.Findings[i]
+				}
+			}
+			if f == nil || f.ID != c.finding {
+				t.Fatalf("finding for %s: %+v, want %s", object, f, c.finding)
+			}
+			if r, _ := Lookup(f.ID); f.Severity != r.Severity {
+				t.Errorf("%s severity %v, catalogue says %v", f.ID, f.Severity, r.Severity)
+			}
+			all := f.Message + " | " + f.Observed + " | " + f.Remedy
+			if c.text != "" && !strings.Contains(all, c.text) {
+				t.Errorf("finding %q lacks %q", all, c.text)
+			}
+		})
+	}
+	// Plan without records plans as on a first sight: the removal.
+	if got := Plan(d, h); len(got.Actions) == 0 {
+		t.Error("Plan without records planned no removal")
+	}
+}

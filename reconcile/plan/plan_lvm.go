@@ -1,0 +1,443 @@
+package plan
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/keel-storage/keel/lvm/lvmregex"
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/activation"
+)
+
+const lvmConfObject = "lvm.conf"
+
+// lvmBool reads an lvmconfig boolean ("0"/"1"); ok is false when the key is
+// absent or not a number.
+func (p *planner) lvmBool(key string) (value, ok bool) {
+	switch strings.TrimSpace(p.h.LVMConfig.Values[key]) {
+	case "1":
+		return true, true
+	case "0":
+		return false, true
+	}
+	return false, false
+}
+
+// parseLVMList reads an lvmconfig string array such as ["r|^/dev/zd.*|","a|.*|"].
+func parseLVMList(raw string) []string {
+	var out []string
+	s := strings.TrimSpace(raw)
+	for {
+		i := strings.IndexByte(s, '"')
+		if i < 0 {
+			return out
+		}
+		s = s[i+1:]
+		var b strings.Builder
+		j := 0
+		for ; j < len(s) && s[j] != '"'; j++ {
+			if s[j] == '\\' && j+1 < len(s) {
+				j++
+			}
+			b.WriteByte(s[j])
+		}
+		out = append(out, b.String())
+		if j >= len(s) {
+			return out
+		}
+		s = s[j+1:]
+	}
+}
+
+func quoteList(l []string) string {
+	q := make([]string, len(l))
+	for i, s := range l {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return "[" + strings.Join(q, ",") + "]"
+}
+
+func boolDigit(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// lvmBoolSetting reports a boolean lvm.conf setting that differs from the
+// declared value and returns the finding's key ("" when it matches or is
+// not managed).
+func (p *planner) lvmBoolSetting(id, key string, want *bool) string {
+	if want == nil {
+		return ""
+	}
+	if got, ok := p.lvmBool(key); ok && got == *want {
+		return ""
+	}
+	name := key[strings.IndexByte(key, '/')+1:]
+	return p.add(Finding{ID: id, Object: lvmConfObject,
+		Message:  key + " is not the declared value",
+		Expected: name + "=" + boolDigit(*want), Observed: name + "=" + p.h.LVMConfig.Values[key],
+		Remedy: "set " + key + " in lvm.conf",
+	})
+}
+
+// planLVMConf compares the managed lvm.conf settings and emits one
+// KindLVMConf action for everything that differs.
+func (p *planner) planLVMConf() {
+	want := p.d.LVM
+	if want == nil {
+		return
+	}
+	change := &LVMConfChange{}
+	var keys []string
+	if k := p.lvmBoolSetting("lvm.scan_lvs", "devices/scan_lvs", want.ScanLVs); k != "" {
+		keys, change.ScanLVs = append(keys, k), want.ScanLVs
+	}
+	if want.GlobalFilter != nil {
+		entries := want.GlobalFilter.Entries()
+		p.checkDeclaredFilter(entries, want.ScanLVs)
+		got := parseLVMList(p.h.LVMConfig.Values["devices/global_filter"])
+		if strings.Join(got, "\x00") != strings.Join(entries, "\x00") {
+			keys = append(keys, p.add(Finding{ID: "lvm.global_filter", Object: lvmConfObject,
+				Message:  "devices/global_filter is not the declared filter",
+				Expected: quoteList(entries), Observed: quoteList(got),
+				Remedy: "rewrite devices/global_filter in lvm.conf",
+			}))
+			change.GlobalFilter = entries
+		}
+	}
+	if k := p.lvmBoolSetting("lvm.devices_file", "devices/use_devicesfile", want.UseDevicesFile); k != "" {
+		keys, change.UseDevicesFile = append(keys, k), want.UseDevicesFile
+	}
+	if len(keys) > 0 {
+		p.act(phaseLVMConf, Action{ID: "lvm.conf:" + lvmConfObject, Kind: KindLVMConf, Class: Live, Object: lvmConfObject,
+			Summary: "assert devices settings in lvm.conf", LVMConf: change, Remedies: keys})
+	}
+}
+
+// checkDeclaredFilter reports a declared filter that lets LVs holding VM
+// disks through while LVs are scanned (scan_lvs declared or observed on):
+// keel would write it faithfully, so the warning is about the desired state.
+func (p *planner) checkDeclaredFilter(entries []string, scanLVs *bool) {
+	scan, _ := p.lvmBool("devices/scan_lvs")
+	if scanLVs != nil {
+		scan = *scanLVs
+	}
+	f, err := lvmregex.NewFilter(entries)
+	if !scan || err != nil {
+		return // keel vet reports a filter it cannot model
+	}
+	if seen := p.leakingVMDisks(f, p.vmDiskLVs()); len(seen) > 0 {
+		p.add(Finding{ID: "lvm.global_filter", Object: "desired:lvm.globalFilter",
+			Message:  "the declared global_filter does not hide VM disks while LVs are scanned: " + strings.Join(seen, "; "),
+			Expected: "every LV holding a VM disk rejected", Observed: quoteList(entries),
+			Remedy: `declare lvm: globalFilter: reject: ["/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"] and no accept matching a VM disk's name`,
+		})
+	}
+}
+
+// vmDiskRE matches the LV names Proxmox VE gives VM disks and their
+// companions (vm-100-disk-0, base-101-disk-1, vm-100-cloudinit,
+// vm-100-state-snap1).
+var vmDiskRE = regexp.MustCompile(`^(vm|base)-[0-9]+-`)
+
+// vmDiskReject is the entry that hides Proxmox VM disks by their
+// device-mapper name (seed 000's, and examples/proxmox-vdo-thick.cue's).
+const vmDiskReject = "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|"
+
+// lvAliases lists the names under /dev that udev gives an LV, which LVM's
+// filter matches one by one: /dev/dm-N, /dev/block/MAJ:MIN,
+// /dev/mapper/<dm name>, /dev/VG/LV and the /dev/disk/by-id links (as listed
+// on the test guest; the /dev/disk/by-diskseq link is not modelled). It runs
+// once per VM disk on every check, so it builds the strings without fmt.
+func (p *planner) lvAliases(lv *probes.LV) []string {
+	dmName := lv.DMName
+	if dmName == "" {
+		dmName = activation.DMName(lv.FullName)
+	}
+	out := make([]string, 0, 6)
+	if lv.Minor >= 0 && lv.Active {
+		minor := strconv.Itoa(lv.Minor)
+		out = append(out, "/dev/dm-"+minor, "/dev/block/"+strconv.Itoa(lv.Major)+":"+minor)
+	}
+	out = append(out, "/dev/mapper/"+dmName, "/dev/"+lv.VG+"/"+lv.Name, "/dev/disk/by-id/dm-name-"+dmName)
+	if vg := p.h.VGs[lv.VG]; vg != nil && vg.UUID != "" && lv.UUID != "" {
+		out = append(out, "/dev/disk/by-id/dm-uuid-LVM-"+strings.ReplaceAll(vg.UUID, "-", "")+strings.ReplaceAll(lv.UUID, "-", ""))
+	}
+	return out
+}
+
+// vmDiskLVs returns the LVs that hold (or will hold) VM disks: those named
+// as Proxmox names disks, else one such disk imagined in each VG, so that a
+// host without VMs yet is judged the same.
+func (p *planner) vmDiskLVs() []*probes.LV {
+	var out []*probes.LV
+	for _, key := range p.sortedLVKeys() {
+		if lv := p.h.LVs[key]; !lv.Hidden && vmDiskRE.MatchString(lv.Name) {
+			out = append(out, lv)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	vgs := slices.Sorted(maps.Keys(p.h.VGs))
+	if len(vgs) == 0 {
+		vgs = []string{"pve"}
+	}
+	for _, vg := range vgs {
+		out = append(out, &probes.LV{VG: vg, Name: "vm-100-disk-0", FullName: vg + "/vm-100-disk-0", Minor: -1})
+	}
+	return out
+}
+
+// auditLVMConf applies the reference rule for the filter: with scan_lvs on,
+// global_filter must hide every LV that holds a VM disk, or the host sees
+// (and may activate) the guests' own VGs. It is judged with LVM's alias rule
+// (lvm/lvmregex): Proxmox's stock filter rejects only zd and rbd devices,
+// and a catch-all accept after the rejects accepts each LV by its /dev/dm-N
+// name.
+func (p *planner) auditLVMConf() {
+	scan, ok := p.lvmBool("devices/scan_lvs")
+	if !ok || !scan {
+		return
+	}
+	got := parseLVMList(p.h.LVMConfig.Values["devices/global_filter"])
+	if len(got) == 0 {
+		got = []string{"a|.*|"} // LVM's default
+	}
+	f, err := lvmregex.NewFilter(got)
+	if err != nil {
+		p.add(Finding{ID: "lvm.global_filter", Object: lvmConfObject,
+			Message:  fmt.Sprintf("scan_lvs is 1 and keel cannot tell whether global_filter hides VM disks: %v", err),
+			Expected: "a global_filter that rejects VM disks", Observed: quoteList(got),
+			Remedy: "rewrite devices/global_filter in LVM's regex dialect, e.g. " + quoteList([]string{vmDiskReject}),
+		})
+		return
+	}
+	disks := p.vmDiskLVs()
+	seen := p.leakingVMDisks(f, disks)
+	if len(seen) == 0 {
+		return
+	}
+	p.add(Finding{ID: "lvm.global_filter", Object: lvmConfObject,
+		Message:  "scan_lvs is 1 and global_filter does not hide VM disks, so the host sees the guests' VGs: " + strings.Join(seen, "; "),
+		Expected: "every LV holding a VM disk rejected", Observed: quoteList(got),
+		Remedy: p.filterRemedy(got, disks),
+	})
+}
+
+// leakingVMDisks lists the disks the filter accepts, each with the entry
+// and alias that let it through.
+func (p *planner) leakingVMDisks(f *lvmregex.Filter, disks []*probes.LV) []string {
+	verdicts := p.decideDisks(f, disks)
+	var seen []string
+	for i, lv := range disks {
+		v := verdicts[i]
+		if !v.Accepted {
+			continue
+		}
+		why := "no entry matches any of its names"
+		if v.Alias != "" {
+			why = fmt.Sprintf("%s accepts it as %s", v.Entry, v.Alias)
+		}
+		seen = append(seen, fmt.Sprintf("%s (%s)", lv.FullName, why))
+	}
+	return seen
+}
+
+// decideDisksChunk is how many disks one goroutine of decideDisks judges.
+const decideDisksChunk = 256
+
+// decideDisks runs the filter over every disk's aliases, on all CPUs when
+// there are thousands: each disk costs a regex match per alias and entry,
+// and a check of 2,000 VM disks spent most of its plan here (a few ms on
+// the build machine, tens under TCG), after the probe pass, with the CPUs
+// otherwise idle. The verdicts are in the disks' order, whatever ran first.
+func (p *planner) decideDisks(f *lvmregex.Filter, disks []*probes.LV) []lvmregex.Verdict {
+	out := make([]lvmregex.Verdict, len(disks))
+	decide := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			out[i] = f.Decide(p.lvAliases(disks[i]))
+		}
+	}
+	if len(disks) <= decideDisksChunk || runtime.GOMAXPROCS(0) == 1 {
+		decide(0, len(disks))
+		return out
+	}
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(disks); lo += decideDisksChunk {
+		wg.Go(func() { decide(lo, min(lo+decideDisksChunk, len(disks))) })
+	}
+	wg.Wait()
+	return out
+}
+
+// filterRemedy proposes the current filter with the VM-disk reject first
+// and catch-all accepts dropped, when that hides the disks; otherwise it
+// says what to remove.
+func (p *planner) filterRemedy(got []string, disks []*probes.LV) string {
+	proposal := []string{vmDiskReject}
+	for _, e := range got {
+		if e != vmDiskReject && !(strings.HasPrefix(e, "a") && len(e) > 2 && e[2:len(e)-1] == ".*") {
+			proposal = append(proposal, e)
+		}
+	}
+	f, err := lvmregex.NewFilter(proposal)
+	if err == nil {
+		for _, lv := range disks {
+			if f.Decide(p.lvAliases(lv)).Accepted {
+				err = fmt.Errorf("an accept still matches %s", lv.FullName)
+				break
+			}
+		}
+	}
+	if err != nil {
+		return "remove the accepts that match VM disks' names from devices/global_filter and reject " + vmDiskReject
+	}
+	return "set in lvm.conf: devices { global_filter = " + lvmConfList(proposal) + " } (or declare lvm.globalFilter.reject in keel's desired state)"
+}
+
+// lvmConfList writes entries as an lvm.conf string array; in a double-quoted
+// lvm.conf string only \" and \\ are escapes.
+func lvmConfList(entries []string) string {
+	q := make([]string, len(entries))
+	for i, e := range entries {
+		q[i] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(e) + `"`
+	}
+	return "[ " + strings.Join(q, ", ") + " ]"
+}
+
+// stackedVGs returns, for every observed VG with a PV that is an LV, the
+// "vg/lv" of those LVs.
+func (p *planner) stackedVGs() map[string][]string {
+	if p.stacked != nil {
+		return p.stacked
+	}
+	out := map[string][]string{}
+	for _, name := range slices.Sorted(maps.Keys(p.h.PVs)) {
+		pv := p.h.PVs[name]
+		if pv.VG == "" {
+			continue
+		}
+		if lv := p.lvOfPV(pv); lv != nil {
+			out[pv.VG] = append(out[pv.VG], lv.FullName)
+		}
+	}
+	p.stacked = out
+	return out
+}
+
+// lvOfPV returns the LV a PV sits on, or nil for a disk.
+func (p *planner) lvOfPV(pv *probes.PV) *probes.LV {
+	if rest, ok := strings.CutPrefix(pv.Name, "/dev/mapper/"); ok {
+		return p.lvByDM[rest]
+	}
+	if rest, ok := strings.CutPrefix(pv.Name, "/dev/"); ok {
+		return p.h.LVs[rest]
+	}
+	return nil
+}
+
+// planStacking checks what depends on VGs stacked on LVs, in both modes:
+// scan_lvs (declared VGs on LVs need it), activation at boot, thin pools
+// on VDO, and Proxmox storages on VDO without discard on removal.
+func (p *planner) planStacking() {
+	scan, scanKnown := p.lvmBool("devices/scan_lvs")
+	if !p.audit {
+		for _, vg := range slices.Sorted(maps.Keys(p.d.VolumeGroups)) {
+			for _, path := range p.d.VolumeGroups[vg].PVs {
+				lv, ok := p.isLVPath(path)
+				if !ok || !scanKnown || scan {
+					continue
+				}
+				declared := p.d.LVM != nil && p.d.LVM.ScanLVs != nil && *p.d.LVM.ScanLVs
+				if declared {
+					continue // planLVMConf already reports and fixes it
+				}
+				p.add(Finding{ID: "lvm.scan_lvs", Object: vg,
+					Message:  fmt.Sprintf("VG %s is declared on LV %s but devices/scan_lvs is 0: LVM ignores LVs as PVs", vg, lv),
+					Expected: "scan_lvs=1", Observed: "scan_lvs=0",
+					Remedy: "declare lvm: scanLVs: true (with a global_filter that rejects guest disks)",
+				})
+				break
+			}
+		}
+	}
+	stacked := p.stackedVGs()
+	for _, vg := range slices.Sorted(maps.Keys(stacked)) {
+		p.checkActivation(vg, stacked[vg])
+	}
+	// Every thin pool on the host, declared or not: keel vet refuses to
+	// declare one on VDO, so this is how such a pool shows up.
+	for _, key := range slices.Sorted(maps.Keys(p.h.ThinPools)) {
+		p.checkThinOnVDO(p.h.ThinPools[key])
+	}
+	p.checkProxmox(stacked)
+}
+
+// checkThinOnVDO reports a thin pool whose VG has a PV on a VDO LV.
+func (p *planner) checkThinOnVDO(tp *probes.ThinPool) {
+	v := p.h.VGs[tp.VG]
+	if v == nil {
+		return
+	}
+	for _, pvName := range v.PVs {
+		pv := p.h.PVs[pvName]
+		if pv == nil {
+			continue
+		}
+		if lv := p.lvOfPV(pv); lv != nil && lv.SegType == "vdo" {
+			p.add(Finding{ID: "thin.on_vdo", Object: tp.LV,
+				Message:  fmt.Sprintf("thin pool %s is in VG %s, whose PV %s is the VDO LV %s: two thin layers", tp.LV, tp.VG, pvName, lv.FullName),
+				Expected: "thick LVs on VDO", Observed: "thin pool on VDO",
+				Remedy: "rebuild: keep the VG on VDO thick",
+			})
+			return
+		}
+	}
+}
+
+// checkProxmox reports Proxmox lvm storages on a VG stacked on a VDO LV
+// that neither discard nor zero removed volumes.
+func (p *planner) checkProxmox(stacked map[string][]string) {
+	if p.h.Proxmox == nil {
+		return
+	}
+	storages := append([]probes.PVEStorage(nil), p.h.Proxmox.Storages...)
+	sort.SliceStable(storages, func(i, j int) bool { return storages[i].ID < storages[j].ID })
+	for _, s := range storages {
+		if s.Type != "lvm" || s.VG == "" {
+			continue
+		}
+		onVDO := false
+		for _, key := range stacked[s.VG] {
+			if lv := p.h.LVs[key]; lv != nil && lv.SegType == "vdo" {
+				onVDO = true
+			}
+		}
+		if !onVDO {
+			continue
+		}
+		remove := s.Options["on-volume-remove"]
+		if s.Saferemove || strings.Contains(remove, "discard=1") {
+			continue
+		}
+		observed := "saferemove 0, on-volume-remove unset"
+		if remove != "" {
+			observed = "on-volume-remove " + remove
+		}
+		p.add(Finding{ID: "pve.discard_on_remove", Object: "pve:" + s.ID,
+			Message:  fmt.Sprintf("Proxmox storage %s (VG %s on VDO) does not discard removed disks, so VDO keeps their blocks", s.ID, s.VG),
+			Expected: "on-volume-remove discard=1", Observed: observed,
+			Remedy: fmt.Sprintf("pvesm set %s --on-volume-remove discard=1", s.ID),
+		})
+	}
+}

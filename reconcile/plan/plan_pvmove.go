@@ -1,0 +1,223 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/keel-storage/keel/probes"
+)
+
+// phaseResume puts the resumption of an interrupted pvmove before every
+// other change of its VG: the LVs it moves are locked and their extents
+// mirrored until it ends, and the planner cannot place a split pool's
+// journal on a PV while it sits on the pvmove's mirror.
+const phaseResume = 5
+
+// planPvmove finds, in declared VG vg, the moves a pvmove left half-done.
+// pvmove copies through a temporary mirror LV (named pvmove<N>, lv_attr
+// 'p') and commits the new layout only when the copy ends; a pvmove killed
+// or crashed before that leaves the mirror LV in the VG's metadata, the
+// moved LVs locked, and nobody polling it (lvmpolld, where it runs, keeps
+// polling a killed command's move, but a crash or a host without it does
+// not). keel resumes it rather than abort it: lvm2 restarts such a move
+// itself when the VG is activated with polling on (the default) and
+// documents "run pvmove again ... to restart any operations that were in
+// progress from the last checkpoint" (pvmove(8)); for keel's own move of a
+// split pool's journal, finishing it is the desired layout, where an abort
+// would put the journal back on the slow PV for the next pass to move
+// again. The command names the source PV: lvm2's tools/pvmove.c restarts the
+// move whose segments read from that PV ("Detected pvmove in progress") and
+// ignores the other arguments; the source is the first area of each segment
+// of the mirror LV (find_pvmove_lv in lib/metadata/mirror.c).
+func (p *planner) planPvmove(vg string) {
+	if p.pvmoves == nil {
+		p.pvmoves = []*probes.LV{}
+		for _, key := range p.sortedLVKeys() {
+			if lv := p.h.LVs[key]; (len(lv.Attr) > 0 && lv.Attr[0] == 'p') || isPvmoveName(lv.Name) {
+				p.pvmoves = append(p.pvmoves, lv)
+			}
+		}
+	}
+	for _, lv := range p.pvmoves {
+		if lv.VG != vg {
+			continue
+		}
+		if lv.Attr == "" || lv.Attr[0] != 'p' {
+			p.planPvmoveOrphan(lv)
+			continue
+		}
+		src := pvmoveSources(lv)
+		moving := p.movedBy(lv)
+		var cmds [][]string // one pvmove per source PV resumes the move
+		for _, pv := range src {
+			cmds = append(cmds, []string{"pvmove", pv})
+		}
+		remedy := "pvmove" // with no argument: every interrupted move of the host
+		if len(cmds) > 0 {
+			remedy = shellAnd(cmds)
+		}
+		key := p.add(Finding{ID: "vg.pvmove_interrupted", Object: lv.FullName,
+			Message: fmt.Sprintf("a pvmove in VG %s did not finish (%s is still there): the LVs it moves (%s) stay locked on a temporary mirror until it is resumed, or rolled back with %s",
+				vg, lv.FullName, orNone(moving), abortCommand(src)),
+			Expected: "no pvmove in progress", Observed: fmt.Sprintf("%s copying from %s", lv.FullName, orNone(src)),
+			Remedy: remedy,
+		})
+		if len(src) == 0 {
+			p.reportOnly("vg.pvmove_interrupted", lv.FullName, "the source PV of the move is not known: resume it with pvmove (no argument) or roll it back with pvmove --abort", key)
+			continue
+		}
+		p.act(phaseResume, Action{ID: "vg.pvmove_interrupted:" + lv.FullName, Kind: KindCommand, Class: Live, Object: lv.FullName,
+			Summary:  fmt.Sprintf("resume the interrupted pvmove %s from its last checkpoint (source %s)", lv.FullName, strings.Join(src, ", ")),
+			Commands: cmds, Remedies: []string{key}})
+	}
+}
+
+// pvmoveSources returns the PVs a pvmove LV copies from: the first area of
+// each of its segments, sorted and without repeats.
+func pvmoveSources(lv *probes.LV) []string {
+	var out []string
+	for _, seg := range lv.Segments {
+		if len(seg.Devices) > 0 && seg.Devices[0].IsPV {
+			out = append(out, seg.Devices[0].Name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// movedBy lists the LVs with a segment on the pvmove LV.
+func (p *planner) movedBy(mv *probes.LV) []string {
+	var out []string
+	for _, key := range p.sortedLVKeys() {
+		lv := p.h.LVs[key]
+		if lv.VG != mv.VG || lv == mv {
+			continue
+		}
+		for _, seg := range lv.Segments {
+			if slices.ContainsFunc(seg.Devices, func(d probes.SegmentDev) bool { return !d.IsPV && d.Name == mv.Name }) {
+				out = append(out, lv.FullName)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// abortCommand is the command that rolls the move back instead.
+func abortCommand(src []string) string {
+	if len(src) == 0 {
+		return "pvmove --abort"
+	}
+	return probes.ShellJoin([]string{"pvmove", "--abort", src[0]})
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none found"
+	}
+	return strings.Join(s, ", ")
+}
+
+// isPvmoveName reports whether name is one LVM keeps for pvmove's
+// temporary LVs: lvm2 refuses names starting "pvmove" for any LV a user
+// creates or renames (_lvname_has_reserved_prefix in lib/misc/lvm-string.c),
+// so such an LV is always pvmove's own.
+func isPvmoveName(name string) bool {
+	return strings.HasPrefix(name, "pvmove")
+}
+
+// planPvmoveOrphan handles a pvmove LV that is no longer a mirror: what a
+// pvmove leaves when it stops between the two commits of its finish.
+// lvm2's pvmove_finish (tools/pvmove_poll.c, 2.03.31 as in Debian trixie)
+// first detaches the mirror: the moved LVs are committed on their new PV and
+// pvmove<N> becomes a visible LV of one error segment, its PVMOVE and LOCKED
+// flags cleared (lib/metadata/mirror.c, replace_lv_with_error_segment), and
+// the devices are reloaded; then it deactivates pvmove<N> and removes it in a
+// second commit. A kill between the two, or a pvmove<N> something holds open
+// (the deactivation fails: "ABORTING: Unable to deactivate temporary
+// volume"), leaves it there for good: `pvmove` polls only LVs flagged PVMOVE,
+// and lvm2 tells the user to "remove orphan temporary logical volume(s)".
+// An error segment maps no extents and holds no data, so removing it
+// destroys nothing. A moved LV whose live table still maps pvmove<N> (the
+// kill fell between a commit and its resume) fails every I/O there, and
+// pins pvmove<N>: keel refreshes it from the committed metadata first
+// (lvchange --refresh, what lvm2's later versions do in activate_pvmoved_lvs).
+// Anything else named pvmove<N> without the 'p' attribute is reported, never
+// removed.
+func (p *planner) planPvmoveOrphan(lv *probes.LV) {
+	holders, others := p.dmHolders(lv)
+	remove := []string{"lvremove", "-y", lv.FullName}
+	var cmds [][]string
+	for _, h := range holders {
+		cmds = append(cmds, []string{"lvchange", "--refresh", h})
+	}
+	cmds = append(cmds, remove)
+	segType := cmp.Or(lv.SegType, "unknown")
+	observed := fmt.Sprintf("%s, segment type %s", lv.FullName, segType)
+	msg := fmt.Sprintf("a pvmove in VG %s finished its copy but not its clean-up: %s, its temporary LV, is left as an error-segment LV that holds no data", lv.VG, lv.FullName)
+	if len(holders) > 0 {
+		msg += fmt.Sprintf("; the live device-mapper tables of %s still map it, so their I/O there fails until they are reloaded from the committed metadata", strings.Join(holders, ", "))
+		observed += "; mapped by " + strings.Join(holders, ", ")
+	}
+	isError := lv.SegType == "error"
+	if !isError {
+		msg = fmt.Sprintf("VG %s holds %s, named like a pvmove's temporary LV but not flagged as one, of segment type %s: keel does not know what left it", lv.VG, lv.FullName, segType)
+	}
+	if len(others) > 0 {
+		msg += fmt.Sprintf("; it is held open by %s", strings.Join(others, ", "))
+		observed += "; held by " + strings.Join(others, ", ")
+	}
+	// Open with no LV of the VG mapping it: a process or another device.
+	heldOpen := len(others) > 0 || lv.Open && len(holders) == 0
+	remedy := shellAnd(cmds)
+	switch {
+	case !isError:
+		remedy = probes.ShellJoin([]string{"lvs", "-a", "-o", "+segtype,devices", lv.FullName}) + " to see what it maps, then remove it only if nothing needs it"
+	case heldOpen:
+		remedy = "stop what holds " + probes.ShellJoin([]string{"/dev/mapper/" + lv.DMName}) + " open (fuser -v on it names it), then " + remedy
+	}
+	key := p.add(Finding{ID: "vg.pvmove_orphan", Object: lv.FullName, Message: msg,
+		Expected: "no pvmove LV left", Observed: observed, Remedy: remedy})
+	switch {
+	case !isError:
+		p.reportOnly("vg.pvmove_orphan", lv.FullName, "an LV named like a pvmove's that is not an error segment: look at it by hand", key)
+	case heldOpen:
+		p.reportOnly("vg.pvmove_orphan", lv.FullName, "the leftover pvmove LV is held open by something that is not an LV of its VG", key)
+	default:
+		what := "remove the leftover pvmove LV " + lv.FullName + " (an error segment: no data)"
+		if len(holders) > 0 {
+			what = "reload " + strings.Join(holders, ", ") + " from the committed metadata, then " + what
+		}
+		p.act(phaseResume, Action{ID: "vg.pvmove_orphan:" + lv.FullName, Kind: KindCommand, Class: Live, Object: lv.FullName,
+			Summary: what, Commands: cmds, Remedies: []string{key}})
+	}
+}
+
+// dmHolders returns what holds lv's device-mapper device, from sysfs's
+// holders links: the LVs of the host whose tables map it, as "vg/lv", and
+// any other holder by its kernel or device-mapper name.
+func (p *planner) dmHolders(lv *probes.LV) (lvs, others []string) {
+	if lv.DMName == "" {
+		return nil, nil
+	}
+	_, q := p.dmQueue(lv.DMName)
+	if q == nil {
+		return nil, nil
+	}
+	for _, k := range q.Holders {
+		hq := p.h.Queues[k]
+		switch {
+		case hq != nil && p.lvByDM[hq.DMName] != nil && p.lvByDM[hq.DMName].VG == lv.VG:
+			lvs = append(lvs, p.lvByDM[hq.DMName].FullName)
+		case hq != nil && hq.DMName != "":
+			others = append(others, hq.DMName)
+		default:
+			others = append(others, k)
+		}
+	}
+	slices.Sort(lvs)
+	slices.Sort(others)
+	return lvs, others
+}

@@ -1,0 +1,239 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/keel-storage/keel/lvm/units"
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/schema"
+)
+
+// Audit thresholds for thin pools: the schema's defaults, and the chunk
+// size from which small random writes pay for megabytes of allocation.
+const (
+	auditThinDataAlert     = 85
+	auditThinMetadataAlert = 75
+	auditMaxChunkBytes     = 1 << 20
+)
+
+// planThin judges one declared thin pool.
+func (p *planner) planThin(vgName, name string, want schema.ThinPool, phase int) {
+	object := vgName + "/" + name
+	tp := p.h.ThinPools[object]
+	wantChunk := want.ChunkSize.Bytes
+	if tp == nil {
+		p.planMissingThin(vgName, name, want, phase)
+		return
+	}
+	p.finishThinCreate(object, p.h.LVs[object], phase)
+	if wantChunk != 0 && tp.ChunkSize != wantChunk {
+		key := p.add(Finding{ID: "thin.chunk_size", Object: object,
+			Message:  "chunk size differs from the declared one; it is fixed at creation",
+			Expected: units.FormatSize(wantChunk), Observed: units.FormatSize(tp.ChunkSize),
+			Remedy: "rebuild the pool (keel never retries this)",
+		})
+		p.reportOnly("thin.chunk_size", object, "chunk size is fixed at creation: rebuild the pool to change it", key)
+	}
+	if want.RAID != nil {
+		strip, disks := want.RAID.StripeSize.Bytes, uint64(max(want.RAID.DataDisks, 0))
+		if stripe := strip * disks; strip != 0 && disks != 0 && stripe/disks == strip && tp.ChunkSize%stripe != 0 {
+			key := p.add(Finding{ID: "thin.stripe_alignment", Object: object,
+				Message: fmt.Sprintf("chunk %s is not a multiple of the full RAID stripe (%s x %d = %s): partial-stripe writes",
+					units.FormatSize(tp.ChunkSize), want.RAID.StripeSize, want.RAID.DataDisks, units.FormatSize(stripe)),
+				Expected: "a multiple of " + units.FormatSize(stripe), Observed: units.FormatSize(tp.ChunkSize),
+				Remedy: "rebuild the pool with a chunk covering the stripe",
+			})
+			p.reportOnly("thin.stripe_alignment", object, "chunk size is fixed at creation: rebuild to align it", key)
+		}
+	}
+	if want.Zero != nil && tp.Zero != *want.Zero {
+		key := p.add(Finding{ID: "thin.zeroing", Object: object,
+			Message:  "zeroing of new chunks is " + onOff(tp.Zero) + ", declared " + onOff(*want.Zero),
+			Expected: onOff(*want.Zero), Observed: onOff(tp.Zero),
+			Remedy: fmt.Sprintf("lvchange -Z %s %s", yn(*want.Zero), object),
+		})
+		p.act(phaseChange, Action{ID: "thin.zeroing:" + object, Kind: KindCommand, Class: Live, Object: object,
+			Summary:  fmt.Sprintf("turn zeroing %s on %s", onOff(*want.Zero), object),
+			Commands: [][]string{{"lvchange", "-Z", yn(*want.Zero), object}}, Remedies: []string{key}})
+	}
+	if meta := want.MetadataSize.Bytes; want.MetadataSize.IsSet() && meta > 0 && tp.MetadataSize < meta {
+		grow := []string{"lvextend", "--poolmetadatasize", want.MetadataSize.LVMArg(), object}
+		key := p.add(Finding{ID: "thin.metadata_size", Object: object,
+			Message:  "the metadata LV is smaller than declared",
+			Expected: units.FormatSize(meta), Observed: units.FormatSize(tp.MetadataSize),
+			Remedy: strings.Join(grow, " "),
+		})
+		p.act(phaseChange, Action{ID: "thin.metadata_size:" + object, Kind: KindCommand, Class: Live, Object: object,
+			Summary:  fmt.Sprintf("grow the metadata of %s to %s", object, want.MetadataSize),
+			Commands: [][]string{grow}, Remedies: []string{key}})
+	}
+	p.checkThinHealth(tp, want.DataPercentAlert, want.MetadataPercentAlert)
+}
+
+// planMissingThin reports a declared thin pool that is not there and, with
+// create: true, plans its creation. An LV under the pool's name that is not
+// a thin pool is one of two things:
+//
+//   - the plain LV lvm2 commits first when it makes a thin pool: create_pool
+//     (lib/metadata/pool_manip.c) allocates the metadata area as a visible
+//     striped LV under the pool's name, commits the VG, wipes that area and
+//     only then makes the _tmeta and _tdata sub-LVs and the pool, in a
+//     second commit ("If killed here, only the VISIBLE striped pool LV is
+//     left and user could easily remove it"). keel tags the pool on its
+//     lvcreate line (CreateTag; the tags are set before that first commit,
+//     _lv_create_an_lv in lib/metadata/lv_manip.c), so a tagged plain LV is
+//     the metadata area of a creation keel began, holding nothing but
+//     zeroes: keel removes it and creates the pool again;
+//   - any other LV: someone else's, which keel never touches (an lvcreate
+//     would only fail with "already exists", pass after pass).
+func (p *planner) planMissingThin(vgName, name string, want schema.ThinPool, phase int) {
+	object := vgName + "/" + name
+	create := want.Create && want.Size.IsSet()
+	f := Finding{ID: "thin.missing", Object: object,
+		Message:  "thin pool " + object + " does not exist",
+		Expected: fmt.Sprintf("thin pool of %s, chunk %s", orUnset(want.Size.Text), want.ChunkSize), Observed: "no such pool",
+		Remedy: createRemedy(create, "lvcreate --type thin-pool with chunk size, zeroing and metadata size on the creation line"),
+	}
+	var cmds [][]string
+	switch lv := p.h.LVs[object]; {
+	case lv == nil:
+	case hasTag(lv, CreateTag) && (lv.SegType == "linear" || lv.SegType == "striped") && !lv.Open:
+		f.Message = fmt.Sprintf("the creation of thin pool %s stopped before it ended: %s is still the plain LV lvm2 makes first (the pool's metadata area, zeroed)", object, object)
+		f.Observed = fmt.Sprintf("%s LV of %s with tag %s", lv.SegType, units.FormatSize(lv.Size), CreateTag)
+		cmds = append(cmds, []string{"lvremove", "-y", object})
+		f.Remedy = probes.ShellJoin(cmds[0])
+		if want.Size.IsSet() {
+			// The whole sequence keel runs (create: true), as typed.
+			f.Remedy = shellAnd([][]string{cmds[0], thinCreateArgs(vgName, name, want), {"lvchange", "--deltag", CreateTag, object}})
+		}
+	default:
+		f.Observed = fmt.Sprintf("%s is a %s LV of %s, not a thin pool", object, lv.SegType, units.FormatSize(lv.Size))
+		f.Remedy = fmt.Sprintf("declare the pool under another name: the LV %s is not a pool keel began, and keel never removes or converts it", object)
+		p.add(f)
+		return
+	}
+	key := p.add(f)
+	if !create {
+		return
+	}
+	cmds = append(cmds, thinCreateArgs(vgName, name, want), []string{"lvchange", "--deltag", CreateTag, object})
+	p.act(phaseCreateThin+phase, Action{ID: "thin.create:" + object, Kind: KindCommand, Class: Live, Object: object,
+		Summary:  fmt.Sprintf("create thin pool %s of %s with %s chunks", object, want.Size, want.ChunkSize),
+		Commands: cmds, Remedies: []string{key}})
+}
+
+// finishThinCreate ends the creation of a thin pool that lvm2 made whole
+// but keel did not see through: the pool still carries CreateTag, keel
+// killed after lvcreate's last commit. lvcreate then activates the pool
+// (_lv_create_an_lv, lib/metadata/lv_manip.c); killed there, it leaves the
+// pool inactive with its _tdata and _tmeta active (e2e/kill, kind
+// thin-partial). lvm2 refuses to activate a pool while a component of it
+// is active ("Activation of logical volume … is prohibited while logical
+// volume …_tmeta is active", activate_lv in lib/activate/activate.c), so
+// keel deactivates the components first, then activates the pool it began
+// (an inactive pool of someone else's it only reports: vg.inactive), and
+// drops the tag.
+func (p *planner) finishThinCreate(object string, lv *probes.LV, phase int) {
+	if !hasTag(lv, CreateTag) {
+		return
+	}
+	var cmds [][]string
+	state := "active"
+	if !lv.Active {
+		state = "inactive"
+		if down := p.stackDownCmds(object); len(down) > 0 {
+			state += ", its components active"
+			cmds = append(cmds, down...)
+		}
+		cmds = append(cmds, []string{"lvchange", "-ay", object})
+	}
+	cmds = append(cmds, []string{"lvchange", "--deltag", CreateTag, object})
+	key := p.add(Finding{ID: "thin.create_interrupted", Object: object,
+		Message:  fmt.Sprintf("the creation of thin pool %s stopped after lvm2 made the pool (%s, still tagged %s)", object, state, CreateTag),
+		Expected: "an active pool without tag " + CreateTag, Observed: state + " pool with tag " + CreateTag,
+		Remedy: shellAnd(cmds),
+	})
+	p.act(phaseCreateThin+phase, Action{ID: "thin.create:" + object, Kind: KindCommand, Class: Live, Object: object,
+		Summary:  "finish the interrupted creation of thin pool " + object,
+		Commands: cmds, Remedies: []string{key}})
+}
+
+// thinCreateArgs is the lvcreate that makes a declared thin pool, every
+// size with an explicit unit (a bare number is MiB to -L and
+// --poolmetadatasize but KiB to --chunksize), tagged CreateTag until the
+// pool is whole.
+func thinCreateArgs(vgName, name string, want schema.ThinPool) []string {
+	args := []string{"lvcreate", "-y", "--type", "thin-pool", "-L", want.Size.LVMArg(), "--chunksize", want.ChunkSize.LVMArg()}
+	if want.Zero != nil {
+		args = append(args, "-Z", yn(*want.Zero))
+	}
+	if want.MetadataSize.IsSet() {
+		args = append(args, "--poolmetadatasize", want.MetadataSize.LVMArg())
+	}
+	return append(args, "--addtag", CreateTag, "-n", name, vgName)
+}
+
+func orUnset(s string) string {
+	if s == "" {
+		return "unset size"
+	}
+	return s
+}
+
+// checkThinHealth covers the dm-thin status and the fill levels.
+func (p *planner) checkThinHealth(tp *probes.ThinPool, dataAlert, metaAlert float64) {
+	if st := tp.Status; st != nil {
+		var bad []string
+		for _, c := range []struct {
+			on   bool
+			what string
+		}{{st.Failed, "failed"}, {st.NeedsCheck, "needs_check"}, {st.OutOfDataSpace, "out_of_data_space"}, {st.ReadOnly, "read-only"}} {
+			if c.on {
+				bad = append(bad, c.what)
+			}
+		}
+		if len(bad) > 0 {
+			p.add(Finding{ID: "thin.health", Object: tp.LV,
+				Message:  "thin pool reports " + strings.Join(bad, ", "),
+				Expected: "rw, no needs_check", Observed: strings.Join(bad, ", "),
+				Remedy: "free or add data space; for needs_check deactivate and run lvconvert --repair",
+			})
+		}
+	}
+	p.level("thin_data", tp.LV, tp.DataPercent, dataAlert)
+	p.level("thin_metadata", tp.LV, tp.MetadataPercent, metaAlert)
+	if tp.DataPercent >= 0 && tp.DataPercent >= dataAlert {
+		p.add(Finding{ID: "thin.data_usage", Object: tp.LV,
+			Message:  fmt.Sprintf("thin pool data is %s used, alert at %s", pct(tp.DataPercent), pct(dataAlert)),
+			Expected: "below " + pct(dataAlert), Observed: pct(tp.DataPercent),
+			Remedy: "lvextend the pool or discard unused blocks in the guests",
+		})
+	}
+	if tp.MetadataPercent >= 0 && tp.MetadataPercent >= metaAlert {
+		p.add(Finding{ID: "thin.metadata_usage", Object: tp.LV,
+			Message:  fmt.Sprintf("thin pool metadata is %s used, alert at %s", pct(tp.MetadataPercent), pct(metaAlert)),
+			Expected: "below " + pct(metaAlert), Observed: pct(tp.MetadataPercent),
+			Remedy: "lvextend --poolmetadatasize +<size> " + tp.LV,
+		})
+	}
+}
+
+// auditThin judges an observed thin pool against the reference rules.
+func (p *planner) auditThin(tp *probes.ThinPool) {
+	if tp.ChunkSize >= auditMaxChunkBytes {
+		p.add(Finding{ID: "thin.chunk_size", Object: tp.LV,
+			Message:  "chunk size is " + units.FormatSize(tp.ChunkSize) + ": every first 4 KiB write allocates a whole chunk",
+			Expected: "512K, or one full RAID stripe", Observed: units.FormatSize(tp.ChunkSize),
+			Remedy: "rebuild with --chunksize 512k (or the RAID stripe) when convenient",
+		})
+	}
+	if tp.Zero {
+		p.add(Finding{ID: "thin.zeroing", Object: tp.LV,
+			Message:  "zeroing is on (LVM's default): new chunks are written twice",
+			Expected: "off, where guests cannot read stale data", Observed: "on",
+			Remedy: "lvchange -Z n " + tp.LV,
+		})
+	}
+	p.checkThinHealth(tp, auditThinDataAlert, auditThinMetadataAlert)
+}

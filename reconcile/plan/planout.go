@@ -1,0 +1,116 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"github.com/keel-storage/keel/lvm/units"
+	"io"
+	"strings"
+
+	"github.com/keel-storage/keel/probes"
+)
+
+// PlanReport is what keel plan prints: the actions keel apply would take,
+// in the order it would take them, and the findings they remedy.
+type PlanReport struct {
+	Host    HostInfo `json:"host"`
+	Actions []Action `json:"actions"`
+	// Unremedied lists the keys of findings no action remedies (health
+	// findings, report-only drift in audit mode).
+	Unremedied []string `json:"unremedied"`
+}
+
+// NewPlanReport builds the plan view of a planner result.
+func NewPlanReport(host HostInfo, r Result) PlanReport {
+	covered := map[string]bool{}
+	for _, a := range r.Actions {
+		for _, k := range a.Remedies {
+			covered[k] = true
+		}
+	}
+	pr := PlanReport{Host: host, Actions: r.Actions, Unremedied: []string{}}
+	if pr.Actions == nil {
+		pr.Actions = []Action{}
+	}
+	fs := append([]Finding(nil), r.Findings...)
+	SortFindings(fs)
+	for _, f := range fs {
+		if !covered[f.Key()] {
+			pr.Unremedied = append(pr.Unremedied, f.Key())
+		}
+	}
+	return pr
+}
+
+// WriteJSON writes the plan as indented JSON.
+func (pr PlanReport) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(pr)
+}
+
+var classHeadings = map[Class]string{
+	Live:        "live: applied with the stack in use",
+	Maintenance: "maintenance: needs the pool stopped (keel apply --maintenance, VMs on it stopped)",
+	Immutable:   "immutable: fixed at creation; the remedy is a rebuild, which keel reports and never attempts",
+	Destructive: "destructive: destroys data, only because the desired state asks for it",
+}
+
+// WriteText writes the plan grouped by class, with the exact commands,
+// sysfs writes, lvm.conf settings and wipes each action performs.
+func (pr PlanReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "host %s: %s\n", pr.Host.Name, plural(len(pr.Actions), "action"))
+	for c := Live; c <= Destructive; c++ {
+		first := true
+		for _, a := range pr.Actions {
+			if a.Class != c {
+				continue
+			}
+			if first {
+				fmt.Fprintf(&b, "\n%s\n", classHeadings[c])
+				first = false
+			}
+			fmt.Fprintf(&b, "\n  %s\n    %s\n", a.ID, a.Summary)
+			writeSteps(&b, a)
+			if len(a.Remedies) > 0 {
+				fmt.Fprintf(&b, "    clears: %s\n", strings.Join(a.Remedies, ", "))
+			}
+		}
+	}
+	if len(pr.Unremedied) > 0 {
+		fmt.Fprintf(&b, "\nfindings no action clears (see keel check):\n")
+		for _, k := range pr.Unremedied {
+			fmt.Fprintf(&b, "  %s\n", k)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeSteps(b *strings.Builder, a Action) {
+	for _, c := range a.Commands {
+		fmt.Fprintf(b, "    $ %s\n", probes.ShellJoin(c))
+	}
+	for _, wr := range a.Writes {
+		fmt.Fprintf(b, "    write %s < %s\n", wr.Path, wr.Value)
+	}
+	if c := a.LVMConf; c != nil {
+		if c.ScanLVs != nil {
+			fmt.Fprintf(b, "    lvm.conf devices/scan_lvs = %s\n", boolDigit(*c.ScanLVs))
+		}
+		if c.GlobalFilter != nil {
+			fmt.Fprintf(b, "    lvm.conf devices/global_filter = %s\n", quoteList(c.GlobalFilter))
+		}
+		if c.UseDevicesFile != nil {
+			fmt.Fprintf(b, "    lvm.conf devices/use_devicesfile = %s\n", boolDigit(*c.UseDevicesFile))
+		}
+	}
+	if wp := a.Wipe; wp != nil {
+		fmt.Fprintf(b, "    wipe %s/%s: rename to del-%s, %s in steps of at most %s, lvremove\n",
+			wp.VG, wp.LV, wp.LV, wp.Mode, units.FormatSize(wp.StepMax))
+	}
+	if a.Kind == KindNone {
+		b.WriteString("    (nothing runs)\n")
+	}
+}
