@@ -40,7 +40,7 @@ func TestFaults(t *testing.T) {
 	for rel, as := range map[string]string{
 		"reconcile/plan/testdata/desired/faults.cue":        "desired/faults.cue",
 		"reconcile/plan/testdata/desired/faults-memory.cue": "desired/faults-memory.cue",
-		"e2e/faults/scenario.sh":                       "faults.sh",
+		"e2e/faults/scenario.sh":                            "faults.sh",
 	} {
 		b, err := os.ReadFile(filepath.Join(root, rel))
 		if err != nil {

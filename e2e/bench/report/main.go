@@ -684,11 +684,11 @@ func (r *report) wipe() {
 
 var microNotes = map[string]string{
 	"schema":                   "Inputs: the examples; LoadColdLargestExample is one `keel vet` of proxmox-vdo-thick.cue without process start, LoadLargestExample the same with a reused Loader, VetInvalid a file rejected with one problem.",
-	"lvm/vdo":               "The VDO arithmetic: Sizing is NewLayout + AutoThreads + RAMBill of a 40 GiB pool, MaxThick the bisection for the largest thick logical size of a 1 TiB pool, AutoThreads 64 CPUs over the six thread types. Nothing allocates; next to one `lvs` call (tens of ms) none of it matters.",
+	"lvm/vdo":                  "The VDO arithmetic: Sizing is NewLayout + AutoThreads + RAMBill of a 40 GiB pool, MaxThick the bisection for the largest thick logical size of a 1 TiB pool, AutoThreads 64 CPUs over the six thread types. Nothing allocates; next to one `lvs` call (tens of ms) none of it matters.",
 	"probes":                   "On the `mixed` guest snapshot (split VDO pool, thin pool with one thin LV, writeback bcache): ProbeReplay is a whole pass with I/O replayed from memory, ParseFullReport the `lvm fullreport` JSON alone, SnapshotRoundTrip MarshalText + ParseSnapshot. ParseFullReportScale and BuildObjectsScale are on the captured 2,000-thin-LV host: the report decoded and built, and the build alone (what keel check does after the report ends; the decoding runs while LVM writes). keel's own work in a pass is milliseconds; the pass is bound by the commands it runs.",
 	"reconcile/activation":     "The boot activation order (Compute) and the udev rules (Rules) on a guest snapshot.",
-	"reconcile/apply/lvmconf":        "On trixie's stock lvm.conf (from the probes' node snapshot): EditStock asserts scan_lvs, use_devicesfile and global_filter; ReadStock reads the managed settings with nothing to change. Edit's allocations are the copy of the file per replaced or inserted value.",
-	"reconcile/apply/wipe":           "StepLoop: the stepping engine over a device that does no I/O (3200 steps of 32 MiB per op), i.e. keel's own cost per step against about 10 ms of real zeroing per step.",
+	"reconcile/apply/lvmconf":  "On trixie's stock lvm.conf (from the probes' node snapshot): EditStock asserts scan_lvs, use_devicesfile and global_filter; ReadStock reads the managed settings with nothing to change. Edit's allocations are the copy of the file per replaced or inserted value.",
+	"reconcile/apply/wipe":     "StepLoop: the stepping engine over a device that does no I/O (3200 steps of 32 MiB per op), i.e. keel's own cost per step against about 10 ms of real zeroing per step.",
 	"cmd/keel/internal/uevent": "Parse: one kernel uevent datagram (a bcache registration captured in the guest).",
 }
 
