@@ -140,7 +140,7 @@ fi
 if has scale; then
 	log "scale: BenchmarkScale, BenchmarkScaleSnapshots, BenchmarkCheckScale -count $count -benchtime $scale_time"
 	go test -run '^$' -bench '^Benchmark(Scale|ScaleSnapshots|CheckScale)$' -benchmem -count "$count" -benchtime "$scale_time" -timeout 60m \
-		./reconcile/ >"$raw/scale.txt" 2>&1 || fail scale "go test -bench Scale: $(tail -3 "$raw/scale.txt")"
+		./reconcile/plan/ >"$raw/scale.txt" 2>&1 || fail scale "go test -bench Scale: $(tail -3 "$raw/scale.txt")"
 fi
 
 # --- the other Go benchmarks --------------------------------------------

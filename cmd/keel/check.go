@@ -13,6 +13,7 @@ import (
 
 	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/reconcile/report"
 
 	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
 	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
@@ -25,11 +26,11 @@ func init() {
 }
 
 // checkFormats are the output forms of keel check.
-var checkFormats = map[string]func(plan.Report, io.Writer) error{
-	"text":       plan.Report.WriteText,
-	"json":       plan.Report.WriteJSON,
-	"junit":      plan.Report.WriteJUnit,
-	"prometheus": plan.Report.WritePrometheus,
+var checkFormats = map[string]func(report.Report, io.Writer) error{
+	"text":       report.Report.WriteText,
+	"json":       report.Report.WriteJSON,
+	"junit":      report.Report.WriteJUnit,
+	"prometheus": report.Report.WritePrometheus,
 }
 
 // judged is one host judged by the planner.
@@ -150,7 +151,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	for _, e := range j.host.Errors {
 		fmt.Fprintf(stderr, "keel check: probe: %s\n", e)
 	}
-	rep := plan.NewReport(plan.HostInfo{Name: hostName(j.host, *node), Mode: j.mode, CPUs: j.host.CPUs,
+	rep := report.NewReport(report.HostInfo{Name: hostName(j.host, *node), Mode: j.mode, CPUs: j.host.CPUs,
 		MemoryBytes: j.host.Memory.TotalBytes}, j.result.Findings, j.result.Levels, j.result.NotEvaluated)
 	if err := emit(*out, stdout, func(w io.Writer) error { return write(rep, w) }); err != nil {
 		fmt.Fprintf(stderr, "keel check: %v\n", err)
@@ -170,14 +171,14 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 // host in format (json, junit or prometheus): the document says the check
 // failed and why.
 func writeCheckFailure(format, mode string, err error, w io.Writer) error {
-	r := plan.FailedReport(plan.HostInfo{Mode: mode}, err)
+	r := report.FailedReport(report.HostInfo{Mode: mode}, err)
 	switch format {
 	case "json":
 		return r.WriteJSON(w)
 	case "junit":
 		return r.WriteJUnitFailure(w)
 	}
-	return plan.WritePrometheusFailure(w)
+	return report.WritePrometheusFailure(w)
 }
 
 // emit writes through fn to stdout, or to path atomically (a temporary

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/reconcile/report"
 )
 
 func init() {
@@ -36,7 +36,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel plan: %v\n", err)
 		return exitError
 	}
-	pr := plan.NewPlanReport(plan.HostInfo{Name: hostName(j.host, *node), Mode: j.mode, CPUs: j.host.CPUs,
+	pr := report.NewPlanReport(report.HostInfo{Name: hostName(j.host, *node), Mode: j.mode, CPUs: j.host.CPUs,
 		MemoryBytes: j.host.Memory.TotalBytes}, j.result)
 	write := pr.WriteText
 	if *format == "json" {

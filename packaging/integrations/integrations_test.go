@@ -42,7 +42,7 @@ func emittedMetrics(t *testing.T) []string {
 	t.Helper()
 	re := regexp.MustCompile(`"(keel_[a-z_]+)"`)
 	var out []string
-	for _, p := range []string{"../../cmd/keel/internal/alerts/metrics.go", "../../reconcile/plan/report.go"} {
+	for _, p := range []string{"../../cmd/keel/internal/alerts/metrics.go", "../../reconcile/report/report.go"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)

@@ -113,3 +113,20 @@ type WipeSpec struct {
 	// executor binds its once-only record to it.
 	UUID string `json:"uuid,omitempty"`
 }
+
+// Lines gives the settings of c as keel plan prints them, one per line
+// ("devices/scan_lvs = 1"), in the order scan_lvs, global_filter,
+// use_devicesfile.
+func (c LVMConfChange) Lines() []string {
+	var out []string
+	if c.ScanLVs != nil {
+		out = append(out, "devices/scan_lvs = "+boolDigit(*c.ScanLVs))
+	}
+	if c.GlobalFilter != nil {
+		out = append(out, "devices/global_filter = "+quoteList(c.GlobalFilter))
+	}
+	if c.UseDevicesFile != nil {
+		out = append(out, "devices/use_devicesfile = "+boolDigit(*c.UseDevicesFile))
+	}
+	return out
+}

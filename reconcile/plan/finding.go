@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -69,3 +70,23 @@ type Finding struct {
 
 // Key identifies a finding on one object; alerts are raised and cleared by key.
 func (f Finding) Key() string { return f.ID + "@" + f.Object }
+
+// Level is a fill level with its alert threshold: a VDO pool's used
+// percent, or a thin pool's data or metadata percent.
+type Level struct {
+	// Kind is "vdo_used", "thin_data" or "thin_metadata".
+	Kind    string  `json:"kind"`
+	Object  string  `json:"object"`
+	Percent float64 `json:"percent"`
+	// Alert is the threshold from the desired state (or the audit default).
+	Alert float64 `json:"alert"`
+}
+
+// Ratio is the use from 0 to 1, rounded to a millionth so that 10.06
+// percent prints as 0.1006 (LVM and vdostats print two decimals).
+func (l Level) Ratio() float64 { return percentRatio(l.Percent) }
+
+// AlertRatio is the alert threshold from 0 to 1.
+func (l Level) AlertRatio() float64 { return percentRatio(l.Alert) }
+
+func percentRatio(p float64) float64 { return math.Round(p*1e4) / 1e6 }

@@ -16,7 +16,8 @@ import (
 	"github.com/keel-storage/keel/reconcile/activation"
 )
 
-const lvmConfObject = "lvm.conf"
+// LVMConfObject is the object of the findings about lvm.conf settings.
+const LVMConfObject = "lvm.conf"
 
 // lvmBool reads an lvmconfig boolean ("0"/"1"); ok is false when the key is
 // absent or not a number.
@@ -82,7 +83,7 @@ func (p *planner) lvmBoolSetting(id, key string, want *bool) string {
 		return ""
 	}
 	name := key[strings.IndexByte(key, '/')+1:]
-	return p.add(Finding{ID: id, Object: lvmConfObject,
+	return p.add(Finding{ID: id, Object: LVMConfObject,
 		Message:  key + " is not the declared value",
 		Expected: name + "=" + boolDigit(*want), Observed: name + "=" + p.h.LVMConfig.Values[key],
 		Remedy: "set " + key + " in lvm.conf",
@@ -106,7 +107,7 @@ func (p *planner) planLVMConf() {
 		p.checkDeclaredFilter(entries, want.ScanLVs)
 		got := parseLVMList(p.h.LVMConfig.Values["devices/global_filter"])
 		if strings.Join(got, "\x00") != strings.Join(entries, "\x00") {
-			keys = append(keys, p.add(Finding{ID: "lvm.global_filter", Object: lvmConfObject,
+			keys = append(keys, p.add(Finding{ID: "lvm.global_filter", Object: LVMConfObject,
 				Message:  "devices/global_filter is not the declared filter",
 				Expected: quoteList(entries), Observed: quoteList(got),
 				Remedy: "rewrite devices/global_filter in lvm.conf",
@@ -118,7 +119,7 @@ func (p *planner) planLVMConf() {
 		keys, change.UseDevicesFile = append(keys, k), want.UseDevicesFile
 	}
 	if len(keys) > 0 {
-		p.act(phaseLVMConf, Action{ID: "lvm.conf:" + lvmConfObject, Kind: KindLVMConf, Class: Live, Object: lvmConfObject,
+		p.act(phaseLVMConf, Action{ID: "lvm.conf:" + LVMConfObject, Kind: KindLVMConf, Class: Live, Object: LVMConfObject,
 			Summary: "assert devices settings in lvm.conf", LVMConf: change, Remedies: keys})
 	}
 }
@@ -215,7 +216,7 @@ func (p *planner) auditLVMConf() {
 	}
 	f, err := lvmregex.NewFilter(got)
 	if err != nil {
-		p.add(Finding{ID: "lvm.global_filter", Object: lvmConfObject,
+		p.add(Finding{ID: "lvm.global_filter", Object: LVMConfObject,
 			Message:  fmt.Sprintf("scan_lvs is 1 and keel cannot tell whether global_filter hides VM disks: %v", err),
 			Expected: "a global_filter that rejects VM disks", Observed: quoteList(got),
 			Remedy: "rewrite devices/global_filter in LVM's regex dialect, e.g. " + quoteList([]string{vmDiskReject}),
@@ -227,7 +228,7 @@ func (p *planner) auditLVMConf() {
 	if len(seen) == 0 {
 		return
 	}
-	p.add(Finding{ID: "lvm.global_filter", Object: lvmConfObject,
+	p.add(Finding{ID: "lvm.global_filter", Object: LVMConfObject,
 		Message:  "scan_lvs is 1 and global_filter does not hide VM disks, so the host sees the guests' VGs: " + strings.Join(seen, "; "),
 		Expected: "every LV holding a VM disk rejected", Observed: quoteList(got),
 		Remedy: p.filterRemedy(got, disks),

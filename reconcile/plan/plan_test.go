@@ -405,20 +405,6 @@ func TestPlanScenarios(t *testing.T) {
 				t.Errorf("actions\n got %q\nwant %q", ids, wantActions)
 			}
 			checkInvariants(t, r)
-			rep := NewReport(HostInfo{Name: h.Hostname, Mode: map[bool]string{true: "audit", false: "desired"}[s.desired == ""],
-				CPUs: h.CPUs, MemoryBytes: h.Memory.TotalBytes}, r.Findings, r.Levels, r.NotEvaluated)
-			golden(t, s.name+".txt", rep.WriteText)
-			golden(t, s.name+".json", rep.WriteJSON)
-			golden(t, s.name+".junit.xml", rep.WriteJUnit)
-			golden(t, s.name+".prom", rep.WritePrometheus)
-			if s.desired != "" {
-				golden(t, s.name+".plan.txt", NewPlanReport(rep.Host, r).WriteText)
-			}
-			var js bytes.Buffer
-			if err := rep.WriteJSON(&js); err != nil {
-				t.Fatal(err)
-			}
-			validateReportJSON(t, js.Bytes())
 		})
 	}
 }
@@ -543,24 +529,6 @@ func TestSecondPlanIsEmpty(t *testing.T) {
 			if f.Severity >= Warning && !slices.Contains(c.want, f.Key()) {
 				t.Errorf("%s against %s: %s", c.snapshot, c.desired, f.Key())
 			}
-		}
-	}
-}
-
-// The plan is deterministic: the same input gives byte-identical output.
-func TestPlanDeterministic(t *testing.T) {
-	h := replayHost(t, "vdo-split-grown")
-	d := loadDesired(t, "vdo-split", h)
-	var first []byte
-	for i := 0; i < 5; i++ {
-		var b bytes.Buffer
-		if err := NewPlanReport(HostInfo{}, Plan(d, h)).WriteJSON(&b); err != nil {
-			t.Fatal(err)
-		}
-		if i == 0 {
-			first = b.Bytes()
-		} else if !bytes.Equal(first, b.Bytes()) {
-			t.Fatal("plan output differs between runs")
 		}
 	}
 }

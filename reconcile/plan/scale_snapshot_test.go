@@ -174,29 +174,3 @@ func BenchmarkScaleSnapshots(b *testing.B) {
 		})
 	}
 }
-
-// BenchmarkCheckScale is what a `keel check -c` process does on the
-// captured hosts after its start and beside its load of the desired state
-// (which comes from the desired-state cache and overlaps the probe): the
-// probe pass replayed, the plan against the desired state, and the text
-// report.
-func BenchmarkCheckScale(b *testing.B) {
-	for _, c := range scaleCases {
-		b.Run(c.name, func(b *testing.B) {
-			s, h := replayScale(b, c.name)
-			cfg := loadDesired(b, c.desired, h)
-			mem := Memory{Today: "2026-12-01"}
-			b.ReportAllocs()
-			for b.Loop() {
-				obs := replayAgain(b, s)
-				r := PlanWith(cfg, obs, mem)
-				rep := NewReport(HostInfo{Name: "scale", Mode: "desired", CPUs: obs.CPUs, MemoryBytes: obs.Memory.TotalBytes},
-					r.Findings, r.Levels, r.NotEvaluated)
-				if err := rep.WriteText(io.Discard); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(len(h.LVs)), "lvs")
-		})
-	}
-}

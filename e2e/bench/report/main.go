@@ -409,7 +409,7 @@ func (r *report) config() {
 // --- scale --------------------------------------------------------------
 
 func (r *report) scale() {
-	r.p("## Scale: probe-parse plus plan, 1,000 / 10,000 / 50,000 LVs (reconcile/)\n\n")
+	r.p("## Scale: probe-parse plus plan, 1,000 / 10,000 / 50,000 LVs (reconcile/plan/)\n\n")
 	res := parseBench(r.read("scale.txt"))
 	get := func(kind string, n int) *benchResult {
 		return findBench(res, fmt.Sprintf("BenchmarkScale/%s/lvs=%d", kind, n))
@@ -420,7 +420,7 @@ func (r *report) scale() {
 		r.missing("plan of 10,000 LVs", "< 20 ms", why)
 		return
 	}
-	r.p("`go test -run '^$' -bench '^BenchmarkScale$' -benchmem -count %s ./reconcile/`\n", r.meta["count"])
+	r.p("`go test -run '^$' -bench '^BenchmarkScale$' -benchmem -count %s ./reconcile/plan/`\n", r.meta["count"])
 	r.p("(`reconcile/plan/scale_bench_test.go`). The synthetic host is grown in the test (`makeSynthHost` in\n")
 	r.p("`reconcile/plan/bench_test.go`) from the guest capture `probes/testdata/snapshots/vdo-on-bcache.txtar`:\n")
 	r.p("the VG holding the split VDO pool is replicated 64 times in the `lvm fullreport` JSON (names and\n")

@@ -133,7 +133,7 @@ func (r *report) checkScale(res []*benchResult) {
 	if len(rows) == 0 {
 		return
 	}
-	r.p("\n`keel check`'s own work on the same captures (`BenchmarkCheckScale`, same file): the probe pass\n")
+	r.p("\n`keel check`'s own work on the same captures (`BenchmarkCheckScale` in `reconcile/plan/report_golden_test.go`): the probe pass\n")
 	r.p("replayed, the plan against a desired state (`reconcile/plan/testdata/desired/`) and the text report;\n")
 	r.p("in the process this follows the last probe command, so it adds to the wall time one to one (the\n")
 	r.p("load of the desired state overlaps the probe).\n\n")

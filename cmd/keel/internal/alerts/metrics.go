@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/reconcile/report"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -47,10 +48,10 @@ func NewMetrics() *Metrics {
 			Help: "Reconcile passes run."}),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keel_reconcile_actions_total",
 			Help: "Actions by outcome (converged, stuck, failed, refused, skipped)."}, []string{"status"}),
-		findings: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: plan.FindingMetric,
-			Help: plan.FindingMetricHelp}, []string{"id", "severity", "object", "vg", "lv"}),
-		findingsBySeverity: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: plan.FindingsMetric,
-			Help: plan.FindingsMetricHelp}, []string{"severity"}),
+		findings: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: report.FindingMetric,
+			Help: report.FindingMetricHelp}, []string{"id", "severity", "object", "vg", "lv"}),
+		findingsBySeverity: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: report.FindingsMetric,
+			Help: report.FindingsMetricHelp}, []string{"severity"}),
 		stuck: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keel_actions_stuck",
 			Help: "Actions marked stuck (reconcile.stuck findings)."}),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "keel_panics_total",
@@ -61,7 +62,7 @@ func NewMetrics() *Metrics {
 	}
 	m.reg.MustRegister(m.reloadOK, m.reloadTime, m.reconcileTime, m.reconcileErrors, m.passes,
 		m.actions, m.findings, m.findingsBySeverity, m.stuck, m.panics, m.audit, wipeCollector{m})
-	for _, g := range plan.LevelMetrics {
+	for _, g := range report.LevelMetrics {
 		used := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.Name, Help: g.Help}, []string{"vg", "lv"})
 		alert := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.Threshold, Help: g.ThresholdHelp}, []string{"vg", "lv"})
 		m.reg.MustRegister(used, alert)
@@ -116,7 +117,7 @@ func (m *Metrics) Pass(at time.Time, err error, statuses map[string]int, finding
 	counts := map[string]int{"info": 0, "warning": 0, "error": 0, "critical": 0}
 	stuck := 0
 	for _, f := range findings {
-		vg, lv := plan.ObjectLabels(f.Object)
+		vg, lv := report.ObjectLabels(f.Object)
 		m.findings.WithLabelValues(f.ID, f.Severity.String(), f.Object, vg, lv).Set(1)
 		counts[f.Severity.String()]++
 		if f.ID == "reconcile.stuck" {
@@ -136,7 +137,7 @@ func (m *Metrics) Pass(at time.Time, err error, statuses map[string]int, finding
 		if !ok {
 			continue
 		}
-		vg, lv := plan.ObjectLabels(l.Object)
+		vg, lv := report.ObjectLabels(l.Object)
 		g[0].WithLabelValues(vg, lv).Set(l.Ratio())
 		g[1].WithLabelValues(vg, lv).Set(l.AlertRatio())
 	}

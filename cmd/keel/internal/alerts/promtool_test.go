@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/reconcile/report"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -54,7 +55,7 @@ func sampleMetrics() *Metrics {
 
 // sampleCheck is keel check's Prometheus output for the same kinds.
 func sampleCheck(t *testing.T) []byte {
-	rep := plan.NewReport(plan.HostInfo{}, []plan.Finding{scan, stuck, used},
+	rep := report.NewReport(report.HostInfo{}, []plan.Finding{scan, stuck, used},
 		[]plan.Level{{Kind: "vdo_used", Object: "vdovg/vpool", Percent: 95.02, Alert: 90}}, nil)
 	var b bytes.Buffer
 	if err := rep.WritePrometheus(&b); err != nil {

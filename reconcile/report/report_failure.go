@@ -1,4 +1,4 @@
-package plan
+package report
 
 import (
 	"encoding/xml"

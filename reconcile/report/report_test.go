@@ -1,47 +1,26 @@
-package plan
+package report
 
 import (
 	"bytes"
 	"encoding/xml"
+	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/reconcile/report/reporttest"
 	"os"
 	"strings"
 	"testing"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
-	cueerrors "cuelang.org/go/cue/errors"
 )
 
-// validateReportJSON checks JSON output against #Report in schema/report.cue.
-func validateReportJSON(t *testing.T, js []byte) {
-	t.Helper()
-	src, err := os.ReadFile("../../schema/report.cue")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := cuecontext.New()
-	s := ctx.CompileBytes(src, cue.Filename("schema/report.cue"))
-	if err := s.Err(); err != nil {
-		t.Fatalf("schema/report.cue: %s", cueerrors.Details(err, nil))
-	}
-	def := s.LookupPath(cue.ParsePath("#Report"))
-	data := ctx.CompileBytes(js, cue.Filename("report.json"))
-	if err := data.Err(); err != nil {
-		t.Fatalf("report JSON does not compile: %v", err)
-	}
-	if err := def.Unify(data).Validate(cue.Concrete(true)); err != nil {
-		t.Fatalf("report JSON does not validate against #Report: %s\n%s", cueerrors.Details(err, nil), js)
-	}
-}
-
 func sampleReport() Report {
-	fs := []Finding{
-		{ID: "vdo.threads", Severity: Warning, Object: "vdolab/vdopool", Message: "threads differ",
+	fs := []plan.Finding{
+		{ID: "vdo.threads", Severity: plan.Warning, Object: "vdolab/vdopool", Message: "threads differ",
 			Expected: "logical 4", Observed: "logical 1", Remedy: "lvchange"},
-		{ID: "vdo.layout.journal_off_fast", Severity: Critical, Object: "vdolab/vdopool", Message: `journal on "slow"`},
-		{ID: "vdo.slab_remainder", Severity: Info, Object: "vdolab/vdopool", Message: "remainder"},
+		{ID: "vdo.layout.journal_off_fast", Severity: plan.Critical, Object: "vdolab/vdopool", Message: `journal on "slow"`},
+		{ID: "vdo.slab_remainder", Severity: plan.Info, Object: "vdolab/vdopool", Message: "remainder"},
 	}
-	ls := []Level{{Kind: "vdo_used", Object: "vdolab/vdopool", Percent: 40.04, Alert: 90},
+	ls := []plan.Level{{Kind: "vdo_used", Object: "vdolab/vdopool", Percent: 40.04, Alert: 90},
 		{Kind: "thin_data", Object: "vg0/tp", Percent: 0, Alert: 80}}
 	return NewReport(HostInfo{Name: "guest", Mode: "desired", CPUs: 2, MemoryBytes: 2 << 30}, fs, ls, []string{"activation.udev_rule", "bcache.udev_rule"})
 }
@@ -62,7 +41,7 @@ func TestNewReportOrderAndSummary(t *testing.T) {
 	if r.Levels[0].Kind != "thin_data" {
 		t.Errorf("levels not sorted: %+v", r.Levels)
 	}
-	if !NewReport(HostInfo{}, []Finding{{ID: "lv.absent", Severity: Info}}, nil, nil).Summary.OK {
+	if !NewReport(HostInfo{}, []plan.Finding{{ID: "lv.absent", Severity: plan.Info}}, nil, nil).Summary.OK {
 		t.Error("a report with only info findings is not OK")
 	}
 }
@@ -73,14 +52,14 @@ func TestReportJSONValidatesAgainstSchema(t *testing.T) {
 		if err := r.WriteJSON(&b); err != nil {
 			t.Fatal(err)
 		}
-		validateReportJSON(t, b.Bytes())
+		reporttest.ValidateJSON(t, b.Bytes())
 	}
 }
 
 // A report that breaks the schema must be rejected, or the validation above
 // proves nothing.
 func TestReportSchemaRejectsBadReport(t *testing.T) {
-	src, err := os.ReadFile("../../schema/report.cue")
+	src, err := os.ReadFile(reporttest.SchemaPath())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,13 +86,13 @@ func TestReportJUnitIsStable(t *testing.T) {
 		t.Fatalf("junit output does not parse: %v", err)
 	}
 	checked := 0 // every rule but the loop's own (keel check never raises those)
-	for _, r := range Catalogue {
+	for _, r := range plan.Catalogue {
 		if !r.Runtime() {
 			checked++
 		}
 	}
-	if doc.Tests != checked || doc.Failures != 2 || checked != len(Catalogue)-3 {
-		t.Errorf("tests=%d failures=%d, want %d (of %d rules) and 2", doc.Tests, doc.Failures, checked, len(Catalogue))
+	if doc.Tests != checked || doc.Failures != 2 || checked != len(plan.Catalogue)-3 {
+		t.Errorf("tests=%d failures=%d, want %d (of %d rules) and 2", doc.Tests, doc.Failures, checked, len(plan.Catalogue))
 	}
 	for _, c := range doc.Suites[0].Cases {
 		if c.Name == "vdo.slab_remainder" && (c.Failure != nil || !strings.Contains(c.SystemOut, "remainder")) {

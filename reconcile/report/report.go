@@ -1,11 +1,11 @@
-package plan
+package report
 
 import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"github.com/keel-storage/keel/reconcile/plan"
 	"io"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,10 +16,10 @@ import (
 // summary, and the fill levels the Prometheus form exports. Its JSON form is
 // defined by #Report in schema/report.cue.
 type Report struct {
-	Host     HostInfo  `json:"host"`
-	Findings []Finding `json:"findings"`
-	Summary  Summary   `json:"summary"`
-	Levels   []Level   `json:"levels"`
+	Host     HostInfo       `json:"host"`
+	Findings []plan.Finding `json:"findings"`
+	Summary  Summary        `json:"summary"`
+	Levels   []plan.Level   `json:"levels"`
 	// NotEvaluated lists catalogue IDs this check did not judge
 	// (Result.NotEvaluated): absent from Findings does not mean passed for these.
 	NotEvaluated []string `json:"notEvaluated,omitempty"`
@@ -52,33 +52,13 @@ type Summary struct {
 	OK bool `json:"ok"`
 }
 
-// Level is a fill level with its alert threshold: a VDO pool's used
-// percent, or a thin pool's data or metadata percent.
-type Level struct {
-	// Kind is "vdo_used", "thin_data" or "thin_metadata".
-	Kind    string  `json:"kind"`
-	Object  string  `json:"object"`
-	Percent float64 `json:"percent"`
-	// Alert is the threshold from the desired state (or the audit default).
-	Alert float64 `json:"alert"`
-}
-
-// Ratio is the use from 0 to 1, rounded to a millionth so that 10.06
-// percent prints as 0.1006 (LVM and vdostats print two decimals).
-func (l Level) Ratio() float64 { return percentRatio(l.Percent) }
-
-// AlertRatio is the alert threshold from 0 to 1.
-func (l Level) AlertRatio() float64 { return percentRatio(l.Alert) }
-
-func percentRatio(p float64) float64 { return math.Round(p*1e4) / 1e6 }
-
 // NewReport sorts findings and levels into output order and summarises them.
 // notEvaluated lists the catalogue IDs the pass did not judge
 // (Result.NotEvaluated).
-func NewReport(host HostInfo, findings []Finding, levels []Level, notEvaluated []string) Report {
-	fs := append([]Finding(nil), findings...)
-	SortFindings(fs)
-	ls := append([]Level(nil), levels...)
+func NewReport(host HostInfo, findings []plan.Finding, levels []plan.Level, notEvaluated []string) Report {
+	fs := append([]plan.Finding(nil), findings...)
+	plan.SortFindings(fs)
+	ls := append([]plan.Level(nil), levels...)
 	sort.SliceStable(ls, func(i, j int) bool {
 		if ls[i].Kind != ls[j].Kind {
 			return ls[i].Kind < ls[j].Kind
@@ -88,11 +68,11 @@ func NewReport(host HostInfo, findings []Finding, levels []Level, notEvaluated [
 	s := Summary{Total: len(fs)}
 	for _, f := range fs {
 		switch f.Severity {
-		case Critical:
+		case plan.Critical:
 			s.Critical++
-		case Error:
+		case plan.Error:
 			s.Error++
-		case Warning:
+		case plan.Warning:
 			s.Warning++
 		default:
 			s.Info++
@@ -100,10 +80,10 @@ func NewReport(host HostInfo, findings []Finding, levels []Level, notEvaluated [
 	}
 	s.OK = s.Critical+s.Error+s.Warning == 0
 	if fs == nil {
-		fs = []Finding{}
+		fs = []plan.Finding{}
 	}
 	if ls == nil {
-		ls = []Level{}
+		ls = []plan.Level{}
 	}
 	return Report{Host: host, Findings: fs, Summary: s, Levels: ls, NotEvaluated: slices.Clone(notEvaluated)}
 }
@@ -186,12 +166,12 @@ type junitFailure struct {
 // stable between runs: a rule fails when it has a finding at warning or
 // above; info findings are passing cases with the finding in system-out.
 func (r Report) WriteJUnit(w io.Writer) error {
-	byID := map[string][]Finding{}
+	byID := map[string][]plan.Finding{}
 	for _, f := range r.Findings {
 		byID[f.ID] = append(byID[f.ID], f)
 	}
 	suite := junitSuite{Name: "keel check " + r.Host.Name}
-	for _, rule := range Catalogue {
+	for _, rule := range plan.Catalogue {
 		if rule.Runtime() {
 			continue // keel check never raises it
 		}
@@ -200,7 +180,7 @@ func (r Report) WriteJUnit(w io.Writer) error {
 		failing := false
 		for _, f := range byID[rule.ID] {
 			dst := &out
-			if f.Severity >= Warning {
+			if f.Severity >= plan.Warning {
 				dst, failing = &fail, true
 			}
 			fmt.Fprintf(dst, "%s %s: %s", f.Severity, f.Object, f.Message)
@@ -240,15 +220,15 @@ func (r Report) WritePrometheus(w io.Writer) error {
 	}
 	metricHead(&b, FindingsMetric, FindingsMetricHelp)
 	counts := []int{r.Summary.Info, r.Summary.Warning, r.Summary.Error, r.Summary.Critical}
-	for s := Critical; s >= Info; s-- {
+	for s := plan.Critical; s >= plan.Info; s-- {
 		fmt.Fprintf(&b, "%s{severity=%s} %d\n", FindingsMetric, promQuote(s.String()), counts[s])
 	}
 	for _, g := range LevelMetrics {
 		for _, m := range []struct {
 			name, help string
-			value      func(Level) float64
-		}{{g.Name, g.Help, Level.Ratio},
-			{g.Threshold, g.ThresholdHelp, Level.AlertRatio}} {
+			value      func(plan.Level) float64
+		}{{g.Name, g.Help, plan.Level.Ratio},
+			{g.Threshold, g.ThresholdHelp, plan.Level.AlertRatio}} {
 			metricHead(&b, m.name, m.help)
 			for _, l := range r.Levels {
 				if l.Kind == g.Kind {
@@ -304,7 +284,7 @@ var LevelMetrics = []LevelMetric{
 // objects that are not LVM ones ("bcache:…", "udev:…", "pve:…", lvm.conf)
 // give neither.
 func ObjectLabels(object string) (vg, lv string) {
-	if object == "" || object == lvmConfObject || strings.ContainsAny(object, ": ") || strings.HasPrefix(object, "/") {
+	if object == "" || object == plan.LVMConfObject || strings.ContainsAny(object, ": ") || strings.HasPrefix(object, "/") {
 		return "", ""
 	}
 	vg, lv, _ = strings.Cut(object, "/")

@@ -1,9 +1,10 @@
-package plan
+package report
 
 import (
 	"encoding/json"
 	"fmt"
 	"github.com/keel-storage/keel/lvm/units"
+	"github.com/keel-storage/keel/reconcile/plan"
 	"io"
 	"strings"
 
@@ -13,15 +14,15 @@ import (
 // PlanReport is what keel plan prints: the actions keel apply would take,
 // in the order it would take them, and the findings they remedy.
 type PlanReport struct {
-	Host    HostInfo `json:"host"`
-	Actions []Action `json:"actions"`
+	Host    HostInfo      `json:"host"`
+	Actions []plan.Action `json:"actions"`
 	// Unremedied lists the keys of findings no action remedies (health
 	// findings, report-only drift in audit mode).
 	Unremedied []string `json:"unremedied"`
 }
 
 // NewPlanReport builds the plan view of a planner result.
-func NewPlanReport(host HostInfo, r Result) PlanReport {
+func NewPlanReport(host HostInfo, r plan.Result) PlanReport {
 	covered := map[string]bool{}
 	for _, a := range r.Actions {
 		for _, k := range a.Remedies {
@@ -30,10 +31,10 @@ func NewPlanReport(host HostInfo, r Result) PlanReport {
 	}
 	pr := PlanReport{Host: host, Actions: r.Actions, Unremedied: []string{}}
 	if pr.Actions == nil {
-		pr.Actions = []Action{}
+		pr.Actions = []plan.Action{}
 	}
-	fs := append([]Finding(nil), r.Findings...)
-	SortFindings(fs)
+	fs := append([]plan.Finding(nil), r.Findings...)
+	plan.SortFindings(fs)
 	for _, f := range fs {
 		if !covered[f.Key()] {
 			pr.Unremedied = append(pr.Unremedied, f.Key())
@@ -49,11 +50,11 @@ func (pr PlanReport) WriteJSON(w io.Writer) error {
 	return enc.Encode(pr)
 }
 
-var classHeadings = map[Class]string{
-	Live:        "live: applied with the stack in use",
-	Maintenance: "maintenance: needs the pool stopped (keel apply --maintenance, VMs on it stopped)",
-	Immutable:   "immutable: fixed at creation; the remedy is a rebuild, which keel reports and never attempts",
-	Destructive: "destructive: destroys data, only because the desired state asks for it",
+var classHeadings = map[plan.Class]string{
+	plan.Live:        "live: applied with the stack in use",
+	plan.Maintenance: "maintenance: needs the pool stopped (keel apply --maintenance, VMs on it stopped)",
+	plan.Immutable:   "immutable: fixed at creation; the remedy is a rebuild, which keel reports and never attempts",
+	plan.Destructive: "destructive: destroys data, only because the desired state asks for it",
 }
 
 // WriteText writes the plan grouped by class, with the exact commands,
@@ -61,7 +62,7 @@ var classHeadings = map[Class]string{
 func (pr PlanReport) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "host %s: %s\n", pr.Host.Name, plural(len(pr.Actions), "action"))
-	for c := Live; c <= Destructive; c++ {
+	for c := plan.Live; c <= plan.Destructive; c++ {
 		first := true
 		for _, a := range pr.Actions {
 			if a.Class != c {
@@ -88,7 +89,7 @@ func (pr PlanReport) WriteText(w io.Writer) error {
 	return err
 }
 
-func writeSteps(b *strings.Builder, a Action) {
+func writeSteps(b *strings.Builder, a plan.Action) {
 	for _, c := range a.Commands {
 		fmt.Fprintf(b, "    $ %s\n", probes.ShellJoin(c))
 	}
@@ -96,21 +97,15 @@ func writeSteps(b *strings.Builder, a Action) {
 		fmt.Fprintf(b, "    write %s < %s\n", wr.Path, wr.Value)
 	}
 	if c := a.LVMConf; c != nil {
-		if c.ScanLVs != nil {
-			fmt.Fprintf(b, "    lvm.conf devices/scan_lvs = %s\n", boolDigit(*c.ScanLVs))
-		}
-		if c.GlobalFilter != nil {
-			fmt.Fprintf(b, "    lvm.conf devices/global_filter = %s\n", quoteList(c.GlobalFilter))
-		}
-		if c.UseDevicesFile != nil {
-			fmt.Fprintf(b, "    lvm.conf devices/use_devicesfile = %s\n", boolDigit(*c.UseDevicesFile))
+		for _, l := range c.Lines() {
+			fmt.Fprintf(b, "    lvm.conf %s\n", l)
 		}
 	}
 	if wp := a.Wipe; wp != nil {
 		fmt.Fprintf(b, "    wipe %s/%s: rename to del-%s, %s in steps of at most %s, lvremove\n",
 			wp.VG, wp.LV, wp.LV, wp.Mode, units.FormatSize(wp.StepMax))
 	}
-	if a.Kind == KindNone {
+	if a.Kind == plan.KindNone {
 		b.WriteString("    (nothing runs)\n")
 	}
 }

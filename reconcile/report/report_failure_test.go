@@ -1,10 +1,11 @@
-package plan
+package report
 
 import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"github.com/keel-storage/keel/reconcile/report/reporttest"
 	"strings"
 	"testing"
 )
@@ -18,7 +19,7 @@ func TestFailedReport(t *testing.T) {
 	if err := r.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
-	validateReportJSON(t, b.Bytes())
+	reporttest.ValidateJSON(t, b.Bytes())
 	var got struct {
 		Error    string `json:"error"`
 		Findings []any  `json:"findings"`
