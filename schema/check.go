@@ -12,6 +12,7 @@ import (
 	"cuelang.org/go/cue"
 
 	"github.com/keel-storage/keel/lvm/units"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // check runs the checks CUE cannot express on a desired state that passed
@@ -47,7 +48,7 @@ func (c *checker) waivers() {
 // checker collects the problems of one desired state.
 type checker struct {
 	d        *Desired
-	cfg      *Config
+	cfg      *spec.Config
 	problems []Problem
 }
 
@@ -132,7 +133,7 @@ func (c *checker) sizes() {
 	}
 	c.size(units.NewSize(c.cfg.Removal.Step), false, "removal", "step")
 	for _, name := range slices.Sorted(maps.Keys(c.cfg.Bcache)) {
-		if err := c.cfg.Bcache[name].cutoffErr; err != nil {
+		if err := c.cfg.Bcache[name].CutoffErr(); err != nil {
 			c.at("sizes", err.Error(), "bcache", name, "sequentialCutoff")
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/lvm/vdo"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // vdoGeometry checks VDO pools with vdoformat's arithmetic (lvm/vdo): a
@@ -24,7 +25,7 @@ func (c *checker) vdoGeometry() {
 	}
 }
 
-func (c *checker) vdoPool(vg, name string, p VDOPool) {
+func (c *checker) vdoPool(vg, name string, p spec.VDOPool) {
 	base := []any{"volumeGroups", vg, "vdoPools", name}
 	path := func(f ...any) []any { return append(append([]any{}, base...), f...) }
 	for _, s := range []units.Size{p.Size, p.VirtualSize, p.SlabSize, p.IndexMemory, p.BlockMapCache} {

@@ -1,3 +1,7 @@
+// Package schema holds keel's desired-state schema (CUE, embedded in the
+// binary), the loader that validates /etc/keel/*.cue against it, and the
+// checks that CUE cannot express. A validated desired state decodes into
+// the plain types of schema/spec, which is all the planner reads.
 package schema
 
 import "embed"

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/lvm/lvmregex"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // TestFilterEntries checks the generated global_filter against LVM's alias
@@ -15,15 +16,15 @@ func TestFilterEntries(t *testing.T) {
 	hostPV := []string{"/dev/nvme0n1", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"}
 	for _, c := range []struct {
 		name         string
-		g            *GlobalFilter
+		g            *spec.GlobalFilter
 		want         []string
 		vmOK, hostOK bool
 	}{
-		{"rejects only", &GlobalFilter{Reject: []string{"/dev/zd.*", "/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"}},
+		{"rejects only", &spec.GlobalFilter{Reject: []string{"/dev/zd.*", "/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"}},
 			[]string{"r|/dev/zd.*|", "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|"}, false, true},
-		{"allow-list", &GlobalFilter{Reject: []string{"/dev/mapper/.*-vm--"}, Accept: []string{"^/dev/nvme", "^/dev/disk/by-id/nvme-"}},
+		{"allow-list", &spec.GlobalFilter{Reject: []string{"/dev/mapper/.*-vm--"}, Accept: []string{"^/dev/nvme", "^/dev/disk/by-id/nvme-"}},
 			[]string{"r|/dev/mapper/.*-vm--|", "a|^/dev/nvme|", "a|^/dev/disk/by-id/nvme-|", "r|.*|"}, false, true},
-		{"an accept on another alias wins", &GlobalFilter{Reject: []string{"/dev/mapper/.*-vm--"}, Accept: []string{"^/dev/dm-", "^/dev/nvme"}},
+		{"an accept on another alias wins", &spec.GlobalFilter{Reject: []string{"/dev/mapper/.*-vm--"}, Accept: []string{"^/dev/dm-", "^/dev/nvme"}},
 			[]string{"r|/dev/mapper/.*-vm--|", "a|^/dev/dm-|", "a|^/dev/nvme|", "r|.*|"}, true, true},
 		{"none", nil, nil, true, true},
 	} {

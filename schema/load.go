@@ -17,6 +17,7 @@ import (
 	"cuelang.org/go/cue/format"
 	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/cue/token"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // DefaultPath is where keel reads its desired state when no path is given.
@@ -125,7 +126,7 @@ type File struct {
 // filled in, the CUE value it was decoded from (for positions), and the
 // files it came from.
 type Desired struct {
-	Config *Config
+	Config *spec.Config
 	Value  cue.Value
 	Files  []string
 }
@@ -183,7 +184,7 @@ func NewLoader() *Loader {
 // problem with its file:line:col; any other error means the input could not
 // be read. Each call builds its own Loader; a caller that loads more than
 // once keeps one (NewLoader).
-func Load(paths ...string) (*Config, error) {
+func Load(paths ...string) (*spec.Config, error) {
 	d, err := NewLoader().Load(paths...)
 	if err != nil {
 		return nil, err
@@ -301,7 +302,7 @@ func (l *Loader) LoadFiles(files []File) (*Desired, error) {
 	if err := v.Err(); err != nil {
 		return nil, newError(fromCUE(err, v, names))
 	}
-	var c Config
+	var c spec.Config
 	if err := v.Decode(&c); err != nil {
 		return nil, newError(fromCUE(err, v, names))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/lvm/vdo"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/bad")
@@ -71,7 +72,7 @@ func TestLabExampleDecodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := cfg.VolumeGroups["vdolab"].VDOPools["vdopool"]
-	want := Threads{Threads: vdo.Threads{Logical: 4, Physical: 4, Hash: 2, CPU: 3, Bio: 2, Ack: 1}}
+	want := spec.Threads{Threads: vdo.Threads{Logical: 4, Physical: 4, Hash: 2, CPU: 3, Bio: 2, Ack: 1}}
 	if p.Threads != want {
 		t.Errorf("threads = %+v, want %+v", p.Threads, want)
 	}
@@ -274,7 +275,7 @@ func TestCUECLIAgrees(t *testing.T) {
 
 func TestThreadsJSON(t *testing.T) {
 	for _, s := range []string{`"auto"`, `{"logical":4,"physical":4,"hash":2,"cpu":3,"bio":2,"ack":1}`} {
-		var th Threads
+		var th spec.Threads
 		if err := json.Unmarshal([]byte(s), &th); err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +287,7 @@ func TestThreadsJSON(t *testing.T) {
 			t.Errorf("round trip %s -> %s", s, b)
 		}
 	}
-	var th Threads
+	var th spec.Threads
 	if err := json.Unmarshal([]byte(`"max"`), &th); err == nil {
 		t.Error(`"max" accepted`)
 	}

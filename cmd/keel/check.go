@@ -14,6 +14,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/report"
+	"github.com/keel-storage/keel/schema/spec"
 
 	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
 	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
@@ -63,7 +64,7 @@ func judge(name string, configs []string, node string, audit bool, timeout time.
 
 // loadedHost is a desired state and the host it is to be judged against.
 type loadedHost struct {
-	cfg  *schema.Config // nil in an audit
+	cfg  *spec.Config // nil in an audit
 	src  probes.Source
 	host *probes.Host
 }

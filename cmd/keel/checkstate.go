@@ -5,7 +5,7 @@ import (
 
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // checkMemory is keel's state as keel check judges absent LVs with: read,
@@ -13,7 +13,7 @@ import (
 // whose state keel does not have: it is judged as keel would on its first
 // pass there.
 func checkMemory(node string) plan.Memory {
-	today := schema.WaiverDay(time.Now())
+	today := spec.WaiverDay(time.Now())
 	if node != "" {
 		return plan.Memory{Today: today}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/plan"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 func init() {
@@ -119,7 +119,7 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 
 // loadAndProbe loads the desired state while it probes the host (or replays
 // node). On failure it prints why and returns a nil config and exitError.
-func loadAndProbe(name string, configs []string, node string, timeout time.Duration, stderr io.Writer) (*schema.Config, probes.Source, *probes.Host, int) {
+func loadAndProbe(name string, configs []string, node string, timeout time.Duration, stderr io.Writer) (*spec.Config, probes.Source, *probes.Host, int) {
 	l, loadErr, probeErr := loadWhileProbing(configs, node, false, timeout)
 	switch {
 	case loadErr != nil:

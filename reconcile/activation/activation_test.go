@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // The node snapshot of the VDO-on-bcache scenario, captured in the test
@@ -35,16 +35,16 @@ func probeNode(t testing.TB, name string) (*probes.Host, probes.Source) {
 func i64(v int64) *int64 { return &v }
 
 // stack declares what the snapshot holds, in the example's shape.
-func stack() *schema.Config {
-	return &schema.Config{
-		Bcache: map[string]schema.Bcache{"bcache0": {
+func stack() *spec.Config {
+	return &spec.Config{
+		Bcache: map[string]spec.Bcache{"bcache0": {
 			Backing: "/dev/sda", CacheMode: "writeback", SequentialCutoff: i64(0), WritebackPercent: i64(40),
 			WritebackRate: i64(81920), WritebackRateMinimum: i64(20480),
 			CongestedReadThresholdUs: i64(0), CongestedWriteThresholdUs: i64(0),
 		}},
-		VolumeGroups: map[string]schema.VolumeGroup{
+		VolumeGroups: map[string]spec.VolumeGroup{
 			"vdosplit": {PVs: []string{"/dev/bcache0", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"},
-				VDOPools: map[string]schema.VDOPool{"pool": {LV: "vdolv"}}},
+				VDOPools: map[string]spec.VDOPool{"pool": {LV: "vdolv"}}},
 			"vdovg": {PVs: []string{"/dev/vdosplit/vdolv"}},
 		},
 	}
@@ -52,8 +52,8 @@ func stack() *schema.Config {
 
 func TestOrderStacksBottomUp(t *testing.T) {
 	cfg := stack()
-	cfg.VolumeGroups["top"] = schema.VolumeGroup{PVs: []string{"/dev/mapper/vdovg-data"}}
-	cfg.VolumeGroups["alone"] = schema.VolumeGroup{PVs: []string{"/dev/sdz"}}
+	cfg.VolumeGroups["top"] = spec.VolumeGroup{PVs: []string{"/dev/mapper/vdovg-data"}}
+	cfg.VolumeGroups["alone"] = spec.VolumeGroup{PVs: []string{"/dev/sdz"}}
 	got, err := Order(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestOrderStacksBottomUp(t *testing.T) {
 }
 
 func TestOrderRefusesCycle(t *testing.T) {
-	cfg := &schema.Config{VolumeGroups: map[string]schema.VolumeGroup{
+	cfg := &spec.Config{VolumeGroups: map[string]spec.VolumeGroup{
 		"a": {PVs: []string{"/dev/b/lv"}}, "b": {PVs: []string{"/dev/a/lv"}}}}
 	if _, err := Order(cfg); err == nil || !strings.Contains(err.Error(), "stacking cycle") {
 		t.Errorf("err = %v", err)
@@ -79,7 +79,7 @@ func TestOrderRefusesCycle(t *testing.T) {
 }
 
 func TestLVPathMapperName(t *testing.T) {
-	cfg := &schema.Config{VolumeGroups: map[string]schema.VolumeGroup{"vdo-lab": {}}}
+	cfg := &spec.Config{VolumeGroups: map[string]spec.VolumeGroup{"vdo-lab": {}}}
 	if lv, ok := lvPath(cfg, "/dev/mapper/vdo--lab-my--lv"); !ok || lv != "vdo-lab/my-lv" {
 		t.Errorf("got %q %v", lv, ok)
 	}
@@ -180,8 +180,8 @@ func TestComputeVGNotCreated(t *testing.T) {
 	cfg := stack()
 	// sdb (ssd2): present in the capture, no PV label (bcache0's cache
 	// device); the NVMe: a PV of vdosplit.
-	cfg.VolumeGroups["newvg"] = schema.VolumeGroup{Create: true, PVs: []string{"/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_ssd2", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"}}
-	cfg.VolumeGroups["upvg"] = schema.VolumeGroup{PVs: []string{"/dev/newvg/nlv"}}
+	cfg.VolumeGroups["newvg"] = spec.VolumeGroup{Create: true, PVs: []string{"/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_ssd2", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"}}
+	cfg.VolumeGroups["upvg"] = spec.VolumeGroup{PVs: []string{"/dev/newvg/nlv"}}
 	p, _ := Compute(cfg, h)
 	if !p.Done() || len(p.Blocked()) != 0 {
 		t.Fatalf("done %v, blocked %q", p.Done(), p.Blocked())
@@ -201,7 +201,7 @@ func TestComputeVGNotCreated(t *testing.T) {
 	// A disk still to come, and a device the kernel shows with size 0 (an
 	// md array not yet assembled looks so; here loop0, which has no file):
 	// both are waited for.
-	cfg.VolumeGroups["newvg"] = schema.VolumeGroup{Create: true, PVs: []string{"/dev/loop0", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_hdd9"}}
+	cfg.VolumeGroups["newvg"] = spec.VolumeGroup{Create: true, PVs: []string{"/dev/loop0", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_hdd9"}}
 	if q := h.Queues["loop0"]; q == nil || q.Size != 0 {
 		t.Fatalf("loop0 in the capture: %+v", q)
 	}
@@ -227,7 +227,7 @@ func TestComputeFirstStart(t *testing.T) {
 	if h.Device("/dev/mapper/flt") == "" {
 		t.Fatalf("flt not found among the devices of the capture")
 	}
-	cfg := &schema.Config{VolumeGroups: map[string]schema.VolumeGroup{
+	cfg := &spec.Config{VolumeGroups: map[string]spec.VolumeGroup{
 		"fvg": {PVs: []string{"/dev/mapper/flt"}, Create: true},
 	}}
 	p, err := Compute(cfg, h)
@@ -239,7 +239,7 @@ func TestComputeFirstStart(t *testing.T) {
 		t.Errorf("plan %+v\nwant one absent step: %s", p, want)
 	}
 	// The same VG on a disk this host does not have waits, as before.
-	cfg.VolumeGroups["fvg"] = schema.VolumeGroup{PVs: []string{"/dev/mapper/nothere"}, Create: true}
+	cfg.VolumeGroups["fvg"] = spec.VolumeGroup{PVs: []string{"/dev/mapper/nothere"}, Create: true}
 	if p, _ := Compute(cfg, h); p.Done() || len(p.Blocked()) != 1 {
 		t.Errorf("a PV still to come: done %v, blocked %q", p.Done(), p.Blocked())
 	}
@@ -368,7 +368,7 @@ func TestCompare(t *testing.T) {
 		t.Errorf("drift %+v", d)
 	}
 	// Nothing declared and nothing installed is not drift.
-	empty, _ := Rules(&schema.Config{}, h, nil)
+	empty, _ := Rules(&spec.Config{}, h, nil)
 	if d := Compare(empty, func(string) ([]byte, error) { return nil, errors.New("absent") }); len(d) != 0 {
 		t.Errorf("empty desired state drifts: %+v", d)
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // Layer is one declared VG and its place in the stacking graph.
@@ -27,7 +27,7 @@ type Layer struct {
 
 // lvPath splits a declared PV path that names an LV of a declared VG
 // ("/dev/vg/lv" or "/dev/mapper/vg-lv") into "vg/lv".
-func lvPath(cfg *schema.Config, path string) (string, bool) {
+func lvPath(cfg *spec.Config, path string) (string, bool) {
 	rest, ok := strings.CutPrefix(path, "/dev/")
 	if !ok {
 		return "", false
@@ -66,7 +66,7 @@ func DMName(vgLV string) string {
 // Order returns the declared VGs bottom-up: every VG after each declared VG
 // holding an LV it uses as a PV; VGs of the same depth by name. A cycle is
 // an error naming the VGs in it (the schema should already refuse one).
-func Order(cfg *schema.Config) ([]Layer, error) {
+func Order(cfg *spec.Config) ([]Layer, error) {
 	lowers := map[string][]string{}
 	for name, vg := range cfg.VolumeGroups {
 		for _, pv := range vg.PVs {
@@ -270,7 +270,7 @@ func missingPV(pv *probes.PV) bool {
 // label scan, lvm(8)), so waiting does not change what it finds, and a VG
 // that lost a PV is partial in LVM's own report (vg_attr 'p', a PV named
 // "[unknown]"), which blocks below.
-func Compute(cfg *schema.Config, h *probes.Host) (Plan, error) {
+func Compute(cfg *spec.Config, h *probes.Host) (Plan, error) {
 	layers, err := Order(cfg)
 	if err != nil {
 		return Plan{}, err
@@ -447,7 +447,7 @@ func lvNotReady(h *probes.Host, lv string, reasons map[string]string, status map
 // deviceWhy explains a missing disk PV: a declared bcache device that is
 // not registered, a device that is not there or has size 0 (presentDevice),
 // or one LVM itself marks missing.
-func deviceWhy(cfg *schema.Config, h *probes.Host, path string) string {
+func deviceWhy(cfg *spec.Config, h *probes.Host, path string) string {
 	name := strings.TrimPrefix(path, "/dev/")
 	if b, ok := cfg.Bcache[name]; ok {
 		return fmt.Sprintf("bcache device %s (backing %s) is not registered", name, b.Backing)

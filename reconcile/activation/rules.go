@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // Where keel's generated udev rules live (probes.UdevRulePaths, which every
@@ -45,7 +45,7 @@ type Resolver func(path string) string
 // guest LVs are never scanned. The bcache rule matches the kernel's change
 // uevent of each declared backing device by CACHED_UUID and writes its
 // tunables as plain decimals.
-func Rules(cfg *schema.Config, h *probes.Host, resolve Resolver) ([]RuleFile, error) {
+func Rules(cfg *spec.Config, h *probes.Host, resolve Resolver) ([]RuleFile, error) {
 	pv, err := pvScanRule(cfg, h)
 	if err != nil {
 		return nil, err
@@ -59,7 +59,7 @@ func DMUUID(vgUUID, lvUUID string) string {
 	return "LVM-" + strings.ReplaceAll(vgUUID, "-", "") + strings.ReplaceAll(lvUUID, "-", "")
 }
 
-func pvScanRule(cfg *schema.Config, h *probes.Host) (RuleFile, error) {
+func pvScanRule(cfg *spec.Config, h *probes.Host) (RuleFile, error) {
 	layers, err := Order(cfg)
 	if err != nil {
 		return RuleFile{}, err
@@ -91,7 +91,7 @@ func pvScanRule(cfg *schema.Config, h *probes.Host) (RuleFile, error) {
 // bcacheUUID finds the backing UUID of a declared bcache device: the
 // declared backing is a UUID itself, or a device path whose kernel name is
 // a registered backing device.
-func bcacheUUID(h *probes.Host, want schema.Bcache, resolve Resolver) string {
+func bcacheUUID(h *probes.Host, want spec.Bcache, resolve Resolver) string {
 	if _, ok := h.Bcache[want.Backing]; ok {
 		return want.Backing
 	}
@@ -112,7 +112,7 @@ func bcacheUUID(h *probes.Host, want schema.Bcache, resolve Resolver) string {
 // bcacheAttrs lists the udev assignments of one device's tunables, in a
 // fixed order. Cache-set thresholds go through the bcache/cache link to the
 // attached set.
-func bcacheAttrs(want schema.Bcache) []string {
+func bcacheAttrs(want spec.Bcache) []string {
 	var out []string
 	add := func(file string, v *int64) {
 		if v != nil {
@@ -131,7 +131,7 @@ func bcacheAttrs(want schema.Bcache) []string {
 	return out
 }
 
-func bcacheRule(cfg *schema.Config, h *probes.Host, resolve Resolver) RuleFile {
+func bcacheRule(cfg *spec.Config, h *probes.Host, resolve Resolver) RuleFile {
 	rf := RuleFile{Path: BcacheRule}
 	var b strings.Builder
 	b.WriteString(generatedLine + "\n")

@@ -35,6 +35,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // ConfigInvalidID is the finding raised while the newest desired state does
@@ -73,7 +74,7 @@ type Loop struct {
 	fileRoot string
 	// stateDir holds keel's own state (DefaultStateDir on a host).
 	stateDir    string
-	desired     *schema.Config
+	desired     *spec.Config
 	configError *plan.Finding
 	// files are the files of the desired state in force, loader validates.
 	files  []schema.File
@@ -161,7 +162,7 @@ func New(configs []string, w Wiring) *Loop {
 }
 
 // Desired returns the desired state in force (nil before the first valid load).
-func (l *Loop) Desired() *schema.Config { return l.desired }
+func (l *Loop) Desired() *spec.Config { return l.desired }
 
 // Load reads and validates the desired state. When it is invalid, or not
 // owned by root, the previous one stays in force and the error is returned
@@ -223,7 +224,7 @@ func (l *Loop) setInvalid(err error) {
 // InForce is the desired state in force with its files (Loop.InForce), to
 // be put back by Loop.Restore.
 type InForce struct {
-	desired *schema.Config
+	desired *spec.Config
 	files   []schema.File
 }
 
@@ -517,7 +518,7 @@ func (sysfsOnly) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
 func (l *Loop) planBcache(ctx context.Context) (*probes.Host, plan.Result) {
 	start := time.Now()
 	h, _ := l.SysfsProbe(ctx)
-	res := plan.Plan(&schema.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
+	res := plan.Plan(&spec.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
 	l.Log.Debug("bcache sysfs probe and plan", "took", Since(start), "actions", len(res.Actions))
 	return h, res
 }
@@ -553,7 +554,7 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repor
 	if h == nil {
 		_, res = l.planBcache(ctx)
 	} else {
-		res = plan.Plan(&schema.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
+		res = plan.Plan(&spec.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
 	}
 	var acts []plan.Action
 	for _, x := range res.Actions {
@@ -665,7 +666,7 @@ var bcacheRuleAction = "bcache.udev_rule:" + activation.BcacheRule
 // nothing else: then the sysfs-only fast path can serve the change before
 // the full pass, because every action the change can add or alter is a
 // bcache tunable. Two nil states, or equal ones, are not a bcache change.
-func BcacheOnly(prev, next *schema.Config) bool {
+func BcacheOnly(prev, next *spec.Config) bool {
 	if prev == nil || next == nil || reflect.DeepEqual(prev.Bcache, next.Bcache) {
 		return false
 	}

@@ -17,31 +17,32 @@ import (
 	"github.com/keel-storage/keel/reconcile/converge/convergetest"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 func TestBcacheOnly(t *testing.T) {
 	i := func(v int64) *int64 { return &v }
 	yes := true
-	base := func() *schema.Config {
-		return &schema.Config{
-			LVM:          &schema.LVM{ScanLVs: &yes},
-			VolumeGroups: map[string]schema.VolumeGroup{"vg": {PVs: []string{"/dev/sdb"}}},
-			Bcache:       map[string]schema.Bcache{"b0": {Backing: "u1", WritebackPercent: i(40)}},
+	base := func() *spec.Config {
+		return &spec.Config{
+			LVM:          &spec.LVM{ScanLVs: &yes},
+			VolumeGroups: map[string]spec.VolumeGroup{"vg": {PVs: []string{"/dev/sdb"}}},
+			Bcache:       map[string]spec.Bcache{"b0": {Backing: "u1", WritebackPercent: i(40)}},
 		}
 	}
 	wb30 := base()
-	wb30.Bcache = map[string]schema.Bcache{"b0": {Backing: "u1", WritebackPercent: i(30)}}
+	wb30.Bcache = map[string]spec.Bcache{"b0": {Backing: "u1", WritebackPercent: i(30)}}
 	added := base()
-	added.Bcache["b1"] = schema.Bcache{Backing: "u2"}
+	added.Bcache["b1"] = spec.Bcache{Backing: "u2"}
 	both := base()
 	both.Bcache = wb30.Bcache
-	both.VolumeGroups = map[string]schema.VolumeGroup{"vg": {PVs: []string{"/dev/sdc"}}}
+	both.VolumeGroups = map[string]spec.VolumeGroup{"vg": {PVs: []string{"/dev/sdc"}}}
 	alerts := base()
 	alerts.Bcache = wb30.Bcache
 	alerts.Alerts.Textfile = "/x.prom"
 	for _, c := range []struct {
 		name       string
-		prev, next *schema.Config
+		prev, next *spec.Config
 		want       bool
 	}{
 		{"tunable changed", base(), wb30, true},

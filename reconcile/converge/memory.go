@@ -8,7 +8,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // absentNames are the absent entries ("vg/lv") of the desired state in force.
@@ -29,7 +29,7 @@ func (l *Loop) records(seeing bool) (*state.State, error) {
 // only when there is one). With no absent name the file is not touched. A
 // state that cannot be read holds every removal (Memory.Held).
 func (l *Loop) loadMemory(dryRun bool) plan.Memory {
-	today := schema.WaiverDay(time.Now())
+	today := spec.WaiverDay(time.Now())
 	if len(l.absentNames()) == 0 {
 		return plan.Memory{Today: today}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/lvm/vdo"
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // benchBase is the capture the synthetic hosts are grown from: a split VDO
@@ -32,7 +32,7 @@ var lvmUUID = regexp.MustCompile(`[A-Za-z0-9]{6}(-[A-Za-z0-9]{4}){5}-[A-Za-z0-9]
 // with it.
 type synthHost struct {
 	snap    *probes.Snapshot
-	desired *schema.Config
+	desired *spec.Config
 	lvs     int
 }
 
@@ -239,20 +239,20 @@ func makeSynthHost(tb testing.TB, lvs int) synthHost {
 // synthDesired declares every replicated pool with the article's settings
 // and every bcache device with the article's tunables, as keel would after
 // loading (defaults filled in).
-func synthDesired(h *probes.Host, pool *probes.VDOPool, bc *probes.Bcache) *schema.Config {
-	c := &schema.Config{VolumeGroups: map[string]schema.VolumeGroup{}, Bcache: map[string]schema.Bcache{},
-		Removal: schema.Removal{Mode: "zeroout", Step: "32M"}}
+func synthDesired(h *probes.Host, pool *probes.VDOPool, bc *probes.Bcache) *spec.Config {
+	c := &spec.Config{VolumeGroups: map[string]spec.VolumeGroup{}, Bcache: map[string]spec.Bcache{},
+		Removal: spec.Removal{Mode: "zeroout", Step: "32M"}}
 	lv := strings.TrimPrefix(pool.VDOLVs[0], pool.VG+"/")
 	for i := 0; i < benchVDOPools; i++ {
 		vg := pool.VG
 		if i > 0 {
 			vg = fmt.Sprintf("%s%02d", pool.VG, i)
 		}
-		c.VolumeGroups[vg] = schema.VolumeGroup{PVs: h.VGs[pool.VG].PVs, VDOPools: map[string]schema.VDOPool{
+		c.VolumeGroups[vg] = spec.VolumeGroup{PVs: h.VGs[pool.VG].PVs, VDOPools: map[string]spec.VDOPool{
 			pool.Name: {LV: lv, Size: units.NewSize("13G"), VirtualSize: units.NewSize("30G"), Overcommit: true,
 				SlabSize: units.NewSize("2G"), IndexMemory: units.NewSize("256M"), Compression: true, Deduplication: true,
 				MaxDiscard: units.NewSize("16M"), BlockMapCache: units.NewSize("128M"),
-				Threads:          schema.Threads{Threads: vdo.ReferenceThreads},
+				Threads:          spec.Threads{Threads: vdo.ReferenceThreads},
 				UsedPercentAlert: 90},
 		}}
 	}
@@ -262,7 +262,7 @@ func synthDesired(h *probes.Host, pool *probes.VDOPool, bc *probes.Bcache) *sche
 		if i > 0 {
 			uuid = fmt.Sprintf("%s%04d", bc.UUID[:len(bc.UUID)-4], i)
 		}
-		c.Bcache[fmt.Sprintf("b%d", i)] = schema.Bcache{Backing: uuid, CacheMode: "writeback",
+		c.Bcache[fmt.Sprintf("b%d", i)] = spec.Bcache{Backing: uuid, CacheMode: "writeback",
 			SequentialCutoff: v(0), WritebackPercent: v(40), WritebackRateMinimum: v(20480)}
 	}
 	return c

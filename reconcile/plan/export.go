@@ -11,7 +11,7 @@ import (
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/lvm/vdo"
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // Exported is a desired state written from a host as it is (keel export):
@@ -125,8 +125,8 @@ func (x *exporter) writeLVM(out []string) {
 // filterFor returns the declared filter whose generated entries are got
 // exactly, if there is one: leading rejects, then accepts followed by a
 // final r|.*|.
-func filterFor(got []string, entries []lvmregex.Entry) (schema.GlobalFilter, bool) {
-	var gf schema.GlobalFilter
+func filterFor(got []string, entries []lvmregex.Entry) (spec.GlobalFilter, bool) {
+	var gf spec.GlobalFilter
 	i := 0
 	for ; i < len(entries) && !entries[i].Accept; i++ {
 		gf.Reject = append(gf.Reject, entries[i].Regex)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // The planner's tests export these to report_golden_test.go (package
@@ -40,7 +40,7 @@ func Golden(t *testing.T, name string, write func(w io.Writer) error) { golden(t
 func ReplayHost(t testing.TB, name string) *probes.Host { return replayHost(t, name) }
 
 // LoadDesired loads testdata/desired/name.cue for h.
-func LoadDesired(t testing.TB, name string, h *probes.Host) *schema.Config {
+func LoadDesired(t testing.TB, name string, h *probes.Host) *spec.Config {
 	return loadDesired(t, name, h)
 }
 

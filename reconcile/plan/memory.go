@@ -5,7 +5,7 @@ import (
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile/state"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // Memory is what keel remembers of the host across processes (package
@@ -30,7 +30,7 @@ type Memory struct {
 // name is judged against them (state.Judge) before a removal is planned, and
 // one that is not the LV the absent entry meant raises lv.absent_reappeared
 // instead.
-func PlanWith(desired *schema.Config, host *probes.Host, mem Memory) Result {
+func PlanWith(desired *spec.Config, host *probes.Host, mem Memory) Result {
 	return plan(desired, host, mem)
 }
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // Result is what the planner concludes about one host: the findings, the
@@ -31,11 +31,11 @@ type Result struct {
 // file and no clock, and takes every host fact (CPU count, memory, extents)
 // from the observed model. A nil desired state plans nothing; use Audit to
 // judge a host without one.
-func Plan(desired *schema.Config, host *probes.Host) Result {
+func Plan(desired *spec.Config, host *probes.Host) Result {
 	return plan(desired, host, Memory{})
 }
 
-func plan(desired *schema.Config, host *probes.Host, mem Memory) Result {
+func plan(desired *spec.Config, host *probes.Host, mem Memory) Result {
 	if desired == nil || host == nil {
 		return Result{}
 	}
@@ -87,7 +87,7 @@ func Audit(host *probes.Host) Result {
 
 // planner accumulates one pass. Its methods only read d and h.
 type planner struct {
-	d     *schema.Config
+	d     *spec.Config
 	h     *probes.Host
 	mem   Memory
 	audit bool

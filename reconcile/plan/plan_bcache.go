@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // bcache defaults the kernel restores at every registration.
@@ -54,7 +54,7 @@ type tunableCheck struct {
 }
 
 // planBcache judges one declared bcache backing device.
-func (p *planner) planBcache(name string, want schema.Bcache) {
+func (p *planner) planBcache(name string, want spec.Bcache) {
 	b := p.findBcache(want.Backing)
 	if b == nil {
 		p.add(Finding{ID: "bcache.missing", Object: "bcache:" + name,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm/lvmregex"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // TestAuditGlobalFilter replays captures of e2e/lvmfilter: a VG on an LV,
@@ -61,7 +62,7 @@ func TestFilterConverged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Plan(&schema.Config{LVM: cfg.LVM, Removal: cfg.Removal, Proxmox: cfg.Proxmox}, h)
+	r := Plan(&spec.Config{LVM: cfg.LVM, Removal: cfg.Removal, Proxmox: cfg.Proxmox}, h)
 	for _, a := range r.Actions {
 		if a.Kind == KindLVMConf {
 			t.Errorf("lvm.conf action on a host holding keel's own filter: %+v", a.LVMConf)

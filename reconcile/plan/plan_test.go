@@ -14,6 +14,7 @@ import (
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // snapshotDir holds the node snapshots captured in the qemu test guest by
@@ -53,7 +54,7 @@ func replayHost(t testing.TB, name string) *probes.Host {
 // loadDesired loads testdata/desired/<name>.cue. The bcache desired states
 // are templates (<name>.cue.in) filled in with the UUIDs of h's bcache
 // device and cache set, which change with every capture.
-func loadDesired(t testing.TB, name string, h *probes.Host) *schema.Config {
+func loadDesired(t testing.TB, name string, h *probes.Host) *spec.Config {
 	t.Helper()
 	path := filepath.Join("testdata", "desired", name+".cue")
 	if _, err := os.Stat(path + ".in"); err == nil {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // Audit thresholds for thin pools: the schema's defaults, and the chunk
@@ -18,7 +18,7 @@ const (
 )
 
 // planThin judges one declared thin pool.
-func (p *planner) planThin(vgName, name string, want schema.ThinPool, phase int) {
+func (p *planner) planThin(vgName, name string, want spec.ThinPool, phase int) {
 	object := vgName + "/" + name
 	tp := p.h.ThinPools[object]
 	wantChunk := want.ChunkSize.Bytes
@@ -87,7 +87,7 @@ func (p *planner) planThin(vgName, name string, want schema.ThinPool, phase int)
 //     zeroes: keel removes it and creates the pool again;
 //   - any other LV: someone else's, which keel never touches (an lvcreate
 //     would only fail with "already exists", pass after pass).
-func (p *planner) planMissingThin(vgName, name string, want schema.ThinPool, phase int) {
+func (p *planner) planMissingThin(vgName, name string, want spec.ThinPool, phase int) {
 	object := vgName + "/" + name
 	create := want.Create && want.Size.IsSet()
 	f := Finding{ID: "thin.missing", Object: object,
@@ -163,7 +163,7 @@ func (p *planner) finishThinCreate(object string, lv *probes.LV, phase int) {
 // size with an explicit unit (a bare number is MiB to -L and
 // --poolmetadatasize but KiB to --chunksize), tagged CreateTag until the
 // pool is whole.
-func thinCreateArgs(vgName, name string, want schema.ThinPool) []string {
+func thinCreateArgs(vgName, name string, want spec.ThinPool) []string {
 	args := []string{"lvcreate", "-y", "--type", "thin-pool", "-L", want.Size.LVMArg(), "--chunksize", want.ChunkSize.LVMArg()}
 	if want.Zero != nil {
 		args = append(args, "-Z", yn(*want.Zero))

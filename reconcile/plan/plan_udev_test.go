@@ -10,6 +10,7 @@ import (
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // withRules sets what the probe read of keel's two udev rules files: the
@@ -20,7 +21,7 @@ func withRules(h *probes.Host, pv, bc *probes.KeelFile) {
 }
 
 // editedDesired loads the desired state in path as edit rewrites it.
-func editedDesired(t *testing.T, path string, edit func(string) string) *schema.Config {
+func editedDesired(t *testing.T, path string, edit func(string) string) *spec.Config {
 	t.Helper()
 	src, err := os.ReadFile(path)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/lvm/vdo"
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // Audit defaults, from the reference material.
@@ -134,7 +134,7 @@ func threadsText(t vdo.Threads) string {
 
 // desiredVDO converts a declared pool into vdo.Pool, with the thread layout
 // resolved for this host.
-func (p *planner) desiredVDO(vgName, poolName string, want schema.VDOPool, slabs uint64) (vdo.Pool, error) {
+func (p *planner) desiredVDO(vgName, poolName string, want spec.VDOPool, slabs uint64) (vdo.Pool, error) {
 	d := vdo.Pool{VG: vgName, Pool: poolName, LV: want.LV,
 		PhysicalBytes: want.Size.Bytes, VirtualBytes: want.VirtualSize.Bytes,
 		SlabBytes: want.SlabSize.Bytes, IndexMemoryMiB: want.IndexMemory.Bytes >> 20,
@@ -168,7 +168,7 @@ func (p *planner) desiredVDO(vgName, poolName string, want schema.VDOPool, slabs
 }
 
 // planVDO judges one declared VDO pool.
-func (p *planner) planVDO(vgName, poolName string, vgWant schema.VolumeGroup, want schema.VDOPool, phase int) {
+func (p *planner) planVDO(vgName, poolName string, vgWant spec.VolumeGroup, want spec.VDOPool, phase int) {
 	object := vgName + "/" + poolName
 	pool := p.h.VDOPools[object]
 	if pool == nil {
@@ -210,7 +210,7 @@ func (p *planner) planVDO(vgName, poolName string, vgWant schema.VolumeGroup, wa
 	}
 }
 
-func (p *planner) planMissingVDO(vgName, poolName string, vgWant schema.VolumeGroup, want schema.VDOPool, phase int) {
+func (p *planner) planMissingVDO(vgName, poolName string, vgWant spec.VolumeGroup, want spec.VDOPool, phase int) {
 	object := vgName + "/" + poolName
 	f := Finding{ID: "vdo.missing", Object: object,
 		Message:  fmt.Sprintf("VDO pool %s (VDO LV %s) does not exist", object, want.LV),
@@ -362,7 +362,7 @@ func hasTag(lv *probes.LV, tag string) bool {
 
 // splitCreate lays a split pool out head/middle/tail and converts it; the
 // head carries CreateTag.
-func (p *planner) splitCreate(vgName, poolName string, vgWant schema.VolumeGroup, want schema.VDOPool, d vdo.Pool) ([]createStep, error) {
+func (p *planner) splitCreate(vgName, poolName string, vgWant spec.VolumeGroup, want spec.VDOPool, d vdo.Pool) ([]createStep, error) {
 	extent := uint64(defaultExtentBytes)
 	if vg := p.h.VGs[vgName]; vg != nil && vg.ExtentSize > 0 {
 		extent = vg.ExtentSize

@@ -8,7 +8,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/reconcile/activation"
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // defaultExtentBytes is LVM's default physical extent size, used to plan a
@@ -26,7 +26,7 @@ const defaultExtentBytes = 4 << 20
 // while scan_lvs is 0 is not that: LVM skips PVs on LVs by configuration
 // (an lvm.conf a package upgrade reset), its LVs may well run, and
 // lvm.scan_lvs says why; it stays vg.missing.
-func (p *planner) unreadableVG(name string, want schema.VolumeGroup) bool {
+func (p *planner) unreadableVG(name string, want spec.VolumeGroup) bool {
 	if scan, known := p.lvmBool("devices/scan_lvs"); !known || !scan {
 		for _, path := range want.PVs {
 			if _, onLV := p.isLVPath(path); onLV {
@@ -121,7 +121,7 @@ func (p *planner) devicesUnder(running []string) []string {
 }
 
 // planVG judges one declared VG, then its pools and absent LVs.
-func (p *planner) planVG(name string, want schema.VolumeGroup) {
+func (p *planner) planVG(name string, want spec.VolumeGroup) {
 	vg := p.h.VGs[name]
 	phase := 0
 	for _, path := range want.PVs {
@@ -171,7 +171,7 @@ func createRemedy(create bool, what string) string {
 }
 
 // checkVGHealth reports a partial VG and declared pools that are inactive.
-func (p *planner) checkVGHealth(name string, want schema.VolumeGroup) {
+func (p *planner) checkVGHealth(name string, want spec.VolumeGroup) {
 	vg := p.h.VGs[name]
 	if vg.Partial() {
 		var missing []string

@@ -3,7 +3,7 @@ package plan
 import (
 	"fmt"
 
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // Waived marks a finding the desired state accepts on purpose (a waiver):
@@ -37,7 +37,7 @@ func (p *planner) waive() {
 	if p.d == nil || len(p.d.Waivers) == 0 {
 		return
 	}
-	inForce := map[string]schema.Waiver{}
+	inForce := map[string]spec.Waiver{}
 	for _, w := range p.d.Waivers {
 		key := w.ID + "@" + w.Object
 		switch _, known := Lookup(w.ID); {

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 func TestWaivers(t *testing.T) {
@@ -19,24 +19,24 @@ func TestWaivers(t *testing.T) {
 	if sev[threads] != Warning || sev[discard] != Warning || len(settingsActions(base)) == 0 {
 		t.Fatalf("the snapshot no longer raises both warnings with an action: %+v", base.Findings)
 	}
-	w := func(id, expires string) schema.Waiver {
-		return schema.Waiver{ID: id, Object: "vdodef/vdopool", Reason: "OPS-1", Expires: expires}
+	w := func(id, expires string) spec.Waiver {
+		return spec.Waiver{ID: id, Object: "vdodef/vdopool", Reason: "OPS-1", Expires: expires}
 	}
 	for _, tc := range []struct {
 		name    string
-		waivers []schema.Waiver
+		waivers []spec.Waiver
 		today   string
 		waived  []string // keys waived (info, Waived set)
 		extra   []string // keys of waiver findings
 		actions bool     // the vdosettings action is still planned
 	}{
-		{"one of two: the action stays for the other", []schema.Waiver{w("vdo.threads", "2026-12-31")}, "2026-12-01", []string{threads}, nil, true},
-		{"both: no action", []schema.Waiver{w("vdo.threads", "2026-12-31"), w("vdo.max_discard", "2026-12-31")}, "2026-12-01", []string{threads, discard}, nil, false},
-		{"holds through its last day", []schema.Waiver{w("vdo.threads", "2026-12-01"), w("vdo.max_discard", "2026-12-01")}, "2026-12-01", []string{threads, discard}, nil, false},
-		{"expired the day after", []schema.Waiver{w("vdo.threads", "2026-11-30")}, "2026-12-01", nil, []string{"waiver.expired@" + threads}, true},
-		{"no date from the caller: in force", []schema.Waiver{w("vdo.threads", "2000-01-01")}, "", []string{threads}, nil, true},
-		{"unknown ID", []schema.Waiver{w("vdo.thread", "2026-12-31")}, "2026-12-01", nil, []string{"waiver.unknown@vdo.thread@vdodef/vdopool"}, true},
-		{"another object", []schema.Waiver{{ID: "vdo.threads", Object: "vdodef/other", Reason: "x", Expires: "2026-12-31"}}, "2026-12-01", nil, nil, true},
+		{"one of two: the action stays for the other", []spec.Waiver{w("vdo.threads", "2026-12-31")}, "2026-12-01", []string{threads}, nil, true},
+		{"both: no action", []spec.Waiver{w("vdo.threads", "2026-12-31"), w("vdo.max_discard", "2026-12-31")}, "2026-12-01", []string{threads, discard}, nil, false},
+		{"holds through its last day", []spec.Waiver{w("vdo.threads", "2026-12-01"), w("vdo.max_discard", "2026-12-01")}, "2026-12-01", []string{threads, discard}, nil, false},
+		{"expired the day after", []spec.Waiver{w("vdo.threads", "2026-11-30")}, "2026-12-01", nil, []string{"waiver.expired@" + threads}, true},
+		{"no date from the caller: in force", []spec.Waiver{w("vdo.threads", "2000-01-01")}, "", []string{threads}, nil, true},
+		{"unknown ID", []spec.Waiver{w("vdo.thread", "2026-12-31")}, "2026-12-01", nil, []string{"waiver.unknown@vdo.thread@vdodef/vdopool"}, true},
+		{"another object", []spec.Waiver{{ID: "vdo.threads", Object: "vdodef/other", Reason: "x", Expires: "2026-12-31"}}, "2026-12-01", nil, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dd := d

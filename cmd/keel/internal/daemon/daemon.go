@@ -28,6 +28,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // Daemon is keel run: it keeps the host converged, passing whenever the
@@ -741,7 +742,7 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 	}
 	ts := d.tracker.Update(findings)
 	alerts.Log(d.Log, ts)
-	var desiredAlerts schema.Alerts
+	var desiredAlerts spec.Alerts
 	if cfg := d.Loop.Desired(); cfg != nil {
 		desiredAlerts = cfg.Alerts
 	}
@@ -805,7 +806,7 @@ func (d *Daemon) audit() bool {
 		return true
 	}
 	cfg := d.Loop.Desired()
-	return cfg != nil && cfg.Agent.Mode == schema.AgentAudit
+	return cfg != nil && cfg.Agent.Mode == spec.AgentAudit
 }
 
 // textfile is where the metrics go: --textfile, else alerts.textfile of the

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/keel-storage/keel/reconcile/atomicfile"
+	"github.com/keel-storage/keel/schema/spec"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,8 +56,8 @@ type Cache struct {
 // six counts); the package's tests hold every desired state in the
 // repository to that.
 type entry struct {
-	Format string         `json:"format"`
-	Config *schema.Config `json:"config"`
+	Format string       `json:"format"`
+	Config *spec.Config `json:"config"`
 }
 
 // FromEnv returns the cache that KEEL_CACHE_DIR selects (DefaultDir when
@@ -136,7 +137,7 @@ func (c *Cache) path(files []schema.File) string {
 // Get returns the stored desired state for files, or false. An entry is used
 // only when it is a regular file of this process's user that nobody else
 // may write.
-func (c *Cache) Get(files []schema.File) (*schema.Config, bool) {
+func (c *Cache) Get(files []schema.File) (*spec.Config, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -153,7 +154,7 @@ func (c *Cache) Get(files []schema.File) (*schema.Config, bool) {
 
 // Put stores cfg, the validated desired state of files, and removes every
 // other entry (a host has one desired state; old ones are dead weight).
-func (c *Cache) Put(files []schema.File, cfg *schema.Config) error {
+func (c *Cache) Put(files []schema.File, cfg *spec.Config) error {
 	if c == nil {
 		return nil
 	}
@@ -216,7 +217,7 @@ func Replace(dir, name, suffix string, data []byte) error {
 // binary before, or validates them with l and stores the result. Errors are
 // those of schema.ReadFiles and Loader.LoadFiles; a cache that cannot be
 // written is not one.
-func (c *Cache) Load(l *schema.Loader, paths ...string) (*schema.Config, error) {
+func (c *Cache) Load(l *schema.Loader, paths ...string) (*spec.Config, error) {
 	files, err := schema.ReadFiles(paths...)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // desiredFiles are every desired state in the repository: the examples and
@@ -108,7 +109,7 @@ func TestCachedPlansAsFresh(t *testing.T) {
 func TestKeyCoversContentNameAndBuild(t *testing.T) {
 	dir := t.TempDir()
 	files := []schema.File{{Name: "/etc/keel/a.cue", Data: []byte("lvm: scanLVs: true\n")}}
-	cfg := &schema.Config{LVM: &schema.LVM{}}
+	cfg := &spec.Config{LVM: &spec.LVM{}}
 	c := New(dir, "build-1")
 	if err := c.Put(files, cfg); err != nil {
 		t.Fatal(err)
@@ -135,7 +136,7 @@ func TestUntrustedOrBrokenEntriesAreMisses(t *testing.T) {
 	dir := t.TempDir()
 	files := []schema.File{{Name: "x.cue", Data: []byte("{}")}}
 	c := New(dir, "b")
-	if err := c.Put(files, &schema.Config{}); err != nil {
+	if err := c.Put(files, &spec.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	p := c.path(files)
@@ -158,7 +159,7 @@ func TestUntrustedOrBrokenEntriesAreMisses(t *testing.T) {
 	if _, ok := nilCache.Get(files); ok {
 		t.Error("a nil cache hit")
 	}
-	if err := nilCache.Put(files, &schema.Config{}); err != nil {
+	if err := nilCache.Put(files, &spec.Config{}); err != nil {
 		t.Error(err)
 	}
 }
@@ -167,14 +168,14 @@ func TestPutKeepsOnlyTheNewestEntry(t *testing.T) {
 	dir := t.TempDir()
 	c := New(dir, "b")
 	for _, s := range []string{"a", "b", "c"} {
-		if err := c.Put([]schema.File{{Name: s}}, &schema.Config{}); err != nil {
+		if err := c.Put([]schema.File{{Name: s}}, &spec.Config{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "README"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Put([]schema.File{{Name: "d"}}, &schema.Config{}); err != nil {
+	if err := c.Put([]schema.File{{Name: "d"}}, &spec.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	ents, _ := os.ReadDir(dir)

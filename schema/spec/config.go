@@ -1,7 +1,7 @@
-// Package schema holds keel's desired-state schema (CUE, embedded in the
-// binary), the loader that validates /etc/keel/*.cue against it, the checks
-// that CUE cannot express, and the Go form of a validated desired state.
-package schema
+// Package spec is the Go form of a validated desired state: what the
+// planner reads. It has no I/O: the schema package loads, validates and
+// decodes /etc/keel/*.cue into it.
+package spec
 
 import (
 	"encoding/json"
@@ -216,3 +216,8 @@ type Alerts struct {
 	Textfile string   `json:"textfile,omitempty"`
 	Exec     []string `json:"exec,omitempty"`
 }
+
+// CutoffErr says why the sequentialCutoff size string did not decode to a
+// byte count (nil when it did); the schema's checks report it with the
+// field's place.
+func (b Bcache) CutoffErr() error { return b.cutoffErr }
