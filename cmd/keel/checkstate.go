@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/reconcile/plan"
-	"github.com/keel-storage/keel/reconcile/state"
+	"github.com/keel-storage/keel/reconcile/state/statefile"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -17,7 +17,7 @@ func checkMemory(node string) plan.Memory {
 	if node != "" {
 		return plan.Memory{Today: today}
 	}
-	st, err := state.Store{}.Load()
+	st, err := statefile.Store{}.Load()
 	if err != nil {
 		return plan.Memory{Held: err.Error(), Today: today}
 	}

@@ -33,7 +33,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/plan"
-	"github.com/keel-storage/keel/reconcile/state"
+	"github.com/keel-storage/keel/reconcile/state/statefile"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/spec"
 )
@@ -65,7 +65,7 @@ type Loop struct {
 	WipeFinished func(t wipe.Target, pass wipe.Mode, p *wipe.Progress, err error)
 	// State is keel's persisted memory (reconcile/state): the LVs bound to
 	// absent names, when keel first saw each name.
-	State state.Store
+	State statefile.Store
 
 	// runner runs the safe removal's commands, behind the executor's argv
 	// allowlist like every other mutating command.
@@ -125,7 +125,7 @@ func New(configs []string, w Wiring) *Loop {
 		w.StatePath = filepath.Join(w.StateDir, "state.json")
 	}
 	l := &Loop{Configs: configs, Source: w.Source, Log: w.Log, runner: executor.Allowlisted{Runner: w.Runner},
-		stateDir: w.StateDir, State: state.Store{Path: w.StatePath}}
+		stateDir: w.StateDir, State: statefile.Store{Path: w.StatePath}}
 	ex := executor.New(w.Runner, w.Options)
 	ex.Log = w.Log.Named("executor")
 	ex.Records = actionRecords{store: l.State}

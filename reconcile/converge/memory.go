@@ -8,6 +8,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
+	"github.com/keel-storage/keel/reconcile/state/statefile"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -60,7 +61,7 @@ func (l *Loop) wipeMemory(req *wipe.Request, act bool) {
 // actionRecords keeps the executor's records (stuck actions, destructive
 // actions begun, finished or failed) in keel's state file, beside the
 // identities of absent names, under the same lock.
-type actionRecords struct{ store state.Store }
+type actionRecords struct{ store statefile.Store }
 
 func (r actionRecords) Load() (map[string]state.Action, error) {
 	st, err := r.store.Load()

@@ -12,6 +12,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
+	"github.com/keel-storage/keel/reconcile/state/statefile"
 )
 
 // The agent loads keel's state before it plans, records first sights only
@@ -55,7 +56,7 @@ func TestPassUsesState(t *testing.T) {
 		if _, err := newAgent(t, p).Pass(context.Background(), executor.Mode{}); err != nil {
 			t.Fatal(err)
 		}
-		st, err := state.Store{Path: p}.Load()
+		st, err := statefile.Store{Path: p}.Load()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func TestPassUsesState(t *testing.T) {
 		st := state.New()
 		st.Bind(object, state.LV{UUID: "5lW7H0-HqYX-BTd1-cB84-I0i9-4fY9-fr62pX"}, time.Now().Add(-time.Hour))
 		st.Removed(object, "5lW7H0-HqYX-BTd1-cB84-I0i9-4fY9-fr62pX", time.Now().Add(-time.Hour))
-		if err := (state.Store{Path: p}).Save(st); err != nil {
+		if err := (statefile.Store{Path: p}).Save(st); err != nil {
 			t.Fatal(err)
 		}
 		res, err := newAgent(t, p).Pass(context.Background(), executor.Mode{})
@@ -118,14 +119,14 @@ func TestPassSettlesFinishedRemovals(t *testing.T) {
 		st := &state.State{Absent: map[string]state.Absent{}, Actions: map[string]state.Action{}}
 		st.Bind("vmdata/vm-105-disk-0", state.LV{UUID: goneUUID}, time.Now().Add(-time.Hour))
 		st.Bind("vmdata/vm-101-disk-0", state.LV{UUID: present.UUID}, time.Now().Add(-time.Hour))
-		if err := (state.Store{Path: p}).Save(st); err != nil {
+		if err := (statefile.Store{Path: p}).Save(st); err != nil {
 			t.Fatal(err)
 		}
 		a := replayLoop(t, snap, cue, p)
 		if _, err := a.Pass(context.Background(), executor.Mode{DryRun: dry}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := state.Store{Path: p}.Load()
+		got, err := statefile.Store{Path: p}.Load()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,9 @@ import (
 	"time"
 )
 
+// t0 is a fixed instant the records are stamped with.
+var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
 func TestParseLVTime(t *testing.T) {
 	for in, want := range map[string]time.Time{
 		// as lvm fullreport prints it with the default report/time_format

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/reconcile/state"
+	"github.com/keel-storage/keel/reconcile/state/statefile"
 )
 
 // identity refuses, under the daemon's rule (RequireAbsent), an LV that is
@@ -38,7 +39,7 @@ func (r Request) judge(name string, lv LVInfo) error {
 // soon as its lvremove succeeded. So after a crash the next run finishes
 // exactly these LVs, and an LV that later appears under one of the names
 // is never taken for them. now is the clock (time.Now outside tests).
-func RemoveRecorded(ctx context.Context, rm *Remover, store state.Store, targets []Target, now func() time.Time) error {
+func RemoveRecorded(ctx context.Context, rm *Remover, store statefile.Store, targets []Target, now func() time.Time) error {
 	if _, err := store.Update(func(st *state.State) error {
 		for _, t := range targets {
 			st.Bind(t.Name(), state.LV{UUID: t.UUID, Created: t.Created}, now())

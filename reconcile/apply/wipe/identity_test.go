@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/reconcile/state"
+	"github.com/keel-storage/keel/reconcile/state/statefile"
 )
 
 // The identity gate on the recorded host (node-setup.txtar, captured in the
@@ -83,7 +84,7 @@ func TestPlanResumeChecksIdentity(t *testing.T) {
 // RemoveRecorded saves the binding before the first command and marks each
 // LV removed after its lvremove; a failure leaves the binding unfinished.
 func TestRemoveRecorded(t *testing.T) {
-	store := state.Store{Path: filepath.Join(t.TempDir(), "state.json")}
+	store := statefile.Store{Path: filepath.Join(t.TempDir(), "state.json")}
 	now := func() time.Time { return time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC) }
 	dev := newFileDevice(t, 2<<20, true)
 	ex := &checkingExec{fakeExec: fakeExec{fail: map[string]error{}}}
@@ -117,8 +118,8 @@ func TestRemoveRecorded(t *testing.T) {
 		t.Errorf("vms/b: %+v, want ub bound and unfinished", b)
 	}
 	// A state keel cannot write: nothing runs.
-	bad := state.Store{Path: filepath.Join(t.TempDir(), "f", "state.json")}
-	if err := (state.Store{Path: filepath.Dir(bad.Path)}).Save(state.New()); err != nil {
+	bad := statefile.Store{Path: filepath.Join(t.TempDir(), "f", "state.json")}
+	if err := (statefile.Store{Path: filepath.Dir(bad.Path)}).Save(state.New()); err != nil {
 		t.Fatal(err) // a file where the state's directory should be
 	}
 	ex2 := &fakeExec{}

@@ -1,7 +1,8 @@
-package state
+package statefile
 
 import (
 	"errors"
+	"github.com/keel-storage/keel/reconcile/state"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,7 @@ func TestLoadMissingIsEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Version != Version || len(st.Absent) != 0 || len(st.Actions) != 0 {
+	if st.Version != state.Version || len(st.Absent) != 0 || len(st.Actions) != 0 {
 		t.Fatalf("missing file: got %+v, want an empty state", st)
 	}
 }
@@ -28,11 +29,11 @@ func TestLoadMissingIsEmpty(t *testing.T) {
 func TestSaveLoadRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "keel", "state.json")
-	st := New()
+	st := state.New()
 	st.See([]string{"vms/vm-101-disk-0"}, t0)
-	st.Bind("vms/vm-101-disk-0", LV{UUID: "u1", Created: t0.Add(-time.Hour)}, t0.Add(time.Minute))
+	st.Bind("vms/vm-101-disk-0", state.LV{UUID: "u1", Created: t0.Add(-time.Hour)}, t0.Add(time.Minute))
 	st.Removed("vms/vm-101-disk-0", "u1", t0.Add(2*time.Minute))
-	st.Actions["lv.absent:vms/vm-101-disk-0"] = Action{Ran: t0, Stuck: &Stuck{Fingerprint: "f", Reason: "r", Since: t0}}
+	st.Actions["lv.absent:vms/vm-101-disk-0"] = state.Action{Ran: t0, Stuck: &state.Stuck{Fingerprint: "f", Reason: "r", Since: t0}}
 	if err := (Store{Path: p}).Save(st); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestLoadRefusesNewerVersion(t *testing.T) {
 		t.Fatalf("newer version: %v, want ErrNewer naming %s and version 2", err, p)
 	}
 	// Update must not overwrite it either.
-	if _, err := (Store{Path: p}).Update(func(*State) error { return nil }); !errors.Is(err, ErrNewer) {
+	if _, err := (Store{Path: p}).Update(func(*state.State) error { return nil }); !errors.Is(err, ErrNewer) {
 		t.Fatalf("update over a newer file: %v, want ErrNewer", err)
 	}
 	if b, _ := os.ReadFile(p); !strings.Contains(string(b), `"version": 2`) {
@@ -106,7 +107,7 @@ func TestUpdateSerialises(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			_, err := Store{Path: p}.Update(func(st *State) error {
+			_, err := Store{Path: p}.Update(func(st *state.State) error {
 				st.See([]string{"vg/lv" + string(rune('a'+i))}, t0)
 				return nil
 			})
@@ -128,7 +129,7 @@ func TestUpdateSerialises(t *testing.T) {
 func TestUpdateErrorWritesNothing(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "state.json")
 	boom := errors.New("boom")
-	if _, err := (Store{Path: p}).Update(func(st *State) error {
+	if _, err := (Store{Path: p}).Update(func(st *state.State) error {
 		st.See([]string{"vg/a"}, t0)
 		return boom
 	}); !errors.Is(err, boom) {
