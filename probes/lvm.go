@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/keel-storage/keel/lvm"
 )
 
 // fullReportCmd is the one LVM report of a probe pass. It names the LV and
@@ -247,7 +249,7 @@ func (p *reportParser) lvs(f *fieldReader, rows []Fields, vgName string) {
 		name := stripBrackets(lvName)
 		p.arr = append(p.arr, LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: v.get(lvfUUID), Attr: v.get(lvfAttr),
 			Hidden: strings.HasPrefix(lvName, "["), Origin: stripBrackets(v.get(lvfOrigin)),
-			Role: v.get(lvfRole), Layout: v.get(lvfLayout), Fields: r, DMName: dmName(vg, name)})
+			Role: v.get(lvfRole), Layout: v.get(lvfLayout), Fields: r, DMName: lvm.Name{VG: vg, LV: name}.DMName()})
 		lv := &p.arr[len(p.arr)-1]
 		obj := reportObject{kind: "lv", name: lv.FullName}
 		if len(lv.Attr) >= 6 {
@@ -441,27 +443,6 @@ func signed(s string) int {
 		return -1
 	}
 	return n
-}
-
-// dmName is the device-mapper name LVM gives vg/lv: each '-' in a name is
-// doubled and the two are joined with '-'.
-func dmName(vg, lv string) string {
-	var b strings.Builder
-	b.Grow(len(vg) + len(lv) + 1 + strings.Count(vg, "-") + strings.Count(lv, "-"))
-	for i, part := range [2]string{vg, lv} {
-		if i > 0 {
-			b.WriteByte('-')
-		}
-		for rest, more := part, true; more; {
-			var chunk string
-			chunk, rest, more = strings.Cut(rest, "-")
-			b.WriteString(chunk)
-			if more {
-				b.WriteString("--")
-			}
-		}
-	}
-	return b.String()
 }
 
 // decodeLVMReport decodes lvm fullreport JSON into an lvmReport. It gives

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/schema/spec"
 )
@@ -34,7 +35,7 @@ func lvPath(cfg *spec.Config, path string) (string, bool) {
 	}
 	if m, ok := strings.CutPrefix(rest, "mapper/"); ok {
 		for vg := range cfg.VolumeGroups {
-			if lv, ok := strings.CutPrefix(m, DMPrefix(vg)); ok && lv != "" && !strings.Contains(strings.ReplaceAll(lv, "--", ""), "-") {
+			if lv, ok := strings.CutPrefix(m, lvm.DMPrefix(vg)); ok && lv != "" && !strings.Contains(strings.ReplaceAll(lv, "--", ""), "-") {
 				return vg + "/" + strings.ReplaceAll(lv, "--", "-"), true
 			}
 		}
@@ -48,19 +49,6 @@ func lvPath(cfg *spec.Config, path string) (string, bool) {
 		return "", false
 	}
 	return vg + "/" + lv, true
-}
-
-// dmEscape doubles dashes as device-mapper names do for VG and LV names.
-func dmEscape(s string) string { return strings.ReplaceAll(s, "-", "--") }
-
-// DMPrefix is how the device-mapper names LVM gives the LVs of vg begin
-// ("vdo-lab" gives "vdo--lab-"), layered ones ("vg-pool-vpool") included.
-func DMPrefix(vg string) string { return dmEscape(vg) + "-" }
-
-// DMName returns the device-mapper name LVM gives vg/lv ("vdolab-vdolv").
-func DMName(vgLV string) string {
-	vg, lv, _ := strings.Cut(vgLV, "/")
-	return DMPrefix(vg) + dmEscape(lv)
 }
 
 // Order returns the declared VGs bottom-up: every VG after each declared VG
@@ -89,8 +77,7 @@ func Order(cfg *spec.Config) ([]Layer, error) {
 		visiting[vg] = true
 		d := 0
 		for _, lv := range lowers[vg] {
-			lower, _, _ := strings.Cut(lv, "/")
-			ld, err := visit(lower, append(path, vg))
+			ld, err := visit(lvm.Split(lv).VG, append(path, vg))
 			if err != nil {
 				return 0, err
 			}
@@ -186,8 +173,7 @@ func (p Plan) Runnable() []Step {
 		}
 		ok := true
 		for _, lv := range s.Lowers {
-			vg, _, _ := strings.Cut(lv, "/")
-			ok = ok && active[vg]
+			ok = ok && active[lvm.Split(lv).VG]
 		}
 		if ok {
 			out = append(out, s)
@@ -424,7 +410,7 @@ func inactiveLVs(h *probes.Host, vg string) []string {
 // is true when waiting cannot change that: the LV does not exist in a VG
 // LVM knows, or its VG is Absent.
 func lvNotReady(h *probes.Host, lv string, reasons map[string]string, status map[string]Status) (why string, never bool) {
-	vg, _, _ := strings.Cut(lv, "/")
+	vg := lvm.Split(lv).VG
 	o := h.LVs[lv]
 	switch {
 	case o == nil && status[vg] == Absent && reasons[vg] != "":

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/schema/spec"
 )
@@ -78,7 +79,7 @@ func pvScanRule(cfg *spec.Config, h *probes.Host) (RuleFile, error) {
 		b.WriteString("# No declared VG sits on an LV.\n")
 	}
 	for _, lv := range lvs {
-		match := fmt.Sprintf(`ENV{DM_NAME}=="%s"`, DMName(lv))
+		match := fmt.Sprintf(`ENV{DM_NAME}=="%s"`, lvm.Split(lv).DMName())
 		if o := h.LVs[lv]; o != nil && o.UUID != "" && h.VGs[o.VG] != nil && h.VGs[o.VG].UUID != "" {
 			match = fmt.Sprintf(`ENV{DM_UUID}=="%s"`, DMUUID(h.VGs[o.VG].UUID, o.UUID))
 		}

@@ -1,9 +1,9 @@
 package converge
 
 import (
-	"strings"
 	"time"
 
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/plan"
@@ -102,8 +102,7 @@ func (l *Loop) settleRemovals(h *probes.Host, dryRun bool) {
 	type gone struct{ name, uuid string }
 	var done []gone
 	for name, rec := range l.mem.Absent {
-		vgName, _, _ := strings.Cut(name, "/")
-		vg := h.VGs[vgName]
+		vg := h.VGs[lvm.Split(name).VG]
 		if vg == nil || vg.Attr == "" || vg.Partial() {
 			continue
 		}

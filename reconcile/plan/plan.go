@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/schema/spec"
 )
@@ -252,9 +253,8 @@ func (p *planner) isLVPath(path string) (string, bool) {
 		return rest, true
 	}
 	// An LV that does not exist yet: "/dev/<vg>/<lv>" where <vg> is declared.
-	vg, _, _ := strings.Cut(rest, "/")
 	if p.d != nil {
-		if _, ok := p.d.VolumeGroups[vg]; ok {
+		if _, ok := p.d.VolumeGroups[lvm.Split(rest).VG]; ok {
 			return rest, true
 		}
 	}

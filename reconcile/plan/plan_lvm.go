@@ -11,9 +11,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/lvm/lvmregex"
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile/activation"
 )
 
 // LVMConfObject is the object of the findings about lvm.conf settings.
@@ -162,7 +162,7 @@ const vmDiskReject = "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|"
 func (p *planner) lvAliases(lv *probes.LV) []string {
 	dmName := lv.DMName
 	if dmName == "" {
-		dmName = activation.DMName(lv.FullName)
+		dmName = lvm.Split(lv.FullName).DMName()
 	}
 	out := make([]string, 0, 6)
 	if lv.Minor >= 0 && lv.Active {

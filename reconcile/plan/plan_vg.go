@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/lvm/units"
-	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -34,7 +34,7 @@ func (p *planner) unreadableVG(name string, want spec.VolumeGroup) bool {
 			}
 		}
 	}
-	prefix := activation.DMPrefix(name)
+	prefix := lvm.DMPrefix(name)
 	var running []string
 	for dm := range p.h.DM {
 		if rest, ok := strings.CutPrefix(dm, prefix); ok && rest != "" && rest[0] != '-' {
@@ -275,7 +275,7 @@ func (p *planner) stackDownCmds(full string) [][]string {
 		if pool == nil {
 			return nil
 		}
-		_, vpool := p.h.DM[activation.DMName(pool.FullName)+"-vpool"]
+		_, vpool := p.h.DM[lvm.Split(pool.FullName).DMName()+"-vpool"]
 		if data := p.h.LVs[pool.DataLV]; vpool || (data != nil && data.Active) {
 			return [][]string{{"lvchange", "-an", pool.FullName}}
 		}

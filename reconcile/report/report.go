@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/keel-storage/keel/lvm"
 )
 
 // Report is the outcome of one keel check: which host, what differs, a
@@ -287,8 +289,8 @@ func ObjectLabels(object string) (vg, lv string) {
 	if object == "" || object == plan.LVMConfObject || strings.ContainsAny(object, ": ") || strings.HasPrefix(object, "/") {
 		return "", ""
 	}
-	vg, lv, _ = strings.Cut(object, "/")
-	return vg, lv
+	n := lvm.Split(object)
+	return n.VG, n.LV
 }
 
 func writeSuccess(b *strings.Builder, ok bool) {

@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile/plan"
 )
@@ -267,8 +268,9 @@ func (e *Executor) pvVG(ctx context.Context, dev string) (string, error) {
 // pool itself and every LV whose pool_lv is the pool; "vg/*" lists every
 // open LV of the VG.
 func (e *Executor) openLVs(ctx context.Context, object string) ([]string, error) {
-	vg, pool, ok := strings.Cut(object, "/")
-	if !ok || vg == "" || pool == "" {
+	n := lvm.Split(object)
+	vg, pool := n.VG, n.LV
+	if vg == "" || pool == "" {
 		return nil, fmt.Errorf("object %q is not vg/lv", object)
 	}
 	c := probes.Cmd{Name: "lvs", Args: []string{"--reportformat", "json", "-o", "lv_name,pool_lv,lv_device_open", vg}}

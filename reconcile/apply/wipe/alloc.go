@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/probes"
 )
@@ -84,7 +85,7 @@ func stackFromHost(h *probes.Host) Stack {
 			return nil
 		}
 		var out []string
-		vg, _, _ := strings.Cut(key, "/")
+		vg := lvm.Split(key).VG
 		for _, d := range direct[key] {
 			if d.IsPV {
 				out = append(out, d.Name)

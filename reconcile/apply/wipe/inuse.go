@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes"
 )
 
@@ -34,12 +34,6 @@ const DefaultOpenGrace = 2 * time.Second
 
 const openPoll = 100 * time.Millisecond
 
-// DMName is the device-mapper name of vg/lv: "<vg>-<lv>" with every '-'
-// inside either name doubled.
-func DMName(vg, lv string) string {
-	return strings.TrimPrefix(DMPath(vg, lv), "/dev/mapper/")
-}
-
 func (r *Remover) openCount(dm string) (int, error) {
 	if r.OpenCount != nil {
 		return r.OpenCount(dm)
@@ -51,7 +45,7 @@ func (r *Remover) openCount(dm string) (int, error) {
 // opens keel holds itself), for up to the grace period, and refuses with
 // ErrInUse otherwise. An unreadable count refuses too.
 func (r *Remover) unused(ctx context.Context, vg, lv string, own int) error {
-	dm := DMName(vg, lv)
+	dm := lvm.Name{VG: vg, LV: lv}.DMName()
 	grace := r.OpenGrace
 	if grace == 0 {
 		grace = DefaultOpenGrace

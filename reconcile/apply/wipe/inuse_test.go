@@ -145,9 +145,3 @@ func TestRemoverThinWithoutDiscardIsNotZeroFilled(t *testing.T) {
 		t.Fatal("a thin LV without discard was zero-filled")
 	}
 }
-
-func TestDMName(t *testing.T) {
-	if got := DMName("t-vg", "del-vm-1"); got != "t--vg-del--vm--1" {
-		t.Fatal(got)
-	}
-}

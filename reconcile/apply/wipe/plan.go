@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/reconcile/state"
 )
 
@@ -111,30 +112,6 @@ type Request struct {
 // ErrRefused marks a refusal: nothing was changed.
 var ErrRefused = errors.New("refused")
 
-// maxNameLen is the longest VG or LV name keel passes to LVM.
-const maxNameLen = 127
-
-// ValidName reports whether s is usable as an LVM VG or LV name (and so as
-// an argv element of an lvm command): 1 to 127 bytes of A-Z a-z 0-9 + _ . -,
-// no leading '-', and neither "." nor "..". It is a plain loop rather than a
-// regular expression: the equivalent pattern's {0,126} repetition was the
-// largest package initialisation of every keel process (GODEBUG=inittrace=1).
-func ValidName(s string) bool {
-	if s == "" || len(s) > maxNameLen || s[0] == '-' || s == "." || s == ".." {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '+', c == '_', c == '.', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // Declared maps each VG the desired state declares to its absent list.
 type Declared map[string][]string
 
@@ -211,11 +188,12 @@ func Plan(inv Inventory, decl Declared, req Request) ([]Target, error) {
 			refusals = append(refusals, fmt.Errorf("%s: %w: %s", name, ErrRefused, msg))
 			continue
 		}
-		vg, lvName, ok := strings.Cut(name, "/")
-		if !ok || !ValidName(vg) || !ValidName(lvName) {
+		n, err := lvm.Parse(name)
+		if err != nil {
 			refusals = append(refusals, fmt.Errorf("%q: %w: not a valid VG/LV name", name, ErrRefused))
 			continue
 		}
+		vg, lvName := n.VG, n.LV
 		absent, declared := decl[vg]
 		if !declared {
 			refusals = append(refusals, fmt.Errorf("lv %s: %w: vg %s is not declared in the desired state", name, ErrRefused, vg))
@@ -321,10 +299,4 @@ func target(inv Inventory, lv LVInfo, orig string, mode Mode) Target {
 		t.Notes = append(t.Notes, "vg "+lv.VG+" is stacked on VDO: discarding after zeroing so VDO frees the blocks")
 	}
 	return t
-}
-
-// DMPath is the device-mapper node of vg/lv: /dev/mapper/<vg>-<lv> with every
-// '-' inside either name doubled.
-func DMPath(vg, lv string) string {
-	return "/dev/mapper/" + strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(lv, "-", "--")
 }

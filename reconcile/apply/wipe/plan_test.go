@@ -154,12 +154,6 @@ func TestPlanBadMode(t *testing.T) {
 	}
 }
 
-func TestDMPath(t *testing.T) {
-	if got := DMPath("vg-a", "del-vm-1"); got != "/dev/mapper/vg--a-del--vm--1" {
-		t.Fatal(got)
-	}
-}
-
 // fakeExec records commands and fails the ones listed in fail.
 type fakeExec struct {
 	argvs []string
@@ -320,37 +314,6 @@ func TestRemoverFallsBackWhenDiscardUnsupported(t *testing.T) {
 		allZero(t, del.f)
 		if last := ex.argvs[len(ex.argvs)-1]; last != "lvremove --yes vms/del-a" {
 			t.Errorf("last command %q", last)
-		}
-	}
-}
-
-// TestValidName checks the name rule against LVM's: the characters, the
-// leading '-', the length limit and the two reserved names.
-func TestValidName(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		ok   bool
-	}{
-		{"vm-100-disk-0", true},
-		{"del-vm-100-disk-0", true},
-		{"a", true},
-		{"_x+y.z", true},
-		{".hidden", true},
-		{"...", true},
-		{"", false},
-		{"-rf", false},
-		{".", false},
-		{"..", false},
-		{"a b", false},
-		{"a/b", false},
-		{"a;b", false},
-		{"über", false},
-		{"a\x00b", false},
-		{strings.Repeat("x", 127), true},
-		{strings.Repeat("x", 128), false},
-	} {
-		if got := ValidName(c.name); got != c.ok {
-			t.Errorf("ValidName(%q) = %v, want %v", c.name, got, c.ok)
 		}
 	}
 }

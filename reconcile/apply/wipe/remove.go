@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes"
 )
 
@@ -90,7 +91,7 @@ func (r *Remover) path(vg, lv string) string {
 	if r.Path != nil {
 		return r.Path(vg, lv)
 	}
-	return DMPath(vg, lv)
+	return lvm.Name{VG: vg, LV: lv}.DMPath()
 }
 
 // Check opens each active, not yet renamed target exclusively and closes it
@@ -130,7 +131,7 @@ func (r *Remover) Remove(ctx context.Context, targets []Target) error {
 
 func (r *Remover) removeOne(ctx context.Context, t Target) error {
 	log := r.log().With("lv", t.Name())
-	if !ValidName(t.VG) || !ValidName(t.LV) || !ValidName(DelPrefix+t.LV) {
+	if !lvm.ValidName(t.VG) || !lvm.ValidName(t.LV) || !lvm.ValidName(DelPrefix+t.LV) {
 		return fmt.Errorf("lv %s: %w: not a valid VG/LV name", t.Name(), ErrRefused)
 	}
 	for _, n := range t.Notes {
