@@ -16,6 +16,7 @@ import (
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/converge"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 	"github.com/keel-storage/keel/schema"
 	"golang.org/x/sys/unix"
 )
@@ -52,8 +53,8 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if *modeFlag != "" && *modeFlag != string(wipe.ModeZeroOut) && *modeFlag != string(wipe.ModeDiscard) {
-		return usageError(fs, stderr, "invalid value %q for flag -mode: want %s or %s", *modeFlag, wipe.ModeZeroOut, wipe.ModeDiscard)
+	if *modeFlag != "" && *modeFlag != string(removal.ModeZeroOut) && *modeFlag != string(removal.ModeDiscard) {
+		return usageError(fs, stderr, "invalid value %q for flag -mode: want %s or %s", *modeFlag, removal.ModeZeroOut, removal.ModeDiscard)
 	}
 	if !*dryRun && *node == "" && !requireRoot("wipe", args, "add --dry-run to see what it would do", stderr) {
 		return exitError
@@ -80,9 +81,9 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	cfg := loop.Desired()
-	mode := wipe.Mode(cfg.Removal.Mode)
+	mode := removal.Mode(cfg.Removal.Mode)
 	if *modeFlag != "" {
-		mode = wipe.Mode(*modeFlag)
+		mode = removal.Mode(*modeFlag)
 	}
 	stepStr := cfg.Removal.Step
 	if *stepFlag != "" {
@@ -122,14 +123,14 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 
 func refused(stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "keel wipe: %v\n", err)
-	if errors.Is(err, wipe.ErrRefused) {
+	if errors.Is(err, removal.ErrRefused) {
 		fmt.Fprintln(stderr, "keel wipe: nothing was changed")
 		return exitFindings
 	}
 	return exitError
 }
 
-func describe(t wipe.Target) string {
+func describe(t removal.Target) string {
 	s := "remove " + t.Name()
 	if t.Resume {
 		s = "resume " + t.DelName()
@@ -155,7 +156,7 @@ func attachProgress(ctx context.Context, r *converge.Loop, stderr io.Writer, log
 	}
 	var mu sync.Mutex
 	stops := map[*wipe.Progress]func(){}
-	r.WipeStarted = func(t wipe.Target, pass wipe.Mode, p *wipe.Progress) {
+	r.WipeStarted = func(t removal.Target, pass removal.Mode, p *wipe.Progress) {
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
@@ -166,7 +167,7 @@ func attachProgress(ctx context.Context, r *converge.Loop, stderr io.Writer, log
 		stops[p] = func() { cancel(); <-done }
 		mu.Unlock()
 	}
-	r.WipeFinished = func(_ wipe.Target, _ wipe.Mode, p *wipe.Progress, _ error) {
+	r.WipeFinished = func(_ removal.Target, _ removal.Mode, p *wipe.Progress, _ error) {
 		mu.Lock()
 		stop := stops[p]
 		delete(stops, p)

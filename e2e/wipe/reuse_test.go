@@ -45,7 +45,8 @@ func TestWipeReuse(t *testing.T) {
 		}
 	}
 	if dir := os.Getenv("KEEL_WIPE_SNAPSHOT_DIR"); dir != "" {
-		// Keep the captures for reconcile/apply/wipe/testdata (dependents_test.go).
+		// Keep the captures for reconcile/apply/wipe/testdata (the dependents
+		// tests of reconcile/plan/removal, the content tests of wipe).
 		for _, name := range []string{"node-deps.txtar", "blkid-pvhold.txt", "blkid-fsdisk.txt", "state-1.json", "state-2.json"} {
 			b, err := r.File("reuse/" + name)
 			if err != nil {

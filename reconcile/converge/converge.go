@@ -33,6 +33,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 	"github.com/keel-storage/keel/reconcile/state/statefile"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/spec"
@@ -61,8 +62,8 @@ type Loop struct {
 	SkipOwnerCheck bool
 	// WipeStarted and WipeFinished, when set, see each safe removal's
 	// progress (the daemon publishes it as metrics, keel wipe draws a bar).
-	WipeStarted  func(t wipe.Target, pass wipe.Mode, p *wipe.Progress)
-	WipeFinished func(t wipe.Target, pass wipe.Mode, p *wipe.Progress, err error)
+	WipeStarted  func(t removal.Target, pass removal.Mode, p *wipe.Progress)
+	WipeFinished func(t removal.Target, pass removal.Mode, p *wipe.Progress, err error)
 	// State is keel's persisted memory (reconcile/state): the LVs bound to
 	// absent names, when keel first saw each name.
 	State statefile.Store

@@ -5,15 +5,15 @@ import (
 
 	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/reconcile/state/statefile"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
 // absentNames are the absent entries ("vg/lv") of the desired state in force.
-func (l *Loop) absentNames() []string { return wipe.AbsentNames(l.declared()) }
+func (l *Loop) absentNames() []string { return removal.AbsentNames(l.declared()) }
 
 // records reads keel's state; with seeing set it first records the first
 // sight of every absent name it has no record of (written only when there
@@ -49,7 +49,7 @@ func (l *Loop) loadMemory(dryRun bool) plan.Memory {
 // read goes into req.Held: every absent-driven removal and resume is then
 // refused, and a removal by name fails before its first change because it
 // cannot be recorded (wipe.RemoveRecorded).
-func (l *Loop) wipeMemory(req *wipe.Request, act bool) {
+func (l *Loop) wipeMemory(req *removal.Request, act bool) {
 	st, err := l.records(act && req.RequireAbsent)
 	if err != nil {
 		req.Held = err.Error()

@@ -10,6 +10,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
 // WipeRequest is one safe removal: keel wipe's command line, or the action
@@ -18,7 +19,7 @@ type WipeRequest struct {
 	// Names are "vg/lv"; with Absent and no names, every absent LV.
 	Names []string
 	// Mode is how the blocks are cleared ("" means zeroout).
-	Mode wipe.Mode
+	Mode removal.Mode
 	// Absent is the daemon's rule: each name must be in its VG's absent list.
 	Absent bool
 	// Act says the caller will remove what is planned (not a dry run): the
@@ -30,8 +31,8 @@ type WipeRequest struct {
 }
 
 // declared is the desired state's absent lists by VG.
-func (l *Loop) declared() wipe.Declared {
-	d := make(wipe.Declared, len(l.desired.VolumeGroups))
+func (l *Loop) declared() removal.Declared {
+	d := make(removal.Declared, len(l.desired.VolumeGroups))
 	for name, vg := range l.desired.VolumeGroups {
 		d[name] = vg.Absent
 	}
@@ -39,8 +40,8 @@ func (l *Loop) declared() wipe.Declared {
 }
 
 // PlanWipe probes the host and plans req against the desired state in
-// force; nothing changes. A refusal wraps wipe.ErrRefused.
-func (l *Loop) PlanWipe(ctx context.Context, req WipeRequest) ([]wipe.Target, error) {
+// force; nothing changes. A refusal wraps removal.ErrRefused.
+func (l *Loop) PlanWipe(ctx context.Context, req WipeRequest) ([]removal.Target, error) {
 	if l.desired == nil {
 		return nil, ErrNoDesiredState
 	}
@@ -51,13 +52,13 @@ func (l *Loop) PlanWipe(ctx context.Context, req WipeRequest) ([]wipe.Target, er
 	decl := l.declared()
 	names := req.Names
 	if req.Absent && len(names) == 0 {
-		names = wipe.AbsentNames(decl)
+		names = removal.AbsentNames(decl)
 	}
-	wr := wipe.Request{Names: names, Mode: req.Mode, RequireAbsent: req.Absent}
+	wr := removal.Request{Names: names, Mode: req.Mode, RequireAbsent: req.Absent}
 	if !req.Replay {
 		l.wipeMemory(&wr, req.Act)
 	}
-	return wipe.Plan(wipe.FromHost(h), decl, wr)
+	return removal.Plan(h, decl, wr)
 }
 
 // RunWipe removes planned targets: an exclusive open of each proves nobody
@@ -65,7 +66,7 @@ func (l *Loop) PlanWipe(ctx context.Context, req WipeRequest) ([]wipe.Target, er
 // bound to its name in keel's state, renamed, cleared in steps of at most
 // step bytes (0: the default) and removed. Its LVM
 // commands go through the executor's argv allowlist.
-func (l *Loop) RunWipe(ctx context.Context, targets []wipe.Target, step uint64) error {
+func (l *Loop) RunWipe(ctx context.Context, targets []removal.Target, step uint64) error {
 	rm := &wipe.Remover{Exec: l.runner, Step: step, Log: l.Log.Named("wipe"),
 		Started: l.WipeStarted, Finished: l.WipeFinished,
 		Journal: wipe.DirJournal(filepath.Join(l.stateDir, "wipe"))}
@@ -87,7 +88,7 @@ func (l *Loop) RunWipe(ctx context.Context, targets []wipe.Target, step uint64) 
 // against a fresh probe (every refusal is checked anew) and removes it.
 func (l *Loop) wipeAbsent(ctx context.Context, s plan.WipeSpec) error {
 	name := s.VG + "/" + s.LV
-	targets, err := l.PlanWipe(ctx, WipeRequest{Names: []string{name}, Mode: wipe.Mode(s.Mode), Absent: true, Act: true})
+	targets, err := l.PlanWipe(ctx, WipeRequest{Names: []string{name}, Mode: removal.Mode(s.Mode), Absent: true, Act: true})
 	if err != nil {
 		return refusal(fmt.Errorf("wipe %s: %w", name, err))
 	}
@@ -98,10 +99,10 @@ func (l *Loop) wipeAbsent(ctx context.Context, s plan.WipeSpec) error {
 }
 
 // refusal makes a wipe refusal (a shared VG, a pool below that the fill
-// could fill, an LV in use: wipe.ErrRefused) the executor's refusal, which
+// could fill, an LV in use: removal.ErrRefused) the executor's refusal, which
 // is reported as reconcile.refused and never retried.
 func refusal(err error) error {
-	if errors.Is(err, wipe.ErrRefused) {
+	if errors.Is(err, removal.ErrRefused) {
 		return &executor.RefusedError{Reason: err.Error()}
 	}
 	return err

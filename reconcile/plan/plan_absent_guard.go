@@ -5,16 +5,17 @@ import (
 	"slices"
 
 	"github.com/keel-storage/keel/probes"
-	"github.com/keel-storage/keel/reconcile/apply/wipe"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
 // absentGuards raises the findings that stop or qualify the removal of the
 // absent LV vg/name (observed as lv, perhaps already del-<name>), and
 // reports whether the removal must not be planned at all. The same rules
-// are enforced again by reconcile/apply/wipe against a fresh probe.
+// are enforced again by removal.Plan against a fresh probe before
+// reconcile/apply/wipe acts.
 func (p *planner) absentGuards(vg, name string, lv *probes.LV) bool {
 	object := vg + "/" + name
-	if s, ok := wipe.SharedVGs(p.h)[vg]; ok {
+	if s, ok := removal.SharedVGs(p.h)[vg]; ok {
 		p.add(Finding{ID: "lv.absent_shared", Object: object,
 			Message:  fmt.Sprintf("LV %s is declared absent, but vg %s is shared between nodes (%s): it may be in use on another node, and keel removes it only on the node that owns it", object, vg, s.Why),
 			Expected: "removed on the node that owns it", Observed: "present in shared vg " + vg,
@@ -25,7 +26,7 @@ func (p *planner) absentGuards(vg, name string, lv *probes.LV) bool {
 	if lv.SegType == "thin" && lv.Pool != "" {
 		if tp := p.h.ThinPools[lv.Pool]; tp != nil && !tp.Zero && !p.raised("thin.unzeroed_reuse", lv.Pool) {
 			p.add(Finding{ID: "thin.unzeroed_reuse", Object: lv.Pool,
-				Message:  wipe.UnzeroedNote(lv.Pool),
+				Message:  removal.UnzeroedNote(lv.Pool),
 				Expected: "zeroing on", Observed: "zeroing off",
 				Remedy: "lvchange -Z y " + lv.Pool,
 			})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
 func main() {
@@ -26,7 +27,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: zerobench [-step 32M] [-mode zeroout|discard] [-length SIZE] /dev/BLOCKDEV")
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), *step, *length, wipe.Mode(*mode)); err != nil {
+	if err := run(flag.Arg(0), *step, *length, removal.Mode(*mode)); err != nil {
 		fmt.Fprintln(os.Stderr, "zerobench:", err)
 		os.Exit(1)
 	}
@@ -44,7 +45,7 @@ func (p prefix) Size() (uint64, error) {
 	return min(s, p.n), err
 }
 
-func run(dev, stepStr, lengthStr string, mode wipe.Mode) error {
+func run(dev, stepStr, lengthStr string, mode removal.Mode) error {
 	want, err := units.ParseSize(stepStr)
 	if err != nil {
 		return fmt.Errorf("step %q: %w", stepStr, err)

@@ -3,6 +3,8 @@ package wipe
 import (
 	"context"
 	"testing"
+
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
 // nullDevice does nothing, so BenchmarkStepLoop measures the engine's own
@@ -21,7 +23,7 @@ func BenchmarkStepLoop(b *testing.B) {
 	var p Progress
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := Wipe(context.Background(), "null", nullDevice{size}, ModeZeroOut, DefaultStep, &p); err != nil {
+		if err := Wipe(context.Background(), "null", nullDevice{size}, removal.ModeZeroOut, DefaultStep, &p); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,83 +3,17 @@ package wipe
 import (
 	"context"
 	"errors"
-	"github.com/keel-storage/keel/probes"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/keel-storage/keel/probes"
+
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/reconcile/state/statefile"
 )
-
-// The identity gate on the recorded host (node-setup.txtar, captured in the
-// test guest): vms/vm-100-disk-0 is absent in e2e/wipe/wipe.cue, and its
-// real lv_uuid and lv_time decide.
-func TestPlanIdentityOnRecordedHost(t *testing.T) {
-	inv := snapshotInventory(t, "node-setup.txtar")
-	const name = "vms/vm-100-disk-0"
-	lv := inv.LVs[name]
-	if lv.UUID == "" || lv.Created.IsZero() {
-		t.Fatalf("%s: uuid %q created %v: FromHost must carry lv_uuid and lv_time", name, lv.UUID, lv.Created)
-	}
-	before, after := lv.Created.Add(-time.Hour), lv.Created.Add(time.Hour)
-	other := state.Binding{UUID: "AAAAAA-0000-0000-0000-0000-0000-000000", Started: before, Removed: before}
-	for _, c := range []struct {
-		name  string
-		req   Request
-		want  string // "" = planned; else a refusal containing it
-		bound bool   // the target carries the LV's identity
-	}{
-		{"daemon rule, first sight", Request{RequireAbsent: true}, "", true},
-		{"daemon rule, declared before it existed", Request{RequireAbsent: true, Known: map[string]state.Absent{name: {FirstSeen: before}}}, "lv.absent_reappeared", false},
-		{"daemon rule, declared after", Request{RequireAbsent: true, Known: map[string]state.Absent{name: {FirstSeen: after}}}, "", true},
-		{"daemon rule, another LV removed under the name", Request{RequireAbsent: true, Known: map[string]state.Absent{name: {FirstSeen: after, Bound: []state.Binding{other}}}}, "keel wipe " + name, false},
-		{"daemon rule, state unreadable", Request{RequireAbsent: true, Held: "state x: corrupt"}, "state cannot be read", false},
-		{"by hand, another LV removed under the name", Request{Known: map[string]state.Absent{name: {FirstSeen: after, Bound: []state.Binding{other}}}}, "", true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			c.req.Names, c.req.Mode = []string{name}, ModeDiscard
-			targets, err := Plan(inv, scenarioDecl, c.req)
-			if c.want != "" {
-				if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.want) || len(targets) != 0 {
-					t.Fatalf("got %v %+v, want a refusal containing %q", err, targets, c.want)
-				}
-				return
-			}
-			if err != nil || len(targets) != 1 {
-				t.Fatalf("got %v %+v, want one target", err, targets)
-			}
-			if tg := targets[0]; tg.UUID != lv.UUID || !tg.Created.Equal(lv.Created) {
-				t.Errorf("target identity %q %v, want %q %v", tg.UUID, tg.Created, lv.UUID, lv.Created)
-			}
-		})
-	}
-}
-
-// A del-* LV is resumed only when it is the LV bound to its name.
-func TestPlanResumeChecksIdentity(t *testing.T) {
-	inv := snapshotInventory(t, "node-killed.txtar")
-	del := inv.LVs["vms/del-big"]
-	for _, c := range []struct {
-		name   string
-		known  map[string]state.Absent
-		resume bool
-	}{
-		{"no record (keel wipe by hand of a name not absent)", nil, true},
-		{"bound to it", map[string]state.Absent{"vms/big": {FirstSeen: del.Created, Bound: []state.Binding{{UUID: del.UUID, Started: del.Created}}}}, true},
-		{"bound to another LV", map[string]state.Absent{"vms/big": {FirstSeen: del.Created, Bound: []state.Binding{{UUID: "other", Started: del.Created}}}}, false},
-		{"created after first sight", map[string]state.Absent{"vms/big": {FirstSeen: del.Created.Add(-time.Minute)}}, false},
-	} {
-		targets, err := Plan(inv, scenarioDecl, Request{Mode: ModeDiscard, Known: c.known})
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if got := len(targets) == 1 && targets[0].Resume; got != c.resume {
-			t.Errorf("%s: resumed %v (targets %+v), want %v", c.name, got, targets, c.resume)
-		}
-	}
-}
 
 // RemoveRecorded saves the binding before the first command and marks each
 // LV removed after its lvremove; a failure leaves the binding unfinished.
@@ -99,9 +33,9 @@ func TestRemoveRecorded(t *testing.T) {
 	}
 	r := testRemover(t, &ex.fakeExec, map[string]*fileDevice{"vms/del-a": dev, "vms/del-b": dev})
 	r.Exec = ex
-	targets := []Target{
-		{VG: "vms", LV: "a", Active: true, Mode: ModeZeroOut, UUID: "ua"},
-		{VG: "vms", LV: "b", Active: true, Mode: ModeZeroOut, UUID: "ub"},
+	targets := []removal.Target{
+		{VG: "vms", LV: "a", Active: true, Mode: removal.ModeZeroOut, UUID: "ua"},
+		{VG: "vms", LV: "b", Active: true, Mode: removal.ModeZeroOut, UUID: "ub"},
 	}
 	ex.failOn = "lvremove --yes vms/del-b"
 	if err := RemoveRecorded(context.Background(), r, store, targets, now); err == nil {

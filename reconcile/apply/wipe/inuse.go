@@ -8,6 +8,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
 // In use, checked at the last moment. An exclusive open (O_EXCL) fails
@@ -20,9 +21,9 @@ import (
 // the wipe.
 
 // ErrInUse marks a refusal because another opener holds the LV; it wraps
-// ErrRefused. When it comes before the first write, the LV is given its
+// removal.ErrRefused. When it comes before the first write, the LV is given its
 // name back.
-var ErrInUse = fmt.Errorf("%w: in use", ErrRefused)
+var ErrInUse = fmt.Errorf("%w: in use", removal.ErrRefused)
 
 // errOpenedDuringWipe stops a wipe that someone opened the device during.
 var errOpenedDuringWipe = errors.New("another process opened the device during the wipe")
@@ -54,7 +55,7 @@ func (r *Remover) unused(ctx context.Context, vg, lv string, own int) error {
 	for {
 		n, err := r.openCount(dm)
 		if err != nil {
-			return fmt.Errorf("lv %s/%s: %w: cannot read its open count: %w", vg, lv, ErrRefused, err)
+			return fmt.Errorf("lv %s/%s: %w: cannot read its open count: %w", vg, lv, removal.ErrRefused, err)
 		}
 		if n <= own {
 			return nil
@@ -117,11 +118,11 @@ func (g *guardedDevice) Discard(off, n uint64) error {
 // giveBack undoes the tag and the rename of t after a refusal that came
 // before anything was written, so the LV keeps its name for whoever opened
 // it.
-func (r *Remover) giveBack(t Target, run func(argv ...string) error, refusal error) error {
+func (r *Remover) giveBack(t removal.Target, run func(argv ...string) error, refusal error) error {
 	errs := []error{refusal}
-	if err := run("lvrename", t.VG, DelPrefix+t.LV, t.LV); err != nil {
+	if err := run("lvrename", t.VG, removal.DelPrefix+t.LV, t.LV); err != nil {
 		errs = append(errs, fmt.Errorf("naming it back failed, it stays %s: %w", t.DelName(), err))
-	} else if err := run("lvchange", "--deltag", Tag, t.Name()); err != nil {
+	} else if err := run("lvchange", "--deltag", removal.Tag, t.Name()); err != nil {
 		errs = append(errs, err)
 	}
 	return fmt.Errorf("lv %s: nothing written, named back: %w", t.Name(), errors.Join(errs...))

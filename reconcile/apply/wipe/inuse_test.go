@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
 // countAfter returns an open count reader that answers 1 (keel's own open)
@@ -40,8 +42,8 @@ func TestRemoverCheckRefusesPlainOpener(t *testing.T) {
 	var calls int
 	r.OpenCount = countAfter(2, func() bool { return true }, &calls)
 	r.OpenGrace = 20 * time.Millisecond
-	err := r.Check([]Target{{VG: "vms", LV: "vm-100-disk-0", Active: true, Mode: ModeZeroOut}})
-	if !errors.Is(err, ErrInUse) || !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "open 1 time(s) besides keel") {
+	err := r.Check([]removal.Target{{VG: "vms", LV: "vm-100-disk-0", Active: true, Mode: removal.ModeZeroOut}})
+	if !errors.Is(err, ErrInUse) || !errors.Is(err, removal.ErrRefused) || !strings.Contains(err.Error(), "open 1 time(s) besides keel") {
 		t.Fatalf("got %v", err)
 	}
 	if len(ex.argvs) != 0 || calls < 2 {
@@ -61,11 +63,11 @@ func TestRemoverGivesBackWhenOpenedAfterRename(t *testing.T) {
 	renamed := func() bool { return slices.Contains(ex.argvs, "lvrename vms vm-100-disk-0 del-vm-100-disk-0") }
 	r.OpenCount = countAfter(2, renamed, &calls)
 	r.OpenGrace = 20 * time.Millisecond
-	tg := Target{VG: "vms", LV: "vm-100-disk-0", Active: true, Mode: ModeZeroOut}
-	if err := r.Check([]Target{tg}); err != nil {
+	tg := removal.Target{VG: "vms", LV: "vm-100-disk-0", Active: true, Mode: removal.ModeZeroOut}
+	if err := r.Check([]removal.Target{tg}); err != nil {
 		t.Fatal(err)
 	}
-	err := r.Remove(context.Background(), []Target{tg})
+	err := r.Remove(context.Background(), []removal.Target{tg})
 	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "nothing written, named back") {
 		t.Fatalf("got %v", err)
 	}
@@ -92,8 +94,8 @@ func TestRemoverStopsWhenOpenedDuringWipe(t *testing.T) {
 	var calls int
 	r.OpenCount = countAfter(2, func() bool { return len(dev.calls) >= 2 }, &calls)
 	r.OpenGrace = 20 * time.Millisecond
-	tg := Target{VG: "vms", LV: "vm-100-disk-0", Active: true, Mode: ModeZeroOut}
-	err := r.Remove(context.Background(), []Target{tg})
+	tg := removal.Target{VG: "vms", LV: "vm-100-disk-0", Active: true, Mode: removal.ModeZeroOut}
+	err := r.Remove(context.Background(), []removal.Target{tg})
 	if err == nil || errors.Is(err, ErrInUse) || !errors.Is(err, errOpenedDuringWipe) || !strings.Contains(err.Error(), "resumes it") {
 		t.Fatalf("got %v", err)
 	}
@@ -116,11 +118,11 @@ func TestRemoverToleratesTransientOpener(t *testing.T) {
 	var calls int
 	r.OpenCount = countAfter(2, func() bool { return calls <= 3 }, &calls)
 	r.OpenGrace = time.Second
-	tg := Target{VG: "vms", LV: "vm-100-disk-0", Active: true, Mode: ModeZeroOut}
-	if err := r.Check([]Target{tg}); err != nil {
+	tg := removal.Target{VG: "vms", LV: "vm-100-disk-0", Active: true, Mode: removal.ModeZeroOut}
+	if err := r.Check([]removal.Target{tg}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Remove(context.Background(), []Target{tg}); err != nil {
+	if err := r.Remove(context.Background(), []removal.Target{tg}); err != nil {
 		t.Fatal(err)
 	}
 	allZero(t, dev.f)
@@ -134,8 +136,8 @@ func TestRemoverThinWithoutDiscardIsNotZeroFilled(t *testing.T) {
 	ex := &fakeExec{}
 	r := testRemover(t, ex, map[string]*fileDevice{"tvg/del-vm-1": dev})
 	r.Limits = func(string) (QueueLimits, error) { return QueueLimits{Dev: "dm-7"}, nil }
-	tg := Target{VG: "tvg", LV: "vm-1", Active: true, Mode: ModeDiscard, NoZeroFill: true}
-	if err := r.Remove(context.Background(), []Target{tg}); err != nil {
+	tg := removal.Target{VG: "tvg", LV: "vm-1", Active: true, Mode: removal.ModeDiscard, NoZeroFill: true}
+	if err := r.Remove(context.Background(), []removal.Target{tg}); err != nil {
 		t.Fatal(err)
 	}
 	if ex.argvs[len(ex.argvs)-1] != "lvremove --yes tvg/del-vm-1" {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 
 	"github.com/keel-storage/keel/reconcile/atomicfile"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
 // checkpointVersion is the format of a checkpoint file; a file of another
@@ -23,10 +24,10 @@ type Checkpoint struct {
 	Version int    `json:"version"`
 	LVUUID  string `json:"lvUUID"`
 	// Name is the LV while it is wiped ("vg/del-lv"), for people.
-	Name   string `json:"name"`
-	Mode   Mode   `json:"mode"`
-	Size   uint64 `json:"size"`
-	Offset uint64 `json:"offset"`
+	Name   string       `json:"name"`
+	Mode   removal.Mode `json:"mode"`
+	Size   uint64       `json:"size"`
+	Offset uint64       `json:"offset"`
 }
 
 // Journal persists wipe checkpoints so that a wipe that was killed (by

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
 // stopAfter cancels the wipe's context after n steps, as systemd's
@@ -52,13 +54,13 @@ func TestWipeResumesFromCheckpoint(t *testing.T) {
 	r.Open = func(string) (DeviceCloser, error) { return stopCloser{stop}, nil }
 	r.Journal = DirJournal(t.TempDir())
 	r.CheckpointEvery = time.Hour // only the final checkpoint, when the wipe stops
-	tg := Target{VG: "vms", LV: "vm-101-disk-0", UUID: "Abc123-4567", Active: true, Size: size, Mode: ModeZeroOut}
-	err := r.Remove(ctx, []Target{tg})
+	tg := removal.Target{VG: "vms", LV: "vm-101-disk-0", UUID: "Abc123-4567", Active: true, Size: size, Mode: removal.ModeZeroOut}
+	err := r.Remove(ctx, []removal.Target{tg})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("first run: %v", err)
 	}
 	cp, ok, err := r.Journal.Load(tg.UUID)
-	if err != nil || !ok || cp.Offset != 3<<20 || cp.Mode != ModeZeroOut || cp.Name != "vms/del-vm-101-disk-0" {
+	if err != nil || !ok || cp.Offset != 3<<20 || cp.Mode != removal.ModeZeroOut || cp.Name != "vms/del-vm-101-disk-0" {
 		t.Fatalf("checkpoint %+v %v %v, want 3 MiB of zeroout", cp, ok, err)
 	}
 	if stop.synced == 0 {
@@ -69,7 +71,7 @@ func TestWipeResumesFromCheckpoint(t *testing.T) {
 	dev.calls = nil
 	stop.cancel = func() {}
 	tg.Resume = true
-	if err := r.Remove(context.Background(), []Target{tg}); err != nil {
+	if err := r.Remove(context.Background(), []removal.Target{tg}); err != nil {
 		t.Fatal(err)
 	}
 	if len(dev.calls) == 0 || dev.calls[0][0] != 3<<20 {
@@ -85,11 +87,11 @@ func TestWipeResumesFromCheckpoint(t *testing.T) {
 
 	// A checkpoint that does not match the LV (another size: not this
 	// LV's) is not trusted: the wipe starts at 0.
-	if err := r.Journal.Save(Checkpoint{LVUUID: tg.UUID, Mode: ModeZeroOut, Size: size * 2, Offset: 4 << 20}); err != nil {
+	if err := r.Journal.Save(Checkpoint{LVUUID: tg.UUID, Mode: removal.ModeZeroOut, Size: size * 2, Offset: 4 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	dev.calls = nil
-	if err := r.Remove(context.Background(), []Target{tg}); err != nil {
+	if err := r.Remove(context.Background(), []removal.Target{tg}); err != nil {
 		t.Fatal(err)
 	}
 	if dev.calls[0][0] != 0 {
@@ -103,7 +105,7 @@ func TestDirJournal(t *testing.T) {
 	if _, ok, err := j.Load("u-1"); ok || err != nil {
 		t.Fatalf("empty journal: %v %v", ok, err)
 	}
-	if err := j.Save(Checkpoint{LVUUID: "u-1", Mode: ModeDiscard, Size: 10, Offset: 5}); err != nil {
+	if err := j.Save(Checkpoint{LVUUID: "u-1", Mode: removal.ModeDiscard, Size: 10, Offset: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := os.Stat(filepath.Join(dir, "wipe")); st.Mode().Perm() != 0o700 {

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
 // DeviceCloser is a Device that must be closed.
@@ -38,9 +39,9 @@ type Remover struct {
 	Log  hclog.Logger
 	// Started, when set, is called with each wipe's Progress before its first
 	// step, so the caller can draw a bar or publish a metric.
-	Started func(t Target, pass Mode, p *Progress)
+	Started func(t removal.Target, pass removal.Mode, p *Progress)
 	// Finished, when set, is called after each wipe pass.
-	Finished func(t Target, pass Mode, p *Progress, err error)
+	Finished func(t removal.Target, pass removal.Mode, p *Progress, err error)
 	// Journal, when set, keeps a checkpoint of each wipe every
 	// CheckpointEvery (5s), after flushing the device, so that a wipe
 	// killed midway resumes from it (targets with an LV UUID only).
@@ -97,7 +98,7 @@ func (r *Remover) path(vg, lv string) string {
 // Check opens each active, not yet renamed target exclusively and closes it
 // again, so that an LV held by someone LVM does not know about (a mount, a
 // device-mapper table, an O_EXCL opener) is refused before anything changes.
-func (r *Remover) Check(targets []Target) error {
+func (r *Remover) Check(targets []removal.Target) error {
 	var errs []error
 	for _, t := range targets {
 		if t.Resume || !t.Active {
@@ -105,7 +106,7 @@ func (r *Remover) Check(targets []Target) error {
 		}
 		d, err := r.open(r.path(t.VG, t.LV))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("lv %s: %w: %w", t.Name(), ErrRefused, err))
+			errs = append(errs, fmt.Errorf("lv %s: %w: %w", t.Name(), removal.ErrRefused, err))
 			continue
 		}
 		err = r.unused(context.Background(), t.VG, t.LV, 1)
@@ -120,7 +121,7 @@ func (r *Remover) Check(targets []Target) error {
 // Remove carries out each target in order and stops at the first failure.
 // A target that fails after its rename stays as del-<name> and is resumed
 // by the next run.
-func (r *Remover) Remove(ctx context.Context, targets []Target) error {
+func (r *Remover) Remove(ctx context.Context, targets []removal.Target) error {
 	for _, t := range targets {
 		if err := r.removeOne(ctx, t); err != nil {
 			return err
@@ -129,10 +130,10 @@ func (r *Remover) Remove(ctx context.Context, targets []Target) error {
 	return nil
 }
 
-func (r *Remover) removeOne(ctx context.Context, t Target) error {
+func (r *Remover) removeOne(ctx context.Context, t removal.Target) error {
 	log := r.log().With("lv", t.Name())
-	if !lvm.ValidName(t.VG) || !lvm.ValidName(t.LV) || !lvm.ValidName(DelPrefix+t.LV) {
-		return fmt.Errorf("lv %s: %w: not a valid VG/LV name", t.Name(), ErrRefused)
+	if !lvm.ValidName(t.VG) || !lvm.ValidName(t.LV) || !lvm.ValidName(removal.DelPrefix+t.LV) {
+		return fmt.Errorf("lv %s: %w: not a valid VG/LV name", t.Name(), removal.ErrRefused)
 	}
 	for _, n := range t.Notes {
 		log.Warn(n)
@@ -147,10 +148,10 @@ func (r *Remover) removeOne(ctx context.Context, t Target) error {
 	if t.Resume {
 		log.Info("resuming interrupted wipe", "del_lv", t.DelName())
 	} else {
-		if err := run("lvchange", "--addtag", Tag, t.Name()); err != nil {
+		if err := run("lvchange", "--addtag", removal.Tag, t.Name()); err != nil {
 			return err
 		}
-		if err := run("lvrename", t.VG, t.LV, DelPrefix+t.LV); err != nil {
+		if err := run("lvrename", t.VG, t.LV, removal.DelPrefix+t.LV); err != nil {
 			return err
 		}
 	}
@@ -159,10 +160,10 @@ func (r *Remover) removeOne(ctx context.Context, t Target) error {
 			return err
 		}
 	}
-	path := r.path(t.VG, DelPrefix+t.LV)
-	passes := []Mode{t.Mode}
+	path := r.path(t.VG, removal.DelPrefix+t.LV)
+	passes := []removal.Mode{t.Mode}
 	if t.DiscardAfter {
-		passes = append(passes, ModeDiscard)
+		passes = append(passes, removal.ModeDiscard)
 	}
 	cp, resumeAt := r.checkpoint(log, t, passes)
 	for i, pass := range passes {
@@ -174,7 +175,7 @@ func (r *Remover) removeOne(ctx context.Context, t Target) error {
 		if i == resumeAt && cp != nil {
 			start = cp.Offset
 		}
-		if pass == ModeDiscard {
+		if pass == removal.ModeDiscard {
 			ql, err := r.limits(path)
 			if err != nil {
 				return fmt.Errorf("lv %s (now %s; keel wipe %s resumes it): %w", t.Name(), t.DelName(), t.Name(), err)
@@ -189,7 +190,7 @@ func (r *Remover) removeOne(ctx context.Context, t Target) error {
 					continue
 				}
 				log.Warn("device does not discard: zeroing instead", "device", path)
-				pass = ModeZeroOut
+				pass = removal.ModeZeroOut
 			}
 		}
 		if err := r.wipe(ctx, log, t, path, pass, start); err != nil {
@@ -214,7 +215,7 @@ func (r *Remover) removeOne(ctx context.Context, t Target) error {
 // checkpoint returns the checkpoint of a resumed target and the index of
 // the pass it belongs to (passes before it are complete); nil and 0 when
 // there is none to trust.
-func (r *Remover) checkpoint(log hclog.Logger, t Target, passes []Mode) (*Checkpoint, int) {
+func (r *Remover) checkpoint(log hclog.Logger, t removal.Target, passes []removal.Mode) (*Checkpoint, int) {
 	if r.Journal == nil || t.UUID == "" || !t.Resume {
 		return nil, 0
 	}
@@ -239,7 +240,7 @@ func (r *Remover) checkpoint(log hclog.Logger, t Target, passes []Mode) (*Checkp
 // keepCheckpoints saves a checkpoint of p every CheckpointEvery until stop
 // is closed, and once more then: the device is flushed first, so that a
 // checkpoint never claims bytes that a power loss could bring back.
-func (r *Remover) keepCheckpoints(log hclog.Logger, t Target, mode Mode, d Device, p *Progress, stop <-chan struct{}, done chan<- struct{}) {
+func (r *Remover) keepCheckpoints(log hclog.Logger, t removal.Target, mode removal.Mode, d Device, p *Progress, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	every := r.CheckpointEvery
 	if every <= 0 {
@@ -271,7 +272,7 @@ func (r *Remover) keepCheckpoints(log hclog.Logger, t Target, mode Mode, d Devic
 	}
 }
 
-func (r *Remover) wipe(ctx context.Context, log hclog.Logger, t Target, path string, mode Mode, start uint64) error {
+func (r *Remover) wipe(ctx context.Context, log hclog.Logger, t removal.Target, path string, mode removal.Mode, start uint64) error {
 	ql, err := r.limits(path)
 	if err != nil {
 		return err
@@ -298,7 +299,7 @@ func (r *Remover) wipe(ctx context.Context, log hclog.Logger, t Target, path str
 		go r.keepCheckpoints(log, t, mode, d, p, stop, saved)
 		defer func() { close(stop); <-saved }()
 	}
-	err = WipeFrom(ctx, t.DelName(), r.guard(ctx, d, t.VG, DelPrefix+t.LV), mode, step, start, p)
+	err = WipeFrom(ctx, t.DelName(), r.guard(ctx, d, t.VG, removal.DelPrefix+t.LV), mode, step, start, p)
 	if r.Finished != nil {
 		r.Finished(t, mode, p, err)
 	}

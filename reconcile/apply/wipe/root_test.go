@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,7 +75,7 @@ func readDev(t *testing.T, dev string) []byte {
 
 func TestRootLoopZeroOutAndDiscard(t *testing.T) {
 	needRoot(t)
-	for _, mode := range []Mode{ModeZeroOut, ModeDiscard} {
+	for _, mode := range []removal.Mode{removal.ModeZeroOut, removal.ModeDiscard} {
 		t.Run(string(mode), func(t *testing.T) {
 			const size = 24 << 20
 			dev := loopDevice(t, size)

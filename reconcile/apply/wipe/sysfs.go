@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
 // QueueLimits are the block-queue limits that shape a wipe, read from
@@ -60,7 +62,7 @@ const vdoBlock = 4096
 // that is non-zero; when it is 0 the kernel falls back to writing zero pages,
 // which still clears the device, only more slowly. Discard fails when the
 // device has no discard at all.
-func StepFor(mode Mode, want uint64, ql QueueLimits) (step uint64, notes []string, err error) {
+func StepFor(mode removal.Mode, want uint64, ql QueueLimits) (step uint64, notes []string, err error) {
 	if want == 0 {
 		want = DefaultStep
 	}
@@ -69,14 +71,14 @@ func StepFor(mode Mode, want uint64, ql QueueLimits) (step uint64, notes []strin
 		return 0, nil, fmt.Errorf("step %d: %w", want, ErrBadStep)
 	}
 	switch mode {
-	case ModeZeroOut:
+	case removal.ModeZeroOut:
 		if ql.WriteZeroesMax == 0 {
 			notes = append(notes, fmt.Sprintf("%s has no WRITE ZEROES offload (write_zeroes_max_bytes 0): the kernel writes zero pages instead, which works but is slower", ql.Dev))
 		} else if step > ql.WriteZeroesMax {
 			step = ql.WriteZeroesMax - ql.WriteZeroesMax%sectorSize
 			notes = append(notes, fmt.Sprintf("step reduced to write_zeroes_max_bytes of %s: %d bytes", ql.Dev, step))
 		}
-	case ModeDiscard:
+	case removal.ModeDiscard:
 		if ql.DiscardMax == 0 {
 			return 0, nil, fmt.Errorf("%s does not support discard (discard_max_bytes 0)", ql.Dev)
 		}

@@ -7,24 +7,16 @@
 // ioctls, so it can be tested on a regular file. OpenBlock gives the real
 // block-device implementation. The LVM side (Remover) runs mutating commands
 // through an Executor of its own; it never goes through the read-only probes.
+// What to remove and how is planned by reconcile/plan/removal on the observed
+// model; this package only carries a plan's targets out.
 package wipe
 
 import (
 	"context"
 	"errors"
 	"fmt"
-)
 
-// Mode says how an LV's blocks are cleared before removal.
-type Mode string
-
-const (
-	// ModeZeroOut writes zeroes with BLKZEROOUT (WRITE ZEROES when the device
-	// offers it, else the kernel writes zero pages itself).
-	ModeZeroOut Mode = "zeroout"
-	// ModeDiscard discards with BLKDISCARD. It is only used where the stack
-	// below returns the space and reads unmapped blocks as zeroes (VDO, thin).
-	ModeDiscard Mode = "discard"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
 // DefaultStep is the size of one ioctl when nothing caps it: 32 MiB, the
@@ -51,22 +43,22 @@ var ErrBadStep = errors.New("step must be a non-zero multiple of 512 bytes")
 // Wipe clears the whole of dev in steps of step bytes (the last step may be
 // shorter), adding each finished step to p. It stops between steps when ctx
 // is cancelled and returns ctx's error. name is used in errors only.
-func Wipe(ctx context.Context, name string, dev Device, mode Mode, step uint64, p *Progress) error {
+func Wipe(ctx context.Context, name string, dev Device, mode removal.Mode, step uint64, p *Progress) error {
 	return WipeFrom(ctx, name, dev, mode, step, 0, p)
 }
 
 // WipeFrom is Wipe starting at byte start (a multiple of the sector size, a
 // checkpoint of an earlier run of the same pass): the bytes below start
 // count as done.
-func WipeFrom(ctx context.Context, name string, dev Device, mode Mode, step, start uint64, p *Progress) error {
+func WipeFrom(ctx context.Context, name string, dev Device, mode removal.Mode, step, start uint64, p *Progress) error {
 	if step == 0 || step%sectorSize != 0 {
 		return fmt.Errorf("wipe %s: step %d: %w", name, step, ErrBadStep)
 	}
 	var op func(off, n uint64) error
 	switch mode {
-	case ModeZeroOut:
+	case removal.ModeZeroOut:
 		op = dev.ZeroOut
-	case ModeDiscard:
+	case removal.ModeDiscard:
 		op = dev.Discard
 	default:
 		return fmt.Errorf("wipe %s: unknown mode %q", name, mode)

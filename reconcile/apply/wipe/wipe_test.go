@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 	"golang.org/x/sys/unix"
 )
 
@@ -88,7 +89,7 @@ func TestWipeZeroOutSteps(t *testing.T) {
 	const size = 5<<20 + 512*3 // a short last step
 	d := newFileDevice(t, size, true)
 	var p Progress
-	if err := Wipe(context.Background(), "vg/lv", d, ModeZeroOut, 1<<20, &p); err != nil {
+	if err := Wipe(context.Background(), "vg/lv", d, removal.ModeZeroOut, 1<<20, &p); err != nil {
 		t.Fatal(err)
 	}
 	allZero(t, d.f)
@@ -113,7 +114,7 @@ func TestWipeZeroOutSteps(t *testing.T) {
 
 func TestWipeDiscard(t *testing.T) {
 	d := newFileDevice(t, 3<<20, true)
-	if err := Wipe(context.Background(), "vg/lv", d, ModeDiscard, 1<<20, nil); err != nil {
+	if err := Wipe(context.Background(), "vg/lv", d, removal.ModeDiscard, 1<<20, nil); err != nil {
 		t.Fatal(err)
 	}
 	allZero(t, d.f)
@@ -125,7 +126,7 @@ func TestWipeDiscard(t *testing.T) {
 func TestWipeBadStepAndMode(t *testing.T) {
 	d := newFileDevice(t, 1<<20, false)
 	for _, step := range []uint64{0, 1000} {
-		err := Wipe(context.Background(), "vg/lv", d, ModeZeroOut, step, nil)
+		err := Wipe(context.Background(), "vg/lv", d, removal.ModeZeroOut, step, nil)
 		if !errors.Is(err, ErrBadStep) {
 			t.Errorf("step %d: got %v, want ErrBadStep", step, err)
 		}
@@ -160,7 +161,7 @@ func TestWipeStopsOnCancel(t *testing.T) {
 	defer cancel()
 	d := &cancelDevice{fileDevice: newFileDevice(t, 8<<20, false), after: 2, cancel: cancel}
 	var p Progress
-	err := Wipe(ctx, "vg/lv", d, ModeZeroOut, 1<<20, &p)
+	err := Wipe(ctx, "vg/lv", d, removal.ModeZeroOut, 1<<20, &p)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -180,7 +181,7 @@ func (d *failDevice) ZeroOut(off, n uint64) error {
 
 func TestWipeReportsFailingStep(t *testing.T) {
 	d := &failDevice{*newFileDevice(t, 4<<20, false)}
-	err := Wipe(context.Background(), "vdovg/del-vm-100-disk-0", d, ModeZeroOut, 1<<20, nil)
+	err := Wipe(context.Background(), "vdovg/del-vm-100-disk-0", d, removal.ModeZeroOut, 1<<20, nil)
 	if !errors.Is(err, unix.EIO) {
 		t.Fatalf("got %v, want EIO", err)
 	}
@@ -231,7 +232,7 @@ func TestProgressConcurrentReads(t *testing.T) {
 			last = s.Done
 		}
 	}()
-	err := Wipe(context.Background(), "vg/lv", d, ModeZeroOut, 512<<10, &p)
+	err := Wipe(context.Background(), "vg/lv", d, removal.ModeZeroOut, 512<<10, &p)
 	cancel()
 	wg.Wait()
 	if err != nil || p.Stat().Done != 16<<20 {
@@ -265,20 +266,20 @@ func TestReportLogsAndBar(t *testing.T) {
 
 func TestStepFor(t *testing.T) {
 	for _, tc := range []struct {
-		mode     Mode
+		mode     removal.Mode
 		want     uint64
 		ql       QueueLimits
 		step     uint64
 		note     string
 		errMatch string
 	}{
-		{ModeZeroOut, 0, QueueLimits{Dev: "dm-1", WriteZeroesMax: 1 << 30}, DefaultStep, "", ""},
-		{ModeZeroOut, 32 << 20, QueueLimits{Dev: "dm-1", WriteZeroesMax: 8 << 20}, 8 << 20, "step reduced", ""},
-		{ModeZeroOut, 32 << 20, QueueLimits{Dev: "dm-1"}, 32 << 20, "writes zero pages", ""},
-		{ModeZeroOut, 100, QueueLimits{Dev: "dm-1"}, 0, "", "multiple of 512"},
-		{ModeDiscard, 32 << 20, QueueLimits{Dev: "dm-2", DiscardMax: 4096}, 32 << 20, "max_discard 1", ""},
-		{ModeDiscard, 32 << 20, QueueLimits{Dev: "dm-2", DiscardMax: 16 << 20}, 32 << 20, "", ""},
-		{ModeDiscard, 32 << 20, QueueLimits{Dev: "dm-2"}, 0, "", "does not support discard"},
+		{removal.ModeZeroOut, 0, QueueLimits{Dev: "dm-1", WriteZeroesMax: 1 << 30}, DefaultStep, "", ""},
+		{removal.ModeZeroOut, 32 << 20, QueueLimits{Dev: "dm-1", WriteZeroesMax: 8 << 20}, 8 << 20, "step reduced", ""},
+		{removal.ModeZeroOut, 32 << 20, QueueLimits{Dev: "dm-1"}, 32 << 20, "writes zero pages", ""},
+		{removal.ModeZeroOut, 100, QueueLimits{Dev: "dm-1"}, 0, "", "multiple of 512"},
+		{removal.ModeDiscard, 32 << 20, QueueLimits{Dev: "dm-2", DiscardMax: 4096}, 32 << 20, "max_discard 1", ""},
+		{removal.ModeDiscard, 32 << 20, QueueLimits{Dev: "dm-2", DiscardMax: 16 << 20}, 32 << 20, "", ""},
+		{removal.ModeDiscard, 32 << 20, QueueLimits{Dev: "dm-2"}, 0, "", "does not support discard"},
 	} {
 		step, notes, err := StepFor(tc.mode, tc.want, tc.ql)
 		if tc.errMatch != "" {

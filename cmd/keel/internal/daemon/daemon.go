@@ -27,6 +27,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/spec"
 )
@@ -379,7 +380,7 @@ func drain(t trigger, queued <-chan trigger) trigger {
 func (d *Daemon) publishWipeProgress(ctx context.Context) {
 	wipes := make(chan struct{}, 1)
 	alive := make(chan struct{}, 1)
-	d.Loop.WipeStarted = func(t wipe.Target, _ wipe.Mode, p *wipe.Progress) {
+	d.Loop.WipeStarted = func(t removal.Target, _ removal.Mode, p *wipe.Progress) {
 		d.wipeTextfile.Store(d.textfile()) // read here, on the pass's goroutine
 		d.metrics.WipeStarted(t.VG, t.LV, func() (uint64, uint64, float64) {
 			s := p.Stat()
@@ -394,7 +395,7 @@ func (d *Daemon) publishWipeProgress(ctx context.Context) {
 		default: // keepAliveWhileWiping is awake already
 		}
 	}
-	d.Loop.WipeFinished = func(t wipe.Target, _ wipe.Mode, _ *wipe.Progress, _ error) { d.metrics.WipeFinished(t.VG, t.LV) }
+	d.Loop.WipeFinished = func(t removal.Target, _ removal.Mode, _ *wipe.Progress, _ error) { d.metrics.WipeFinished(t.VG, t.LV) }
 	go d.publishWipes(ctx, wipes, 5*time.Second)
 	if iv := notify.WatchdogInterval(); iv > 0 {
 		go d.keepAliveWhileWiping(ctx, alive, iv, notify.Watchdog)

@@ -1,11 +1,11 @@
-package wipe
+package removal
 
 import "fmt"
 
 // applyGuards applies the rules that depend on what surrounds each planned
 // target (shared VGs, the pools below) and returns one refusal per target
 // that breaks one; it may change a target's mode (a thin LV is discarded).
-func applyGuards(inv Inventory, targets []Target) []error {
+func (o *observed) applyGuards(targets []Target) []error {
 	var refusals []error
 	for i := range targets {
 		t := &targets[i]
@@ -17,15 +17,15 @@ func applyGuards(inv Inventory, targets []Target) []error {
 		if t.Resume {
 			what = "resume " + t.DelName()
 		}
-		if err := refuseShared(inv, t.VG, t.LV); err != nil {
+		if err := o.refuseShared(t.VG, t.LV); err != nil {
 			refusals = append(refusals, fmt.Errorf("%s: %w", what, err))
 			continue
 		}
-		lv, ok := inv.LVs[t.VG+"/"+name]
+		lv, ok := o.LVs[t.VG+"/"+name]
 		if !ok {
 			continue
 		}
-		if err := allocRules(inv, lv, t); err != nil {
+		if err := o.allocRules(lv, t); err != nil {
 			refusals = append(refusals, fmt.Errorf("%s: %w", what, err))
 		}
 	}

@@ -1,16 +1,16 @@
-package wipe
+package removal
 
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
 )
 
-// The node snapshots in testdata were recorded by e2e/wipe/scenario.sh in the
+// The node snapshots in reconcile/apply/wipe/testdata (kept beside the
+// applier's blkid captures) were recorded by e2e/wipe/scenario.sh in the
 // test guest: node-setup.txtar after the setup (vdolab on the NVMe with a
 // VDO pool, a thin pool and small LVs, vdolab/openlv held open, vdolab/pvlv
 // made an orphan PV, vms stacked on the VDO LV, other on the HDD).
@@ -18,9 +18,17 @@ import (
 // scenarioDecl is e2e/wipe/wipe.cue's VGs and absent lists.
 var scenarioDecl = Declared{"vdolab": {"thin-1"}, "vms": {"vm-100-disk-0"}}
 
-func snapshotInventory(t *testing.T, name string) Inventory {
+// recorded is the node snapshot name of the applier's testdata, probed
+// and observed as Plan observes it.
+func recorded(t *testing.T, name string) *observed {
 	t.Helper()
-	s, err := probes.ReadSnapshotFile("testdata/" + name)
+	return observe(snapshotHost(t, "../../apply/wipe/testdata/"+name))
+}
+
+// snapshotHost probes the node snapshot at path.
+func snapshotHost(t *testing.T, path string) *probes.Host {
+	t.Helper()
+	s, err := probes.ReadSnapshotFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,11 +36,11 @@ func snapshotInventory(t *testing.T, name string) Inventory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return FromHost(h)
+	return h
 }
 
-func TestFromHostSetup(t *testing.T) {
-	inv := snapshotInventory(t, "node-setup.txtar")
+func TestObserveSetup(t *testing.T) {
+	o := recorded(t, "node-setup.txtar")
 	for key, want := range map[string]string{
 		"vdolab/vpool":       "vdo-pool",
 		"vdolab/vdolv":       "vdo",
@@ -43,33 +51,33 @@ func TestFromHostSetup(t *testing.T) {
 		"vdolab/vpool_vdata": "linear",
 		"other/data":         "linear",
 	} {
-		lv, ok := inv.LVs[key]
+		lv, ok := o.LVs[key]
 		if !ok || lv.SegType != want {
 			t.Errorf("%s: %+v, want segtype %s", key, lv, want)
 		}
 	}
-	if !inv.LVs["vdolab/openlv"].Open || inv.LVs["vdolab/keep"].Open {
-		t.Errorf("open flags: openlv %v keep %v", inv.LVs["vdolab/openlv"].Open, inv.LVs["vdolab/keep"].Open)
+	if !o.LVs["vdolab/openlv"].Open || o.LVs["vdolab/keep"].Open {
+		t.Errorf("open flags: openlv %v keep %v", o.LVs["vdolab/openlv"].Open, o.LVs["vdolab/keep"].Open)
 	}
-	if !inv.LVs["vdolab/vpool_vdata"].Hidden {
+	if !o.LVs["vdolab/vpool_vdata"].Hidden {
 		t.Error("vpool_vdata not hidden")
 	}
-	if !onVDO(inv, "vms") || onVDO(inv, "vdolab") || onVDO(inv, "other") {
-		t.Errorf("stacked on VDO: vms %v vdolab %v other %v", onVDO(inv, "vms"), onVDO(inv, "vdolab"), onVDO(inv, "other"))
+	if !o.onVDO("vms") || o.onVDO("vdolab") || o.onVDO("other") {
+		t.Errorf("stacked on VDO: vms %v vdolab %v other %v", o.onVDO("vms"), o.onVDO("vdolab"), o.onVDO("other"))
 	}
 	var pvlv bool
-	for _, pv := range inv.PVs {
-		if pv.DMName == "vdolab-pvlv" && pv.VG == "" {
+	for _, pv := range o.PVs {
+		if o.pvDMName(pv) == "vdolab-pvlv" && pv.VG == "" {
 			pvlv = true
 		}
 	}
 	if !pvlv {
-		t.Errorf("orphan PV on vdolab/pvlv not found: %+v", inv.PVs)
+		t.Errorf("orphan PV on vdolab/pvlv not found: %+v", o.PVs)
 	}
 }
 
 func TestPlanOnRecordedHost(t *testing.T) {
-	inv := snapshotInventory(t, "node-setup.txtar")
+	o := recorded(t, "node-setup.txtar")
 	for name, want := range map[string]string{
 		"vdolab/openlv":      "is open",
 		"vdolab/pvlv":        "is a PV",
@@ -79,12 +87,12 @@ func TestPlanOnRecordedHost(t *testing.T) {
 		"vdolab/vpool_vdata": "hidden sub-LV",
 		"other/data":         "vg other is not declared",
 	} {
-		_, err := Plan(inv, scenarioDecl, Request{Names: []string{name}, Mode: ModeDiscard})
+		_, err := Plan(o.Host, scenarioDecl, Request{Names: []string{name}, Mode: ModeDiscard})
 		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", name, err, want)
 		}
 	}
-	targets, err := Plan(inv, scenarioDecl, Request{Names: []string{"vms/vm-100-disk-0", "vdolab/thin-1", "vdolab/keep"}, Mode: ModeDiscard})
+	targets, err := Plan(o.Host, scenarioDecl, Request{Names: []string{"vms/vm-100-disk-0", "vdolab/thin-1", "vdolab/keep"}, Mode: ModeDiscard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +108,7 @@ func TestPlanOnRecordedHost(t *testing.T) {
 	if tg := targets[2]; tg.Mode != ModeZeroOut || len(tg.Notes) != 1 {
 		t.Errorf("keep (thick, not on VDO) in discard mode: %+v", tg)
 	}
-	if _, err := Plan(inv, scenarioDecl, Request{Names: []string{"vdolab/keep"}, RequireAbsent: true}); !errors.Is(err, ErrRefused) {
+	if _, err := Plan(o.Host, scenarioDecl, Request{Names: []string{"vdolab/keep"}, RequireAbsent: true}); !errors.Is(err, ErrRefused) {
 		t.Errorf("keep is not absent: got %v", err)
 	}
 }
@@ -108,13 +116,13 @@ func TestPlanOnRecordedHost(t *testing.T) {
 // node-killed.txtar was recorded after keel was killed with SIGKILL while it
 // zeroed vms/big: the LV is left as vms/del-big with keel's tag.
 func TestPlanResumesRecordedKill(t *testing.T) {
-	inv := snapshotInventory(t, "node-killed.txtar")
-	del, ok := inv.LVs["vms/del-big"]
-	if !ok || !slices.Contains(del.Tags, Tag) {
+	o := recorded(t, "node-killed.txtar")
+	del, ok := o.LVs["vms/del-big"]
+	if !ok || !hasTag(del, Tag) {
 		t.Fatalf("vms/del-big: %+v", del)
 	}
 	for _, req := range []Request{{Mode: ModeDiscard}, {Names: []string{"vms/big"}, Mode: ModeDiscard}} {
-		targets, err := Plan(inv, scenarioDecl, req)
+		targets, err := Plan(o.Host, scenarioDecl, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,9 +135,8 @@ func TestPlanResumesRecordedKill(t *testing.T) {
 		}
 	}
 	// Without keel's tag and not absent, a del-* LV is not keel's to finish.
-	del.Tags = nil
-	inv.LVs["vms/del-big"] = del
-	if targets, err := Plan(inv, scenarioDecl, Request{Mode: ModeDiscard}); err != nil || len(targets) != 0 {
+	del.Fields.Set("lv_tags", "")
+	if targets, err := Plan(o.Host, scenarioDecl, Request{Mode: ModeDiscard}); err != nil || len(targets) != 0 {
 		t.Errorf("untagged del-big: targets %+v err %v", targets, err)
 	}
 }

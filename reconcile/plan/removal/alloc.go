@@ -1,4 +1,4 @@
-package wipe
+package removal
 
 import (
 	"fmt"
@@ -23,10 +23,8 @@ import (
 // allocates nothing there. This file works out what a zero-fill would
 // allocate in each pool below, and turns thin LVs to discard.
 
-// Stack is what lies under each LV, as far as removal needs it. FromHost
-// fills it; an Inventory built by hand may leave it empty (no pool below
-// is then known).
-type Stack struct {
+// stack is what lies under each LV, as far as removal needs it.
+type stack struct {
 	// Below maps an LV ("vg/lv") to the PVs its segments map to, sub-LVs
 	// followed (a thin pool's data LV, RAID images).
 	Below map[string][]string
@@ -36,11 +34,11 @@ type Stack struct {
 	// (absent when unknown, or when it shares chunks with a snapshot).
 	Mapped map[string]uint64
 	// Pools are the thin and VDO pools by "vg/pool".
-	Pools map[string]Pool
+	Pools map[string]poolInfo
 }
 
-// Pool is one thin or VDO pool.
-type Pool struct {
+// poolInfo is one thin or VDO pool.
+type poolInfo struct {
 	Name string // "vg/pool"
 	Kind string // "thin" or "vdo"
 	// Zero is a thin pool's zeroing of new chunks (lvchange -Z).
@@ -54,9 +52,9 @@ type Pool struct {
 	DataLV string
 }
 
-// stackFromHost builds the Stack from a probe pass.
-func stackFromHost(h *probes.Host) Stack {
-	s := Stack{Below: map[string][]string{}, Pool: map[string]string{}, Mapped: map[string]uint64{}, Pools: map[string]Pool{}}
+// stackFromHost builds the stack from a probe pass.
+func stackFromHost(h *probes.Host) stack {
+	s := stack{Below: map[string][]string{}, Pool: map[string]string{}, Mapped: map[string]uint64{}, Pools: map[string]poolInfo{}}
 	// A thin LV that shares chunks with a snapshot (as its origin or as the
 	// snapshot) copies a shared chunk on the first write to it, so its
 	// mapped chunks do not bound a fill: its mapped bytes stay unknown.
@@ -101,7 +99,7 @@ func stackFromHost(h *probes.Host) Stack {
 		s.Below[key] = slices.Compact(pvs)
 	}
 	for key, tp := range h.ThinPools {
-		p := Pool{Name: key, Kind: "thin", Zero: tp.Zero, Chunk: tp.ChunkSize}
+		p := poolInfo{Name: key, Kind: "thin", Zero: tp.Zero, Chunk: tp.ChunkSize}
 		if lv := h.LVs[key]; lv != nil {
 			p.DataLV = lv.DataLV
 		}
@@ -114,7 +112,7 @@ func stackFromHost(h *probes.Host) Stack {
 		s.Pools[key] = p
 	}
 	for key, vp := range h.VDOPools {
-		s.Pools[key] = Pool{Name: key, Kind: "vdo", DataLV: vp.DataLV}
+		s.Pools[key] = poolInfo{Name: key, Kind: "vdo", DataLV: vp.DataLV}
 	}
 	// A thin pool's data sub-LV is below the pool itself.
 	for key, p := range s.Pools {
@@ -132,11 +130,14 @@ const maxStackDepth = 16
 // zeroFill adds to out, by pool, the most bytes that zero-filling n bytes of
 // the LV key could allocate in each pool below it; VDO pools are listed with
 // 0 (they keep no block for zeroes).
-func (s Stack) zeroFill(inv Inventory, key string, n uint64, depth int, out map[string]uint64) {
+func (s stack) zeroFill(o *observed, key string, n uint64, depth int, out map[string]uint64) {
 	if depth > maxStackDepth || n == 0 {
 		return
 	}
-	lv := inv.LVs[key]
+	var size uint64
+	if lv := o.LVs[key]; lv != nil {
+		size = lv.Size
+	}
 	if pool, ok := s.Pool[key]; ok {
 		p := s.Pools[pool]
 		switch p.Kind {
@@ -148,7 +149,7 @@ func (s Stack) zeroFill(inv Inventory, key string, n uint64, depth int, out map[
 			if p.Chunk > 0 {
 				alloc = (n + p.Chunk - 1) / p.Chunk * p.Chunk
 			}
-			left := lv.Size
+			left := size
 			if m, ok := s.Mapped[key]; ok && m <= left {
 				left -= m
 			}
@@ -156,26 +157,29 @@ func (s Stack) zeroFill(inv Inventory, key string, n uint64, depth int, out map[
 			out[pool] += alloc
 			// The pool writes the new chunks (zeroes, and its own zeroing of
 			// them) to its data LV.
-			s.zeroFill(inv, pool, alloc, depth+1, out)
+			s.zeroFill(o, pool, alloc, depth+1, out)
 			return
 		}
 	}
 	for _, pv := range s.Below[key] {
-		below := lvOfPV(inv, pv)
+		below := o.lvOfPV(pv)
 		if below == "" {
 			continue // a disk
 		}
-		s.zeroFill(inv, below, min(n, inv.LVs[below].Size), depth+1, out)
+		s.zeroFill(o, below, min(n, o.LVs[below].Size), depth+1, out)
 	}
 }
 
 // lvOfPV returns "vg/lv" of the LV that is the PV pv, or "" for a disk.
-func lvOfPV(inv Inventory, pv string) string {
-	dm := inv.PVs[pv].DMName
+func (o *observed) lvOfPV(pv string) string {
+	var dm string
+	if p := o.PVs[pv]; p != nil {
+		dm = o.pvDMName(p)
+	}
 	if dm == "" {
 		return ""
 	}
-	for key, lv := range inv.LVs {
+	for key, lv := range o.LVs {
 		if lv.DMName == dm {
 			return key
 		}
@@ -187,10 +191,10 @@ func lvOfPV(inv Inventory, pv string) string {
 // is discarded and never zero-filled (with a note when its pool does not
 // zero reused chunks); any other zero-fill is refused when it could
 // allocate in a thin pool below.
-func allocRules(inv Inventory, lv LVInfo, t *Target) error {
+func (o *observed) allocRules(lv *probes.LV, t *Target) error {
 	key := lv.VG + "/" + lv.Name
 	if lv.SegType == "thin" {
-		pool := inv.Stack.Pool[key]
+		pool := o.stack.Pool[key]
 		if pool == "" {
 			pool = "its pool"
 		}
@@ -199,7 +203,7 @@ func allocRules(inv Inventory, lv LVInfo, t *Target) error {
 				t.Name(), pool, units.FormatSize(lv.Size)))
 		}
 		t.Mode, t.DiscardAfter, t.NoZeroFill = ModeDiscard, false, true
-		if p, ok := inv.Stack.Pools[pool]; ok && !p.Zero {
+		if p, ok := o.stack.Pools[pool]; ok && !p.Zero {
 			t.Notes = append(t.Notes, UnzeroedNote(pool))
 		}
 		return nil
@@ -208,10 +212,10 @@ func allocRules(inv Inventory, lv LVInfo, t *Target) error {
 		return nil
 	}
 	fill := map[string]uint64{}
-	inv.Stack.zeroFill(inv, key, lv.Size, 0, fill)
+	o.stack.zeroFill(o, key, lv.Size, 0, fill)
 	var grow []string
 	for _, name := range slices.Sorted(maps.Keys(fill)) {
-		p, n := inv.Stack.Pools[name], fill[name]
+		p, n := o.stack.Pools[name], fill[name]
 		switch {
 		case p.Kind == "vdo":
 			t.Notes = append(t.Notes, fmt.Sprintf("zero-filling %s allocates nothing in vdo pool %s below: VDO keeps no block for an all-zero block", t.Name(), name))

@@ -1,4 +1,4 @@
-package wipe
+package removal
 
 import (
 	"errors"
@@ -22,8 +22,8 @@ var guardDecl = Declared{
 }
 
 func TestGuardThinLVs(t *testing.T) {
-	inv := snapshotInventory(t, "node-guard.txtar")
-	targets, err := Plan(inv, guardDecl, Request{Names: []string{"tvg/vm-102-disk-0", "tvg/vm-103-disk-0"}, Mode: ModeZeroOut, RequireAbsent: true})
+	o := recorded(t, "node-guard.txtar")
+	targets, err := Plan(o.Host, guardDecl, Request{Names: []string{"tvg/vm-102-disk-0", "tvg/vm-103-disk-0"}, Mode: ModeZeroOut, RequireAbsent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,12 +44,12 @@ func TestGuardThinLVs(t *testing.T) {
 // went from 18.75 % to 100 %), the model predicts: the fill could allocate
 // more than the pool has free.
 func TestGuardZeroFillOfThinWouldFillPool(t *testing.T) {
-	inv := snapshotInventory(t, "node-guard.txtar")
-	lv := inv.LVs["tvg/vm-102-disk-0"]
+	o := recorded(t, "node-guard.txtar")
+	lv := o.LVs["tvg/vm-102-disk-0"]
 	fill := map[string]uint64{}
-	inv.Stack.zeroFill(inv, "tvg/vm-102-disk-0", lv.Size, 0, fill)
-	pool := inv.Stack.Pools["tvg/pool"]
-	mapped := inv.Stack.Mapped["tvg/vm-102-disk-0"]
+	o.stack.zeroFill(o, "tvg/vm-102-disk-0", lv.Size, 0, fill)
+	pool := o.stack.Pools["tvg/pool"]
+	mapped := o.stack.Mapped["tvg/vm-102-disk-0"]
 	// data_percent has two decimals: 4.17 % of 3G is 128M within 0.1 %.
 	if mapped < 127<<20 || mapped > 129<<20 || fill["tvg/pool"] != lv.Size-mapped || !pool.Known || fill["tvg/pool"] <= pool.Free {
 		t.Fatalf("fill %v, mapped %d, pool %+v", fill, mapped, pool)
@@ -59,33 +59,33 @@ func TestGuardZeroFillOfThinWouldFillPool(t *testing.T) {
 // A zero-fill of the linear gvg/old goes through the PV tvg/gpv, a thin LV
 // of tvg/gpool, and could allocate all 512M there: refused, nothing planned.
 func TestGuardZeroFillOverThinRefused(t *testing.T) {
-	inv := snapshotInventory(t, "node-guard.txtar")
-	pool := inv.Stack.Pools["tvg/gpool"]
+	o := recorded(t, "node-guard.txtar")
+	pool := o.stack.Pools["tvg/gpool"]
 	if !pool.Known || pool.Free == 0 || pool.Free >= 512<<20 {
 		t.Fatalf("tvg/gpool %+v", pool)
 	}
-	targets, err := Plan(inv, guardDecl, Request{Names: []string{"gvg/old"}, Mode: ModeZeroOut, RequireAbsent: true})
+	targets, err := Plan(o.Host, guardDecl, Request{Names: []string{"gvg/old"}, Mode: ModeZeroOut, RequireAbsent: true})
 	want := fmt.Sprintf("up to 512M in thin pool tvg/gpool (%s free, so it could fill the pool)", units.FormatSize(pool.Free))
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "lvremove gvg/old") || targets != nil {
 		t.Fatalf("got %v, want %q", err, want)
 	}
 	// removal.mode discard does not get around it: gvg/old is neither thin
 	// nor on VDO, so keel zeroes it anyway, which is the refused fill.
-	_, err = Plan(inv, guardDecl, Request{Names: []string{"gvg/old"}, Mode: ModeDiscard, RequireAbsent: true})
+	_, err = Plan(o.Host, guardDecl, Request{Names: []string{"gvg/old"}, Mode: ModeDiscard, RequireAbsent: true})
 	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("discard asked, zeroed instead: got %v", err)
 	}
 }
 
 func TestGuardSharedVGRefused(t *testing.T) {
-	inv := snapshotInventory(t, "node-guard.txtar")
-	if s := inv.Shared["svg"]; s.Storage != "san" {
-		t.Fatalf("svg: %+v (shared: %v)", s, inv.Shared)
+	o := recorded(t, "node-guard.txtar")
+	if s := o.shared["svg"]; s.Storage != "san" {
+		t.Fatalf("svg: %+v (shared: %v)", s, o.shared)
 	}
-	if _, ok := inv.Shared["tvg"]; ok {
+	if _, ok := o.shared["tvg"]; ok {
 		t.Fatal("tvg (lvmthin local-thin, no shared) counted as shared")
 	}
-	_, err := Plan(inv, guardDecl, Request{Names: AbsentNames(guardDecl), RequireAbsent: true})
+	_, err := Plan(o.Host, guardDecl, Request{Names: AbsentNames(guardDecl), RequireAbsent: true})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "vg svg is shared between nodes: Proxmox storage san has shared 1") ||
 		!strings.Contains(err.Error(), "pvesm free san:vm-200-disk-0") {
 		t.Fatalf("got %v", err)
@@ -96,14 +96,14 @@ func TestGuardSharedVGRefused(t *testing.T) {
 // model: when tvg/keep is a snapshot of tvg/vm-102-disk-0, a write to any
 // chunk of vm-102 may copy a shared one, and the whole LV counts.
 func TestZeroFillThinSnapshotSharesChunks(t *testing.T) {
-	h := snapshotHost(t, "testdata/node-guard.txtar")
+	h := snapshotHost(t, "../../apply/wipe/testdata/node-guard.txtar")
 	h.LVs["tvg/keep"].Origin = "vm-102-disk-0"
-	inv := FromHost(h)
-	if _, ok := inv.Stack.Mapped["tvg/vm-102-disk-0"]; ok {
+	o := observe(h)
+	if _, ok := o.stack.Mapped["tvg/vm-102-disk-0"]; ok {
 		t.Fatal("the origin's mapped bytes bound the fill")
 	}
 	fill := map[string]uint64{}
-	inv.Stack.zeroFill(inv, "tvg/vm-102-disk-0", 3<<30, 0, fill)
+	o.stack.zeroFill(o, "tvg/vm-102-disk-0", 3<<30, 0, fill)
 	if fill["tvg/pool"] != 3<<30 {
 		t.Fatalf("fill %v, want all 3G", fill)
 	}

@@ -1,4 +1,4 @@
-package wipe
+package removal
 
 import (
 	"fmt"
@@ -75,8 +75,8 @@ func SharedVGs(h *probes.Host) map[string]SharedVG {
 }
 
 // refuseShared refuses every destructive action on an LV of a shared VG.
-func refuseShared(inv Inventory, vg, lv string) error {
-	s, ok := inv.Shared[vg]
+func (o *observed) refuseShared(vg, lv string) error {
+	s, ok := o.shared[vg]
 	if !ok {
 		return nil
 	}

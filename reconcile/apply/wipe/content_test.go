@@ -9,35 +9,13 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
-// node-deps.txtar, blkid-pvhold.txt and blkid-fsdisk.txt were recorded by
-// e2e/wipe/reuse.sh in the test guest (KEEL_WIPE_SNAPSHOT_DIR): vmdata holds
-// a snapshot origin (origin, with origin-snap), a read-only external origin
-// (extorig) of the thin LV extthin in tpool, pvhold carrying the PV of the
-// VG upper that LVM does not list (scan_lvs=0), and fsdisk with ext4.
-var depsDecl = Declared{"vmdata": {"vm-101-disk-0", "vm-103-disk-0"}}
-
-func TestPlanRefusesDependentsOnRecordedHost(t *testing.T) {
-	inv := snapshotInventory(t, "node-deps.txtar")
-	for name, want := range map[string]string{
-		"vmdata/origin":  "is the origin of snapshot(s) vmdata/origin-snap",
-		"vmdata/extorig": "is the external origin of thin LV(s) vmdata/extthin",
-	} {
-		targets, err := Plan(inv, depsDecl, Request{Names: []string{name}})
-		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) || len(targets) != 0 {
-			t.Errorf("%s: got %v %+v, want a refusal containing %q", name, err, targets, want)
-		}
-	}
-	// What depends on nothing is planned: the snapshot itself, the thin LV
-	// made from the external origin, and the LV whose PV label LVM does not
-	// list (only its content tells, see TestCheckContent).
-	for _, name := range []string{"vmdata/origin-snap", "vmdata/extthin", "vmdata/pvhold", "vmdata/fsdisk"} {
-		if targets, err := Plan(inv, depsDecl, Request{Names: []string{name}}); err != nil || len(targets) != 1 {
-			t.Errorf("%s: got %v %+v, want one target", name, err, targets)
-		}
-	}
-}
+// blkid-pvhold.txt and blkid-fsdisk.txt were recorded by e2e/wipe/reuse.sh
+// in the test guest (KEEL_WIPE_SNAPSHOT_DIR) with node-deps.txtar: vmdata/
+// pvhold carries the PV of the VG upper that LVM does not list (scan_lvs=0),
+// and vmdata/fsdisk holds ext4.
 
 // blkidRunner answers blkid -p with a captured output per device path.
 type blkidRunner struct {
@@ -75,9 +53,11 @@ func TestCheckContent(t *testing.T) {
 	}
 	ex := &fakeExec{}
 	r := testRemover(t, ex, nil)
-	tg := func(lv string, active bool) Target { return Target{VG: "vmdata", LV: lv, Active: active} }
+	tg := func(lv string, active bool) removal.Target {
+		return removal.Target{VG: "vmdata", LV: lv, Active: active}
+	}
 	for _, c := range []struct {
-		t    Target
+		t    removal.Target
 		want string // "" = passes
 		cmds []string
 	}{
@@ -89,14 +69,14 @@ func TestCheckContent(t *testing.T) {
 		{tg("pvhold", false), "lvchange --activate y vmdata/pvhold && wipefs --all vmdata/pvhold", []string{
 			"lvchange --activate y --ignoreactivationskip vmdata/pvhold", "lvchange --activate n vmdata/pvhold"}},
 		{tg("fsdisk", false), "", []string{"lvchange --activate y --ignoreactivationskip vmdata/fsdisk"}},
-		{Target{VG: "vmdata", LV: "pvhold", Resume: true}, "", nil}, // keel began clearing it: not read
+		{removal.Target{VG: "vmdata", LV: "pvhold", Resume: true}, "", nil}, // keel began clearing it: not read
 	} {
 		ex.argvs = nil
-		err := r.CheckContent(context.Background(), run, []Target{c.t})
+		err := r.CheckContent(context.Background(), run, []removal.Target{c.t})
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%+v: refused: %v", c.t, err)
-		case c.want != "" && (!errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "lv "+c.t.Name())):
+		case c.want != "" && (!errors.Is(err, removal.ErrRefused) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "lv "+c.t.Name())):
 			t.Errorf("%+v: got %v, want a refusal of %s containing %q", c.t, err, c.t.Name(), c.want)
 		}
 		if !reflect.DeepEqual(ex.argvs, c.cmds) {
@@ -104,7 +84,7 @@ func TestCheckContent(t *testing.T) {
 		}
 	}
 	run.err = errors.New("exec: \"blkid\": executable file not found in $PATH")
-	if err := r.CheckContent(context.Background(), run, []Target{tg("fsdisk", true)}); !errors.Is(err, ErrRefused) {
+	if err := r.CheckContent(context.Background(), run, []removal.Target{tg("fsdisk", true)}); !errors.Is(err, removal.ErrRefused) {
 		t.Errorf("blkid missing: %v, want a refusal", err)
 	}
 }

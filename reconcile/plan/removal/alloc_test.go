@@ -1,4 +1,4 @@
-package wipe
+package removal
 
 import (
 	"strings"
@@ -10,11 +10,11 @@ import (
 // zeroed is discarded instead, and a zero-fill over VDO is said to allocate
 // nothing there.
 func TestPlanThinLVIsDiscardedNeverZeroFilled(t *testing.T) {
-	inv := snapshotInventory(t, "node-setup.txtar")
-	if p := inv.Stack.Pools["vdolab/tpool"]; p.Kind != "thin" || !p.Zero || p.Chunk != 64<<10 || !p.Known {
+	o := recorded(t, "node-setup.txtar")
+	if p := o.stack.Pools["vdolab/tpool"]; p.Kind != "thin" || !p.Zero || p.Chunk != 64<<10 || !p.Known {
 		t.Fatalf("thin pool from the capture: %+v", p)
 	}
-	targets, err := Plan(inv, scenarioDecl, Request{Names: []string{"vdolab/thin-1"}, Mode: ModeZeroOut, RequireAbsent: true})
+	targets, err := Plan(o.Host, scenarioDecl, Request{Names: []string{"vdolab/thin-1"}, Mode: ModeZeroOut, RequireAbsent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +32,8 @@ func TestPlanThinLVIsDiscardedNeverZeroFilled(t *testing.T) {
 }
 
 func TestPlanZeroFillOverVDOAllocatesNothing(t *testing.T) {
-	inv := snapshotInventory(t, "node-setup.txtar")
-	targets, err := Plan(inv, scenarioDecl, Request{Names: []string{"vms/vm-100-disk-0"}, Mode: ModeZeroOut, RequireAbsent: true})
+	o := recorded(t, "node-setup.txtar")
+	targets, err := Plan(o.Host, scenarioDecl, Request{Names: []string{"vms/vm-100-disk-0"}, Mode: ModeZeroOut, RequireAbsent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,16 +50,16 @@ func TestPlanZeroFillOverVDOAllocatesNothing(t *testing.T) {
 // what it has not mapped yet, and goes on to the pool's data LV (on a disk,
 // so nothing more).
 func TestZeroFillThinBound(t *testing.T) {
-	inv := snapshotInventory(t, "node-setup.txtar")
+	o := recorded(t, "node-setup.txtar")
 	fill := map[string]uint64{}
-	lv := inv.LVs["vdolab/thin-1"]
-	inv.Stack.zeroFill(inv, "vdolab/thin-1", lv.Size, 0, fill)
-	mapped := inv.Stack.Mapped["vdolab/thin-1"]
+	lv := o.LVs["vdolab/thin-1"]
+	o.stack.zeroFill(o, "vdolab/thin-1", lv.Size, 0, fill)
+	mapped := o.stack.Mapped["vdolab/thin-1"]
 	if len(fill) != 1 || fill["vdolab/tpool"] != lv.Size-mapped {
 		t.Fatalf("fill %v, want %d in vdolab/tpool (size %d, mapped %d)", fill, lv.Size-mapped, lv.Size, mapped)
 	}
 	fill = map[string]uint64{}
-	inv.Stack.zeroFill(inv, "vdolab/keep", inv.LVs["vdolab/keep"].Size, 0, fill)
+	o.stack.zeroFill(o, "vdolab/keep", o.LVs["vdolab/keep"].Size, 0, fill)
 	if len(fill) != 0 {
 		t.Fatalf("a linear LV on a disk allocates %v", fill)
 	}

@@ -1,4 +1,9 @@
-package wipe
+// Package removal plans the safe removal of logical volumes: which LVs to
+// remove, how to clear each one's blocks, and every refusal, checked before
+// anything changes. It reads the same observed model (probes.Host) as every
+// other rule of the planner and does no I/O; reconcile/apply/wipe carries
+// the plan out.
+package removal
 
 import (
 	"errors"
@@ -9,6 +14,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/lvm"
+	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile/state"
 )
 
@@ -22,43 +28,17 @@ const DelPrefix = "del-"
 // del-something.
 const Tag = "keel_wipe"
 
-// Inventory is the part of the observed host that removal needs. It is built
-// from the probes model (or by hand in tests).
-type Inventory struct {
-	// LVs by "vg/lv", hidden sub-LVs included (without brackets).
-	LVs map[string]LVInfo
-	// PVs by PV name as LVM reports it ("/dev/sda", "/dev/vdovg/vdolv").
-	PVs map[string]PVInfo
-	// Stack is what lies under each LV (alloc.go).
-	Stack Stack
-	// Shared are the VGs shared between hosts, by name (shared.go).
-	Shared map[string]SharedVG
-}
+// Mode says how an LV's blocks are cleared before removal.
+type Mode string
 
-// LVInfo is one observed LV.
-type LVInfo struct {
-	VG, Name string
-	SegType  string // linear, striped, thin, thin-pool, vdo, vdo-pool, ...
-	Hidden   bool
-	Active   bool
-	Open     bool
-	Size     uint64
-	DMName   string   // device-mapper name, e.g. "vg-lv"
-	Tags     []string // lv_tags
-	// UUID (lv_uuid) and Created (lv_time) identify the LV (identity.go).
-	UUID    string
-	Created time.Time
-	// Attr (lv_attr), Role (lv_role) and Origin (origin) show what depends
-	// on it (dependents.go).
-	Attr, Role, Origin string
-}
-
-// PVInfo is one observed PV.
-type PVInfo struct {
-	Name   string
-	VG     string // "" for an orphan PV
-	DMName string // device-mapper name of the PV's device when it is a dm device (an LV)
-}
+const (
+	// ModeZeroOut writes zeroes with BLKZEROOUT (WRITE ZEROES when the device
+	// offers it, else the kernel writes zero pages itself).
+	ModeZeroOut Mode = "zeroout"
+	// ModeDiscard discards with BLKDISCARD. It is only used where the stack
+	// below returns the space and reads unmapped blocks as zeroes (VDO, thin).
+	ModeDiscard Mode = "discard"
+)
 
 // Target is one LV to remove, with how to clear it.
 type Target struct {
@@ -135,7 +115,7 @@ func AbsentNames(decl Declared) []string {
 // there is any. Requested names that are already gone are skipped when
 // RequireAbsent is set (the desired state already holds) and refused
 // otherwise.
-func Plan(inv Inventory, decl Declared, req Request) ([]Target, error) {
+func Plan(h *probes.Host, decl Declared, req Request) ([]Target, error) {
 	mode := req.Mode
 	if mode == "" {
 		mode = ModeZeroOut
@@ -143,32 +123,33 @@ func Plan(inv Inventory, decl Declared, req Request) ([]Target, error) {
 	if mode != ModeZeroOut && mode != ModeDiscard {
 		return nil, fmt.Errorf("removal mode %q: %w: must be zeroout or discard", mode, ErrRefused)
 	}
+	o := observe(h)
 	var targets []Target
 	seen := map[string]bool{}
 
 	// Interrupted wipes first, in name order.
-	keys := make([]string, 0, len(inv.LVs))
-	for k := range inv.LVs {
+	keys := make([]string, 0, len(o.LVs))
+	for k := range o.LVs {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		lv := inv.LVs[k]
+		lv := o.LVs[k]
 		orig, ok := strings.CutPrefix(lv.Name, DelPrefix)
 		absent, declared := decl[lv.VG]
 		if !ok || orig == "" || !declared || lv.Hidden {
 			continue
 		}
-		if !slices.Contains(lv.Tags, Tag) && !slices.Contains(absent, orig) {
+		if !hasTag(lv, Tag) && !slices.Contains(absent, orig) {
 			continue
 		}
 		if req.judge(lv.VG+"/"+orig, lv) != nil {
 			continue // not keel's to resume: the planner reports it (lv.absent_reappeared)
 		}
-		if err := refuseKind(inv, lv); err != nil {
+		if err := o.refuseKind(lv); err != nil {
 			return nil, fmt.Errorf("resume %s/%s: %w", lv.VG, lv.Name, err)
 		}
-		t := target(inv, lv, orig, mode)
+		t := o.target(lv, orig, mode)
 		t.Resume = true
 		targets = append(targets, t)
 		seen[t.Name()] = true
@@ -182,7 +163,7 @@ func Plan(inv Inventory, decl Declared, req Request) ([]Target, error) {
 		seen[name] = true
 		if strings.HasPrefix(name, "/") {
 			msg := "keel wipes LVs given as VG/LV, not devices"
-			if pv, ok := inv.PVs[name]; ok {
+			if pv, ok := o.PVs[name]; ok {
 				msg = fmt.Sprintf("is a PV (of vg %q); keel wipes LVs only", pv.VG)
 			}
 			refusals = append(refusals, fmt.Errorf("%s: %w: %s", name, ErrRefused, msg))
@@ -207,7 +188,7 @@ func Plan(inv Inventory, decl Declared, req Request) ([]Target, error) {
 			refusals = append(refusals, fmt.Errorf("lv %s: %w: name starts with %s and was not left by keel; give the original name", name, ErrRefused, DelPrefix))
 			continue
 		}
-		lv, found := inv.LVs[name]
+		lv, found := o.LVs[name]
 		if !found {
 			if req.RequireAbsent {
 				continue // already gone
@@ -215,11 +196,11 @@ func Plan(inv Inventory, decl Declared, req Request) ([]Target, error) {
 			refusals = append(refusals, fmt.Errorf("lv %s: %w: no such LV", name, ErrRefused))
 			continue
 		}
-		if _, clash := inv.LVs[vg+"/"+DelPrefix+lvName]; clash {
+		if _, clash := o.LVs[vg+"/"+DelPrefix+lvName]; clash {
 			refusals = append(refusals, fmt.Errorf("lv %s: %w: %s/%s%s exists already", name, ErrRefused, vg, DelPrefix, lvName))
 			continue
 		}
-		if err := refuseKind(inv, lv); err != nil {
+		if err := o.refuseKind(lv); err != nil {
 			refusals = append(refusals, fmt.Errorf("lv %s: %w", name, err))
 			continue
 		}
@@ -227,9 +208,9 @@ func Plan(inv Inventory, decl Declared, req Request) ([]Target, error) {
 			refusals = append(refusals, err)
 			continue
 		}
-		targets = append(targets, target(inv, lv, lvName, mode))
+		targets = append(targets, o.target(lv, lvName, mode))
 	}
-	refusals = append(refusals, applyGuards(inv, targets)...)
+	refusals = append(refusals, o.applyGuards(targets)...)
 	if len(refusals) > 0 {
 		return nil, errors.Join(refusals...)
 	}
@@ -239,7 +220,7 @@ func Plan(inv Inventory, decl Declared, req Request) ([]Target, error) {
 // refuseKind refuses LVs that must never be wiped by name: pools, VDO LVs
 // (removing one takes its pool along), hidden sub-LVs, PVs of stacked VGs
 // and open LVs.
-func refuseKind(inv Inventory, lv LVInfo) error {
+func (o *observed) refuseKind(lv *probes.LV) error {
 	switch {
 	case lv.Hidden:
 		return fmt.Errorf("%w: is a hidden sub-LV", ErrRefused)
@@ -253,8 +234,8 @@ func refuseKind(inv Inventory, lv LVInfo) error {
 		return fmt.Errorf("%w: is a cache LV (%s)", ErrRefused, lv.SegType)
 	}
 	if lv.DMName != "" {
-		for _, pv := range inv.PVs {
-			if pv.DMName == lv.DMName {
+		for _, pv := range o.PVs {
+			if o.pvDMName(pv) == lv.DMName {
 				if pv.VG == "" {
 					return fmt.Errorf("%w: is a PV (in no VG yet)", ErrRefused)
 				}
@@ -262,7 +243,7 @@ func refuseKind(inv Inventory, lv LVInfo) error {
 			}
 		}
 	}
-	if err := refuseDependents(inv, lv); err != nil {
+	if err := o.refuseDependents(lv); err != nil {
 		return err
 	}
 	if lv.Open {
@@ -272,13 +253,14 @@ func refuseKind(inv Inventory, lv LVInfo) error {
 }
 
 // onVDO reports whether vg has a PV that is a VDO LV.
-func onVDO(inv Inventory, vg string) bool {
-	for _, pv := range inv.PVs {
-		if pv.VG != vg || pv.DMName == "" {
+func (o *observed) onVDO(vg string) bool {
+	for _, pv := range o.PVs {
+		dm := o.pvDMName(pv)
+		if pv.VG != vg || dm == "" {
 			continue
 		}
-		for _, lv := range inv.LVs {
-			if lv.DMName == pv.DMName && lv.SegType == "vdo" {
+		for _, lv := range o.LVs {
+			if lv.DMName == dm && lv.SegType == "vdo" {
 				return true
 			}
 		}
@@ -286,9 +268,9 @@ func onVDO(inv Inventory, vg string) bool {
 	return false
 }
 
-func target(inv Inventory, lv LVInfo, orig string, mode Mode) Target {
-	t := Target{VG: lv.VG, LV: orig, Active: lv.Active, Size: lv.Size, Mode: mode, UUID: lv.UUID, Created: lv.Created}
-	vdo := onVDO(inv, lv.VG)
+func (o *observed) target(lv *probes.LV, orig string, mode Mode) Target {
+	t := Target{VG: lv.VG, LV: orig, Active: lv.Active, Size: lv.Size, Mode: mode, UUID: lv.UUID, Created: created(lv)}
+	vdo := o.onVDO(lv.VG)
 	gives := vdo || lv.SegType == "thin"
 	switch {
 	case mode == ModeDiscard && !gives:

@@ -6,47 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
-
-// refuseDependents refuses an LV that other LVs depend on, whose lvremove
-// would take them along (lvm2 lib/metadata/lv_manip.c,
-// lv_remove_with_dependencies: an origin's snapshots are removed first, and
-// so are the thin LVs that use an external origin; `lvremove --yes` answers
-// the prompt). Zeroing it first would also destroy what they read from it.
-// A thin LV with thin snapshots is not refused: thin snapshots share the
-// pool's blocks, not the origin LV, and outlive it.
-func refuseDependents(inv Inventory, lv LVInfo) error {
-	roles := strings.Split(lv.Role, ",")
-	// An external origin also shows 'o' in lv_attr (seen in the guest:
-	// "ori-------", role public,origin,extthinorigin); the attribute only
-	// stands in for the role when LVM reported none.
-	external := slices.Contains(roles, "extthinorigin")
-	thick := slices.Contains(roles, "thickorigin") ||
-		(!external && lv.Role == "" && len(lv.Attr) > 0 && (lv.Attr[0] == 'o' || lv.Attr[0] == 'O'))
-	if !thick && !external {
-		return nil
-	}
-	var deps []string
-	for _, o := range inv.LVs {
-		if o.VG == lv.VG && o.Origin == lv.Name && o.Name != lv.Name {
-			deps = append(deps, o.VG+"/"+o.Name)
-		}
-	}
-	sort.Strings(deps)
-	list := strings.Join(deps, ", ")
-	if list == "" {
-		list = "(not listed)"
-	}
-	if thick {
-		return fmt.Errorf("%w: is the origin of snapshot(s) %s: lvremove would remove them with it, and zeroing it first fills them with its old blocks; remove or merge the snapshots first", ErrRefused, list)
-	}
-	return fmt.Errorf("%w: is the external origin of thin LV(s) %s: they read their unwritten blocks from it, and lvremove would remove them with it; remove those thin LVs first", ErrRefused, list)
-}
 
 // Signature is what blkid's low-level probe reported for a device: the
 // KEY=value pairs of `blkid -p -o export` (TYPE, USAGE, PTTYPE, UUID, ...).
@@ -133,7 +98,7 @@ func ReadSignature(ctx context.Context, run probes.Runner, path string) (Signatu
 // (lvchange through r.Exec) and deactivated again when refused; targets
 // keel is resuming are skipped (their clearing has begun). A device keel
 // cannot read is refused too: when in doubt, nothing is wiped.
-func (r *Remover) CheckContent(ctx context.Context, run probes.Runner, targets []Target) error {
+func (r *Remover) CheckContent(ctx context.Context, run probes.Runner, targets []removal.Target) error {
 	var errs []error
 	for _, t := range targets {
 		if t.Resume {
@@ -146,24 +111,24 @@ func (r *Remover) CheckContent(ctx context.Context, run probes.Runner, targets [
 	return errors.Join(errs...)
 }
 
-func (r *Remover) checkContent(ctx context.Context, run probes.Runner, t Target) error {
+func (r *Remover) checkContent(ctx context.Context, run probes.Runner, t removal.Target) error {
 	if !t.Active {
 		if err := r.command(ctx, "lvchange", "--activate", "y", "--ignoreactivationskip", t.Name()); err != nil {
-			return fmt.Errorf("%w: cannot activate it to read its content: %w", ErrRefused, err)
+			return fmt.Errorf("%w: cannot activate it to read its content: %w", removal.ErrRefused, err)
 		}
 	}
 	sig, err := ReadSignature(ctx, run, r.path(t.VG, t.LV))
 	refusal := err
 	switch {
 	case err != nil:
-		refusal = fmt.Errorf("%w: cannot read its content, so cannot tell whether something lives on it: %w", ErrRefused, err)
+		refusal = fmt.Errorf("%w: cannot read its content, so cannot tell whether something lives on it: %w", removal.ErrRefused, err)
 	case sig.layer():
 		remedy := "wipefs --all " + r.path(t.VG, t.LV)
 		if !t.Active {
 			remedy = "lvchange --activate y " + t.Name() + " && " + remedy
 		}
 		refusal = fmt.Errorf("%w: its content is a %s signature (%s): another storage layer may live on it; if nothing uses it, clear it with: %s",
-			ErrRefused, sig["TYPE"], sig, remedy)
+			removal.ErrRefused, sig["TYPE"], sig, remedy)
 	case sig != nil:
 		r.log().Info("content", "lv", t.Name(), "signature", sig.String())
 	}

@@ -1,26 +1,12 @@
-package wipe
+package removal
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
 )
-
-func snapshotHost(t *testing.T, path string) *probes.Host {
-	t.Helper()
-	s, err := probes.ReadSnapshotFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := probes.Probe(context.Background(), probes.Replay(s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
 
 // probes/testdata/snapshots/pve.txtar has a Proxmox lvm storage on vdovg
 // with "shared 0": not shared, and removal goes ahead.
@@ -39,17 +25,17 @@ func TestSharedVGsProxmoxShared0(t *testing.T) {
 // shared, and every removal in it is refused with the command for the
 // owning node.
 func TestSharedVGsLVMLockd(t *testing.T) {
-	h := snapshotHost(t, "testdata/node-setup.txtar")
+	h := snapshotHost(t, "../../apply/wipe/testdata/node-setup.txtar")
 	h.VGs["vms"].LockType = "sanlock"
 	h.VGs["vdolab"].Shared = true
-	inv := FromHost(h)
-	if got := inv.Shared["vms"].Why; got != "lvmlockd (lock type sanlock)" {
+	o := observe(h)
+	if got := o.shared["vms"].Why; got != "lvmlockd (lock type sanlock)" {
 		t.Fatalf("vms: %q", got)
 	}
-	if got := inv.Shared["vdolab"].Why; !strings.Contains(got, "shared or clustered") {
+	if got := o.shared["vdolab"].Why; !strings.Contains(got, "shared or clustered") {
 		t.Fatalf("vdolab: %q", got)
 	}
-	_, err := Plan(inv, scenarioDecl, Request{Names: []string{"vms/vm-100-disk-0"}, RequireAbsent: true})
+	_, err := Plan(o.Host, scenarioDecl, Request{Names: []string{"vms/vm-100-disk-0"}, RequireAbsent: true})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "remove it on the node that owns it (there: lvremove vms/vm-100-disk-0)") {
 		t.Fatalf("got %v", err)
 	}

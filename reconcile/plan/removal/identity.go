@@ -1,0 +1,32 @@
+package removal
+
+import (
+	"fmt"
+
+	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/reconcile/state"
+)
+
+// identity refuses, under the daemon's rule (RequireAbsent), an LV that is
+// not the one its absent entry was written for (state.Judge): a reused
+// name, or an LV keel cannot tell from one. A removal asked for by name on
+// the command line is the operator's own decision and is not judged.
+func (r Request) identity(name string, lv *probes.LV) error {
+	if !r.RequireAbsent {
+		return nil
+	}
+	return r.judge(name, lv)
+}
+
+// judge applies state.Judge to lv under name with the request's records.
+func (r Request) judge(name string, lv *probes.LV) error {
+	if r.Held != "" {
+		return fmt.Errorf("lv %s: %w: keel's state cannot be read (%s); nothing is removed for absent until it can", name, ErrRefused, r.Held)
+	}
+	rec, known := r.Known[name]
+	if why := state.Judge(rec, known, state.LV{UUID: lv.UUID, Created: created(lv)}); why != "" {
+		return fmt.Errorf("lv %s: %w: not the LV the absent entry was written for (lv.absent_reappeared): %s; to remove it anyway run: keel wipe %s",
+			name, ErrRefused, why, name)
+	}
+	return nil
+}
