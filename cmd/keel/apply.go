@@ -19,10 +19,6 @@ import (
 	"github.com/keel-storage/keel/reconcile/plan"
 )
 
-func init() {
-	register(command{name: "apply", summary: "converge the host to the desired state once", run: runApply})
-}
-
 // runApply implements keel apply. Exit 0: converged (no finding at warning
 // or above left, nothing stuck or refused); 1: findings at warning or above
 // remain, or actions are stuck or refused; 2: keel could not run (bad

@@ -20,10 +20,6 @@ import (
 	"github.com/keel-storage/keel/schema"
 )
 
-func init() {
-	register(command{name: "check", summary: "compare the host with the desired state (or audit it) and list findings", run: runCheck})
-}
-
 // checkFormats are the output forms of keel check.
 var checkFormats = map[string]func(plan.Report, io.Writer) error{
 	"text":       plan.Report.WriteText,

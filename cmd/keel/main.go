@@ -1,8 +1,8 @@
 // Command keel is a declarative, reconciling node agent for the block-storage
 // stack of Linux hypervisors: LVM-VDO pools, dm-thin pools, bcache and lvm.conf.
 //
-// Each subcommand lives in its own file and registers itself in the command
-// table with register; main only dispatches.
+// Each subcommand lives in its own file; the table in cli.go lists them
+// all, and main only dispatches.
 package main
 
 import (

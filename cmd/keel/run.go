@@ -19,10 +19,6 @@ import (
 	"github.com/keel-storage/keel/reconcile/converge"
 )
 
-func init() {
-	register(command{name: "run", summary: "the daemon: keep the host converged (systemd Type=notify)", run: runDaemon})
-}
-
 // runDaemon implements keel run. It returns only on SIGTERM or SIGINT
 // (exit 0) or when it cannot start (exit 2).
 func runDaemon(args []string, stdout, stderr io.Writer) int {

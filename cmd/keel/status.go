@@ -11,10 +11,6 @@ import (
 	"github.com/keel-storage/keel/probes"
 )
 
-func init() {
-	register(command{name: "status", summary: "show the storage stack keel sees on this host (or in a node snapshot)", run: runStatus})
-}
-
 // runStatus prints the observed stack. Exit 0 when the probe pass worked,
 // 2 for bad flags or when a core command failed (what could be read is
 // still printed).
