@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -130,7 +131,7 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 				fmt.Fprintf(w, "          %s <- %s\n", s.Path, s.Value)
 			}
 			for _, d := range fileDiffs(r.Action, res.Host) {
-				for _, l := range splitLines(d) {
+				for _, l := range strings.Split(strings.TrimSuffix(d, "\n"), "\n") {
 					fmt.Fprintf(w, "          %s\n", l)
 				}
 			}
