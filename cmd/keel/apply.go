@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
@@ -73,7 +72,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		runner = cl
 		src.Runner = cl
 	}
-	src = lvmcfgcache.ForNode(src, *node) // above the command log: a cached answer ran nothing
+	src = withLVMConfigCache(src, *node) // above the command log: a cached answer ran nothing
 	a := converge.New(configs, converge.Wiring{Source: src, Runner: runner, Log: log})
 	if err := a.Load(); err != nil {
 		fmt.Fprintf(stderr, "keel apply: %s\n", loadErrorText("apply", configs, err))

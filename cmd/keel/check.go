@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -14,8 +13,6 @@ import (
 	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"github.com/keel-storage/keel/reconcile/plan"
 
-	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
-	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/schema"
 )
@@ -76,7 +73,7 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 	go func() {
 		var err error
 		if l.src, err = probes.NodeSource(node, timeout); err == nil {
-			l.src = lvmcfgcache.ForNode(l.src, node)
+			l.src = withLVMConfigCache(l.src, node)
 			if phases != nil {
 				l.src.Runner = timedRunner{l.src.Runner}
 			}
@@ -86,7 +83,7 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 		probeDone <- err
 	}()
 	if !audit {
-		cfg, err := desiredcache.FromEnv().Load(schema.NewLoader(), schema.Paths(configs)...)
+		cfg, err := desiredCache().Load(schema.NewLoader(), schema.Paths(configs)...)
 		if err != nil {
 			cancel() // stop the probe's commands before returning
 			<-probeDone
@@ -194,8 +191,8 @@ func emit(path string, stdout io.Writer, fn func(io.Writer) error) error {
 
 // phases records when each part of a keel check ended, from the start of
 // main, when KEEL_TIMING is set (e2e/bench's rounds print it): where a
-// check's time goes beyond its probe commands. nil otherwise.
-var phases = newPhaseLog(os.Getenv("KEEL_TIMING") != "")
+// check's time goes beyond its probe commands. nil otherwise; main sets it.
+var phases *phaseLog
 
 // phaseLog is a list of named instants since mainStart; its methods are
 // safe for concurrent use and do nothing on a nil phaseLog.

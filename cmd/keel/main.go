@@ -16,6 +16,7 @@ var mainStart time.Time
 
 func main() {
 	mainStart = time.Now()
+	phases = newPhaseLog(os.Getenv(envTiming) != "")
 	if p, ok := oneShotGC(os.Args[1:], os.Getenv); ok {
 		debug.SetGCPercent(p.percent)
 		if p.limit > 0 {

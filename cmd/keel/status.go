@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
 )
 
@@ -35,7 +34,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel status: %v\n", err)
 		return exitError
 	}
-	src = lvmcfgcache.ForNode(src, *node)
+	src = withLVMConfigCache(src, *node)
 	h, perr := probes.Probe(context.Background(), src)
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)
