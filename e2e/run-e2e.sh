@@ -27,20 +27,19 @@ trap 'rm -rf "$bindir"' EXIT
 CGO_ENABLED=0 go build -trimpath -o "$bindir/keel" ./cmd/keel
 export KEEL_E2E_BIN=$bindir/keel
 
-# Every e2e package runs here, e2e/underfire included since 2026-12-02
-# (keel-activate no longer waits 2 minutes for a VG keel is to create, and
-# the faults and watchdog scenarios were made shorter: docs/testing.md has
-# the suite's time). e2e/kill runs here 4 iterations (KEEL_KILL_ITERATIONS):
+# Every e2e package runs here, e2e/underfire included, within CI's hour
+# (docs/testing.md has the suite's time). e2e/kill runs here 4 iterations
+# (KEEL_KILL_ITERATIONS):
 # 4 kinds one after another from a place in the rotation the random seed
 # picks, so every kind comes round over a few runs; make e2e-long runs its
-# 50. One per kind (10) left CI 5 minutes of its hour (3,306 s, 2026-12-02)
-# on a machine faster than the next one.
+# 50. One per kind (10) leaves too little of CI's hour on a slower machine
+# (docs/testing.md).
 export KEEL_KILL_ITERATIONS=${KEEL_KILL_ITERATIONS:-4}
 # Two lanes of one-CPU guests, then the rest alone with two CPUs. Under TCG
-# two guests of two vCPUs each on this 2-CPU machine starve each other (a
-# kill loop iteration took 80-120 s instead of 30-40 beside e2e/wipe), but
-# two one-vCPU guests share it well: e2e/vdo and e2e/lvmfilter side by side
-# took 99 s in all, e2e/vdo alone with two vCPUs 89 s (2026-12-02). Only
+# two guests of two vCPUs each on a 2-CPU machine starve each other (a
+# kill loop iteration takes several times as long beside e2e/wipe), but
+# two one-vCPU guests share it well: two packages side by side take about
+# as long as the longer one alone with two vCPUs (docs/testing.md). Only
 # packages without wall-clock bounds go in a lane: a scenario that asserts
 # a reaction within N seconds, a watchdog, a daemon's resync or a cold
 # boot's activation timeout runs alone afterwards (apply boot faults signal

@@ -195,10 +195,9 @@ done
 # mitigations=off (the fast flavour only): the guest's kernel is a test
 # harness under emulation, not a host to protect, and under TCG its Spectre
 # mitigations (retpolines on every indirect call, RSB filling on each
-# switch) cost more than anything else in a process start: 200 fork+exec
-# of /bin/true took 17.2 s with them and 9.6 s without, 20 `lvm version`
-# 3.3 s and 2.2 s (2026-12-02, this machine; -cpu max and init_on_alloc=0
-# gained nothing more). The systemd
+# switch) cost more than anything else in a process start, close to half
+# of a fork+exec (docs/testing.md has the figures; -cpu max and
+# init_on_alloc=0 gained nothing more). The systemd
 # flavour keeps them: with mitigations=off e2e/underfire failed twice in a
 # row (keel.service's MainPID read at the end differed from the one read
 # after its start while its journal showed one process, and once a systemd

@@ -70,9 +70,8 @@ func openRead(p string, flags int) (int, error) {
 // take the descriptor (epoll_ctl, refused for a regular file) and stats
 // the file to size its buffer, two more system calls per file. A pass
 // reads about a thousand small sysfs attributes beside a running `lvm
-// fullreport` (probe.go): in the test guest (TCG) at 2,000 thin LVs that
-// goroutine ended 66-102 ms into keel check instead of 109-224 ms, and the
-// check was 27 ms shorter at the median (docs/benchmark-history.md). The
+// fullreport` (probe.go), so the calls saved end that goroutine earlier
+// and keel check with it (docs/benchmark-history.md has the figures). The
 // buffer starts at 512 bytes, enough for a sysfs attribute, and grows as a
 // larger file needs. As os.ReadFile, a read error returns what was read
 // before it.

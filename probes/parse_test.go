@@ -239,8 +239,8 @@ lvmthin: thinstore
 }
 
 // A device-mapper device with no live table (created and never loaded: an
-// LVM command killed half-way, as e2e/kill's iteration 32 left
-// kvg-pvmove0) is listed by name alone; the probe once failed the whole
+// LVM command killed half-way, as e2e/kill can leave kvg-pvmove0) is
+// listed by name alone; the probe once failed the whole
 // pass on it ("want start, length and target"). The lines come from the
 // in-process formatter, byte-identical to dmsetup's (e2e/probes).
 func TestDMLinesDeviceWithoutTable(t *testing.T) {

@@ -190,8 +190,8 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 	// lvm fullreport, the long one, is started last: Go runs the goroutine
 	// started last first on this P once this one waits (runnext), while an
 	// idle P steals the others (and runs the last it stole first), so in
-	// command order the report started after dmsetup table in the guest,
-	// 3-5 ms later than it could.
+	// command order the report would start after dmsetup table, later
+	// than it could.
 	for i := len(cmds) - 1; i >= 0; i-- {
 		c := cmds[i]
 		wg.Add(1)

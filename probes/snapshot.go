@@ -215,8 +215,8 @@ func (s *Snapshot) MarshalText() ([]byte, error) {
 var readAtSuffix = regexp.MustCompile(`@(\d+)\+(\d+)$`)
 
 // ParseSnapshot reads a snapshot written by MarshalText. A snapshot
-// recorded while keel's LVM report asked for lv_all and seg_all (before
-// 2026-12-04) comes back with the report keel asks for now, each LV and
+// recorded while keel's LVM report asked for lv_all and seg_all
+// (legacyReportCmd) comes back with the report keel asks for now, each LV and
 // segment row cut to the fields it names (narrowLegacyReport), so that a
 // replay reads what keel reads on a live host. A report that failed, or
 // whose rows lack a field keel asks for now, stays as recorded; Replay

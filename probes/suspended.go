@@ -21,8 +21,8 @@ import (
 // host, keel's `lvm fullreport` among them, and a process blocked in that
 // read cannot be killed until the device is resumed (it waits in exit_aio).
 // devices/ignore_suspended_devices = 1 does not help: with lvm2 2.03.31
-// `lvs` still hung on a suspended LV with it set in lvm.conf or by --config
-// (the test guest, 2026-12-02); `--devices` did not. So a pass first reads
+// `lvs` still hung on a suspended LV with it set in lvm.conf or by
+// --config (docs/probes.md); `--devices` did not. So a pass first reads
 // each device-mapper device's /sys/block/dm-N/dm/suspended
 // (drivers/md/dm-sysfs.c): LVM's own suspends last from milliseconds to a
 // few seconds, so a device still suspended after Source.SuspendWait is taken

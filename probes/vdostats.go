@@ -27,9 +27,8 @@ var errNotPrefetched = errors.New("vdo statistics not prefetched")
 // requires device path"; dm-vdo prints it back, admin-guide/device-mapper/
 // vdo.rst), and its
 // /dev/mapper name, the path the pass reads, is in sysfs (dm/name), so the
-// two reads leave the time after the report (at 2,000 LVs on VDO in the
-// guest the pass then ended 24 ms after lvm fullreport at the median
-// instead of 32 ms; docs/benchmark-history.md).
+// two reads leave the time after the report, and the pass ends sooner
+// after lvm fullreport (docs/benchmark-history.md).
 //
 // The layout reads are not counted in the pass's WaitGroup: a pass whose
 // context ends (a preempted daemon pass) does not wait for a read in

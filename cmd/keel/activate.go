@@ -21,10 +21,6 @@ import (
 	"github.com/keel-storage/keel/reconcile/plan"
 )
 
-func init() {
-	register(command{name: "activate", summary: "bring the declared stack up bottom-up at boot (keel-activate.service)", run: runActivate})
-}
-
 // runActivate implements keel activate. Exit 0: every declared VG is
 // active (READY sent); 1: the stack is incomplete when --timeout runs out
 // (each missing piece named), or the desired state is invalid; 2: keel

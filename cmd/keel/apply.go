@@ -7,21 +7,17 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/plan"
 )
-
-func init() {
-	register(command{name: "apply", summary: "converge the host to the desired state once", run: runApply})
-}
 
 // runApply implements keel apply. Exit 0: converged (no finding at warning
 // or above left, nothing stuck or refused); 1: findings at warning or above
@@ -76,7 +72,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		runner = cl
 		src.Runner = cl
 	}
-	src = lvmcfgcache.ForNode(src, *node) // above the command log: a cached answer ran nothing
+	src = withLVMConfigCache(src, *node) // above the command log: a cached answer ran nothing
 	a := converge.New(configs, converge.Wiring{Source: src, Runner: runner, Log: log})
 	if err := a.Load(); err != nil {
 		fmt.Fprintf(stderr, "keel apply: %s\n", loadErrorText("apply", configs, err))
@@ -134,7 +130,7 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 				fmt.Fprintf(w, "          %s <- %s\n", s.Path, s.Value)
 			}
 			for _, d := range fileDiffs(r.Action, res.Host) {
-				for _, l := range splitLines(d) {
+				for _, l := range strings.Split(strings.TrimSuffix(d, "\n"), "\n") {
 					fmt.Fprintf(w, "          %s\n", l)
 				}
 			}

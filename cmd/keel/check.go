@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -16,15 +15,9 @@ import (
 	"github.com/keel-storage/keel/reconcile/report"
 	"github.com/keel-storage/keel/schema/spec"
 
-	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
-	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/schema"
 )
-
-func init() {
-	register(command{name: "check", summary: "compare the host with the desired state (or audit it) and list findings", run: runCheck})
-}
 
 // checkFormats are the output forms of keel check.
 var checkFormats = map[string]func(report.Report, io.Writer) error{
@@ -82,7 +75,7 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 	go func() {
 		var err error
 		if l.src, err = probes.NodeSource(node, timeout); err == nil {
-			l.src = lvmcfgcache.ForNode(l.src, node)
+			l.src = withLVMConfigCache(l.src, node)
 			if phases != nil {
 				l.src.Runner = timedRunner{l.src.Runner}
 			}
@@ -92,7 +85,7 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 		probeDone <- err
 	}()
 	if !audit {
-		cfg, err := desiredcache.FromEnv().Load(schema.NewLoader(), schema.Paths(configs)...)
+		cfg, err := desiredCache().Load(schema.NewLoader(), schema.Paths(configs)...)
 		if err != nil {
 			cancel() // stop the probe's commands before returning
 			<-probeDone
@@ -200,8 +193,8 @@ func emit(path string, stdout io.Writer, fn func(io.Writer) error) error {
 
 // phases records when each part of a keel check ended, from the start of
 // main, when KEEL_TIMING is set (e2e/bench's rounds print it): where a
-// check's time goes beyond its probe commands. nil otherwise.
-var phases = newPhaseLog(os.Getenv("KEEL_TIMING") != "")
+// check's time goes beyond its probe commands. nil otherwise; main sets it.
+var phases *phaseLog
 
 // phaseLog is a list of named instants since mainStart; its methods are
 // safe for concurrent use and do nothing on a nil phaseLog.

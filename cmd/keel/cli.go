@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
@@ -42,15 +41,31 @@ type command struct {
 	run func(args []string, stdout, stderr io.Writer) int
 }
 
-var commands = map[string]command{}
+// commands lists every subcommand in the order `keel help` shows them
+// (by name); help and version follow them there. TestCommandTable holds
+// the order and the uniqueness of the names.
+var commands = []command{
+	{name: "activate", summary: "bring the declared stack up bottom-up at boot (keel-activate.service)", run: runActivate},
+	{name: "apply", summary: "converge the host to the desired state once", run: runApply},
+	{name: "check", summary: "compare the host with the desired state (or audit it) and list findings", run: runCheck},
+	{name: "export", summary: "write a desired state that describes this host as it is, to review and adopt", run: runExport},
+	{name: "plan", summary: "show the actions keel apply would take, grouped by class, with their commands", run: runPlan},
+	{name: "recommend", summary: "VDO pool calculator: layout, thick virtual size, RAM, threads, lvcreate line", run: runRecommend},
+	{name: "run", summary: "the daemon: keep the host converged (systemd Type=notify)", run: runDaemon},
+	{name: "snapshot", summary: "record one probe pass of this host into a node snapshot (txtar)", run: runSnapshot},
+	{name: "status", summary: "show the storage stack keel sees on this host (or in a node snapshot)", run: runStatus},
+	{name: "udev-rules", summary: "generate, check or install keel's udev rules (PV scan on LVs, bcache tunables)", run: runUdevRules},
+	{name: "vet", summary: "validate the desired state (files or a drop-in directory) against keel's schema", run: runVet},
+	{name: "wipe", summary: "remove LVs safely: rename to del-<name>, zero or discard in steps, lvremove", run: runWipe},
+}
 
-// register adds a subcommand to the table; it is called from init in the
-// file that implements the subcommand.
-func register(c command) {
-	if _, dup := commands[c.name]; dup {
-		panic("keel: command registered twice: " + c.name)
+// lookup returns the subcommand called name.
+func lookup(name string) (command, bool) {
+	i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })
+	if i < 0 {
+		return command{}, false
 	}
-	commands[c.name] = c
+	return commands[i], true
 }
 
 // Version is set at build time with -ldflags "-X main.Version=...".
@@ -73,7 +88,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "keel %s\n", Version)
 		return exitOK
 	}
-	c, ok := commands[args[0]]
+	c, ok := lookup(args[0])
 	if !ok {
 		fmt.Fprintf(stderr, "keel: unknown command %q; run 'keel help' for the list\n", args[0])
 		return exitError
@@ -99,7 +114,7 @@ func help(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "usage: keel version\n\nPrints keel's version. Exit status: 0.")
 		return exitOK
 	}
-	c, ok := commands[args[0]]
+	c, ok := lookup(args[0])
 	if !ok {
 		fmt.Fprintf(stderr, "keel help: unknown command %q; run 'keel help' for the list\n", args[0])
 		return exitError
@@ -110,13 +125,8 @@ func help(args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "keel: declarative storage agent for Linux hypervisors (LVM-VDO, dm-thin, bcache, lvm.conf)")
 	fmt.Fprintln(w, "\nusage: keel <command> [flags]\n\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "  %-10s %s\n", "help", "show the help of a command: keel help <command>")
 	fmt.Fprintf(w, "  %-10s %s\n", "version", "print keel's version")

@@ -36,4 +36,12 @@ func TestUnifiedDiff(t *testing.T) {
 	if got, want := unifiedDiff("f", "1\n2\n3\n", "1\n3\n"), "--- f\n+++ f\n@@ -1,3 +1,2 @@\n 1\n-2\n 3\n"; got != want {
 		t.Errorf("deletion:\n%s\nwant:\n%s", got, want)
 	}
+	// A one-line range has no count, as diff -u prints it.
+	if got, want := unifiedDiff("f", "a\n", "b\n"), "--- f\n+++ f\n@@ -1 +1 @@\n-a\n+b\n"; got != want {
+		t.Errorf("one line:\n%s\nwant:\n%s", got, want)
+	}
+	// A missing final newline is a change, marked as diff -u marks it.
+	if got, want := unifiedDiff("f", "a", "a\n"), "--- f\n+++ f\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+a\n"; got != want {
+		t.Errorf("final newline:\n%s\nwant:\n%s", got, want)
+	}
 }

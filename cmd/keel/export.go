@@ -12,10 +12,6 @@ import (
 	"github.com/keel-storage/keel/reconcile/plan"
 )
 
-func init() {
-	register(command{name: "export", summary: "write a desired state that describes this host as it is, to review and adopt", run: runExport})
-}
-
 // runExport writes the desired state of the host as it is (reconcile.Export)
 // with what it leaves out as comments at the top. Exit 0 when written, 2
 // when it could not (bad flags, a probe or write failure). It reads

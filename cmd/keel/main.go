@@ -1,8 +1,8 @@
 // Command keel is a declarative, reconciling node agent for the block-storage
 // stack of Linux hypervisors: LVM-VDO pools, dm-thin pools, bcache and lvm.conf.
 //
-// Each subcommand lives in its own file and registers itself in the command
-// table with register; main only dispatches.
+// Each subcommand lives in its own file; the table in cli.go lists them
+// all, and main only dispatches.
 package main
 
 import (
@@ -16,6 +16,7 @@ var mainStart time.Time
 
 func main() {
 	mainStart = time.Now()
+	phases = newPhaseLog(os.Getenv(envTiming) != "")
 	if p, ok := oneShotGC(os.Args[1:], os.Getenv); ok {
 		debug.SetGCPercent(p.percent)
 		if p.limit > 0 {
@@ -39,10 +40,10 @@ const oneShotMemoryLimit = 256 << 20
 
 // oneShotGC returns the collector setting for a command line: every command
 // but the daemon (keel run) lives for about a second and allocates a few
-// MiB, and under load (two vCPUs under TCG) collecting them cost keel check
-// 20-40 ms after lvm fullreport's output came in. It turns the collector off
-// up to oneShotMemoryLimit. GOGC or GOMEMLIMIT in the environment win, as
-// the runtime already applied them.
+// MiB, and under load collecting them delays keel check after lvm
+// fullreport's output came in (docs/benchmark-history.md). It turns the
+// collector off up to oneShotMemoryLimit. GOGC or GOMEMLIMIT in the
+// environment win, as the runtime already applied them.
 func oneShotGC(args []string, getenv func(string) string) (gcPolicy, bool) {
 	if len(args) == 0 || args[0] == "run" || getenv("GOGC") != "" {
 		return gcPolicy{}, false

@@ -32,3 +32,22 @@ func TestOneShotGC(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandTable holds the command table to the order `keel help` shows
+// (by name) and to one entry per name, each with a summary and a run.
+func TestCommandTable(t *testing.T) {
+	for i, c := range commands {
+		if c.name == "" || c.summary == "" || c.run == nil {
+			t.Errorf("command %d (%q) lacks a name, summary or run", i, c.name)
+		}
+		if i > 0 && commands[i-1].name >= c.name {
+			t.Errorf("command %q follows %q: the table is not sorted by name, or lists a name twice", c.name, commands[i-1].name)
+		}
+		if got, ok := lookup(c.name); !ok || got.name != c.name {
+			t.Errorf("lookup(%q) = %q, %v", c.name, got.name, ok)
+		}
+	}
+	if _, ok := lookup("help"); ok {
+		t.Error("help is in the table; Main handles it before the lookup")
+	}
+}

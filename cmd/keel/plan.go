@@ -8,10 +8,6 @@ import (
 	"github.com/keel-storage/keel/reconcile/report"
 )
 
-func init() {
-	register(command{name: "plan", summary: "show the actions keel apply would take, grouped by class, with their commands", run: runPlan})
-}
-
 // runPlan implements keel plan. Exit 0: the plan was printed (empty or
 // not); 2: keel could not plan (bad flags, invalid desired state, failed
 // probe). keel check is the command whose exit status says "converged".

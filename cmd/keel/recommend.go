@@ -15,14 +15,6 @@ import (
 	"github.com/keel-storage/keel/probes"
 )
 
-func init() {
-	register(command{
-		name:    "recommend",
-		summary: "VDO pool calculator: layout, thick virtual size, RAM, threads, lvcreate line",
-		run:     runRecommend,
-	})
-}
-
 // recommendOpts are the parsed flags of keel recommend.
 type recommendOpts struct {
 	cpus        int

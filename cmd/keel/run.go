@@ -13,15 +13,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/daemon"
 	"github.com/keel-storage/keel/cmd/keel/internal/logging"
-	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/converge"
 )
-
-func init() {
-	register(command{name: "run", summary: "the daemon: keep the host converged (systemd Type=notify)", run: runDaemon})
-}
 
 // runDaemon implements keel run. It returns only on SIGTERM or SIGINT
 // (exit 0) or when it cannot start (exit 2).
@@ -93,7 +88,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	src.Runner = live
 	// Above the command log and the watchdog's count: an lvmconfig answered
 	// from the cache ran nothing.
-	src = lvmcfgcache.ForNode(src, "")
+	src = withLVMConfigCache(src, "")
 	a := converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log})
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

@@ -12,10 +12,6 @@ import (
 	"github.com/keel-storage/keel/probes"
 )
 
-func init() {
-	register(command{name: "snapshot", summary: "record one probe pass of this host into a node snapshot (txtar)", run: runSnapshot})
-}
-
 // runSnapshot records a probe pass. Exit 0 when written (even if some
 // objects could not be probed: their errors are in the snapshot), 2 when
 // the snapshot could not be made or written. With --verify, also 2 when the

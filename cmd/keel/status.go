@@ -7,13 +7,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
 )
-
-func init() {
-	register(command{name: "status", summary: "show the storage stack keel sees on this host (or in a node snapshot)", run: runStatus})
-}
 
 // runStatus prints the observed stack. Exit 0 when the probe pass worked,
 // 2 for bad flags or when a core command failed (what could be read is
@@ -39,7 +34,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel status: %v\n", err)
 		return exitError
 	}
-	src = lvmcfgcache.ForNode(src, *node)
+	src = withLVMConfigCache(src, *node)
 	h, perr := probes.Probe(context.Background(), src)
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)

@@ -15,10 +15,6 @@ import (
 	"github.com/keel-storage/keel/schema/spec"
 )
 
-func init() {
-	register(command{name: "udev-rules", summary: "generate, check or install keel's udev rules (PV scan on LVs, bcache tunables)", run: runUdevRules})
-}
-
 // runUdevRules implements keel udev-rules. Exit 0: printed, written, or
 // (with --check) installed files match; 1: --check found drift; 2: keel
 // could not run (bad flags, not root for --write to /, missing or invalid

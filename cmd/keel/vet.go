@@ -8,14 +8,6 @@ import (
 	"github.com/keel-storage/keel/schema"
 )
 
-func init() {
-	register(command{
-		name:    "vet",
-		summary: "validate the desired state (files or a drop-in directory) against keel's schema",
-		run:     runVet,
-	})
-}
-
 // runVet implements `keel vet [-c PATH] [--print] [PATH ...]`: the schema,
 // then keel's own checks (schema.check), which include sizes LVM can take
 // and filter patterns in LVM's regex dialect (lvm/lvmregex). Exit 0:

@@ -21,14 +21,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	register(command{
-		name:    "wipe",
-		summary: "remove LVs safely: rename to del-<name>, zero or discard in steps, lvremove",
-		run:     runWipe,
-	})
-}
-
 // runWipe implements `keel wipe [-c PATH] [--node SNAPSHOT] [--mode M]
 // [--step SIZE] [--dry-run] [--absent] [VG/LV ...]`. Interrupted wipes
 // (del-* LVs keel left) are finished first. Exit 0: done (or planned);

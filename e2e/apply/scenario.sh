@@ -171,7 +171,7 @@ install_desired "$D/bcache.cue"
 # vgremove wiped the PV label on bcache0, and udev turns a close after a
 # write into a synthesized "change" uevent (OPTIONS+="watch", udev(7)), on
 # which keel's bcache rule writes the tunables: wait for those events, or
-# the rule can reset the value dirtied below (a CI run read 0.0k back).
+# the rule can reset the value dirtied below (it then reads 0.0k back).
 udevadm settle --timeout=60
 # Make the value wrong first: since step 1 sequential_cutoff reads 0.0k, so
 # only the daemon can bring it back from 8.0M (no uevent, so no udev rule).

@@ -50,7 +50,8 @@ hd=$(disk hdd1) || exit 2
 ssd=$(disk ssd2) || exit 2
 thin_disk=$(disk nvme3) || exit 2
 lvm_conf_save
-echo "cmdline $(cat /proc/cmdline)" # mitigations=off since 2026-12-02 (docs/testing.md)
+# The kernel's options go with the figures (mitigations=off: docs/testing.md).
+echo "cmdline $(cat /proc/cmdline)"
 now() { date +%s%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", (b - a) / 1e9 }'; }
 # wait_ms SECONDS T0 CMD...: poll CMD every 20 ms; print ms since T0 (ns).

@@ -182,10 +182,10 @@ func applyChangedNothing(t *testing.T, r *guest.Result, name string) {
 // slowRead checks the thin-slow-metadata phase: keel check ended within
 // 10 s while a status read that commits the pool's metadata first (plain
 // dmsetup status, timed after it) took the 12 s of the slow write or more.
-// Before the status ioctl carried DM_NOFLUSH_FLAG keel check waited for the
-// writes too (the keel of 966db97, writes 20 s late: 84 s and exit 2, its
-// lvm fullreport stuck behind the commit; after: 2 s). The second bound is
-// what makes the first one mean something.
+// Without DM_NOFLUSH_FLAG on the status ioctl keel check waits for the
+// writes too, its lvm fullreport stuck behind the commit, and runs into
+// its timeout (docs/reliability.md). The second bound is what makes the
+// first one mean something.
 func slowRead(t *testing.T, r *guest.Result) {
 	t.Helper()
 	read := func(name string) int {

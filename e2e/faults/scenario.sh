@@ -176,7 +176,7 @@ vdo_status
 # in memory; the pool restarted on the healthy PV so the index is loaded
 # (volume index in memory) with a cold chapter cache; then reads of flt
 # delayed 6 s (a delay table, writes not delayed) and 2 MiB of it written again
-# (8 MiB gave 980 timeouts in 85 s):
+# (enough for timeouts; each more MiB only makes the step longer):
 # each duplicate's chapter read takes 6 s and its query times out. With the
 # delay already in place across the restart (two earlier tries) the index
 # was still loading when the rewrite came and no query was posted at all.

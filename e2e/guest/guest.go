@@ -186,15 +186,14 @@ func Run(t testing.TB, spec Spec) *Result {
 // runAttempts bounds the fresh machines of one Run (emulatorFault).
 const runAttempts = 2
 
-// emulatorFault reports whether a guest that wrote no exit code died of
-// an exception in interrupt context. Under TCG the guest kernel now and then
+// emulatorFault reports whether a guest that wrote no exit code died of an
+// exception in interrupt context. Under TCG the guest kernel now and then
 // takes one with nonsense state (an int3 oops in sched_clock_cpu while
-// booting, a page fault in kmem_cache_alloc with EFLAGS 7c1a2602 while
-// pvcreate ran), three times in two fresh-clone CI runs on 2026-12-02 and
-// never twice in one test. Run, whose machine is fresh, runs the scenario
-// again once on a new machine; a machine booted more than once
-// (Machine.Boot) is not, as its disks hold what the dead boot wrote. A
-// crash of the test's own making (TestCrashedGuestFails) is not one.
+// booting, a page fault in kmem_cache_alloc while pvcreate ran:
+// docs/testing.md), rarely and never twice in one test. Run, whose machine is
+// fresh, runs the scenario again once on a new machine; a machine booted more
+// than once (Machine.Boot) is not, as its disks hold what the dead boot wrote.
+// A crash of the test's own making (TestCrashedGuestFails) is not one.
 func emulatorFault(console string) bool {
 	return strings.Contains(console, "Kernel panic - not syncing: Fatal exception in interrupt")
 }
@@ -292,13 +291,12 @@ func (m *Machine) judge(t testing.TB, r *Result, rc int, stderr string) *Result 
 // before the scenario starts is booted again (diedBeforeScript).
 const bootAttempts = 3
 
-// diedBeforeScript reports whether a guest that wrote no exit code died
-// before its scenario started: the guest's init creates guest.log as it
-// starts the script (e2e/image/init, keel-e2e-run), and vm-run.sh removes
-// it before every boot. Under TCG the kernel now and then dies in its first
-// seconds (an int3 oops in sched_clock_cpu at 2.5-3 s, twice in CI-sized
-// runs, 2026-12), before anything of the test ran; the disks are as they
-// were, so a new boot is the same test. A crash once the script runs
+// diedBeforeScript reports whether a guest that wrote no exit code died before
+// its scenario started: the guest's init creates guest.log as it starts the
+// script (e2e/image/init, keel-e2e-run), and vm-run.sh removes it before every
+// boot. Under TCG the kernel now and then dies in its first seconds (an int3
+// oops in sched_clock_cpu), before anything of the test ran; the disks are as
+// they were, so a new boot is the same test. A crash once the script runs
 // (TestCrashedGuestFails) is never retried.
 func diedBeforeScript(share string) bool {
 	_, err := os.Stat(filepath.Join(share, "guest.log"))

@@ -196,10 +196,11 @@ grep -q '^[[:space:]]*scan_lvs[[:space:]]*=[[:space:]]*1' /etc/lvm/lvm.conf || f
 # new PV and the mirror pvmove0 as a visible error-segment LV (PVMOVE and
 # LOCKED cleared) first, then deactivates pvmove0 and removes it in a second
 # commit. When pvmove0 cannot be deactivated (something holds it open), or
-# the command is killed between the two commits (the kill loop's seed 18401),
-# pvmove0 stays: "vwc-a-v---", no 'p', and `pvmove` with no argument no
-# longer sees it. Made here deterministically: a hand-run pvmove of the
-# journal back to the NVMe while a shell holds /dev/mapper/kvg-pvmove0 open.
+# the command is killed between the two commits (as the kill loop has done:
+# docs/reliability.md), pvmove0 stays: "vwc-a-v---", no 'p', and `pvmove`
+# with no argument no longer sees it. Made here deterministically: a
+# hand-run pvmove of the journal back to the NVMe while a shell holds
+# /dev/mapper/kvg-pvmove0 open.
 # Then one LV's table is pointed at pvmove0's device, the state a kill
 # between a commit and the resume of the moved LVs leaves (their live table
 # still maps the mirror, now an error target), and keel must refresh it
@@ -272,11 +273,11 @@ suspended_now() { dmsetup info -c --noheadings -o name,attr 2>/dev/null | awk -F
 
 # --- an LV left suspended, before the loop --------------------------------
 # An LVM command killed between its suspend and its resume leaves the LV's
-# device suspended (the loop's seed 18401, iteration 8: keel's group killed
-# during its lvrename of an LV it removes): every I/O to it waits, and with
-# scan_lvs = 1 every LVM command waits on it. Made here by hand the way
-# lvm2 leaves it, with a preloaded table that maps something else (a zero
-# target), which keel must drop, not swap in.
+# device suspended (the kill loop has killed keel's group during its
+# lvrename of an LV it removes: docs/reliability.md): every I/O to it waits,
+# and with scan_lvs = 1 every LVM command waits on it. Made here by hand the
+# way lvm2 leaves it, with a preloaded table that maps something else (a
+# zero target), which keel must drop, not swap in.
 suspended() {
 	local len rc
 	dmsetup table kvg-other >"$OUT/suspended.table.before"

@@ -141,8 +141,8 @@ bcache_ino() { stat -c %i /sys/block/bcache0/bcache 2>/dev/null || true; }
 # bcache0 is gone: unregistering a cache set detaches its backing devices and
 # first writes back their dirty data (Documentation/ABI/testing/
 # sysfs-block-bcache, "unregister"; "stop" in admin-guide/bcache.rst keeps
-# the cache). When bcache0 does not go within 30 s (it stayed 90 s once, in
-# e2e/apply, with the old order; docs/testing.md), the kernel's blocked tasks
+# the cache). When bcache0 does not go within 30 s (with the old order it
+# could stay far longer: docs/testing.md), the kernel's blocked tasks
 # are dumped to dmesg (sysrq w), which a failed test keeps (KEEL_E2E_KEEP).
 bcache_reregister() {
 	local ssd=$1 hdd=$2 cset old i

@@ -182,8 +182,8 @@ for i in $(seq 300); do [ "$(passes)" -ge 1 ] && break; sleep 0.1; done
 quiet 12 || flunk "poll: the daemon did not go quiet after its start"
 # The first poll (10 s after the start) reads every PV's stamp for the first
 # time. The start pass's stamps, checked against every VG's seqno, are its
-# baseline, so nothing changed means no pass; the keel of c0a7188 took every
-# PV as new there and ran a full pass (4.4 s of CPU at 2,000 LVs).
+# baseline, so nothing changed means no pass; without the baseline every PV
+# is new there and a full pass runs (docs/benchmark-history.md has its cost).
 n=$(passes)
 [ "$n" = 1 ] && pass "poll: no pass at the first poll after the start" ||
 	flunk "poll: $n passes by the first poll after the start, want 1: $(grep 'pass done' "$LOG" | grep -o 'why=\("[^"]*"\|[^ ]*\)' | tr '\n' ';')"

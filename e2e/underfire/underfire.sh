@@ -133,9 +133,9 @@ since0=$(date +%s)
 # The first start after installing keel, as config management does it:
 # fvg is declared with create: true and its PV, flt, is present and blank.
 # keel.service is ordered after keel-activate.service (Wants=, After=),
-# which runs first and must not wait for a VG that no wait can bring (the
-# keel of 45be553 waited its whole 2 minutes and failed, so this start took
-# 2 minutes and left keel-activate.service failed; pve-guests requires it).
+# which runs first and must not wait for a VG that no wait can bring:
+# waiting its whole timeout, it would delay this start by that much and
+# leave keel-activate.service failed, which pve-guests requires.
 keel snapshot -o "$OUT/first-start.txtar" >/dev/null 2>&1 || echo "keel snapshot failed"
 t_start=$(now_ms)
 systemctl start keel.service || { flunk "systemctl start keel: $(journalctl -b -u keel -o cat | tail -5)"; exit 1; }
@@ -256,14 +256,12 @@ echo $(($(now_ms) - t1)) >"$OUT/slow.fastpath_ms"
 # files at most every 3 s (it is still working through the uevent flood of
 # step 1a here), so an event it started before it read keel's new rule
 # runs the old one: without the fast path's udev reload and settle that
-# set the old value back within 0.2 s of the fast path's write, for 8 s
-# (2026-12-03). With them, such an event can still land between the write
-# and the end of the settle (37 for a moment, 2.0 s after the write,
-# 2026-12-03): every change seen is printed, and the check is that none
-# comes after the fast path ended. Polled 15 s: the fast path took 4-5 s
-# after its write in the runs of 2026-12-03 (the reload, the settle's 3 s
-# while udevd works through the flood, sysfs read again), and may take up
-# to 10 s (the reload's 5 s and the settle's 3 s), 5 s held after that.
+# sets the old value back right after the fast path's write. With them,
+# such an event can still land between the write and the end of the settle
+# (docs/reliability.md): every change seen is printed, and the check is
+# that none comes after the fast path ended. Polled 15 s: longer than the
+# most the fast path may take after its write (the reload's 5 s and the
+# settle's 3 s, then sysfs read again), with 5 s held after that.
 changes="" last=21 t_poll=$(($(now_ms) + 15000))
 while [ "$(now_ms)" -lt "$t_poll" ]; do
 	v=$(cat "$WBP")
@@ -299,7 +297,7 @@ else
 fi
 # When the pass the write preempted ended: a read-only command killed on
 # the slow PV is left to end on its own (probes.Cmd.ReadOnly); waited for,
-# it held the fast path up to 5 s more (one I/O), 9.6 and 11.0 s in all.
+# it would hold the fast path up to one more slow I/O.
 pre=$(journalctl -b -u keel.service -o short-unix --since "@$((t1 / 1000 - 1))" |
 	awk -v t1="$t1" '/pass preempted before it changed anything/ { printf "%d", $1 * 1000 - t1; exit }')
 figure "slow: the pass the write preempted ended ${pre:-(none seen)} ms after the write"

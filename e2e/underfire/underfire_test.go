@@ -30,8 +30,8 @@ const (
 	maxCores = 1.2
 	// maxSlowChangeMs bounds a bcache tunable's change made while a pass
 	// over a slow PV runs: the pass, still reading, is preempted and the
-	// change takes the fast path (converge.Gate). Before, it waited for
-	// the slow pass: 45 and 61 s in two runs.
+	// change takes the fast path (converge.Gate) instead of waiting for
+	// the slow pass, which takes far longer (docs/reliability.md).
 	maxSlowChangeMs = 10000
 	// wantPass is the number of PASS lines underfire.sh prints.
 	wantPass = 18

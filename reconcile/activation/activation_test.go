@@ -217,8 +217,8 @@ func TestComputeVGNotCreated(t *testing.T) {
 // The first start of keel.service in e2e/underfire, captured just before it
 // (keel snapshot in the guest): fvg is declared with create: true on the
 // device-mapper device flt, present and blank. Activation has nothing to
-// wait for: fvg is Absent and the plan is done at once (the keel of 45be553
-// waited its whole 2 minutes for it and failed keel-activate.service).
+// wait for: fvg is Absent and the plan is done at once; waiting for it
+// would use the whole timeout and fail keel-activate.service.
 func TestComputeFirstStart(t *testing.T) {
 	h, _ := probeNode(t, "../plan/testdata/snapshots/underfire-first-start.txtar")
 	if _, ok := h.VGs["fvg"]; ok {

@@ -568,7 +568,7 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Repor
 			// up to the reload's 5 s. Without the new rule on disk, a
 			// "change" uevent of the device between the tunables'
 			// writes and the full pass would apply the old rule's
-			// values (e2e/underfire: the new value gone for 18 s).
+			// values until a later event ran the new rule.
 			x.Commands = nil
 			acts = append([]plan.Action{x}, acts...)
 		}
@@ -611,16 +611,15 @@ func converged(rep executor.Report, id string) bool {
 }
 
 // afterRuleWrite makes the bcache rule the fast path has just written the
-// one udevd applies, and returns the tunables to write again: those that
-// an event udevd ran meanwhile set back. udevd looks at its rules files at most every
-// 3 s (manager_reload in systemd's src/udev/udev-manager.c: "check for
+// one udevd applies, and returns the tunables to write again: those that an
+// event udevd ran meanwhile set back. udevd looks at its rules files at most
+// every 3 s (manager_reload in systemd's src/udev/udev-manager.c: "check for
 // changed config, every 3 seconds at most"), so a uevent of the device it
 // starts within 3 s of its last look runs the old rule, whose values land
-// after the fast path's writes too (e2e/underfire, 2026-12-03: 21 written
-// and verified, 10 back within 0.2 s, 21 again only 8 s later, when a
-// later event ran the new rule). udevadm control --reload makes every
-// event udevd starts from then on run the new rule; udevadm settle waits
-// for those it started before, which may still set the old values back
+// after the fast path's writes too and stay until a later event runs the new
+// rule (e2e/underfire; docs/reliability.md). udevadm control --reload makes
+// every event udevd starts from then on run the new rule; udevadm settle
+// waits for those it started before, which may still set the old values back
 // meanwhile (a busy worker keeps its rules until its event ends:
 // manager_kill_workers); then sysfs is read and planned again.
 // When udevd does not answer

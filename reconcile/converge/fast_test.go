@@ -295,8 +295,8 @@ func ruleLoop(t *testing.T, wb int) (*Loop, *convergetest.MemSysFS, *convergetes
 // The fast path writes keel's bcache udev rule before the tunables, and
 // has udevd reload its rules only after them: a "change" uevent of bcache0
 // between its writes and the full pass would otherwise apply the old
-// rule's values (e2e/underfire: the new value was gone for 18 s), and a
-// busy udevd would hold the tunables up to the reload's 5 s.
+// rule's values until a later event ran the new rule, and a busy udevd
+// would hold the tunables up to the reload's 5 s.
 func TestBcachePassWritesTheRuleFirst(t *testing.T) {
 	a, _, run, u, root := ruleLoop(t, 40)
 	rep, err := a.BcachePass(context.Background())
@@ -329,8 +329,7 @@ func TestBcachePassWritesTheRuleFirst(t *testing.T) {
 // runs the old one (it looks at its rules at most every 3 s), and sets the
 // tunable back after the fast path wrote it. The fast path waits for such
 // events once udevd has reloaded its rules, and writes the tunable again.
-// Before, the old value stayed until a later event ran the new rule
-// (e2e/underfire, 2026-12-03: 8 s).
+// Otherwise the old value stays until a later event runs the new rule.
 func TestBcachePassRewritesWhatTheOldRuleSetBack(t *testing.T) {
 	a, sys, _, u, _ := ruleLoop(t, 40)
 	rep, err := a.BcachePass(context.Background())

@@ -90,11 +90,11 @@ func TestPlanInterruptedVDOCreate(t *testing.T) {
 	}
 }
 
-// TestPlanUntaggedLVUnderPoolName: the same kill before keel tagged the LV
-// it makes (keel at 96038d6): the plain LV under the pool's name has no tag,
+// TestPlanUntaggedLVUnderPoolName: the same kill, left by a keel that did
+// not tag the LV it makes: the plain LV under the pool's name has no tag,
 // so keel cannot tell it from someone else's LV. It is reported and never
-// converted; before, keel planned lvcreate again, which failed on the name
-// four times and ended reconcile.stuck.
+// converted; planning lvcreate again would fail on the name until
+// reconcile.stuck.
 func TestPlanUntaggedLVUnderPoolName(t *testing.T) {
 	h := replayHost(t, "kill-vdo-partial-untagged")
 	r := Plan(loadDesired(t, "kill-vdo-partial-untagged", h), h)
@@ -121,9 +121,8 @@ func reportedNotPlanned(t *testing.T, r Result, key, remedy, id string) {
 // TestPlanHalfMadeThinPool: keel killed while lvm2 wiped the metadata area
 // of the thin pool it was making, the plain LV it commits first under the
 // pool's name (create_pool, lib/metadata/pool_manip.c), with keel's tag.
-// keel removes that LV and creates the pool again. Before (e2e/kill, seed
-// 39501, iteration 6, untagged then) it ran the same lvcreate four times,
-// "already exists", and ended reconcile.stuck.
+// keel removes that LV and creates the pool again; running the same
+// lvcreate again would fail with "already exists" until reconcile.stuck.
 func TestPlanHalfMadeThinPool(t *testing.T) {
 	h := replayHost(t, "kill-thin-partial")
 	r := Plan(loadDesired(t, "kill-thin-partial", h), h)
@@ -153,9 +152,8 @@ func TestPlanHalfMadeThinPool(t *testing.T) {
 // TestPlanInterruptedThinCreate: keel killed while lvm2 activated the thin
 // pool it had just made; the pool still carries keel's tag, inactive, with
 // its components active, which lvm2 will not activate the pool over. keel
-// deactivates the components, activates the pool and drops the tag. Before
-// (e2e/kill on 4b3a5ac) it ran `lvchange -ay kvg/tchurn` four times, refused
-// by lvm2, and ended reconcile.stuck.
+// deactivates the components, activates the pool and drops the tag;
+// `lvchange -ay kvg/tchurn` alone is refused by lvm2 until reconcile.stuck.
 func TestPlanInterruptedThinCreate(t *testing.T) {
 	h := replayHost(t, "kill-thin-inactive")
 	r := Plan(loadDesired(t, "kill-thin-inactive", h), h)
@@ -298,9 +296,9 @@ func dropHolders(h *probes.Host, lv *probes.LV) {
 // short), the pool tagged keel_create. lvm2 refuses lvchange -ay of the VDO
 // LV then ("prohibited while logical volume kvg/vchurn_vdata is active"),
 // and lvchange -an of _vdata ("used by another device"); lvchange -an of the
-// pool takes the stack down (each tried on the guest). Before, keel only
-// reported vg.inactive with the refused remedy, and the kill loop failed
-// (CI of stop 28, iteration 2).
+// pool takes the stack down (each tried on the guest). Reporting only
+// vg.inactive with the refused remedy leaves the stack down, and the kill
+// loop fails.
 func TestPlanUnfinishedVDOActivation(t *testing.T) {
 	h := replayHost(t, "kill-vdo-unfinished")
 	pool, lv := h.LVs["kvg/vchurn"], h.LVs["kvg/vchurnlv"]

@@ -59,8 +59,8 @@ func TestFileActionWritesThenReloads(t *testing.T) {
 // of uevents: `udevadm control --reload` then fails with "Failed to wait
 // for daemon to reply: Connection timed out") converges: the file is the
 // change, and udevd reads changed rules files on its own before it runs its
-// next event. Before, the action failed, was retried, and every retry held
-// the daemon's loop for udevadm's timeout (e2e/underfire: a pass of 90 s).
+// next event. A failed action would be retried, and every retry would hold
+// the daemon's loop for udevadm's timeout.
 func TestFileActionConvergesWhenTheReloadFails(t *testing.T) {
 	r := &recRunner{fail: map[string]bool{"udevadm": true}}
 	rep, err := applyRule(t, r, t.TempDir())

@@ -180,8 +180,8 @@ func (d *Daemon) pollMetadata(ctx context.Context, tick <-chan time.Time, stamp 
 // the stamps. A PV whose stamp is unreadable or shows no label is left
 // out (it counts as changed at the next tick, as before). Without this,
 // the poll's first tick after the start sees every PV as new and starts a
-// full pass with nothing changed: 4.4 s of CPU at 2,000 LVs in the guest,
-// in every daemon start (docs/benchmark-history.md).
+// full pass with nothing changed, in every daemon start, at a cost that
+// grows with the number of LVs (docs/benchmark-history.md has the figures).
 func (d *Daemon) offerBaseline(ctx context.Context, h *probes.Host) {
 	// Once, after the first pass that probed: later, the poll has stamped
 	// every PV it knows, and only PVs new to it count as changed.

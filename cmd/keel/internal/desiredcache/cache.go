@@ -30,13 +30,12 @@ import (
 	"github.com/keel-storage/keel/schema"
 )
 
-// DefaultDir is where the cache lives unless KEEL_CACHE_DIR says otherwise:
-// a tmpfs on every systemd host, emptied at boot.
+// DefaultDir is where the cache lives unless the caller names another
+// directory: a tmpfs on every systemd host, emptied at boot.
 const DefaultDir = "/run/keel/desired"
 
-// EnvDir names the environment variable that moves the cache; "off"
-// disables it.
-const EnvDir = "KEEL_CACHE_DIR"
+// Off, as Open's dir, turns the cache off.
+const Off = "off"
 
 // format is bumped whenever the stored encoding changes.
 const format = "keel-desired-cache/1"
@@ -60,12 +59,12 @@ type entry struct {
 	Config *spec.Config `json:"config"`
 }
 
-// FromEnv returns the cache that KEEL_CACHE_DIR selects (DefaultDir when
-// unset), or nil when it is "off" or the running binary has no Go build ID.
-func FromEnv() *Cache {
-	dir := os.Getenv(EnvDir)
+// Open returns the cache in dir for the running binary: in DefaultDir
+// when dir is "", nil when dir is Off or the binary has no Go build ID.
+// cmd/keel passes $KEEL_CACHE_DIR.
+func Open(dir string) *Cache {
 	switch dir {
-	case "off":
+	case Off:
 		return nil
 	case "":
 		dir = DefaultDir

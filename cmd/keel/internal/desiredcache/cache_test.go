@@ -244,15 +244,10 @@ func TestBuildIDOfThisTestBinary(t *testing.T) {
 	if _, err := BuildID("cache.go"); err == nil {
 		t.Error("a Go source file has a build ID")
 	}
-	if FromEnvWith(t, "off") != nil {
+	if Open("off") != nil {
 		t.Error("KEEL_CACHE_DIR=off gave a cache")
 	}
-	if c := FromEnvWith(t, t.TempDir()); c == nil || c.buildID != id {
-		t.Errorf("FromEnv: %+v, want this binary's build id", c)
+	if c := Open(t.TempDir()); c == nil || c.buildID != id {
+		t.Errorf("Open: %+v, want this binary's build id", c)
 	}
-}
-
-func FromEnvWith(t *testing.T, dir string) *Cache {
-	t.Setenv(EnvDir, dir)
-	return FromEnv()
 }

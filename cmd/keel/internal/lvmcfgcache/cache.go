@@ -55,8 +55,10 @@ type Runner struct {
 	// Root is the file system root of the inputs ("/" on a host; a test's
 	// directory otherwise).
 	Root string
-	// Environ and LookPath default to os.Environ and probes.LookPath.
-	Environ  func() []string
+	// Environ returns the environment lvmconfig runs with; nil is an
+	// empty one.
+	Environ func() []string
+	// LookPath defaults to probes.LookPath.
 	LookPath func(string) (string, error)
 }
 
@@ -104,16 +106,17 @@ func (r *Runner) path(p string) string { return filepath.Join(r.Root, p) }
 func (r *Runner) key(name string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00", format)
-	environ, lookPath := r.Environ, r.LookPath
-	if environ == nil {
-		environ = os.Environ
+	var environ []string
+	if r.Environ != nil {
+		environ = r.Environ()
 	}
+	lookPath := r.LookPath
 	if lookPath == nil {
 		lookPath = probes.LookPath
 	}
 	var env []string
 	sysDir := "/etc/lvm"
-	for _, kv := range environ() {
+	for _, kv := range environ {
 		if strings.HasPrefix(kv, "LVM_") {
 			env = append(env, kv)
 			if v, ok := strings.CutPrefix(kv, "LVM_SYSTEM_DIR="); ok {
@@ -185,32 +188,42 @@ func (r *Runner) put(key string, out []byte) error {
 	return nil
 }
 
-// DefaultDir is where the cache lives unless KEEL_CACHE_DIR
-// (desiredcache.EnvDir) says otherwise: a tmpfs on every systemd host,
-// emptied at boot.
+// DefaultDir is where the cache lives unless Options.CacheDir says
+// otherwise: a tmpfs on every systemd host, emptied at boot.
 const DefaultDir = "/run/keel/lvmconfig"
 
-// DirFromEnv returns the cache directory: DefaultDir, the subdirectory
-// lvmconfig of $KEEL_CACHE_DIR when it is set, or "" when it is "off".
-func DirFromEnv() string {
-	switch v := os.Getenv(desiredcache.EnvDir); v {
-	case "off":
+// Options are what the cache takes from keel's environment, which
+// cmd/keel reads.
+type Options struct {
+	// CacheDir is $KEEL_CACHE_DIR: "" for DefaultDir, desiredcache.Off for
+	// no cache, otherwise the directory whose subdirectory lvmconfig holds
+	// the entries.
+	CacheDir string
+	// Environ returns the environment lvmconfig runs with (os.Environ).
+	Environ func() []string
+}
+
+// Dir returns the cache directory that cacheDir (Options.CacheDir)
+// selects, or "" when the cache is off.
+func Dir(cacheDir string) string {
+	switch cacheDir {
+	case desiredcache.Off:
 		return ""
 	case "":
 		return DefaultDir
 	default:
-		return filepath.Join(v, "lvmconfig")
+		return filepath.Join(cacheDir, "lvmconfig")
 	}
 }
 
 // ForNode returns src with its lvmconfig answered from the cache when src
 // reads the live host (node is "": probes.NodeSource) and the cache is on;
 // a replayed snapshot is returned as it is.
-func ForNode(src probes.Source, node string) probes.Source {
-	dir := DirFromEnv()
+func ForNode(src probes.Source, node string, o Options) probes.Source {
+	dir := Dir(o.CacheDir)
 	if node != "" || dir == "" {
 		return src
 	}
-	src.Runner = &Runner{Inner: src.Runner, Dir: dir, Root: "/"}
+	src.Runner = &Runner{Inner: src.Runner, Dir: dir, Root: "/", Environ: o.Environ}
 	return src
 }
