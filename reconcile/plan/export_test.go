@@ -52,7 +52,7 @@ func TestExportChecksClean(t *testing.T) {
 // healthID are the findings a desired state does not change: the host's
 // health (inactive pools), Proxmox's storage.cfg (which keel reads, never
 // writes), and keel's own udev rules, which the first keel apply installs.
-var healthID = map[string]bool{"vg.inactive": true, "pve.discard_on_remove": true,
+var healthID = map[FindingID]bool{"vg.inactive": true, "pve.discard_on_remove": true,
 	"bcache.udev_rule": true, "activation.udev_rule": true}
 
 // hostProblem is, per snapshot, the finding about the host that its export
@@ -83,11 +83,11 @@ func TestExportFollowsRunningValues(t *testing.T) {
 			t.Errorf("tuned host against its own export: %s %s (expected %q, observed %q)", f.ID, f.Object, f.Expected, f.Observed)
 		}
 	}
-	got := map[string]bool{}
+	got := map[FindingID]bool{}
 	for _, f := range PlanWith(cfg, h, Memory{}).Findings {
 		got[f.ID] = true
 	}
-	for _, id := range []string{"vdo.threads", "vdo.max_discard", "vdo.compression"} {
+	for _, id := range []FindingID{"vdo.threads", "vdo.max_discard", "vdo.compression"} {
 		if !got[id] {
 			t.Errorf("the export does not carry the running value behind %s", id)
 		}
