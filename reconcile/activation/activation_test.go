@@ -359,12 +359,12 @@ func TestCompare(t *testing.T) {
 		return nil, fs.ErrNotExist
 	}
 	d := Compare(files, read)
-	if len(d) != 1 || d[0].FindingID() != "bcache.udev_rule" || d[0].Missing {
+	if len(d) != 1 || d[0].File.Path != BcacheRule || d[0].Missing {
 		t.Fatalf("drift %+v", d)
 	}
 	delete(installed, PVScanRule)
 	d = Compare(files, read)
-	if len(d) != 2 || d[0].FindingID() != "activation.udev_rule" || !d[0].Missing || !strings.Contains(d[0].Message(), "not installed") {
+	if len(d) != 2 || d[0].File.Path != PVScanRule || !d[0].Missing || !strings.Contains(d[0].Message(), "not installed") {
 		t.Errorf("drift %+v", d)
 	}
 	// Nothing declared and nothing installed is not drift.

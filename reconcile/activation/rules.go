@@ -187,15 +187,6 @@ type Drift struct {
 	Missing   bool
 }
 
-// FindingID returns the catalogue ID of the drift: activation.udev_rule
-// for the PV-scan rule, bcache.udev_rule for the bcache rule.
-func (d Drift) FindingID() string {
-	if d.File.Path == BcacheRule {
-		return "bcache.udev_rule"
-	}
-	return "activation.udev_rule"
-}
-
 // Message describes the drift in one line.
 func (d Drift) Message() string {
 	if d.Missing {

@@ -187,7 +187,7 @@ func (l *Loop) SyncRules(ctx context.Context, h *probes.Host) ([]string, error) 
 		return nil, fmt.Errorf("udev rules: %w", err)
 	}
 	for _, d := range activation.Compare(files, l.Source.FS.ReadFile) {
-		l.Log.Warn("udev rule drift", "finding", d.FindingID(), "file", d.File.Path, "message", d.Message())
+		l.Log.Warn("udev rule drift", "finding", plan.UdevRuleID(d.File.Path), "file", d.File.Path, "message", d.Message())
 	}
 	return installRules(ctx, l.Exec, files, l.fileRoot)
 }

@@ -39,10 +39,6 @@ import (
 	"github.com/keel-storage/keel/schema/spec"
 )
 
-// ConfigInvalidID is the finding raised while the newest desired state does
-// not validate (the last good one stays in force).
-const ConfigInvalidID = "config.invalid"
-
 // DefaultStateDir is where keel keeps its own state on a host (systemd's
 // StateDirectory=keel): the checkpoints of safe removals in progress.
 const DefaultStateDir = "/var/lib/keel"
@@ -217,7 +213,7 @@ func (l *Loop) evaluate(files []schema.File) (d *schema.Desired, err error) {
 // setInvalid keeps err as the config.invalid finding.
 func (l *Loop) setInvalid(err error) {
 	where := strings.Join(l.paths(), ",")
-	l.configError = &plan.Finding{ID: ConfigInvalidID, Severity: plan.Error, Object: where,
+	l.configError = &plan.Finding{ID: plan.ConfigInvalid, Severity: plan.Error, Object: where,
 		Message:  "the desired state does not validate; the last good one stays in force",
 		Observed: oneLine(err.Error()), Remedy: "fix it (keel vet shows every problem with its position)"}
 }

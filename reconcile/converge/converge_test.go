@@ -77,7 +77,7 @@ func TestInvalidConfigKeepsLastGood(t *testing.T) {
 	if err == nil {
 		t.Fatal("pass without a host succeeded")
 	}
-	if len(res.Findings) != 1 || res.Findings[0].ID != ConfigInvalidID || res.Findings[0].Severity != plan.Error ||
+	if len(res.Findings) != 1 || res.Findings[0].ID != plan.ConfigInvalid || res.Findings[0].Severity != plan.Error ||
 		!strings.Contains(res.Findings[0].Observed, "desired.cue:1") {
 		t.Fatalf("findings %+v", res.Findings)
 	}
@@ -166,7 +166,7 @@ func TestUnparsableFilterRefused(t *testing.T) {
 // config.invalid is in the finding catalogue with the severity the loop
 // raises it at.
 func TestConfigInvalidCatalogued(t *testing.T) {
-	if r, ok := plan.Lookup(ConfigInvalidID); !ok || r.Severity != plan.Error || !r.Runtime() {
+	if r, ok := plan.Lookup(plan.ConfigInvalid); !ok || r.Severity != plan.Error || !r.Runtime() {
 		t.Errorf("catalogue entry %+v (found %v)", r, ok)
 	}
 }

@@ -31,7 +31,7 @@ func TestPassUsesState(t *testing.T) {
 		}
 		for _, f := range res.Findings {
 			if f.Object == object {
-				finding = f.ID + ": " + f.Message + " | " + f.Observed
+				finding = string(f.ID) + ": " + f.Message + " | " + f.Observed
 			}
 		}
 		return planned, finding

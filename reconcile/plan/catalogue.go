@@ -7,7 +7,7 @@ import "sort"
 // summary. docs/findings.md documents each ID at length; a test checks that
 // it documents exactly the IDs of Catalogue.
 type Rule struct {
-	ID       string
+	ID       FindingID
 	Severity Severity
 	Title    string
 	Doc      string
@@ -16,7 +16,7 @@ type Rule struct {
 // runtimeIDs are the findings the convergence loop raises about its own
 // work (an invalid desired state, a stuck or refused action) rather than
 // the planner about the host.
-var runtimeIDs = map[string]bool{"config.invalid": true, "reconcile.refused": true, "reconcile.stuck": true}
+var runtimeIDs = map[FindingID]bool{ConfigInvalid: true, ReconcileRefused: true, ReconcileStuck: true}
 
 // Runtime reports whether r is raised by keel apply and keel run about
 // their own work; keel check never raises it, so its JUnit report leaves it
@@ -26,130 +26,131 @@ func (r Rule) Runtime() bool { return runtimeIDs[r.ID] }
 // Catalogue is every finding keel can raise, sorted by ID. IDs never change
 // meaning once released; a retired ID is not reused.
 var Catalogue = []Rule{
-	{"activation.pvscan_on_lvs", Error, "declared pools in a VG on an LV were not activated at boot",
+	{ActivationPVScanOnLVs, Error, "declared pools in a VG on an LV were not activated at boot",
 		"A thin or VDO pool declared in a VG on an LV is inactive while that LV is active: lvm2's udev rules skip PVs on LVs at boot unless LVM_PVSCAN_ON_LVS=1 is set for the LV. A VG whose LVs are all inactive with nothing declared in it is Proxmox's normal state after a boot and raises nothing."},
-	{"activation.udev_rule", Warning, "keel's PV-scan udev rule is missing or stale",
+	{ActivationUdevRule, Warning, "keel's PV-scan udev rule is missing or stale",
 		"The udev rule that sets LVM_PVSCAN_ON_LVS=1 for the declared LVs under stacked VGs is absent or differs from what the desired state generates."},
-	{"bcache.cache_mode", Warning, "bcache cache mode differs",
+	{BcacheCacheMode, Warning, "bcache cache mode differs",
 		"The backing device's cache_mode is not the declared one."},
-	{"bcache.missing", Error, "bcache backing device not registered",
+	{BcacheMissing, Error, "bcache backing device not registered",
 		"No registered bcache device has the declared backing device."},
-	{"bcache.state", Error, "bcache device not attached or inconsistent",
+	{BcacheState, Error, "bcache device not attached or inconsistent",
 		"The backing device reports state 'no cache' while a cache set is declared, or 'inconsistent'."},
-	{"bcache.tunable", Warning, "bcache tunable differs",
+	{BcacheTunable, Warning, "bcache tunable differs",
 		"A per-device tunable (sequential_cutoff, writeback_*, congested thresholds) is not the declared value; the kernel resets them at every registration."},
-	{"bcache.udev_rule", Warning, "keel's bcache udev rule is missing or stale",
+	{BcacheUdevRule, Warning, "keel's bcache udev rule is missing or stale",
 		"The udev rule that sets the declared bcache tunables at registration is absent or differs from what the desired state generates."},
-	{"config.invalid", Error, "the desired state does not validate",
+	{ConfigInvalid, Error, "the desired state does not validate",
 		"The newest desired state is invalid or not owned by root; the last good one stays in force until it is fixed."},
-	{"dm.suspended", Critical, "a device-mapper device stays suspended",
+	{DMSuspended, Critical, "a device-mapper device stays suspended",
 		"A device-mapper device was still suspended after the probe's wait: its I/O waits, the VMs on it stall, and LVM commands scanning it hang. An LVM command killed between its suspend and resume leaves one; keel drops its preloaded table, resumes it and refreshes its LV, and changes nothing else meanwhile. A device LVM did not make is only reported."},
-	{"lv.absent", Info, "LV declared absent still exists",
+	{LVAbsent, Info, "LV declared absent still exists",
 		"An LV listed in absent exists; keel removes it safely (rename, zero or discard in steps, lvremove)."},
-	{"lv.absent_reappeared", Warning, "LV under an absent name is not the one to remove",
+	{LVAbsentReappeared, Warning, "LV under an absent name is not the one to remove",
 		"An LV exists under an absent name but is not the LV the entry was written for (another UUID after keel removed one, or created after keel first saw the name): a reused name, never wiped."},
-	{"lv.absent_shared", Error, "LV declared absent is in a VG shared between nodes",
+	{LVAbsentShared, Error, "LV declared absent is in a VG shared between nodes",
 		"The VG is shared (lvmlockd, clvmd, or a Proxmox storage with shared 1): the LV may be in use on another node, so keel never activates, clears or removes it."},
-	{"lvm.devices_file", Warning, "lvm devices file setting differs",
+	{LVMDevicesFile, Warning, "lvm devices file setting differs",
 		"devices/use_devicesfile differs from the declared value; with the devices file on, global_filter is not the only gate."},
-	{"lvm.global_filter", Warning, "global_filter does not reject guest disks",
+	{LVMGlobalFilter, Warning, "global_filter does not reject guest disks",
 		"devices/global_filter is not the declared filter, or (audit) scan_lvs is on and the filter does not hide the LVs holding VM disks."},
-	{"lvm.scan_lvs", Error, "scan_lvs does not match the stack",
+	{LVMScanLVs, Error, "scan_lvs does not match the stack",
 		"devices/scan_lvs differs from the declared value, or a declared VG sits on an LV while scan_lvs is 0."},
-	{"pve.discard_on_remove", Warning, "Proxmox storage on VDO does not discard removed disks",
+	{PVEDiscardOnRemove, Warning, "Proxmox storage on VDO does not discard removed disks",
 		"A Proxmox lvm storage on a VG stacked on VDO lacks saferemove or on-volume-remove discard, so VDO keeps the blocks of deleted disks."},
-	{"reconcile.refused", Error, "an action was refused by a safety guard",
+	{ReconcileRefused, Error, "an action was refused by a safety guard",
 		"A safety guard stopped an action before anything ran (a signature on a PV, an open LV under a maintenance change, a command keel does not run, an lvm.conf filter keel cannot parse)."},
-	{"reconcile.stuck", Error, "an action does not converge",
+	{ReconcileStuck, Error, "an action does not converge",
 		"An action did not converge after every retry, or something keeps undoing it; keel tries it again only when the desired or observed state changes."},
-	{"thin.chunk_size", Warning, "thin pool chunk size differs (immutable)",
+	{ThinChunkSize, Warning, "thin pool chunk size differs (immutable)",
 		"The chunk size is not the declared one (audit: 1 MiB or larger); it is fixed at creation, so the remedy is a rebuild."},
-	{"thin.create_interrupted", Warning, "thin pool creation interrupted",
+	{ThinCreateInterrupted, Warning, "thin pool creation interrupted",
 		"lvm2 made the pool keel was creating, but keel stopped before it ended: the pool still carries keel's creation tag, and may be inactive; keel activates it and drops the tag."},
-	{"thin.data_usage", Warning, "thin pool data above the alert level",
+	{ThinDataUsage, Warning, "thin pool data above the alert level",
 		"data_percent is at or above the pool's dataPercentAlert."},
-	{"thin.health", Critical, "thin pool needs attention",
+	{ThinHealth, Critical, "thin pool needs attention",
 		"The pool reports needs_check, out_of_data_space, read-only or a failed target."},
-	{"thin.metadata_size", Warning, "thin pool metadata smaller than declared",
+	{ThinMetadataSize, Warning, "thin pool metadata smaller than declared",
 		"The metadata LV is smaller than metadataSize; it can be grown live, never reduced."},
-	{"thin.metadata_usage", Error, "thin pool metadata above the alert level",
+	{ThinMetadataUsage, Error, "thin pool metadata above the alert level",
 		"metadata_percent is at or above the pool's metadataPercentAlert; full metadata stops the pool."},
-	{"thin.missing", Error, "thin pool missing",
+	{ThinMissing, Error, "thin pool missing",
 		"A declared thin pool does not exist in its VG."},
-	{"thin.on_vdo", Error, "thin pool on VDO",
+	{ThinOnVDO, Error, "thin pool on VDO",
 		"A thin pool's data sits on a VDO LV: two thin layers, two sets of books."},
-	{"thin.stripe_alignment", Warning, "thin chunk does not cover a RAID stripe",
+	{ThinStripeAlignment, Warning, "thin chunk does not cover a RAID stripe",
 		"The chunk size is not a multiple of the declared full stripe (stripe size x data disks)."},
-	{"thin.unzeroed_reuse", Warning, "thin pool hands out removed chunks unzeroed",
+	{ThinUnzeroedReuse, Warning, "thin pool hands out removed chunks unzeroed",
 		"An LV declared absent is a thin LV of a pool with zeroing off: the chunks its removal frees keep their bytes until reused, readable by the thin LV that gets them."},
-	{"thin.zeroing", Warning, "thin pool zeroing differs",
+	{ThinZeroing, Warning, "thin pool zeroing differs",
 		"zero_new_blocks differs from the declared value (audit: zeroing on, which doubles writes)."},
-	{"vdo.block_map_cache", Warning, "VDO block map cache differs",
+	{VDOBlockMapCache, Warning, "VDO block map cache differs",
 		"The block map cache size is not the declared one; it changes only with the pool stopped."},
-	{"vdo.compression", Warning, "VDO compression differs",
+	{VDOCompression, Warning, "VDO compression differs",
 		"Compression is not the declared setting."},
-	{"vdo.create_interrupted", Warning, "VDO pool creation interrupted",
+	{VDOCreateInterrupted, Warning, "VDO pool creation interrupted",
 		"lvm2 made the VDO pool keel was creating, but keel stopped before it ended: the pool still carries keel's creation tag, and its VDO LV may be inactive; keel activates it and drops the tag."},
-	{"vdo.dedupe_timeouts", Warning, "VDO dedupe advice timed out",
+	{VDODedupeTimeouts, Warning, "VDO dedupe advice timed out",
 		"vdostats counts dedupe advice timeouts: the index is too slow and duplicates are written anyway."},
-	{"vdo.deduplication", Warning, "VDO deduplication differs",
+	{VDODeduplication, Warning, "VDO deduplication differs",
 		"Deduplication is not the declared setting."},
-	{"vdo.index", Error, "VDO index not online",
+	{VDOIndex, Error, "VDO index not online",
 		"Deduplication is on but the UDS index state is not online."},
-	{"vdo.index_memory", Warning, "VDO index memory or sparse index differs (immutable)",
+	{VDOIndexMemory, Warning, "VDO index memory or sparse index differs (immutable)",
 		"index_memory_size or use_sparse_index differ from the declared values; fixed at creation."},
-	{"vdo.index_opening", Info, "VDO index opening",
+	{VDOIndexOpening, Info, "VDO index opening",
 		"Deduplication is on and the UDS index is still loading (or rebuilding) after the pool started; it dedupes again once online."},
-	{"vdo.layout.head_off_fast", Error, "split VDO pool: index or roots not on the fast PVs",
+	{VDOLayoutHeadOffFast, Error, "split VDO pool: index or roots not on the fast PVs",
 		"Part of the geometry block, UDS index, super block or block-map roots lies on a PV that is not declared fast."},
-	{"vdo.layout.journal_off_fast", Critical, "split VDO pool: recovery journal left the fast PVs",
+	{VDOLayoutJournalOffFast, Critical, "split VDO pool: recovery journal left the fast PVs",
 		"Part of the recovery journal or slab summary (the last 32832 blocks of _vdata) lies on a slow PV, usually after a grow."},
-	{"vdo.max_discard", Warning, "VDO max_discard differs",
+	{VDOMaxDiscard, Warning, "VDO max_discard differs",
 		"max_discard is not the declared value (audit: LVM's default of one 4 KiB block)."},
-	{"vdo.memory", Error, "VDO RAM bill above available memory",
+	{VDOMemory, Error, "VDO RAM bill above available memory",
 		"The pools still to be created or activated need more RAM than LVM counts as available (it refuses them), or all pools together need more than the host's memory (the next boot cannot activate them all)."},
-	{"vdo.missing", Error, "VDO pool missing",
+	{VDOMissing, Error, "VDO pool missing",
 		"A declared VDO pool or its VDO LV does not exist."},
-	{"vdo.mode", Critical, "VDO pool not in normal mode",
+	{VDOMode, Critical, "VDO pool not in normal mode",
 		"The operating mode is read-only or recovering."},
-	{"vdo.overcommit", Error, "VDO virtual size above what the pool can address",
+	{VDOOvercommit, Error, "VDO virtual size above what the pool can address",
 		"The VDO LV promises more space than the pool holds: thick on thin. lvreduce shrinks it, after what sits on it is shrunk."},
-	{"vdo.slab_remainder", Info, "VDO pool wastes a slab remainder",
+	{VDOSlabRemainder, Info, "VDO pool wastes a slab remainder",
 		"The space between the last whole slab and the recovery journal is above a tenth of a slab; LVM extends a pool by whole slabs, so only a grow of one slab less the remainder plus one slab uses it."},
-	{"vdo.slab_size", Warning, "VDO slab size differs (immutable)",
+	{VDOSlabSize, Warning, "VDO slab size differs (immutable)",
 		"The slab size is not the declared one; fixed at creation."},
-	{"vdo.threads", Warning, "VDO thread layout differs",
+	{VDOThreads, Warning, "VDO thread layout differs",
 		"The running thread counts differ from the declared layout (audit: from one thread per CPU); they change only with the pool stopped."},
-	{"vdo.usage", Warning, "VDO pool above the alert level",
+	{VDOUsage, Warning, "VDO pool above the alert level",
 		"The pool's used percent is at or above usedPercentAlert."},
-	{"vg.inactive", Error, "VG has inactive LVs",
+	{VGInactive, Error, "VG has inactive LVs",
 		"A declared VG is present but its pools or LVs are not active."},
-	{"vg.incomplete", Critical, "VG is missing PVs",
+	{VGIncomplete, Critical, "VG is missing PVs",
 		"A declared VG is partial: one or more of its PVs is missing."},
-	{"vg.missing", Error, "VG missing",
+	{VGMissing, Error, "VG missing",
 		"A declared VG does not exist."},
-	{"vg.pvmove_interrupted", Error, "a pvmove in a declared VG did not finish",
+	{VGPVMoveInterrupted, Error, "a pvmove in a declared VG did not finish",
 		"A pvmove's temporary mirror LV (pvmove<N>) is still in the VG: the command that ran it was killed or the host crashed before the copy ended, and the LVs it moves stay locked. keel resumes it from its last checkpoint (pvmove SOURCE-PV), as lvm2 does at activation."},
-	{"vg.pvmove_orphan", Error, "a pvmove left its temporary LV behind",
+	{VGPVMoveOrphan, Error, "a pvmove left its temporary LV behind",
 		"A pvmove<N> LV that is no longer a mirror is still in the VG: the pvmove committed the moved LVs and turned its mirror into an error segment, then was killed or could not deactivate it before removing it. keel reloads any LV whose live table still maps it, then removes it (lvremove; an error segment holds no data)."},
-	{"vg.unreadable", Critical, "VG unreadable while its LVs run",
+	{VGUnreadable, Critical, "VG unreadable while its LVs run",
 		"LVM reads no metadata of a declared VG whose LVs still run in the kernel: a PV under it fails or is gone."},
-	{"waiver.expired", Warning, "a waiver has expired",
+	{WaiverExpired, Warning, "a waiver has expired",
 		"A waiver of the desired state is past its expires date; the finding it waived counts again."},
-	{"waiver.unknown", Warning, "a waiver names no known finding",
+	{WaiverUnknown, Warning, "a waiver names no known finding",
 		"A waiver's id is not a finding ID keel raises, so it waives nothing (a typo, or an ID from another version)."},
 }
 
-var catalogueIndex = func() map[string]int {
-	m := make(map[string]int, len(Catalogue))
+var catalogueIndex = func() map[FindingID]int {
+	m := make(map[FindingID]int, len(Catalogue))
 	for i, r := range Catalogue {
 		m[r.ID] = i
 	}
 	return m
 }()
 
-// Lookup returns the catalogue entry for id.
-func Lookup(id string) (Rule, bool) {
+// Lookup returns the catalogue entry for id. Every FindingID constant has
+// one; an ID read as data (a waiver, a JSON report) may not.
+func Lookup(id FindingID) (Rule, bool) {
 	i, ok := catalogueIndex[id]
 	if !ok {
 		return Rule{}, false
@@ -157,15 +158,11 @@ func Lookup(id string) (Rule, bool) {
 	return Catalogue[i], true
 }
 
-// newFinding builds a finding for a catalogued ID with the catalogue's
-// severity. It panics on an unknown ID: that is a programming error, caught
-// by the tests.
-func newFinding(id, object, message string) Finding {
-	r, ok := Lookup(id)
-	if !ok {
-		panic("reconcile: finding ID not in the catalogue: " + id)
-	}
-	return Finding{ID: id, Severity: r.Severity, Object: object, Message: message}
+// Severity returns the severity every finding with the ID carries, Info
+// for an ID not in the catalogue (none of the constants).
+func (id FindingID) Severity() Severity {
+	r, _ := Lookup(id)
+	return r.Severity
 }
 
 // SortFindings orders findings by severity (most serious first), then ID,

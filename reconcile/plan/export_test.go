@@ -1,65 +1,110 @@
 package plan
 
 import (
-	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
-// The planner's tests export these to report_golden_test.go (package
-// plan_test), which renders the planner's results through reconcile/report:
-// the report package imports the planner, so only an external test of the
-// planner can use both.
-
-// ScenarioRun is one planner scenario of TestPlanScenarios, run.
-type ScenarioRun struct {
-	Name    string
-	Audit   bool
-	Host    *probes.Host
-	Result  Result
-	Desired string
-}
-
-// RunScenarios runs every scenario of TestPlanScenarios.
-func RunScenarios(t *testing.T) []ScenarioRun {
-	var out []ScenarioRun
-	for _, s := range scenarios {
-		h, r := s.run(t)
-		out = append(out, ScenarioRun{Name: s.name, Audit: s.desired == "", Host: h, Result: r, Desired: s.desired})
+// TestExportChecksClean exports every host snapshot captured in the test
+// guest, loads the export as keel vet does, and plans it against the same
+// host: no finding about a setting may remain, only the host's health.
+func TestExportChecksClean(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(snapshotDir, "*.txtar"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no snapshots in %s (%v)", snapshotDir, err)
 	}
-	return out
-}
-
-// Golden compares what write produces with testdata/golden/name.
-func Golden(t *testing.T, name string, write func(w io.Writer) error) { golden(t, name, write) }
-
-// ReplayHost, LoadDesired, ReplayScale, ReplayAgain and ScaleCases are the
-// planner tests' fixtures.
-func ReplayHost(t testing.TB, name string) *probes.Host { return replayHost(t, name) }
-
-// LoadDesired loads testdata/desired/name.cue for h.
-func LoadDesired(t testing.TB, name string, h *probes.Host) *spec.Config {
-	return loadDesired(t, name, h)
-}
-
-// ReplayScale replays the named capture of probes/testdata/scale.
-func ReplayScale(tb testing.TB, name string) (*probes.Snapshot, *probes.Host) {
-	return replayScale(tb, name)
-}
-
-// ReplayAgain probes s once more.
-func ReplayAgain(tb testing.TB, s *probes.Snapshot) *probes.Host { return replayAgain(tb, s) }
-
-// ScaleCase names one captured scale host and its desired state.
-type ScaleCase struct{ Name, Desired string }
-
-// ScaleCases lists the scale benchmarks' hosts.
-func ScaleCases() []ScaleCase {
-	var out []ScaleCase
-	for _, c := range scaleCases {
-		out = append(out, ScaleCase{c.name, c.desired})
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".txtar")
+		t.Run(name, func(t *testing.T) {
+			h := replayHost(t, name)
+			ex := Export(h)
+			res := PlanWith(loadExport(t, ex), h, Memory{Today: "2026-12-01"})
+			var problems []string
+			for _, f := range res.Findings {
+				if f.Severity >= Warning && !healthID[f.ID] {
+					problems = append(problems, f.Key())
+					if f.Key() != hostProblem[name] {
+						t.Errorf("%s %s: %s (expected %q, observed %q)", f.ID, f.Object, f.Message, f.Expected, f.Observed)
+					}
+				}
+			}
+			if want := hostProblem[name]; want != "" && !slices.Contains(problems, want) {
+				t.Errorf("the export hides the host's problem %s", want)
+			}
+			for _, a := range res.Actions {
+				if a.Kind != KindNone && a.Kind != KindFile && !slices.Contains(a.Remedies, hostProblem[name]) {
+					t.Errorf("action planned against the host's own export: %s (%s)", a.ID, a.Summary)
+				}
+			}
+			if t.Failed() {
+				t.Logf("export:\n%s\nnotes: %q", ex.Text, ex.Notes)
+			}
+		})
 	}
-	return out
+}
+
+// healthID are the findings a desired state does not change: the host's
+// health (inactive pools), Proxmox's storage.cfg (which keel reads, never
+// writes), and keel's own udev rules, which the first keel apply installs.
+var healthID = map[FindingID]bool{"vg.inactive": true, "pve.discard_on_remove": true,
+	"bcache.udev_rule": true, "activation.udev_rule": true}
+
+// hostProblem is, per snapshot, the finding about the host that its export
+// must keep raising: the split pool whose grow moved its recovery journal
+// off the NVMe PV is exported as split, so keel reports the journal.
+var hostProblem = map[string]string{"vdo-split-grown": "vdo.layout.journal_off_fast@vdosplit/pool"}
+
+// TestExportFollowsRunningValues changes a captured pool's running values
+// (as a tuned host would have them) and checks the export carries each one:
+// planned against the changed host it raises nothing, and planned against
+// the captured host (the values back at LVM's defaults) each differs.
+func TestExportFollowsRunningValues(t *testing.T) {
+	h := replayHost(t, "vdo-defaults")
+	pool := h.VDOPools["vdodef/vdopool"]
+	if pool == nil || pool.Table == nil {
+		t.Fatal("snapshot vdo-defaults has no active vdodef/vdopool")
+	}
+	tb := *pool.Table
+	tb.Logical, tb.Physical, tb.Hash, tb.CPU, tb.Bio, tb.Ack = 3, 2, 1, 3, 2, 2
+	tb.MaxDiscard, tb.Compression = 4096, false
+	tuned := *pool
+	tuned.Table = &tb
+	th := *h
+	th.VDOPools = map[string]*probes.VDOPool{"vdodef/vdopool": &tuned}
+	cfg := loadExport(t, Export(&th))
+	for _, f := range PlanWith(cfg, &th, Memory{}).Findings {
+		if f.Severity >= Warning {
+			t.Errorf("tuned host against its own export: %s %s (expected %q, observed %q)", f.ID, f.Object, f.Expected, f.Observed)
+		}
+	}
+	got := map[FindingID]bool{}
+	for _, f := range PlanWith(cfg, h, Memory{}).Findings {
+		got[f.ID] = true
+	}
+	for _, id := range []FindingID{"vdo.threads", "vdo.max_discard", "vdo.compression"} {
+		if !got[id] {
+			t.Errorf("the export does not carry the running value behind %s", id)
+		}
+	}
+}
+
+// loadExport loads an export as keel vet does; a refusal fails the test.
+func loadExport(t *testing.T, ex Exported) *spec.Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "export.cue")
+	if err := os.WriteFile(path, []byte(ex.Text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := schema.NewLoader().Load(path)
+	if err != nil {
+		t.Fatalf("keel vet refuses the export: %v\n%s", err, ex.Text)
+	}
+	return d.Config
 }

@@ -56,20 +56,20 @@ func (s *Severity) UnmarshalText(b []byte) error {
 // documented in docs/findings.md; Object names what it is about, e.g.
 // "vdolab/vdopool" or "bcache:<uuid>".
 type Finding struct {
-	ID       string   `json:"id"`
-	Severity Severity `json:"severity"`
-	Object   string   `json:"object"`
-	Message  string   `json:"message"`
-	Expected string   `json:"expected,omitempty"`
-	Observed string   `json:"observed,omitempty"`
-	Remedy   string   `json:"remedy,omitempty"`
+	ID       FindingID `json:"id"`
+	Severity Severity  `json:"severity"`
+	Object   string    `json:"object"`
+	Message  string    `json:"message"`
+	Expected string    `json:"expected,omitempty"`
+	Observed string    `json:"observed,omitempty"`
+	Remedy   string    `json:"remedy,omitempty"`
 	// Waived is set when a waiver of the desired state accepts the finding;
 	// Severity is then info.
 	Waived *Waived `json:"waived,omitempty"`
 }
 
 // Key identifies a finding on one object; alerts are raised and cleared by key.
-func (f Finding) Key() string { return f.ID + "@" + f.Object }
+func (f Finding) Key() string { return string(f.ID) + "@" + f.Object }
 
 // Level is a fill level with its alert threshold: a VDO pool's used
 // percent, or a thin pool's data or metadata percent.

@@ -40,7 +40,7 @@ func PlanWith(desired *spec.Config, host *probes.Host, mem Memory) Result {
 func (p *planner) absentHeld(vg, name string, lv *probes.LV) bool {
 	object := vg + "/" + name
 	if p.mem.Held != "" {
-		p.add(Finding{ID: "lv.absent", Object: object,
+		p.add(Finding{ID: LVAbsent, Object: object,
 			Message:  fmt.Sprintf("LV %s is declared absent but exists (%s); its removal is held", object, lv.FullName),
 			Expected: "absent", Observed: "present; keel's state cannot be read: " + p.mem.Held,
 			Remedy: "fix or move away keel's state file (the message names it); keel removes nothing for absent until it reads",
@@ -58,7 +58,7 @@ func (p *planner) absentHeld(vg, name string, lv *probes.LV) bool {
 		remedy = fmt.Sprintf("if it is to stay, drop %q from volumeGroups.%s.absent; keel did not rename %s, so to remove it run: lvrename %s %s %s && keel wipe %s",
 			name, vg, lv.FullName, vg, lv.Name, name, object)
 	}
-	p.add(Finding{ID: "lv.absent_reappeared", Object: object,
+	p.add(Finding{ID: LVAbsentReappeared, Object: object,
 		Message:  fmt.Sprintf("%s is under an absent name but is not the LV keel was asked to remove; keel leaves it alone: %s", lv.FullName, why),
 		Expected: "the LV the absent entry was written for", Observed: fmt.Sprintf("uuid %s, created %s", lv.UUID, lvTime(lv)),
 		Remedy: remedy,

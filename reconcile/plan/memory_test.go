@@ -27,9 +27,9 @@ func TestPlanWithAbsentIdentity(t *testing.T) {
 	cases := []struct {
 		name    string
 		mem     Memory
-		wipe    bool   // a lv.absent wipe action is planned
-		finding string // the finding ID raised for the object
-		text    string // in the finding's message, observed or remedy
+		wipe    bool      // a lv.absent wipe action is planned
+		finding FindingID // the finding ID raised for the object
+		text    string    // in the finding's message, observed or remedy
 	}{
 		{"no records: first sight now", Memory{}, true, "lv.absent", ""},
 		{"seen after it was created", Memory{Absent: map[string]state.Absent{object: {FirstSeen: after}}}, true, "lv.absent", ""},

@@ -24,7 +24,7 @@ type Result struct {
 	// udev rules files when the probe could not read them, and always in
 	// an audit, which has no desired state to generate them from): absent
 	// from Findings does not mean passed for these.
-	NotEvaluated []string
+	NotEvaluated []FindingID
 }
 
 // Plan compares the desired state with the observed host and returns what
@@ -96,7 +96,7 @@ type planner struct {
 	findings     []Finding
 	actions      []plannedAction
 	levels       []Level
-	notEvaluated []string
+	notEvaluated []FindingID
 	// pvIndex maps every name a PV is known by (LVM name, kernel name,
 	// /dev/disk/by-id path, /dev/mapper path) to its LVM name.
 	pvIndex map[string]string
@@ -165,10 +165,9 @@ func newPlanner(h *probes.Host) *planner {
 	return p
 }
 
-// add records f with its catalogue severity (its ID must be catalogued)
-// and returns its key.
+// add records f with its catalogue severity and returns its key.
 func (p *planner) add(f Finding) string {
-	f.Severity = newFinding(f.ID, f.Object, f.Message).Severity
+	f.Severity = f.ID.Severity()
 	p.findings = append(p.findings, f)
 	return f.Key()
 }
@@ -189,8 +188,8 @@ func (p *planner) act(phase int, a Action) {
 
 // reportOnly records a KindNone action of class Immutable for drift keel
 // will never try to change.
-func (p *planner) reportOnly(id, object, summary string, remedies ...string) {
-	p.act(phaseChange, Action{ID: id + ":" + object, Kind: KindNone, Class: Immutable, Object: object,
+func (p *planner) reportOnly(id FindingID, object, summary string, remedies ...string) {
+	p.act(phaseChange, Action{ID: string(id) + ":" + object, Kind: KindNone, Class: Immutable, Object: object,
 		Summary: summary, Remedies: remedies})
 }
 

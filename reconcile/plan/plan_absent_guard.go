@@ -16,7 +16,7 @@ import (
 func (p *planner) absentGuards(vg, name string, lv *probes.LV) bool {
 	object := vg + "/" + name
 	if s, ok := removal.SharedVGs(p.h)[vg]; ok {
-		p.add(Finding{ID: "lv.absent_shared", Object: object,
+		p.add(Finding{ID: LVAbsentShared, Object: object,
 			Message:  fmt.Sprintf("LV %s is declared absent, but vg %s is shared between nodes (%s): it may be in use on another node, and keel removes it only on the node that owns it", object, vg, s.Why),
 			Expected: "removed on the node that owns it", Observed: "present in shared vg " + vg,
 			Remedy: "on the node that owns it: " + s.Remedy(vg, name) + "; then drop " + name + " from absent",
@@ -24,8 +24,8 @@ func (p *planner) absentGuards(vg, name string, lv *probes.LV) bool {
 		return true
 	}
 	if lv.SegType == "thin" && lv.Pool != "" {
-		if tp := p.h.ThinPools[lv.Pool]; tp != nil && !tp.Zero && !p.raised("thin.unzeroed_reuse", lv.Pool) {
-			p.add(Finding{ID: "thin.unzeroed_reuse", Object: lv.Pool,
+		if tp := p.h.ThinPools[lv.Pool]; tp != nil && !tp.Zero && !p.raised(ThinUnzeroedReuse, lv.Pool) {
+			p.add(Finding{ID: ThinUnzeroedReuse, Object: lv.Pool,
 				Message:  removal.UnzeroedNote(lv.Pool),
 				Expected: "zeroing on", Observed: "zeroing off",
 				Remedy: "lvchange -Z y " + lv.Pool,
@@ -36,6 +36,6 @@ func (p *planner) absentGuards(vg, name string, lv *probes.LV) bool {
 }
 
 // raised reports whether a finding id on object was already raised.
-func (p *planner) raised(id, object string) bool {
+func (p *planner) raised(id FindingID, object string) bool {
 	return slices.ContainsFunc(p.findings, func(f Finding) bool { return f.ID == id && f.Object == object })
 }

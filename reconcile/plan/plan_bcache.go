@@ -57,7 +57,7 @@ type tunableCheck struct {
 func (p *planner) planBcache(name string, want spec.Bcache) {
 	b := p.findBcache(want.Backing)
 	if b == nil {
-		p.add(Finding{ID: "bcache.missing", Object: "bcache:" + name,
+		p.add(Finding{ID: BcacheMissing, Object: "bcache:" + name,
 			Message:  fmt.Sprintf("no registered bcache device has backing device %s", want.Backing),
 			Expected: "registered", Observed: "not found",
 			Remedy: "register it (echo the device path > /sys/fs/bcache/register) or create it with make-bcache",
@@ -68,7 +68,7 @@ func (p *planner) planBcache(name string, want spec.Bcache) {
 	p.checkBcacheState(object, b, want.CacheSet != "")
 	dir := "/sys/block/" + b.Device + "/bcache/"
 	if want.CacheMode != "" && b.CacheMode != want.CacheMode {
-		key := p.add(Finding{ID: "bcache.cache_mode", Object: object,
+		key := p.add(Finding{ID: BcacheCacheMode, Object: object,
 			Message:  fmt.Sprintf("cache mode of %s (%s) is %s, declared %s", name, b.Device, b.CacheMode, want.CacheMode),
 			Expected: want.CacheMode, Observed: b.CacheMode,
 			Remedy: "echo " + want.CacheMode + " > " + dir + "cache_mode",
@@ -116,7 +116,7 @@ func (p *planner) planBcache(name string, want spec.Bcache) {
 		obs = append(obs, c.file+"="+c.got)
 		writes = append(writes, SysfsWrite{Path: c.path, Value: strconv.FormatUint(c.want, 10)})
 	}
-	keys = append(keys, p.add(Finding{ID: "bcache.tunable", Object: object,
+	keys = append(keys, p.add(Finding{ID: BcacheTunable, Object: object,
 		Message:  fmt.Sprintf("%s (%s): %s not as declared (the kernel resets them at every registration)", name, b.Device, strings.Join(files, ", ")),
 		Expected: strings.Join(exp, " "), Observed: strings.Join(obs, " "),
 		Remedy: "write the declared values (plain decimals) to sysfs",
@@ -137,13 +137,13 @@ func decimal(v *int64) string {
 func (p *planner) checkBcacheState(object string, b *probes.Bcache, wantCache bool) {
 	switch {
 	case b.State == "inconsistent":
-		p.add(Finding{ID: "bcache.state", Object: object,
+		p.add(Finding{ID: BcacheState, Object: object,
 			Message:  fmt.Sprintf("%s reports state inconsistent", b.Device),
 			Expected: "clean or dirty", Observed: b.State,
 			Remedy: "check the cache device and dmesg before writing more",
 		})
 	case wantCache && (b.State == "no cache" || b.CacheSet == ""):
-		p.add(Finding{ID: "bcache.state", Object: object,
+		p.add(Finding{ID: BcacheState, Object: object,
 			Message:  fmt.Sprintf("%s runs without its cache set", b.Device),
 			Expected: "attached", Observed: b.State,
 			Remedy: fmt.Sprintf("echo <cache-set-uuid> > /sys/block/%s/bcache/attach", b.Device),
@@ -173,7 +173,7 @@ func (p *planner) auditBcache(b *probes.Bcache) {
 	if len(found) == 0 {
 		return
 	}
-	p.add(Finding{ID: "bcache.tunable", Object: object,
+	p.add(Finding{ID: BcacheTunable, Object: object,
 		Message:  fmt.Sprintf("%s still has the kernel's defaults, restored at every registration", b.Device),
 		Expected: "sequential_cutoff=0 writeback_percent=40 congested thresholds 0 (or as declared)", Observed: strings.Join(found, " "),
 		Remedy: "declare the tunables in the desired state so keel re-applies them",

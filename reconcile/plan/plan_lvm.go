@@ -75,7 +75,7 @@ func boolDigit(b bool) string {
 // lvmBoolSetting reports a boolean lvm.conf setting that differs from the
 // declared value and returns the finding's key ("" when it matches or is
 // not managed).
-func (p *planner) lvmBoolSetting(id, key string, want *bool) string {
+func (p *planner) lvmBoolSetting(id FindingID, key string, want *bool) string {
 	if want == nil {
 		return ""
 	}
@@ -99,7 +99,7 @@ func (p *planner) planLVMConf() {
 	}
 	change := &LVMConfChange{}
 	var keys []string
-	if k := p.lvmBoolSetting("lvm.scan_lvs", "devices/scan_lvs", want.ScanLVs); k != "" {
+	if k := p.lvmBoolSetting(LVMScanLVs, "devices/scan_lvs", want.ScanLVs); k != "" {
 		keys, change.ScanLVs = append(keys, k), want.ScanLVs
 	}
 	if want.GlobalFilter != nil {
@@ -107,7 +107,7 @@ func (p *planner) planLVMConf() {
 		p.checkDeclaredFilter(entries, want.ScanLVs)
 		got := parseLVMList(p.h.LVMConfig.Values["devices/global_filter"])
 		if strings.Join(got, "\x00") != strings.Join(entries, "\x00") {
-			keys = append(keys, p.add(Finding{ID: "lvm.global_filter", Object: LVMConfObject,
+			keys = append(keys, p.add(Finding{ID: LVMGlobalFilter, Object: LVMConfObject,
 				Message:  "devices/global_filter is not the declared filter",
 				Expected: quoteList(entries), Observed: quoteList(got),
 				Remedy: "rewrite devices/global_filter in lvm.conf",
@@ -115,7 +115,7 @@ func (p *planner) planLVMConf() {
 			change.GlobalFilter = entries
 		}
 	}
-	if k := p.lvmBoolSetting("lvm.devices_file", "devices/use_devicesfile", want.UseDevicesFile); k != "" {
+	if k := p.lvmBoolSetting(LVMDevicesFile, "devices/use_devicesfile", want.UseDevicesFile); k != "" {
 		keys, change.UseDevicesFile = append(keys, k), want.UseDevicesFile
 	}
 	if len(keys) > 0 {
@@ -137,7 +137,7 @@ func (p *planner) checkDeclaredFilter(entries []string, scanLVs *bool) {
 		return // keel vet reports a filter it cannot model
 	}
 	if seen := p.leakingVMDisks(f, p.vmDiskLVs()); len(seen) > 0 {
-		p.add(Finding{ID: "lvm.global_filter", Object: "desired:lvm.globalFilter",
+		p.add(Finding{ID: LVMGlobalFilter, Object: "desired:lvm.globalFilter",
 			Message:  "the declared global_filter does not hide VM disks while LVs are scanned: " + strings.Join(seen, "; "),
 			Expected: "every LV holding a VM disk rejected", Observed: quoteList(entries),
 			Remedy: `declare lvm: globalFilter: reject: ["/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"] and no accept matching a VM disk's name`,
@@ -216,7 +216,7 @@ func (p *planner) auditLVMConf() {
 	}
 	f, err := lvmregex.NewFilter(got)
 	if err != nil {
-		p.add(Finding{ID: "lvm.global_filter", Object: LVMConfObject,
+		p.add(Finding{ID: LVMGlobalFilter, Object: LVMConfObject,
 			Message:  fmt.Sprintf("scan_lvs is 1 and keel cannot tell whether global_filter hides VM disks: %v", err),
 			Expected: "a global_filter that rejects VM disks", Observed: quoteList(got),
 			Remedy: "rewrite devices/global_filter in LVM's regex dialect, e.g. " + quoteList([]string{vmDiskReject}),
@@ -228,7 +228,7 @@ func (p *planner) auditLVMConf() {
 	if len(seen) == 0 {
 		return
 	}
-	p.add(Finding{ID: "lvm.global_filter", Object: LVMConfObject,
+	p.add(Finding{ID: LVMGlobalFilter, Object: LVMConfObject,
 		Message:  "scan_lvs is 1 and global_filter does not hide VM disks, so the host sees the guests' VGs: " + strings.Join(seen, "; "),
 		Expected: "every LV holding a VM disk rejected", Observed: quoteList(got),
 		Remedy: p.filterRemedy(got, disks),
@@ -363,7 +363,7 @@ func (p *planner) planStacking() {
 				if declared {
 					continue // planLVMConf already reports and fixes it
 				}
-				p.add(Finding{ID: "lvm.scan_lvs", Object: vg,
+				p.add(Finding{ID: LVMScanLVs, Object: vg,
 					Message:  fmt.Sprintf("VG %s is declared on LV %s but devices/scan_lvs is 0: LVM ignores LVs as PVs", vg, lv),
 					Expected: "scan_lvs=1", Observed: "scan_lvs=0",
 					Remedy: "declare lvm: scanLVs: true (with a global_filter that rejects guest disks)",
@@ -396,7 +396,7 @@ func (p *planner) checkThinOnVDO(tp *probes.ThinPool) {
 			continue
 		}
 		if lv := p.lvOfPV(pv); lv != nil && lv.SegType == "vdo" {
-			p.add(Finding{ID: "thin.on_vdo", Object: tp.LV,
+			p.add(Finding{ID: ThinOnVDO, Object: tp.LV,
 				Message:  fmt.Sprintf("thin pool %s is in VG %s, whose PV %s is the VDO LV %s: two thin layers", tp.LV, tp.VG, pvName, lv.FullName),
 				Expected: "thick LVs on VDO", Observed: "thin pool on VDO",
 				Remedy: "rebuild: keep the VG on VDO thick",
@@ -435,7 +435,7 @@ func (p *planner) checkProxmox(stacked map[string][]string) {
 		if remove != "" {
 			observed = "on-volume-remove " + remove
 		}
-		p.add(Finding{ID: "pve.discard_on_remove", Object: "pve:" + s.ID,
+		p.add(Finding{ID: PVEDiscardOnRemove, Object: "pve:" + s.ID,
 			Message:  fmt.Sprintf("Proxmox storage %s (VG %s on VDO) does not discard removed disks, so VDO keeps their blocks", s.ID, s.VG),
 			Expected: "on-volume-remove discard=1", Observed: observed,
 			Remedy: fmt.Sprintf("pvesm set %s --on-volume-remove discard=1", s.ID),

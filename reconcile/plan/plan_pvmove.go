@@ -58,14 +58,14 @@ func (p *planner) planPvmove(vg string) {
 		if len(cmds) > 0 {
 			remedy = shellAnd(cmds)
 		}
-		key := p.add(Finding{ID: "vg.pvmove_interrupted", Object: lv.FullName,
+		key := p.add(Finding{ID: VGPVMoveInterrupted, Object: lv.FullName,
 			Message: fmt.Sprintf("a pvmove in VG %s did not finish (%s is still there): the LVs it moves (%s) stay locked on a temporary mirror until it is resumed, or rolled back with %s",
 				vg, lv.FullName, orNone(moving), abortCommand(src)),
 			Expected: "no pvmove in progress", Observed: fmt.Sprintf("%s copying from %s", lv.FullName, orNone(src)),
 			Remedy: remedy,
 		})
 		if len(src) == 0 {
-			p.reportOnly("vg.pvmove_interrupted", lv.FullName, "the source PV of the move is not known: resume it with pvmove (no argument) or roll it back with pvmove --abort", key)
+			p.reportOnly(VGPVMoveInterrupted, lv.FullName, "the source PV of the move is not known: resume it with pvmove (no argument) or roll it back with pvmove --abort", key)
 			continue
 		}
 		p.act(phaseResume, Action{ID: "vg.pvmove_interrupted:" + lv.FullName, Kind: KindCommand, Class: Live, Object: lv.FullName,
@@ -178,13 +178,13 @@ func (p *planner) planPvmoveOrphan(lv *probes.LV) {
 	case heldOpen:
 		remedy = "stop what holds " + probes.ShellJoin([]string{"/dev/mapper/" + lv.DMName}) + " open (fuser -v on it names it), then " + remedy
 	}
-	key := p.add(Finding{ID: "vg.pvmove_orphan", Object: lv.FullName, Message: msg,
+	key := p.add(Finding{ID: VGPVMoveOrphan, Object: lv.FullName, Message: msg,
 		Expected: "no pvmove LV left", Observed: observed, Remedy: remedy})
 	switch {
 	case !isError:
-		p.reportOnly("vg.pvmove_orphan", lv.FullName, "an LV named like a pvmove's that is not an error segment: look at it by hand", key)
+		p.reportOnly(VGPVMoveOrphan, lv.FullName, "an LV named like a pvmove's that is not an error segment: look at it by hand", key)
 	case heldOpen:
-		p.reportOnly("vg.pvmove_orphan", lv.FullName, "the leftover pvmove LV is held open by something that is not an LV of its VG", key)
+		p.reportOnly(VGPVMoveOrphan, lv.FullName, "the leftover pvmove LV is held open by something that is not an LV of its VG", key)
 	default:
 		what := "remove the leftover pvmove LV " + lv.FullName + " (an error segment: no data)"
 		if len(holders) > 0 {

@@ -27,7 +27,7 @@ func (p *planner) checkSplit(object string, o observedVDO, fastPaths []string) {
 		}
 	}
 	if len(fast) == 0 {
-		p.add(Finding{ID: "vdo.layout.head_off_fast", Object: object,
+		p.add(Finding{ID: VDOLayoutHeadOffFast, Object: object,
 			Message:  "none of the declared fast PVs is a PV on this host, so no metadata can be on them",
 			Expected: strings.Join(fastPaths, ", "), Observed: "not found",
 			Remedy: "check split.fast against the VG's PVs (keel status)",
@@ -51,12 +51,12 @@ func (p *planner) checkSplit(object string, o observedVDO, fastPaths []string) {
 	}
 	fastList := strings.Join(fastOrder, ", ")
 	if len(headOff) > 0 {
-		key := p.add(Finding{ID: "vdo.layout.head_off_fast", Object: object,
+		key := p.add(Finding{ID: VDOLayoutHeadOffFast, Object: object,
 			Message:  "part of the UDS index or super block is on a PV not declared fast",
 			Expected: "index and super block on " + fastList, Observed: strings.Join(headWhere, "; "),
 			Remedy: "pvmove those extents of " + o.pool.DataLV + " to a fast PV",
 		})
-		p.reportOnly("vdo.layout.head_off_fast", object, "move the pool's head to the fast PVs by hand (pvmove)", key)
+		p.reportOnly(VDOLayoutHeadOffFast, object, "move the pool's head to the fast PVs by hand (pvmove)", key)
 	}
 	if len(tailOff) == 0 {
 		return
@@ -88,7 +88,7 @@ func (p *planner) checkSplit(object string, o observedVDO, fastPaths []string) {
 		remedy = fmt.Sprintf("the fast PVs lack %s (%d extents) of free space for the %d extents holding the journal: add fast space, then pvmove",
 			units.FormatSize(missing), need-best, need)
 	}
-	key := p.add(Finding{ID: "vdo.layout.journal_off_fast", Object: object,
+	key := p.add(Finding{ID: VDOLayoutJournalOffFast, Object: object,
 		Message:  msg,
 		Expected: "recovery journal and slab summary on " + fastList, Observed: strings.Join(tailWhere, "; "),
 		Remedy: remedy,

@@ -52,19 +52,19 @@ func (p *planner) planSuspended() {
 		case strings.HasPrefix(uuid, "LVM-"):
 			owner = "a device of LVM"
 		}
-		f := Finding{ID: "dm.suspended", Object: name,
+		f := Finding{ID: DMSuspended, Object: name,
 			Message: fmt.Sprintf("device-mapper device %s (%s) is suspended and stayed so through the probe's wait: every I/O to it waits, the VMs on it stall, and LVM commands that scan it (scan_lvs = 1) hang; keel changes nothing else until it runs again",
 				name, owner),
 			Expected: "not suspended", Observed: "suspended (/sys/block/" + cmp.Or(kernel, "dm-*") + "/dm/suspended = 1)"}
 		switch vg := p.vgOfLV(lv); {
 		case !strings.HasPrefix(uuid, "LVM-"):
 			f.Remedy = "find who suspended it (dmsetup info " + name + "), then, once it may run again: dmsetup resume " + name
-			p.reportOnly("dm.suspended", name, "a device LVM did not make is suspended: find who suspended it before resuming it", p.add(f))
+			p.reportOnly(DMSuspended, name, "a device LVM did not make is suspended: find who suspended it before resuming it", p.add(f))
 		case vg != nil && vg.Shared:
 			// lvmlockd, not the local lock files, locks a shared VG: the
 			// executor could not tell an LVM command still at work.
 			f.Remedy = "check that no LVM command runs on VG " + vg.Name + " (pgrep -a '^(lvm|lv[a-z]+|vg[a-z]+|pvmove|pvcreate|pvchange|pvresize|pvremove)$' prints nothing), then: dmsetup clear " + name + " && dmsetup resume " + name
-			p.reportOnly("dm.suspended", name, "a device of a shared VG is suspended: keel cannot see whether an LVM command still holds it", p.add(f))
+			p.reportOnly(DMSuspended, name, "a device of a shared VG is suspended: keel cannot see whether an LVM command still holds it", p.add(f))
 		default:
 			resume = append(resume, stuck{name: name, lv: lv, f: f})
 		}

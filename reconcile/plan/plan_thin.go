@@ -28,27 +28,27 @@ func (p *planner) planThin(vgName, name string, want spec.ThinPool, phase int) {
 	}
 	p.finishThinCreate(object, p.h.LVs[object], phase)
 	if wantChunk != 0 && tp.ChunkSize != wantChunk {
-		key := p.add(Finding{ID: "thin.chunk_size", Object: object,
+		key := p.add(Finding{ID: ThinChunkSize, Object: object,
 			Message:  "chunk size differs from the declared one; it is fixed at creation",
 			Expected: units.FormatSize(wantChunk), Observed: units.FormatSize(tp.ChunkSize),
 			Remedy: "rebuild the pool (keel never retries this)",
 		})
-		p.reportOnly("thin.chunk_size", object, "chunk size is fixed at creation: rebuild the pool to change it", key)
+		p.reportOnly(ThinChunkSize, object, "chunk size is fixed at creation: rebuild the pool to change it", key)
 	}
 	if want.RAID != nil {
 		strip, disks := want.RAID.StripeSize.Bytes, uint64(max(want.RAID.DataDisks, 0))
 		if stripe := strip * disks; strip != 0 && disks != 0 && stripe/disks == strip && tp.ChunkSize%stripe != 0 {
-			key := p.add(Finding{ID: "thin.stripe_alignment", Object: object,
+			key := p.add(Finding{ID: ThinStripeAlignment, Object: object,
 				Message: fmt.Sprintf("chunk %s is not a multiple of the full RAID stripe (%s x %d = %s): partial-stripe writes",
 					units.FormatSize(tp.ChunkSize), want.RAID.StripeSize, want.RAID.DataDisks, units.FormatSize(stripe)),
 				Expected: "a multiple of " + units.FormatSize(stripe), Observed: units.FormatSize(tp.ChunkSize),
 				Remedy: "rebuild the pool with a chunk covering the stripe",
 			})
-			p.reportOnly("thin.stripe_alignment", object, "chunk size is fixed at creation: rebuild to align it", key)
+			p.reportOnly(ThinStripeAlignment, object, "chunk size is fixed at creation: rebuild to align it", key)
 		}
 	}
 	if want.Zero != nil && tp.Zero != *want.Zero {
-		key := p.add(Finding{ID: "thin.zeroing", Object: object,
+		key := p.add(Finding{ID: ThinZeroing, Object: object,
 			Message:  "zeroing of new chunks is " + onOff(tp.Zero) + ", declared " + onOff(*want.Zero),
 			Expected: onOff(*want.Zero), Observed: onOff(tp.Zero),
 			Remedy: fmt.Sprintf("lvchange -Z %s %s", yn(*want.Zero), object),
@@ -59,7 +59,7 @@ func (p *planner) planThin(vgName, name string, want spec.ThinPool, phase int) {
 	}
 	if meta := want.MetadataSize.Bytes; want.MetadataSize.IsSet() && meta > 0 && tp.MetadataSize < meta {
 		grow := []string{"lvextend", "--poolmetadatasize", want.MetadataSize.LVMArg(), object}
-		key := p.add(Finding{ID: "thin.metadata_size", Object: object,
+		key := p.add(Finding{ID: ThinMetadataSize, Object: object,
 			Message:  "the metadata LV is smaller than declared",
 			Expected: units.FormatSize(meta), Observed: units.FormatSize(tp.MetadataSize),
 			Remedy: strings.Join(grow, " "),
@@ -90,7 +90,7 @@ func (p *planner) planThin(vgName, name string, want spec.ThinPool, phase int) {
 func (p *planner) planMissingThin(vgName, name string, want spec.ThinPool, phase int) {
 	object := vgName + "/" + name
 	create := want.Create && want.Size.IsSet()
-	f := Finding{ID: "thin.missing", Object: object,
+	f := Finding{ID: ThinMissing, Object: object,
 		Message:  "thin pool " + object + " does not exist",
 		Expected: fmt.Sprintf("thin pool of %s, chunk %s", orUnset(want.Size.Text), want.ChunkSize), Observed: "no such pool",
 		Remedy: createRemedy(create, "lvcreate --type thin-pool with chunk size, zeroing and metadata size on the creation line"),
@@ -149,7 +149,7 @@ func (p *planner) finishThinCreate(object string, lv *probes.LV, phase int) {
 		cmds = append(cmds, []string{"lvchange", "-ay", object})
 	}
 	cmds = append(cmds, []string{"lvchange", "--deltag", CreateTag, object})
-	key := p.add(Finding{ID: "thin.create_interrupted", Object: object,
+	key := p.add(Finding{ID: ThinCreateInterrupted, Object: object,
 		Message:  fmt.Sprintf("the creation of thin pool %s stopped after lvm2 made the pool (%s, still tagged %s)", object, state, CreateTag),
 		Expected: "an active pool without tag " + CreateTag, Observed: state + " pool with tag " + CreateTag,
 		Remedy: shellAnd(cmds),
@@ -194,7 +194,7 @@ func (p *planner) checkThinHealth(tp *probes.ThinPool, dataAlert, metaAlert floa
 			}
 		}
 		if len(bad) > 0 {
-			p.add(Finding{ID: "thin.health", Object: tp.LV,
+			p.add(Finding{ID: ThinHealth, Object: tp.LV,
 				Message:  "thin pool reports " + strings.Join(bad, ", "),
 				Expected: "rw, no needs_check", Observed: strings.Join(bad, ", "),
 				Remedy: "free or add data space; for needs_check deactivate and run lvconvert --repair",
@@ -204,14 +204,14 @@ func (p *planner) checkThinHealth(tp *probes.ThinPool, dataAlert, metaAlert floa
 	p.level("thin_data", tp.LV, tp.DataPercent, dataAlert)
 	p.level("thin_metadata", tp.LV, tp.MetadataPercent, metaAlert)
 	if tp.DataPercent >= 0 && tp.DataPercent >= dataAlert {
-		p.add(Finding{ID: "thin.data_usage", Object: tp.LV,
+		p.add(Finding{ID: ThinDataUsage, Object: tp.LV,
 			Message:  fmt.Sprintf("thin pool data is %s used, alert at %s", pct(tp.DataPercent), pct(dataAlert)),
 			Expected: "below " + pct(dataAlert), Observed: pct(tp.DataPercent),
 			Remedy: "lvextend the pool or discard unused blocks in the guests",
 		})
 	}
 	if tp.MetadataPercent >= 0 && tp.MetadataPercent >= metaAlert {
-		p.add(Finding{ID: "thin.metadata_usage", Object: tp.LV,
+		p.add(Finding{ID: ThinMetadataUsage, Object: tp.LV,
 			Message:  fmt.Sprintf("thin pool metadata is %s used, alert at %s", pct(tp.MetadataPercent), pct(metaAlert)),
 			Expected: "below " + pct(metaAlert), Observed: pct(tp.MetadataPercent),
 			Remedy: "lvextend --poolmetadatasize +<size> " + tp.LV,
@@ -222,14 +222,14 @@ func (p *planner) checkThinHealth(tp *probes.ThinPool, dataAlert, metaAlert floa
 // auditThin judges an observed thin pool against the reference rules.
 func (p *planner) auditThin(tp *probes.ThinPool) {
 	if tp.ChunkSize >= auditMaxChunkBytes {
-		p.add(Finding{ID: "thin.chunk_size", Object: tp.LV,
+		p.add(Finding{ID: ThinChunkSize, Object: tp.LV,
 			Message:  "chunk size is " + units.FormatSize(tp.ChunkSize) + ": every first 4 KiB write allocates a whole chunk",
 			Expected: "512K, or one full RAID stripe", Observed: units.FormatSize(tp.ChunkSize),
 			Remedy: "rebuild with --chunksize 512k (or the RAID stripe) when convenient",
 		})
 	}
 	if tp.Zero {
-		p.add(Finding{ID: "thin.zeroing", Object: tp.LV,
+		p.add(Finding{ID: ThinZeroing, Object: tp.LV,
 			Message:  "zeroing is on (LVM's default): new chunks are written twice",
 			Expected: "off, where guests cannot read stale data", Observed: "on",
 			Remedy: "lvchange -Z n " + tp.LV,

@@ -7,7 +7,7 @@ import (
 )
 
 // udevRuleIDs are the finding IDs of keel's two generated udev rules files.
-var udevRuleIDs = []string{"activation.udev_rule", "bcache.udev_rule"}
+var udevRuleIDs = []FindingID{ActivationUdevRule, BcacheUdevRule}
 
 // phaseUdevRules puts the rules last among the live actions: they name the
 // LVs and bcache devices the earlier actions create.
@@ -37,14 +37,14 @@ func (p *planner) planUdevRules() {
 	if err != nil {
 		// Order rejects a cycle in the stacking graph, which the schema's
 		// checks already refuse; say so rather than judge the file.
-		p.add(Finding{ID: "activation.udev_rule", Object: "udev:" + activation.PVScanRule,
+		p.add(Finding{ID: ActivationUdevRule, Object: "udev:" + activation.PVScanRule,
 			Message:  fmt.Sprintf("udev rules cannot be generated: %v", err),
 			Expected: "generated", Observed: "error",
 			Remedy: "fix the desired state's stacking",
 		})
 		return
 	}
-	var unknown []string
+	var unknown []FindingID
 	read := func(path string) ([]byte, error) {
 		f := p.h.KeelFiles[path]
 		if f == nil || f.Missing {
@@ -55,7 +55,7 @@ func (p *planner) planUdevRules() {
 	var judged []activation.RuleFile
 	for _, f := range files {
 		if kf := p.h.KeelFiles[f.Path]; kf == nil || kf.Unknown != "" {
-			unknown = append(unknown, ruleID(f.Path))
+			unknown = append(unknown, UdevRuleID(f.Path))
 			continue
 		}
 		judged = append(judged, f)
@@ -86,7 +86,7 @@ func (p *planner) planUdevRules() {
 		if wait {
 			remedy = "keel apply again after the stack is created (the rule names the created LVs and devices)"
 		}
-		key := p.add(Finding{ID: d.FindingID(), Object: "udev:" + d.File.Path,
+		key := p.add(Finding{ID: UdevRuleID(d.File.Path), Object: "udev:" + d.File.Path,
 			Message:  d.Message(),
 			Expected: "generated from the desired state", Observed: observed,
 			Remedy: remedy,
@@ -99,7 +99,7 @@ func (p *planner) planUdevRules() {
 			phase = phaseBcacheRule
 		}
 		p.act(phase, Action{
-			ID:       d.FindingID() + ":" + d.File.Path,
+			ID:       string(UdevRuleID(d.File.Path)) + ":" + d.File.Path,
 			Kind:     KindFile,
 			Class:    Live,
 			Object:   "udev:" + d.File.Path,
@@ -129,9 +129,14 @@ var UdevReload = []string{"udevadm", "control", "--reload", "--timeout=5"}
 // never empty, and it waits the whole 3 s.
 var UdevSettle = []string{"udevadm", "settle", "--timeout=3"}
 
-// ruleID returns the finding ID of one of keel's udev rules files.
-func ruleID(path string) string {
-	return activation.Drift{File: activation.RuleFile{Path: path}}.FindingID()
+// UdevRuleID returns the finding ID of one of keel's udev rules files:
+// BcacheUdevRule for activation.BcacheRule, ActivationUdevRule for the
+// PV-scan rule.
+func UdevRuleID(path string) FindingID {
+	if path == activation.BcacheRule {
+		return BcacheUdevRule
+	}
+	return ActivationUdevRule
 }
 
 // bcacheDevice is the activation.Resolver of the planner: the kernel name

@@ -41,7 +41,7 @@ func editedDesired(t *testing.T, path string, edit func(string) string) *spec.Co
 func udevFindings(r Result) []string {
 	var out []string
 	for _, f := range r.Findings {
-		if strings.HasSuffix(f.ID, ".udev_rule") {
+		if strings.HasSuffix(string(f.ID), ".udev_rule") {
 			out = append(out, f.Key()+"="+f.Observed)
 		}
 	}
@@ -54,10 +54,10 @@ func TestUdevRulesNotRecordedAreNotEvaluated(t *testing.T) {
 	if got := udevFindings(r); len(got) != 0 {
 		t.Errorf("findings on unrecorded rules: %q", got)
 	}
-	if !slices.Equal(r.NotEvaluated, []string{"activation.udev_rule", "bcache.udev_rule"}) {
+	if !slices.Equal(r.NotEvaluated, []FindingID{"activation.udev_rule", "bcache.udev_rule"}) {
 		t.Errorf("not evaluated %q", r.NotEvaluated)
 	}
-	if a := Audit(h); !slices.Equal(a.NotEvaluated, []string{"activation.udev_rule", "bcache.udev_rule"}) {
+	if a := Audit(h); !slices.Equal(a.NotEvaluated, []FindingID{"activation.udev_rule", "bcache.udev_rule"}) {
 		t.Errorf("audit: not evaluated %q", a.NotEvaluated)
 	}
 }
@@ -111,7 +111,7 @@ func TestUdevRulesMissingBcacheRule(t *testing.T) {
 	// One unreadable file is not judged; the other still is.
 	withRules(h, &probes.KeelFile{Unknown: "permission denied"}, &probes.KeelFile{Missing: true})
 	r = Plan(d, h)
-	if !slices.Equal(r.NotEvaluated, []string{"activation.udev_rule"}) || len(udevFindings(r)) != 1 {
+	if !slices.Equal(r.NotEvaluated, []FindingID{"activation.udev_rule"}) || len(udevFindings(r)) != 1 {
 		t.Errorf("unknown PV rule: not evaluated %q, findings %q", r.NotEvaluated, udevFindings(r))
 	}
 }
@@ -248,5 +248,15 @@ func TestBcacheRuleDoesNotWaitForCreation(t *testing.T) {
 		if f.ID == "bcache.udev_rule" && strings.Contains(f.Remedy, "after the stack is created") {
 			t.Errorf("bcache rule remedy %q", f.Remedy)
 		}
+	}
+}
+
+// Each of keel's two udev rules files has its own finding ID.
+func TestUdevRuleID(t *testing.T) {
+	if got := UdevRuleID(activation.PVScanRule); got != ActivationUdevRule {
+		t.Errorf("PV-scan rule: %s, want %s", got, ActivationUdevRule)
+	}
+	if got := UdevRuleID(activation.BcacheRule); got != BcacheUdevRule {
+		t.Errorf("bcache rule: %s, want %s", got, BcacheUdevRule)
 	}
 }

@@ -183,14 +183,14 @@ func (p *planner) planVDO(vgName, poolName string, vgWant spec.VolumeGroup, want
 	}
 	d, err := p.desiredVDO(vgName, poolName, want, slabs)
 	if err != nil {
-		p.add(Finding{ID: "vdo.missing", Object: object,
+		p.add(Finding{ID: VDOMissing, Object: object,
 			Message: err.Error(),
 			Remedy:  "fix the desired state (keel vet)",
 		})
 		return
 	}
 	if o.lv == nil {
-		p.add(Finding{ID: "vdo.missing", Object: vgName + "/" + want.LV,
+		p.add(Finding{ID: VDOMissing, Object: vgName + "/" + want.LV,
 			Message:  fmt.Sprintf("VDO pool %s exists but its VDO LV %s/%s does not", object, vgName, want.LV),
 			Expected: "VDO LV " + want.LV, Observed: "pool without that LV",
 			Remedy: "create the VDO LV by hand (lvcreate --type vdo -V … -n " + want.LV + " " + object + ")",
@@ -212,7 +212,7 @@ func (p *planner) planVDO(vgName, poolName string, vgWant spec.VolumeGroup, want
 
 func (p *planner) planMissingVDO(vgName, poolName string, vgWant spec.VolumeGroup, want spec.VDOPool, phase int) {
 	object := vgName + "/" + poolName
-	f := Finding{ID: "vdo.missing", Object: object,
+	f := Finding{ID: VDOMissing, Object: object,
 		Message:  fmt.Sprintf("VDO pool %s (VDO LV %s) does not exist", object, want.LV),
 		Expected: fmt.Sprintf("VDO pool of %s, VDO LV %s of %s", want.Size, want.LV, want.VirtualSize), Observed: "no such pool",
 		Remedy: createRemedy(want.Create, "lvcreate --type vdo with every setting on the creation line"),
@@ -305,7 +305,7 @@ func (p *planner) finishVDOCreate(object string, o observedVDO, phase int) {
 	if o.lv != nil {
 		lvName = o.lv.FullName
 	}
-	key := p.add(Finding{ID: "vdo.create_interrupted", Object: object,
+	key := p.add(Finding{ID: VDOCreateInterrupted, Object: object,
 		Message:  fmt.Sprintf("the creation of VDO pool %s stopped after lvm2 made the pool (VDO LV %s %s, pool still tagged %s)", object, lvName, state, CreateTag),
 		Expected: "an active VDO LV, the pool without tag " + CreateTag, Observed: "VDO LV " + state + ", pool with tag " + CreateTag,
 		Remedy: shellAnd(cmds),
@@ -410,34 +410,35 @@ func (p *planner) splitCreate(vgName, poolName string, vgWant spec.VolumeGroup, 
 // checkVDOImmutables reports slab size and index drift: fixed at creation.
 func (p *planner) checkVDOImmutables(object string, o observedVDO, d vdo.Pool) {
 	if o.slab != 0 && d.SlabBytes != 0 && o.slab != d.SlabBytes {
-		key := p.add(Finding{ID: "vdo.slab_size", Object: object,
+		key := p.add(Finding{ID: VDOSlabSize, Object: object,
 			Message:  "slab size differs from the declared one; it is fixed at creation",
 			Expected: units.FormatSize(d.SlabBytes), Observed: units.FormatSize(o.slab),
 			Remedy: "rebuild the pool (keel never retries this)",
 		})
-		p.reportOnly("vdo.slab_size", object, "slab size is fixed at creation: rebuild the pool to change it", key)
+		p.reportOnly(VDOSlabSize, object, "slab size is fixed at creation: rebuild the pool to change it", key)
 	}
 	if o.indexMiB != 0 && (o.indexMiB != d.IndexMemoryMiB || o.sparse != d.Sparse) {
 		exp := fmt.Sprintf("index %s, sparse %v", units.FormatSize(uint64(d.IndexMemoryMiB)<<20), d.Sparse)
 		obs := fmt.Sprintf("index %s, sparse %v", units.FormatSize(uint64(o.indexMiB)<<20), o.sparse)
-		key := p.add(Finding{ID: "vdo.index_memory", Object: object,
+		key := p.add(Finding{ID: VDOIndexMemory, Object: object,
 			Message:  "UDS index memory or sparse index differs; fixed at creation",
 			Expected: exp, Observed: obs,
 			Remedy: "rebuild the pool (keel never retries this)",
 		})
-		p.reportOnly("vdo.index_memory", object, "index memory and sparse index are fixed at creation: rebuild the pool", key)
+		p.reportOnly(VDOIndexMemory, object, "index memory and sparse index are fixed at creation: rebuild the pool", key)
 	}
 }
 
 // checkVDOLive compares compression and deduplication: live changes.
 func (p *planner) checkVDOLive(object string, t *probes.VDOTable, d vdo.Pool) {
 	for _, c := range []struct {
-		id, flag   string
+		id         FindingID
+		flag       string
 		got, want  bool
 		actionName string
 	}{
-		{"vdo.compression", "--compression", t.Compression, d.Compression, "compression"},
-		{"vdo.deduplication", "--deduplication", t.Deduplication, d.Deduplication, "deduplication"},
+		{VDOCompression, "--compression", t.Compression, d.Compression, "compression"},
+		{VDODeduplication, "--deduplication", t.Deduplication, d.Deduplication, "deduplication"},
 	} {
 		if c.got == c.want {
 			continue
@@ -447,7 +448,7 @@ func (p *planner) checkVDOLive(object string, t *probes.VDOTable, d vdo.Pool) {
 			Expected: onOff(c.want), Observed: onOff(c.got),
 			Remedy: fmt.Sprintf("lvchange %s %s %s", c.flag, yn(c.want), object),
 		})
-		p.act(phaseChange, Action{ID: c.id + ":" + object, Kind: KindCommand, Class: Live, Object: object,
+		p.act(phaseChange, Action{ID: string(c.id) + ":" + object, Kind: KindCommand, Class: Live, Object: object,
 			Summary:  fmt.Sprintf("turn VDO %s %s on %s", c.actionName, onOff(c.want), object),
 			Commands: [][]string{{"lvchange", c.flag, yn(c.want), object}}, Remedies: []string{key}})
 	}
@@ -469,7 +470,7 @@ func (p *planner) checkVDOMaintenance(object string, o observedVDO, d vdo.Pool) 
 	var keys, settings []string
 	if o.threads != d.Threads {
 		set := threadSettings(d.Threads)
-		keys = append(keys, p.add(Finding{ID: "vdo.threads", Object: object,
+		keys = append(keys, p.add(Finding{ID: VDOThreads, Object: object,
 			Message:  "the running VDO thread layout is not the declared one; it changes only with the pool stopped (its VMs stopped)",
 			Expected: threadsText(d.Threads), Observed: threadsText(o.threads),
 			Remedy: p.vdoSettingsRemedy(object, lvName, set),
@@ -478,7 +479,7 @@ func (p *planner) checkVDOMaintenance(object string, o observedVDO, d vdo.Pool) 
 	}
 	if d.MaxDiscardBlocks != 0 && t.MaxDiscard != d.MaxDiscardBlocks {
 		set := fmt.Sprintf("max_discard=%d", d.MaxDiscardBlocks)
-		keys = append(keys, p.add(Finding{ID: "vdo.max_discard", Object: object,
+		keys = append(keys, p.add(Finding{ID: VDOMaxDiscard, Object: object,
 			Message:  "max_discard is not the declared value; it changes only with the pool stopped (its VMs stopped)",
 			Expected: discardText(d.MaxDiscardBlocks), Observed: discardText(t.MaxDiscard),
 			Remedy: p.vdoSettingsRemedy(object, lvName, set),
@@ -487,7 +488,7 @@ func (p *planner) checkVDOMaintenance(object string, o observedVDO, d vdo.Pool) 
 	}
 	if want := d.BlockMapCacheMiB << 20 / vdo.BlockSize; want != 0 && t.BlockMapCacheBlocks != want {
 		set := fmt.Sprintf("block_map_cache_size_mb=%d", d.BlockMapCacheMiB)
-		keys = append(keys, p.add(Finding{ID: "vdo.block_map_cache", Object: object,
+		keys = append(keys, p.add(Finding{ID: VDOBlockMapCache, Object: object,
 			Message:  "the block map cache is not the declared size; it changes only with the pool stopped (its VMs stopped)",
 			Expected: units.FormatSize(want * vdo.BlockSize), Observed: units.FormatSize(t.BlockMapCacheBlocks * vdo.BlockSize),
 			Remedy: p.vdoSettingsRemedy(object, lvName, set),
@@ -585,12 +586,12 @@ func (p *planner) checkOvercommit(object string, o observedVDO) {
 		msg += " (declare overcommit: true if that is intended)"
 	}
 	remedy, note := p.overcommitRemedy(o, limit)
-	key := p.add(Finding{ID: "vdo.overcommit", Object: o.lv.FullName,
+	key := p.add(Finding{ID: VDOOvercommit, Object: o.lv.FullName,
 		Message:  msg + note,
 		Expected: "at most " + units.FormatSize(limit), Observed: units.FormatSize(o.lv.Size),
 		Remedy: remedy,
 	})
-	p.reportOnly("vdo.overcommit", o.lv.FullName, "keel never shrinks a VDO LV itself: the finding's remedy reduces it by hand", key)
+	p.reportOnly(VDOOvercommit, o.lv.FullName, "keel never shrinks a VDO LV itself: the finding's remedy reduces it by hand", key)
 }
 
 // overcommitRemedy reduces the VDO LV to the thick limit. lvm2 reduces a
@@ -635,7 +636,7 @@ func (p *planner) checkVDOHealth(object string, o observedVDO, alert float64) {
 	pool := o.pool
 	if st := pool.Status; st != nil {
 		if st.Mode != "normal" {
-			p.add(Finding{ID: "vdo.mode", Object: object,
+			p.add(Finding{ID: VDOMode, Object: object,
 				Message:  "VDO pool is in " + st.Mode + " mode",
 				Expected: "normal", Observed: st.Mode,
 				Remedy: "check dmesg and vdostats --verbose; read-only needs an offline rebuild of the reference counts",
@@ -650,13 +651,13 @@ func (p *planner) checkVDOHealth(object string, o observedVDO, alert float64) {
 			// (index_state_to_string in drivers/md/dm-vdo/dedupe.c:
 			// IS_CHANGING toward IS_OPENED). An error here would fire at
 			// every boot and after every creation.
-			p.add(Finding{ID: "vdo.index_opening", Object: object,
+			p.add(Finding{ID: VDOIndexOpening, Object: object,
 				Message:  "the UDS index is opening: VDO loads it at every start (a rebuild after an unclean stop takes longer); deduplication resumes once it is online",
 				Expected: "online", Observed: st.IndexState,
 				Remedy: fmt.Sprintf("none needed, it comes online by itself; follow it with: dmsetup status %s (the index state follows the mode and recovery fields)", pool.DMName),
 			})
 		default:
-			p.add(Finding{ID: "vdo.index", Object: object,
+			p.add(Finding{ID: VDOIndex, Object: object,
 				Message:  "deduplication is on but the UDS index is " + st.IndexState,
 				Expected: "online", Observed: st.IndexState,
 				Remedy: fmt.Sprintf("dmsetup message %s 0 index-enable; check dmesg", pool.DMName),
@@ -665,7 +666,7 @@ func (p *planner) checkVDOHealth(object string, o observedVDO, alert float64) {
 		used := st.UsedPercent()
 		p.level("vdo_used", object, used, alert)
 		if used >= 0 && used >= alert {
-			p.add(Finding{ID: "vdo.usage", Object: object,
+			p.add(Finding{ID: VDOUsage, Object: object,
 				Message:  fmt.Sprintf("VDO pool is %s used, alert at %s", pct(used), pct(alert)),
 				Expected: "below " + pct(alert), Observed: pct(used),
 				Remedy: "discard unused blocks above (fstrim, on-volume-remove discard=1) or grow the pool",
@@ -673,14 +674,14 @@ func (p *planner) checkVDOHealth(object string, o observedVDO, alert float64) {
 		}
 	}
 	if s := pool.Stats; s != nil && s.DedupeAdviceTimeouts > 0 {
-		p.add(Finding{ID: "vdo.dedupe_timeouts", Object: object,
+		p.add(Finding{ID: VDODedupeTimeouts, Object: object,
 			Message:  fmt.Sprintf("%d dedupe advice timeouts: the index answered too late and duplicates were written", s.DedupeAdviceTimeouts),
 			Expected: "0", Observed: strconv.FormatUint(s.DedupeAdviceTimeouts, 10),
 			Remedy: "put the index on faster storage (split pool) or reduce load",
 		})
 	}
 	if l := o.layout; l != nil && remainderWasted(*l) {
-		f := Finding{ID: "vdo.slab_remainder", Object: object,
+		f := Finding{ID: VDOSlabRemainder, Object: object,
 			Message:  fmt.Sprintf("%d blocks (%s) between the last slab and the journal are never used", l.Unused.Count, units.FormatSize(l.Unused.Count*vdo.BlockSize)),
 			Expected: "under a tenth of a slab", Observed: units.FormatSize(l.Unused.Count * vdo.BlockSize),
 		}
@@ -746,14 +747,14 @@ func (p *planner) auditVDO(pool *probes.VDOPool) {
 			lvName = o.lv.FullName
 		}
 		if o.threads != want {
-			p.add(Finding{ID: "vdo.threads", Object: object,
+			p.add(Finding{ID: VDOThreads, Object: object,
 				Message:  fmt.Sprintf("thread layout is not one thread per CPU (%d CPUs); it changes only with the pool stopped (its VMs stopped)", p.h.CPUs),
 				Expected: threadsText(want), Observed: threadsText(o.threads),
 				Remedy: p.vdoSettingsRemedy(object, lvName, threadSettings(want)),
 			})
 		}
 		if t.MaxDiscard == 1 {
-			p.add(Finding{ID: "vdo.max_discard", Object: object,
+			p.add(Finding{ID: VDOMaxDiscard, Object: object,
 				Message:  "max_discard is LVM's default of one 4 KiB block: discards burn a core; it changes only with the pool stopped (its VMs stopped)",
 				Expected: discardText(auditMaxDiscardBlocks), Observed: discardText(t.MaxDiscard),
 				Remedy: p.vdoSettingsRemedy(object, lvName, fmt.Sprintf("max_discard=%d", auditMaxDiscardBlocks)),
@@ -840,7 +841,7 @@ func (p *planner) planVDOMemory() {
 	}
 	avail, totalMiB := lvmAvailableMiB(p.h.Memory), p.h.Memory.TotalBytes>>20
 	report := func(msg string, need, limit uint64, pendingOnly bool) {
-		p.add(Finding{ID: "vdo.memory", Object: "host", Message: msg,
+		p.add(Finding{ID: VDOMemory, Object: "host", Message: msg,
 			Expected: fmt.Sprintf("at most %d MiB", limit), Observed: fmt.Sprintf("%d MiB", need),
 			Remedy: p.memoryRemedy(bills, need-limit, pendingOnly),
 		})

@@ -11,16 +11,16 @@ import (
 func TestVDOIndexStates(t *testing.T) {
 	for _, c := range []struct {
 		state string
-		want  []string // index findings of fvg/vpool
+		want  []FindingID // index findings of fvg/vpool
 	}{
 		{"online", nil},
-		{"opening", []string{"vdo.index_opening"}},
-		{"closing", []string{"vdo.index"}},
-		{"closed", []string{"vdo.index"}},
-		{"offline", []string{"vdo.index"}},
-		{"error", []string{"vdo.index"}},
-		{"suspended", []string{"vdo.index"}},
-		{"unknown", []string{"vdo.index"}},
+		{"opening", []FindingID{"vdo.index_opening"}},
+		{"closing", []FindingID{"vdo.index"}},
+		{"closed", []FindingID{"vdo.index"}},
+		{"offline", []FindingID{"vdo.index"}},
+		{"error", []FindingID{"vdo.index"}},
+		{"suspended", []FindingID{"vdo.index"}},
+		{"unknown", []FindingID{"vdo.index"}},
 	} {
 		t.Run(c.state, func(t *testing.T) {
 			h := replayHost(t, "fault-base")
@@ -30,7 +30,7 @@ func TestVDOIndexStates(t *testing.T) {
 			}
 			pool.Status.IndexState = c.state
 			r := Plan(loadDesired(t, "faults", h), h)
-			var got []string
+			var got []FindingID
 			for _, f := range r.Findings {
 				if f.ID == "vdo.index" || f.ID == "vdo.index_opening" {
 					got = append(got, f.ID)

@@ -42,7 +42,7 @@ func TestVDOMemoryComparesWithLVMAvailable(t *testing.T) {
 func ids(fs []Finding) []string {
 	out := make([]string, len(fs))
 	for i, f := range fs {
-		out[i] = f.ID + "@" + f.Object
+		out[i] = string(f.ID) + "@" + f.Object
 	}
 	return out
 }

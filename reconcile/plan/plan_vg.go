@@ -55,7 +55,7 @@ func (p *planner) unreadableVG(name string, want spec.VolumeGroup) bool {
 		on = " on " + strings.Join(p.withTrouble(under), ", ")
 		check = strings.Join(under, " ")
 	}
-	p.add(Finding{ID: "vg.unreadable", Object: name,
+	p.add(Finding{ID: VGUnreadable, Object: name,
 		Message: fmt.Sprintf("LVM reads no VG %s, yet the kernel runs its LVs (%s)%s: a PV under it fails or is gone",
 			name, lvs, on),
 		Expected: "VG readable from its PVs", Observed: "no VG metadata; device-mapper devices " + lvs + on,
@@ -133,7 +133,7 @@ func (p *planner) planVG(name string, want spec.VolumeGroup) {
 		return // nothing is planned on a VG whose PVs fail
 	}
 	if vg == nil {
-		key := p.add(Finding{ID: "vg.missing", Object: name,
+		key := p.add(Finding{ID: VGMissing, Object: name,
 			Message:  fmt.Sprintf("VG %s does not exist", name),
 			Expected: "VG on " + strings.Join(want.PVs, ", "), Observed: "no such VG",
 			Remedy: createRemedy(want.Create, "pvcreate and vgcreate on the declared PVs"),
@@ -184,7 +184,7 @@ func (p *planner) checkVGHealth(name string, want spec.VolumeGroup) {
 		if len(missing) > 0 {
 			obs += "; missing " + strings.Join(missing, ", ")
 		}
-		p.add(Finding{ID: "vg.incomplete", Object: name,
+		p.add(Finding{ID: VGIncomplete, Object: name,
 			Message:  fmt.Sprintf("VG %s is partial: PVs are missing", name),
 			Expected: "all PVs present", Observed: obs,
 			Remedy: "bring the missing device back; do not vgreduce --removemissing without a plan",
@@ -192,7 +192,7 @@ func (p *planner) checkVGHealth(name string, want spec.VolumeGroup) {
 	}
 	inactive := p.inactivePools(name)
 	if len(inactive) > 0 && !p.activationReported(name) {
-		p.add(Finding{ID: "vg.inactive", Object: name,
+		p.add(Finding{ID: VGInactive, Object: name,
 			Message:  fmt.Sprintf("VG %s has inactive pools: %s", name, strings.Join(inactive, ", ")),
 			Expected: "active", Observed: "inactive",
 			Remedy: p.activatePools(inactive),
@@ -321,7 +321,7 @@ func (p *planner) checkActivation(vg string, lowers []string) {
 	if len(inactive) == 0 {
 		return
 	}
-	p.add(Finding{ID: "activation.pvscan_on_lvs", Object: vg,
+	p.add(Finding{ID: ActivationPVScanOnLVs, Object: vg,
 		Message: fmt.Sprintf("VG %s sits on %s, which is active, yet its declared pools %s are not: lvm2's udev rules skip PVs on LVs at boot unless LVM_PVSCAN_ON_LVS=1 is set for the LV below",
 			vg, strings.Join(lowers, ", "), strings.Join(inactive, ", ")),
 		Expected: "declared pools of " + vg + " active after boot", Observed: "inactive: " + strings.Join(inactive, ", "),
@@ -356,7 +356,7 @@ func (p *planner) planAbsent(vg string, absent []string) {
 		if lv.SegType == "thin" {
 			how = "discard" // reconcile/apply/wipe never zero-fills a thin LV
 		}
-		key := p.add(Finding{ID: "lv.absent", Object: object,
+		key := p.add(Finding{ID: LVAbsent, Object: object,
 			Message:  fmt.Sprintf("LV %s is declared absent but exists (%s)", object, lv.FullName),
 			Expected: "absent", Observed: "present, " + units.FormatSize(lv.Size),
 			Remedy: fmt.Sprintf("rename to del-%s, %s in steps of %s, lvremove", name, how, units.FormatSize(step)),

@@ -145,7 +145,7 @@ func TestScaleSnapshots(t *testing.T) {
 			}
 			var ids []string
 			for _, f := range Audit(h).Findings {
-				ids = append(ids, f.ID+" "+f.Object)
+				ids = append(ids, string(f.ID)+" "+f.Object)
 			}
 			slices.Sort(ids)
 			if !slices.Equal(ids, c.findings) {

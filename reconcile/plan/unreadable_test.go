@@ -28,7 +28,7 @@ func TestUnreadableVGNotForHiddenStackedVG(t *testing.T) {
 		var ids []string
 		for _, f := range PlanWith(d, &hh, Memory{}).Findings {
 			if f.Object == "vdovg" {
-				ids = append(ids, f.ID)
+				ids = append(ids, string(f.ID))
 			}
 		}
 		switch {

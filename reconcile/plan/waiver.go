@@ -40,14 +40,14 @@ func (p *planner) waive() {
 	inForce := map[string]spec.Waiver{}
 	for _, w := range p.d.Waivers {
 		key := w.ID + "@" + w.Object
-		switch _, known := Lookup(w.ID); {
+		switch _, known := Lookup(FindingID(w.ID)); {
 		case !known:
-			p.add(Finding{ID: "waiver.unknown", Object: key,
+			p.add(Finding{ID: WaiverUnknown, Object: key,
 				Message:  fmt.Sprintf("the desired state waives %s on %s, but keel has no finding %s: it waives nothing", w.ID, w.Object, w.ID),
 				Expected: "a finding ID of docs/findings.md", Observed: w.ID,
 				Remedy: fmt.Sprintf("correct the id of the waiver for %s in the desired state (keel check prints each finding's ID and object), or remove it", w.Object)})
 		case p.mem.Today != "" && p.mem.Today > w.Expires:
-			p.add(Finding{ID: "waiver.expired", Object: key,
+			p.add(Finding{ID: WaiverExpired, Object: key,
 				Message:  fmt.Sprintf("the waiver of %s on %s expired after %s (%s): the finding counts again", w.ID, w.Object, w.Expires, w.Reason),
 				Expected: "on or before " + w.Expires, Observed: p.mem.Today,
 				Remedy: fmt.Sprintf("fix %s on %s, or review the reason and move the waiver's expires to a later date in the desired state", w.ID, w.Object)})

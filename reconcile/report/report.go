@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
-	"github.com/keel-storage/keel/reconcile/plan"
 	"io"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/keel-storage/keel/reconcile/plan"
 
 	"github.com/keel-storage/keel/lvm"
 )
@@ -24,7 +25,7 @@ type Report struct {
 	Levels   []plan.Level   `json:"levels"`
 	// NotEvaluated lists catalogue IDs this check did not judge
 	// (Result.NotEvaluated): absent from Findings does not mean passed for these.
-	NotEvaluated []string `json:"notEvaluated,omitempty"`
+	NotEvaluated []plan.FindingID `json:"notEvaluated,omitempty"`
 	// Error says why keel could not check the host (FailedReport); the
 	// report then has no findings and Summary.OK is false.
 	Error string `json:"error,omitempty"`
@@ -57,7 +58,7 @@ type Summary struct {
 // NewReport sorts findings and levels into output order and summarises them.
 // notEvaluated lists the catalogue IDs the pass did not judge
 // (Result.NotEvaluated).
-func NewReport(host HostInfo, findings []plan.Finding, levels []plan.Level, notEvaluated []string) Report {
+func NewReport(host HostInfo, findings []plan.Finding, levels []plan.Level, notEvaluated []plan.FindingID) Report {
 	fs := append([]plan.Finding(nil), findings...)
 	plan.SortFindings(fs)
 	ls := append([]plan.Level(nil), levels...)
@@ -168,7 +169,7 @@ type junitFailure struct {
 // stable between runs: a rule fails when it has a finding at warning or
 // above; info findings are passing cases with the finding in system-out.
 func (r Report) WriteJUnit(w io.Writer) error {
-	byID := map[string][]plan.Finding{}
+	byID := map[plan.FindingID][]plan.Finding{}
 	for _, f := range r.Findings {
 		byID[f.ID] = append(byID[f.ID], f)
 	}
@@ -177,7 +178,7 @@ func (r Report) WriteJUnit(w io.Writer) error {
 		if rule.Runtime() {
 			continue // keel check never raises it
 		}
-		c := junitCase{Name: rule.ID, Classname: "keel." + strings.SplitN(rule.ID, ".", 2)[0]}
+		c := junitCase{Name: string(rule.ID), Classname: "keel." + strings.SplitN(string(rule.ID), ".", 2)[0]}
 		var fail, out strings.Builder
 		failing := false
 		for _, f := range byID[rule.ID] {
@@ -218,7 +219,7 @@ func (r Report) WritePrometheus(w io.Writer) error {
 	for _, f := range r.Findings {
 		vg, lv := ObjectLabels(f.Object)
 		fmt.Fprintf(&b, "%s{id=%s,severity=%s,object=%s,vg=%s,lv=%s} 1\n", FindingMetric,
-			promQuote(f.ID), promQuote(f.Severity.String()), promQuote(f.Object), promQuote(vg), promQuote(lv))
+			promQuote(string(f.ID)), promQuote(f.Severity.String()), promQuote(f.Object), promQuote(vg), promQuote(lv))
 	}
 	metricHead(&b, FindingsMetric, FindingsMetricHelp)
 	counts := []int{r.Summary.Info, r.Summary.Warning, r.Summary.Error, r.Summary.Critical}

@@ -22,14 +22,14 @@ func sampleReport() Report {
 	}
 	ls := []plan.Level{{Kind: "vdo_used", Object: "vdolab/vdopool", Percent: 40.04, Alert: 90},
 		{Kind: "thin_data", Object: "vg0/tp", Percent: 0, Alert: 80}}
-	return NewReport(HostInfo{Name: "guest", Mode: "desired", CPUs: 2, MemoryBytes: 2 << 30}, fs, ls, []string{"activation.udev_rule", "bcache.udev_rule"})
+	return NewReport(HostInfo{Name: "guest", Mode: "desired", CPUs: 2, MemoryBytes: 2 << 30}, fs, ls, []plan.FindingID{"activation.udev_rule", "bcache.udev_rule"})
 }
 
 func TestNewReportOrderAndSummary(t *testing.T) {
 	r := sampleReport()
 	var ids []string
 	for _, f := range r.Findings {
-		ids = append(ids, f.ID)
+		ids = append(ids, string(f.ID))
 	}
 	if got, want := strings.Join(ids, " "), "vdo.layout.journal_off_fast vdo.threads vdo.slab_remainder"; got != want {
 		t.Errorf("order %q, want %q", got, want)

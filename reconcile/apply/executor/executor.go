@@ -35,15 +35,6 @@ import (
 	"github.com/keel-storage/keel/reconcile/state"
 )
 
-// StuckID is the finding ID raised for an action that did not converge
-// after every retry, or that keeps being undone.
-const StuckID = "reconcile.stuck"
-
-// RefusedID is the finding ID raised for an action the executor refused to
-// run (a signature on a PV, an open LV under a maintenance change, a command
-// name it does not know, an lvm.conf filter it cannot parse).
-const RefusedID = "reconcile.refused"
-
 // Status is what happened to one action in one pass.
 type Status string
 
@@ -304,7 +295,7 @@ func (e *Executor) Apply(ctx context.Context, actions []plan.Action, findings []
 			rep.Findings = append(rep.Findings, stuckFinding(a, res.Detail))
 		case Refused:
 			rep.Findings = append(rep.Findings, plan.Finding{
-				ID: RefusedID, Severity: plan.Error, Object: a.Object,
+				ID: plan.ReconcileRefused, Severity: plan.Error, Object: a.Object,
 				Message:  fmt.Sprintf("action %s refused: %s", a.ID, res.Detail),
 				Expected: a.Summary,
 				Remedy:   "resolve the reason above by hand; keel will not force it",
@@ -490,7 +481,7 @@ func stuckFinding(a plan.Action, reason string) plan.Finding {
 		remedy = fmt.Sprintf("see why it failed (journalctl -u keel, dmesg), then resume the removal by hand: keel wipe %s", a.Object)
 	}
 	return plan.Finding{
-		ID: StuckID, Severity: plan.Error, Object: a.Object,
+		ID: plan.ReconcileStuck, Severity: plan.Error, Object: a.Object,
 		Message:  fmt.Sprintf("action %s is stuck: %s", a.ID, reason),
 		Expected: a.Summary,
 		Remedy:   remedy,

@@ -216,7 +216,7 @@ func TestNotConvergingBacksOffThenStuck(t *testing.T) {
 			t.Fatalf("waits %v, want %v", clk.waits, want)
 		}
 	}
-	if len(rep.Findings) != 1 || rep.Findings[0].ID != StuckID || rep.Findings[0].Object != "vg0/vpool" {
+	if len(rep.Findings) != 1 || rep.Findings[0].ID != plan.ReconcileStuck || rep.Findings[0].Object != "vg0/vpool" {
 		t.Fatalf("findings %+v", rep.Findings)
 	}
 	if !strings.Contains(res.Detail, "vdo.compression@vg0/vpool (observed off)") {
@@ -368,7 +368,7 @@ func TestRefusesUnknownProgram(t *testing.T) {
 	e, r, _, _ := setup(1, Options{}, Mode{})
 	a := plan.Action{ID: "evil", Kind: plan.KindCommand, Object: "x", Commands: [][]string{{"sh", "-c", "rm -rf /"}}}
 	rep, _ := e.Apply(context.Background(), []plan.Action{a}, nil)
-	if rep.Results[0].Status != Refused || len(r.ran) != 0 || rep.Findings[0].ID != RefusedID {
+	if rep.Results[0].Status != Refused || len(r.ran) != 0 || rep.Findings[0].ID != plan.ReconcileRefused {
 		t.Fatalf("%+v ran %q", rep, r.ran)
 	}
 	for _, argv := range [][]string{{"./lvcreate"}, {"/sbin/../bin/sh"}, {"lvcreate", "a\nb"}, {}} {

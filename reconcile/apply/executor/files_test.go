@@ -89,7 +89,7 @@ func TestFileActionWithoutApplierFails(t *testing.T) {
 // The executor's own findings are in the finding catalogue with the
 // severity it raises them at.
 func TestOwnFindingsCatalogued(t *testing.T) {
-	for _, id := range []string{StuckID, RefusedID} {
+	for _, id := range []plan.FindingID{plan.ReconcileStuck, plan.ReconcileRefused} {
 		r, ok := plan.Lookup(id)
 		if !ok || r.Severity != plan.Error || !r.Runtime() {
 			t.Errorf("%s: catalogue entry %+v (found %v), want a runtime error", id, r, ok)

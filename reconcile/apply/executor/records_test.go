@@ -93,7 +93,7 @@ func TestStuckSurvivesRestart(t *testing.T) {
 	// A restarted daemon with nothing changed: stuck, reported, not run.
 	second := newProcess(recs, opts, Mode{})
 	rep, _ := second.Apply(ctx, []plan.Action{a}, f)
-	if rep.Results[0].Status != Stuck || len(rep.Findings) != 1 || rep.Findings[0].ID != StuckID || len(second.r.ran) != 0 {
+	if rep.Results[0].Status != Stuck || len(rep.Findings) != 1 || rep.Findings[0].ID != plan.ReconcileStuck || len(second.r.ran) != 0 {
 		t.Fatalf("restarted process: %+v, ran %q", rep, second.r.ran)
 	}
 	// A dry run neither tries it nor forgets it.
@@ -157,7 +157,7 @@ func TestDestructiveNeverRepeatedAcrossRestarts(t *testing.T) {
 			rep, _ := p.Apply(ctx, []plan.Action{b}, nil)
 			res := rep.Results[0]
 			if p.wipes != 0 || res.Status != Stuck || !strings.Contains(res.Detail, "Input/output error") ||
-				len(rep.Findings) != 1 || rep.Findings[0].ID != StuckID || !strings.HasSuffix(rep.Findings[0].Remedy, "keel wipe vms/vm-101-disk-0") {
+				len(rep.Findings) != 1 || rep.Findings[0].ID != plan.ReconcileStuck || !strings.HasSuffix(rep.Findings[0].Remedy, "keel wipe vms/vm-101-disk-0") {
 				t.Fatalf("restart %d: %+v, wipes %d", i, rep, p.wipes)
 			}
 		}
@@ -203,7 +203,7 @@ func TestDestructiveNeverRepeatedAcrossRestarts(t *testing.T) {
 		bad := &memRecords{recs: map[string]state.Action{}, loadErr: errors.New("state.json: not a valid keel state file")}
 		p := newProcess(bad, Options{}, Mode{})
 		rep, _ := p.Apply(ctx, []plan.Action{a}, nil)
-		if p.wipes != 0 || rep.Results[0].Status != Refused || len(rep.Findings) != 1 || rep.Findings[0].ID != RefusedID {
+		if p.wipes != 0 || rep.Results[0].Status != Refused || len(rep.Findings) != 1 || rep.Findings[0].ID != plan.ReconcileRefused {
 			t.Fatalf("unreadable records: %+v, wipes %d", rep, p.wipes)
 		}
 		ro := &memRecords{recs: map[string]state.Action{}, putErr: errors.New("read-only file system")}

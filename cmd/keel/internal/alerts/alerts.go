@@ -150,7 +150,7 @@ func (h Hook) one(ctx context.Context, tr Transition, timeout time.Duration) err
 	in, _ := json.Marshal(tr) // plain data: cannot fail
 	f := tr.Finding
 	c := probes.Cmd{Name: h.Argv[0], Args: h.Argv[1:], Timeout: timeout, Stdin: append(in, '\n'),
-		Env: []string{"KEEL_ALERT=" + string(tr.Kind), "KEEL_FINDING_ID=" + f.ID, "KEEL_OBJECT=" + f.Object,
+		Env: []string{"KEEL_ALERT=" + string(tr.Kind), "KEEL_FINDING_ID=" + string(f.ID), "KEEL_OBJECT=" + f.Object,
 			"KEEL_SEVERITY=" + f.Severity.String(), "KEEL_MESSAGE=" + f.Message,
 			"KEEL_EXPECTED=" + f.Expected, "KEEL_OBSERVED=" + f.Observed, "KEEL_REMEDY=" + f.Remedy}}
 	var r probes.Runner = probes.ExecRunner{}

@@ -118,9 +118,9 @@ func (m *Metrics) Pass(at time.Time, err error, statuses map[string]int, finding
 	stuck := 0
 	for _, f := range findings {
 		vg, lv := report.ObjectLabels(f.Object)
-		m.findings.WithLabelValues(f.ID, f.Severity.String(), f.Object, vg, lv).Set(1)
+		m.findings.WithLabelValues(string(f.ID), f.Severity.String(), f.Object, vg, lv).Set(1)
 		counts[f.Severity.String()]++
-		if f.ID == "reconcile.stuck" {
+		if f.ID == plan.ReconcileStuck {
 			stuck++
 		}
 	}

@@ -551,7 +551,7 @@ func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string, h ser
 		// the last good one back, say so, and pass with that.
 		d.Loop.Restore(prev, fmt.Errorf("keel crashed working on it (%w); the last good desired state is back in force", err))
 		d.metrics.Reload(false, time.Now())
-		d.Log.Error("config.invalid: the last good desired state is back in force", "finding", converge.ConfigInvalidID, "err", err)
+		d.Log.Error("config.invalid: the last good desired state is back in force", "finding", plan.ConfigInvalid, "err", err)
 		return d.safePass(ctx, why+" (last good desired state)")
 	}
 	return "last pass failed (see the log): " + err.Error()
@@ -695,10 +695,10 @@ func (d *Daemon) load(files []schema.File, readErr error) error {
 		var invalid *schema.Error
 		if errors.As(err, &invalid) {
 			for _, p := range invalid.Problems {
-				d.Log.Error("config.invalid", "finding", converge.ConfigInvalidID, "problem", p.String())
+				d.Log.Error(string(plan.ConfigInvalid), "finding", plan.ConfigInvalid, "problem", p.String())
 			}
 		}
-		d.Log.Error("config.invalid: the last good desired state stays in force", "finding", converge.ConfigInvalidID, "err", err)
+		d.Log.Error("config.invalid: the last good desired state stays in force", "finding", plan.ConfigInvalid, "err", err)
 		return err
 	}
 	d.Log.Info("desired state loaded", "paths", fmt.Sprint(d.Loop.Paths()), "took", converge.Since(start))
@@ -773,12 +773,12 @@ func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
 func keepFindings(prev, cur []plan.Finding) []plan.Finding {
 	var out []plan.Finding
 	for _, f := range prev {
-		if f.ID != converge.ConfigInvalidID {
+		if f.ID != plan.ConfigInvalid {
 			out = append(out, f)
 		}
 	}
 	for _, f := range cur {
-		if f.ID == converge.ConfigInvalidID {
+		if f.ID == plan.ConfigInvalid {
 			out = append(out, f)
 		}
 	}

@@ -117,12 +117,12 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 }
 
 func TestKeepFindingsOnFailedPass(t *testing.T) {
-	prev := []plan.Finding{{ID: "reconcile.stuck", Object: "bcache:x"}, {ID: converge.ConfigInvalidID, Object: "/etc/keel"}}
+	prev := []plan.Finding{{ID: "reconcile.stuck", Object: "bcache:x"}, {ID: plan.ConfigInvalid, Object: "/etc/keel"}}
 	got := keepFindings(prev, nil)
 	if len(got) != 1 || got[0].ID != "reconcile.stuck" {
 		t.Fatalf("%+v", got)
 	}
-	got = keepFindings(prev[:1], []plan.Finding{{ID: converge.ConfigInvalidID, Object: "/etc/keel"}})
+	got = keepFindings(prev[:1], []plan.Finding{{ID: plan.ConfigInvalid, Object: "/etc/keel"}})
 	if len(got) != 2 {
 		t.Fatalf("%+v", got)
 	}

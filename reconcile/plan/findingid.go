@@ -1,0 +1,202 @@
+package plan
+
+// FindingID is the stable ID of a kind of finding, such as "vdo.overcommit":
+// the constants below are every ID keel raises, Catalogue has an entry for
+// each and docs/findings.md documents each (TestFindingIDs checks all
+// three). Producers name a constant, never a literal, so a misspelt ID does
+// not compile. It is a string, so every output format (text, JSON, JUnit,
+// Prometheus, the journal) writes the ID as it is.
+type FindingID string
+
+// The finding IDs, sorted. Each comment is the ID's catalogue title.
+const (
+	// ActivationPVScanOnLVs is activation.pvscan_on_lvs: declared pools in a
+	// VG on an LV were not activated at boot.
+	ActivationPVScanOnLVs FindingID = "activation.pvscan_on_lvs"
+
+	// ActivationUdevRule is activation.udev_rule: keel's PV-scan udev rule is
+	// missing or stale.
+	ActivationUdevRule FindingID = "activation.udev_rule"
+
+	// BcacheCacheMode is bcache.cache_mode: bcache cache mode differs.
+	BcacheCacheMode FindingID = "bcache.cache_mode"
+
+	// BcacheMissing is bcache.missing: bcache backing device not registered.
+	BcacheMissing FindingID = "bcache.missing"
+
+	// BcacheState is bcache.state: bcache device not attached or inconsistent.
+	BcacheState FindingID = "bcache.state"
+
+	// BcacheTunable is bcache.tunable: bcache tunable differs.
+	BcacheTunable FindingID = "bcache.tunable"
+
+	// BcacheUdevRule is bcache.udev_rule: keel's bcache udev rule is missing
+	// or stale.
+	BcacheUdevRule FindingID = "bcache.udev_rule"
+
+	// ConfigInvalid is config.invalid: the desired state does not validate.
+	ConfigInvalid FindingID = "config.invalid"
+
+	// DMSuspended is dm.suspended: a device-mapper device stays suspended.
+	DMSuspended FindingID = "dm.suspended"
+
+	// LVAbsent is lv.absent: LV declared absent still exists.
+	LVAbsent FindingID = "lv.absent"
+
+	// LVAbsentReappeared is lv.absent_reappeared: LV under an absent name is
+	// not the one to remove.
+	LVAbsentReappeared FindingID = "lv.absent_reappeared"
+
+	// LVAbsentShared is lv.absent_shared: LV declared absent is in a VG shared
+	// between nodes.
+	LVAbsentShared FindingID = "lv.absent_shared"
+
+	// LVMDevicesFile is lvm.devices_file: lvm devices file setting differs.
+	LVMDevicesFile FindingID = "lvm.devices_file"
+
+	// LVMGlobalFilter is lvm.global_filter: global_filter does not reject
+	// guest disks.
+	LVMGlobalFilter FindingID = "lvm.global_filter"
+
+	// LVMScanLVs is lvm.scan_lvs: scan_lvs does not match the stack.
+	LVMScanLVs FindingID = "lvm.scan_lvs"
+
+	// PVEDiscardOnRemove is pve.discard_on_remove: Proxmox storage on VDO does
+	// not discard removed disks.
+	PVEDiscardOnRemove FindingID = "pve.discard_on_remove"
+
+	// ReconcileRefused is reconcile.refused: an action was refused by a safety
+	// guard.
+	ReconcileRefused FindingID = "reconcile.refused"
+
+	// ReconcileStuck is reconcile.stuck: an action does not converge.
+	ReconcileStuck FindingID = "reconcile.stuck"
+
+	// ThinChunkSize is thin.chunk_size: thin pool chunk size differs
+	// (immutable).
+	ThinChunkSize FindingID = "thin.chunk_size"
+
+	// ThinCreateInterrupted is thin.create_interrupted: thin pool creation
+	// interrupted.
+	ThinCreateInterrupted FindingID = "thin.create_interrupted"
+
+	// ThinDataUsage is thin.data_usage: thin pool data above the alert level.
+	ThinDataUsage FindingID = "thin.data_usage"
+
+	// ThinHealth is thin.health: thin pool needs attention.
+	ThinHealth FindingID = "thin.health"
+
+	// ThinMetadataSize is thin.metadata_size: thin pool metadata smaller than
+	// declared.
+	ThinMetadataSize FindingID = "thin.metadata_size"
+
+	// ThinMetadataUsage is thin.metadata_usage: thin pool metadata above the
+	// alert level.
+	ThinMetadataUsage FindingID = "thin.metadata_usage"
+
+	// ThinMissing is thin.missing: thin pool missing.
+	ThinMissing FindingID = "thin.missing"
+
+	// ThinOnVDO is thin.on_vdo: thin pool on VDO.
+	ThinOnVDO FindingID = "thin.on_vdo"
+
+	// ThinStripeAlignment is thin.stripe_alignment: thin chunk does not cover
+	// a RAID stripe.
+	ThinStripeAlignment FindingID = "thin.stripe_alignment"
+
+	// ThinUnzeroedReuse is thin.unzeroed_reuse: thin pool hands out removed
+	// chunks unzeroed.
+	ThinUnzeroedReuse FindingID = "thin.unzeroed_reuse"
+
+	// ThinZeroing is thin.zeroing: thin pool zeroing differs.
+	ThinZeroing FindingID = "thin.zeroing"
+
+	// VDOBlockMapCache is vdo.block_map_cache: VDO block map cache differs.
+	VDOBlockMapCache FindingID = "vdo.block_map_cache"
+
+	// VDOCompression is vdo.compression: VDO compression differs.
+	VDOCompression FindingID = "vdo.compression"
+
+	// VDOCreateInterrupted is vdo.create_interrupted: VDO pool creation
+	// interrupted.
+	VDOCreateInterrupted FindingID = "vdo.create_interrupted"
+
+	// VDODedupeTimeouts is vdo.dedupe_timeouts: VDO dedupe advice timed out.
+	VDODedupeTimeouts FindingID = "vdo.dedupe_timeouts"
+
+	// VDODeduplication is vdo.deduplication: VDO deduplication differs.
+	VDODeduplication FindingID = "vdo.deduplication"
+
+	// VDOIndex is vdo.index: VDO index not online.
+	VDOIndex FindingID = "vdo.index"
+
+	// VDOIndexMemory is vdo.index_memory: VDO index memory or sparse index
+	// differs (immutable).
+	VDOIndexMemory FindingID = "vdo.index_memory"
+
+	// VDOIndexOpening is vdo.index_opening: VDO index opening.
+	VDOIndexOpening FindingID = "vdo.index_opening"
+
+	// VDOLayoutHeadOffFast is vdo.layout.head_off_fast: split VDO pool: index
+	// or roots not on the fast PVs.
+	VDOLayoutHeadOffFast FindingID = "vdo.layout.head_off_fast"
+
+	// VDOLayoutJournalOffFast is vdo.layout.journal_off_fast: split VDO pool:
+	// recovery journal left the fast PVs.
+	VDOLayoutJournalOffFast FindingID = "vdo.layout.journal_off_fast"
+
+	// VDOMaxDiscard is vdo.max_discard: VDO max_discard differs.
+	VDOMaxDiscard FindingID = "vdo.max_discard"
+
+	// VDOMemory is vdo.memory: VDO RAM bill above available memory.
+	VDOMemory FindingID = "vdo.memory"
+
+	// VDOMissing is vdo.missing: VDO pool missing.
+	VDOMissing FindingID = "vdo.missing"
+
+	// VDOMode is vdo.mode: VDO pool not in normal mode.
+	VDOMode FindingID = "vdo.mode"
+
+	// VDOOvercommit is vdo.overcommit: VDO virtual size above what the pool
+	// can address.
+	VDOOvercommit FindingID = "vdo.overcommit"
+
+	// VDOSlabRemainder is vdo.slab_remainder: VDO pool wastes a slab
+	// remainder.
+	VDOSlabRemainder FindingID = "vdo.slab_remainder"
+
+	// VDOSlabSize is vdo.slab_size: VDO slab size differs (immutable).
+	VDOSlabSize FindingID = "vdo.slab_size"
+
+	// VDOThreads is vdo.threads: VDO thread layout differs.
+	VDOThreads FindingID = "vdo.threads"
+
+	// VDOUsage is vdo.usage: VDO pool above the alert level.
+	VDOUsage FindingID = "vdo.usage"
+
+	// VGInactive is vg.inactive: VG has inactive LVs.
+	VGInactive FindingID = "vg.inactive"
+
+	// VGIncomplete is vg.incomplete: VG is missing PVs.
+	VGIncomplete FindingID = "vg.incomplete"
+
+	// VGMissing is vg.missing: VG missing.
+	VGMissing FindingID = "vg.missing"
+
+	// VGPVMoveInterrupted is vg.pvmove_interrupted: a pvmove in a declared VG
+	// did not finish.
+	VGPVMoveInterrupted FindingID = "vg.pvmove_interrupted"
+
+	// VGPVMoveOrphan is vg.pvmove_orphan: a pvmove left its temporary LV
+	// behind.
+	VGPVMoveOrphan FindingID = "vg.pvmove_orphan"
+
+	// VGUnreadable is vg.unreadable: VG unreadable while its LVs run.
+	VGUnreadable FindingID = "vg.unreadable"
+
+	// WaiverExpired is waiver.expired: a waiver has expired.
+	WaiverExpired FindingID = "waiver.expired"
+
+	// WaiverUnknown is waiver.unknown: a waiver names no known finding.
+	WaiverUnknown FindingID = "waiver.unknown"
+)
