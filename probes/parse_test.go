@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/internal/dmioctl"
 )
 
 // recorded returns the stdout a snapshot recorded for a command line.
@@ -244,8 +246,8 @@ lvmthin: thinstore
 // pass on it ("want start, length and target"). The lines come from the
 // in-process formatter, byte-identical to dmsetup's (e2e/probes).
 func TestDMLinesDeviceWithoutTable(t *testing.T) {
-	b := appendDMLines(nil, "kvg-pvmove0", nil, true)
-	b = appendDMLines(b, "kvg-keep", []dmTarget{{Start: 0, Length: 8192, Type: "linear", Params: "259:0 2048"}}, true)
+	b := dmioctl.AppendLines(nil, "kvg-pvmove0", nil, true)
+	b = dmioctl.AppendLines(b, "kvg-keep", []dmioctl.Target{{Start: 0, Length: 8192, Type: "linear", Params: "259:0 2048"}}, true)
 	m, err := parseDMLines("dmsetup table", b)
 	if err != nil {
 		t.Fatalf("%q: %v", b, err)

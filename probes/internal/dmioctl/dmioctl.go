@@ -1,29 +1,20 @@
-package probes
+// Package dmioctl reads device-mapper tables, statuses and messages through
+// the ioctls on /dev/mapper/control and prints them as dmsetup does, byte
+// for byte. It is a leaf: it knows nothing of commands or runners.
+package dmioctl
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
-	"sync"
-
-	"github.com/hashicorp/go-hclog"
 )
-
-// The device-mapper reads of a probe pass (`dmsetup table`, `dmsetup
-// status`, `dmsetup message <dev> 0 stats`) cost one process start each,
-// which under emulation is most of their time. DMRunner answers them from
-// the device-mapper ioctls on /dev/mapper/control instead and prints what
-// dmsetup would print, byte for byte, so recorded snapshots and their
-// replay do not depend on which way a command was served.
 
 // Layout of the kernel's struct dm_ioctl and its trailing records
 // (include/uapi/linux/dm-ioctl.h, interface version 4).
 const (
-	dmHeaderSize   = 312 // sizeof(struct dm_ioctl)
+	HeaderSize     = 312 // sizeof(struct dm_ioctl)
 	dmNameLen      = 128 // DM_NAME_LEN
 	dmMaxTypeName  = 16  // DM_MAX_TYPE_NAME
 	dmSpecSize     = 40  // sizeof(struct dm_target_spec)
@@ -46,7 +37,7 @@ const (
 // The three ioctls keel uses: _IOWR(0xfd, nr, struct dm_ioctl) with the
 // 312-byte struct, and the interface version libdevmapper sends with each.
 const (
-	dmIoctlListDevices = 0xc138fd02 // DM_LIST_DEVICES
+	IoctlListDevices   = 0xc138fd02 // DM_LIST_DEVICES
 	dmIoctlTableStatus = 0xc138fd0c // DM_TABLE_STATUS
 	dmIoctlTargetMsg   = 0xc138fd0e // DM_TARGET_MSG
 )
@@ -56,31 +47,31 @@ var (
 	dmVersionMsg4 = [3]uint32{4, 2, 0}
 )
 
-// dmCaller performs one device-mapper ioctl (req) on a request built by
+// Caller performs one device-mapper ioctl (req) on a request built by
 // dmRequest and returns the kernel's reply buffer, at least up to its
 // data_size, after any buffer-full retries. The buffer may be the
 // caller's own, reused by its next call: what a reply holds is copied out
 // (as strings) before the next call. The live one is ioctl on the control
 // node; tests replay replies captured in the test guest.
-type dmCaller func(req uint32, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error)
+type Caller func(req uint32, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error)
 
 // reply performs one call and parses the reply's header.
-func (call dmCaller) reply(req uint32, version [3]uint32, name string, flags uint32, payload []byte) (dmReply, error) {
+func (call Caller) reply(req uint32, version [3]uint32, name string, flags uint32, payload []byte) (Reply, error) {
 	b, err := call(req, version, name, flags, payload)
 	if err != nil {
-		return dmReply{}, err
+		return Reply{}, err
 	}
-	return parseDMReply(b)
+	return ParseReply(b)
 }
 
-// dmFormat produces what `dmsetup <kind>` prints (kind "table" or "status"
+// Format produces what `dmsetup <kind>` prints (kind "table" or "status"
 // for all devices, or "message" with dev for `dmsetup message dev 0 stats`)
 // from the ioctl replies call returns.
-func dmFormat(call dmCaller, kind, dev string) ([]byte, error) {
+func Format(call Caller, kind, dev string) ([]byte, error) {
 	if kind == "message" {
 		return dmMessage(call, dev, "stats")
 	}
-	rep, err := call.reply(dmIoctlListDevices, dmVersion4, "", dmFlagExists, nil)
+	rep, err := call.reply(IoctlListDevices, dmVersion4, "", dmFlagExists, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list devices: %w", err)
 	}
@@ -116,13 +107,13 @@ func dmFormat(call dmCaller, kind, dev string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", kind, name, err)
 		}
-		out = appendDMLines(out, name, targets, table)
+		out = AppendLines(out, name, targets, table)
 	}
 	return out, nil
 }
 
 // dmMessage sends message to sector 0 of dev and formats the response.
-func dmMessage(call dmCaller, dev, message string) ([]byte, error) {
+func dmMessage(call Caller, dev, message string) ([]byte, error) {
 	payload := make([]byte, 8+len(message)+1) // struct dm_target_msg: sector, then the message
 	copy(payload[8:], message)
 	rep, err := call.reply(dmIoctlTargetMsg, dmVersionMsg4, dev, dmFlagExists, payload)
@@ -153,8 +144,8 @@ const (
 
 var ne = binary.NativeEndian
 
-// dmTarget is one target line of a device's table or status.
-type dmTarget struct {
+// Target is one target line of a device's table or status.
+type Target struct {
 	Start, Length uint64
 	Type          string
 	Params        string
@@ -173,7 +164,7 @@ func dmRequestIn(b []byte, version [3]uint32, name string, flags uint32, payload
 	if len(name) >= dmNameLen {
 		return nil, fmt.Errorf("device name %q: longer than %d bytes", name, dmNameLen-1)
 	}
-	if dmHeaderSize+len(payload) > n {
+	if HeaderSize+len(payload) > n {
 		return nil, fmt.Errorf("payload of %d bytes does not fit a %d-byte buffer", len(payload), n)
 	}
 	clear(b)
@@ -181,29 +172,29 @@ func dmRequestIn(b []byte, version [3]uint32, name string, flags uint32, payload
 		ne.PutUint32(b[offVersion+4*i:], v)
 	}
 	ne.PutUint32(b[offDataSize:], uint32(n))
-	ne.PutUint32(b[offDataStart:], dmHeaderSize)
+	ne.PutUint32(b[offDataStart:], HeaderSize)
 	ne.PutUint32(b[offFlags:], flags)
 	copy(b[offName:], name)
-	copy(b[dmHeaderSize:], payload)
+	copy(b[HeaderSize:], payload)
 	return b, nil
 }
 
-// dmReply is the kernel's answer: the header fields keel reads and the data
+// Reply is the kernel's answer: the header fields keel reads and the data
 // area (from data_start to data_size).
-type dmReply struct {
+type Reply struct {
 	Flags       uint32
 	TargetCount uint32
 	Data        []byte
 }
 
-// parseDMReply reads the header of a returned dm_ioctl buffer.
-func parseDMReply(b []byte) (dmReply, error) {
-	if len(b) < dmHeaderSize {
-		return dmReply{}, fmt.Errorf("dm ioctl reply: %d bytes, want at least %d", len(b), dmHeaderSize)
+// ParseReply reads the header of a returned dm_ioctl buffer.
+func ParseReply(b []byte) (Reply, error) {
+	if len(b) < HeaderSize {
+		return Reply{}, fmt.Errorf("dm ioctl reply: %d bytes, want at least %d", len(b), HeaderSize)
 	}
 	size := ne.Uint32(b[offDataSize:])
 	start := ne.Uint32(b[offDataStart:])
-	r := dmReply{Flags: ne.Uint32(b[offFlags:]), TargetCount: ne.Uint32(b[offTargetCount:])}
+	r := Reply{Flags: ne.Uint32(b[offFlags:]), TargetCount: ne.Uint32(b[offTargetCount:])}
 	if size == dmNoData && r.TargetCount == 0 {
 		return r, nil // a device without a table: no data area at all
 	}
@@ -253,8 +244,8 @@ func parseDMNames(data []byte) ([]string, error) {
 // parseDMTargets reads count struct dm_target_spec records (each followed
 // by its parameter string) of a DM_TABLE_STATUS reply. Each record's next
 // field is an offset from the start of the data area.
-func parseDMTargets(data []byte, count uint32) ([]dmTarget, error) {
-	out := make([]dmTarget, 0, count)
+func parseDMTargets(data []byte, count uint32) ([]Target, error) {
+	out := make([]Target, 0, count)
 	off := 0
 	for i := uint32(0); i < count; i++ {
 		if off < 0 || off+dmSpecSize > len(data) {
@@ -269,18 +260,18 @@ func parseDMTargets(data []byte, count uint32) ([]dmTarget, error) {
 		if err != nil {
 			return nil, fmt.Errorf("dm target %d (%s): params: %w", i, typ, err)
 		}
-		out = append(out, dmTarget{Start: ne.Uint64(s), Length: ne.Uint64(s[8:]), Type: typ, Params: params})
+		out = append(out, Target{Start: ne.Uint64(s), Length: ne.Uint64(s[8:]), Type: typ, Params: params})
 		off = int(ne.Uint32(s[20:]))
 	}
 	return out, nil
 }
 
-// appendDMLines appends a device's lines as `dmsetup table` (table true) or
+// AppendLines appends a device's lines as `dmsetup table` (table true) or
 // `dmsetup status` prints them for all devices: "<name>: <start> <length>
 // <target> <params>", and "<name>: " alone for a device without a live
 // table. Like dmsetup without --showkeys, the table hides crypt and
 // integrity keys behind zeroes.
-func appendDMLines(b []byte, name string, targets []dmTarget, table bool) []byte {
+func AppendLines(b []byte, name string, targets []Target, table bool) []byte {
 	if len(targets) == 0 {
 		return append(append(append(b, name...), ": "...), '\n')
 	}
@@ -348,130 +339,5 @@ func formatDMMessage(resp []byte, ok bool) []byte {
 	return append(resp, '\n')
 }
 
-// dmServed says which command forms DMRunner answers in-process, and how:
-// "table", "status", or "message" with the device name.
-func dmServed(c Cmd) (kind, dev string, ok bool) {
-	if c.Name != "dmsetup" {
-		return "", "", false
-	}
-	switch {
-	case len(c.Args) == 1 && (c.Args[0] == "table" || c.Args[0] == "status"):
-		return c.Args[0], "", true
-	case len(c.Args) == 4 && c.Args[0] == "message" && c.Args[2] == "0" && c.Args[3] == "stats":
-		return "message", c.Args[1], true
-	}
-	return "", "", false
-}
-
-// fallbackCmd is the dmsetup command run when the ioctls fail: c itself,
-// but a status read gets --noflush, the flag the ioctl path sets (dmsetup(8):
-// "do not commit thin-pool metadata before reporting statistics"), so the
-// fallback reads without writing too. The output is the same; the command
-// is recorded and replayed under c's name, as the ioctl path's is.
-func fallbackCmd(c Cmd, kind string) Cmd {
-	if kind != "status" {
-		return c
-	}
-	c.Args = append(slices.Clone(c.Args), "--noflush")
-	return c
-}
-
-// errIoctlOff is the fallback reason when DMRunner.NoIoctl is set.
-var errIoctlOff = errors.New("dm ioctls turned off (KEEL_DM_IOCTL=off)")
-
-// dmControl is the device-mapper control node the ioctls go to.
-const dmControl = "/dev/mapper/control"
-
-// DMRunner answers `dmsetup table`, `dmsetup status` and `dmsetup message
-// <dev> 0 stats` with device-mapper ioctls and passes every other command
-// to Exec. When an ioctl path fails (no control node, no permission, a
-// reply it cannot read) it runs the real dmsetup through Exec instead and
-// logs why at debug level. Its output is byte-identical to dmsetup's
-// (proved on the real kernel by e2e/probes), so a probe pass recorded
-// through it replays the same everywhere. It is safe for concurrent use.
-type DMRunner struct {
-	// Exec runs every command DMRunner does not serve, and the fallbacks.
-	Exec Runner
-	// Control is the control node; empty means /dev/mapper/control.
-	Control string
-	// Log receives one debug line per served or fallen-back command; nil
-	// means no logging.
-	Log hclog.Logger
-	// NoIoctl runs dmsetup for every read (KEEL_DM_IOCTL=off), with the
-	// same --noflush the fallback adds.
-	NoIoctl bool
-
-	mu    sync.Mutex
-	stats DMRunnerStats
-}
-
-// DMRunnerStats counts how DMRunner served the dmsetup commands it knows.
-type DMRunnerStats struct {
-	// Ioctl is the number served in-process.
-	Ioctl int
-	// Exec is the number that fell back to running dmsetup.
-	Exec int
-	// LastFallback is the error that caused the latest fallback.
-	LastFallback string
-}
-
-// Stats returns the counts so far.
-func (r *DMRunner) Stats() DMRunnerStats {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.stats
-}
-
-// RunStream runs c with consume (Streamer): a dmsetup read as Run serves
-// it, any other command through Exec.
-func (r *DMRunner) RunStream(ctx context.Context, c Cmd, consume func(next func() ([]byte, bool))) (Result, error) {
-	if _, _, ok := dmServed(c); ok {
-		res, err := r.Run(ctx, c)
-		if err == nil {
-			whole(res.Stdout, consume)
-		}
-		return res, err
-	}
-	return RunStream(ctx, r.Exec, c, consume)
-}
-
-// Run serves c in-process when it is one of the dmsetup reads and the
-// ioctls work, and otherwise runs it through Exec.
-func (r *DMRunner) Run(ctx context.Context, c Cmd) (Result, error) {
-	kind, dev, ok := dmServed(c)
-	if !ok {
-		return r.Exec.Run(ctx, c)
-	}
-	if err := ctx.Err(); err != nil {
-		return Result{ExitCode: -1}, fmt.Errorf("%s: %w", c, err)
-	}
-	control := r.Control
-	if control == "" {
-		control = dmControl
-	}
-	var out []byte
-	var err error
-	if r.NoIoctl {
-		err = errIoctlOff
-	} else {
-		out, err = dmRead(control, kind, dev)
-	}
-	r.mu.Lock()
-	if err != nil {
-		r.stats.Exec++
-		r.stats.LastFallback = err.Error()
-	} else {
-		r.stats.Ioctl++
-	}
-	r.mu.Unlock()
-	if err != nil {
-		if r.Log != nil {
-			r.Log.Debug("dm ioctl failed, running dmsetup", "cmd", c.String(), "error", err)
-		}
-		return r.Exec.Run(ctx, fallbackCmd(c, kind))
-	}
-	if r.Log != nil {
-		r.Log.Debug("served by dm ioctl", "cmd", c.String(), "bytes", len(out))
-	}
-	return Result{Stdout: out}, nil
-}
+// Control is the device-mapper control node the ioctls go to.
+const Control = "/dev/mapper/control"

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/internal/dmioctl"
 )
 
 // TestDMIoctlGuest runs only inside the test guest (e2e/probes ships this
@@ -21,12 +23,12 @@ func TestDMIoctlGuest(t *testing.T) {
 	if out == "" {
 		t.Skip("runs in the test guest only (KEEL_DM_GUEST_OUT unset)")
 	}
-	f, err := os.OpenFile(dmControl, os.O_RDWR|syscall.O_CLOEXEC, 0)
+	f, err := os.OpenFile(dmioctl.Control, os.O_RDWR|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	live := ioctlCaller(f.Fd())
+	live := dmioctl.IoctlCaller(f.Fd())
 	exec := ExecRunner{}
 	check := func(dir string, c Cmd, kind, dev string) []byte {
 		t.Helper()
@@ -34,15 +36,15 @@ func TestDMIoctlGuest(t *testing.T) {
 		rec := func(req uint32, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error) {
 			b, err := live(req, version, name, flags, payload)
 			if err == nil {
-				rep, perr := parseDMReply(b)
+				rep, perr := dmioctl.ParseReply(b)
 				if perr != nil {
 					return nil, perr
 				}
 				key := name
-				if req == dmIoctlListDevices {
+				if req == dmioctl.IoctlListDevices {
 					key = "list"
 				}
-				raw[key] = bytes.Clone(b[:dmHeaderSize+len(rep.Data)]) // b is reused by the next call
+				raw[key] = bytes.Clone(b[:dmioctl.HeaderSize+len(rep.Data)]) // b is reused by the next call
 			}
 			return b, err
 		}
@@ -52,7 +54,7 @@ func TestDMIoctlGuest(t *testing.T) {
 		if err != nil || before.ExitCode != 0 {
 			t.Fatalf("%s: %v exit %d: %s", c, err, before.ExitCode, before.Stderr)
 		}
-		got, err := dmFormat(rec, kind, dev)
+		got, err := dmioctl.Format(rec, kind, dev)
 		if err != nil {
 			t.Fatalf("%s by ioctl: %v", c, err)
 		}

@@ -1,4 +1,4 @@
-package probes
+package dmioctl
 
 import (
 	"errors"
@@ -7,25 +7,25 @@ import (
 	"unsafe"
 )
 
-// dmRead produces what `dmsetup <kind>` prints (see dmFormat) through the
+// Read produces what `dmsetup <kind>` prints (see Format) through the
 // ioctls on the control node.
-func dmRead(control, kind, dev string) ([]byte, error) {
+func Read(control, kind, dev string) ([]byte, error) {
 	f, err := os.OpenFile(control, os.O_RDWR|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return dmFormat(ioctlCaller(f.Fd()), kind, dev)
+	return Format(IoctlCaller(f.Fd()), kind, dev)
 }
 
-// ioctlCaller returns a dmCaller that issues the ioctls on fd, doubling the
+// IoctlCaller returns a Caller that issues the ioctls on fd, doubling the
 // buffer (from libdevmapper's 16 KiB) while the kernel reports it full. Its
 // calls share one buffer: a `dmsetup status` of 55 devices allocated 55
 // buffers of 16 KiB, about 1 MB at each 30 s poll of the idle daemon
 // (PoolStatusKey), and the runtime collected every 60 s instead of only
 // the collection it forces every 2 minutes (gctrace in the guest,
 // docs/benchmark-history.md).
-func ioctlCaller(fd uintptr) dmCaller {
+func IoctlCaller(fd uintptr) Caller {
 	var buf []byte
 	return func(req uint32, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error) {
 		for n := dmBufferStart; n <= dmBufferMax; n *= 2 {

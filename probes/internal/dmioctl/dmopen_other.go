@@ -1,10 +1,10 @@
 //go:build !linux
 
-package probes
+package dmioctl
 
 import "fmt"
 
-// DMOpenCount is Linux-only.
-func DMOpenCount(name string) (int, error) {
+// OpenCount is Linux-only.
+func OpenCount(name string) (int, error) {
 	return 0, fmt.Errorf("dm device %s: open count: device-mapper ioctls are linux-only", name)
 }

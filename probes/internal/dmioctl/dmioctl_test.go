@@ -1,13 +1,9 @@
-package probes
+package dmioctl
 
 import (
 	"bytes"
-	"context"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -19,7 +15,7 @@ import (
 // TestDMIoctlMatchesDmsetup with KEEL_DM_CAPTURE=1).
 func dmCaptures(t *testing.T) []string {
 	t.Helper()
-	dirs, err := filepath.Glob(filepath.Join("testdata", "dmioctl", "*", "*", "dmsetup.out"))
+	dirs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "dmioctl", "*", "*", "dmsetup.out"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +30,11 @@ func dmCaptures(t *testing.T) []string {
 
 // replayCaller answers from the replies captured in dir and checks each
 // request has the flags dmsetup would send for kind.
-func replayCaller(t *testing.T, dir, kind string) dmCaller {
+func replayCaller(t *testing.T, dir, kind string) Caller {
 	return func(req uint32, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error) {
 		file := name
 		switch req {
-		case dmIoctlListDevices:
+		case IoctlListDevices:
 			file = "list"
 		case dmIoctlTableStatus:
 			if table := flags&dmFlagStatusTable != 0; table != (kind == "table") {
@@ -76,7 +72,7 @@ func TestDMFormatMatchesCapturedDmsetup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := dmFormat(replayCaller(t, dir, kind), kind, dev)
+		got, err := Format(replayCaller(t, dir, kind), kind, dev)
 		if err != nil {
 			t.Errorf("%s: %v", dir, err)
 			continue
@@ -93,8 +89,8 @@ func TestDMFormatMatchesCapturedDmsetup(t *testing.T) {
 }
 
 // TestDMFormatWithOneBuffer replays the captures through one buffer that
-// every call overwrites, as ioctlCaller's calls share one: what dmFormat
-// returns must not hold any reply but the last (dmCaller's contract).
+// every call overwrites, as IoctlCaller's calls share one: what Format
+// returns must not hold any reply but the last (Caller's contract).
 func TestDMFormatWithOneBuffer(t *testing.T) {
 	for _, dir := range dmCaptures(t) {
 		kind, dev := captureKind(dir)
@@ -114,7 +110,7 @@ func TestDMFormatWithOneBuffer(t *testing.T) {
 			}
 			return buf[:copy(buf, b)], nil
 		}
-		got, err := dmFormat(shared, kind, dev)
+		got, err := Format(shared, kind, dev)
 		if err != nil {
 			t.Errorf("%s: %v", dir, err)
 			continue
@@ -136,8 +132,8 @@ func TestDMFormatTruncatedReplies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, n := range []int{0, dmHeaderSize - 1, len(full) - 1} {
-				if n < 0 || n >= len(full) || (n == len(full)-1 && len(full) == dmHeaderSize) {
+			for _, n := range []int{0, HeaderSize - 1, len(full) - 1} {
+				if n < 0 || n >= len(full) || (n == len(full)-1 && len(full) == HeaderSize) {
 					continue
 				}
 				inner := replayCaller(t, dir, kind)
@@ -148,7 +144,7 @@ func TestDMFormatTruncatedReplies(t *testing.T) {
 					}
 					return b, err
 				}
-				if _, err := dmFormat(call, kind, dev); err == nil {
+				if _, err := Format(call, kind, dev); err == nil {
 					t.Errorf("%s cut to %d of %d bytes: no error", bin, n, len(full))
 				}
 			}
@@ -157,107 +153,10 @@ func TestDMFormatTruncatedReplies(t *testing.T) {
 }
 
 func nameOrList(req uint32, name string) string {
-	if req == dmIoctlListDevices {
+	if req == IoctlListDevices {
 		return "list"
 	}
 	return name
-}
-
-// recordingRunner records the commands it is asked to run.
-type recordingRunner struct{ ran []string }
-
-func (f *recordingRunner) Run(_ context.Context, c Cmd) (Result, error) {
-	f.ran = append(f.ran, c.String())
-	return Result{Stdout: []byte("exec " + c.String())}, nil
-}
-
-// TestDMRunnerFallsBackToExec: without a usable control node every dmsetup
-// read runs the real command, and the fallback is counted with its reason.
-func TestDMRunnerFallsBackToExec(t *testing.T) {
-	exec := &recordingRunner{}
-	r := &DMRunner{Exec: exec, Control: filepath.Join(t.TempDir(), "no-control")}
-	cmds := []Cmd{dmTableCmd, dmStatusCmd, {Name: "dmsetup", Args: []string{"message", "vg-pool-vpool", "0", "stats"}}}
-	// The status read runs with --noflush, as the ioctl sets
-	// DM_NOFLUSH_FLAG: a fallback never commits a thin pool's metadata.
-	want := []string{"dmsetup table", "dmsetup status --noflush", "dmsetup message vg-pool-vpool 0 stats"}
-	for i, c := range cmds {
-		res, err := r.Run(context.Background(), c)
-		if err != nil || string(res.Stdout) != "exec "+want[i] {
-			t.Errorf("%s: %q, %v", c, res.Stdout, err)
-		}
-	}
-	st := r.Stats()
-	if st.Exec != len(cmds) || st.Ioctl != 0 || st.LastFallback == "" {
-		t.Errorf("stats = %+v", st)
-	}
-	if !slices.Equal(exec.ran, want) {
-		t.Errorf("exec ran %q, want %q", exec.ran, want)
-	}
-}
-
-// TestDMRunnerIoctlOff: with NoIoctl (KEEL_DM_IOCTL=off) a usable control
-// node is not even tried; the reads run as in the fallback, status with
-// --noflush.
-func TestDMRunnerIoctlOff(t *testing.T) {
-	exec := &recordingRunner{}
-	r := &DMRunner{Exec: exec, NoIoctl: true, Control: os.DevNull}
-	for _, c := range []Cmd{dmTableCmd, dmStatusCmd} {
-		if _, err := r.Run(context.Background(), c); err != nil {
-			t.Error(err)
-		}
-	}
-	if want := []string{"dmsetup table", "dmsetup status --noflush"}; !slices.Equal(exec.ran, want) {
-		t.Errorf("exec ran %q, want %q", exec.ran, want)
-	}
-	if st := r.Stats(); st.Exec != 2 || st.Ioctl != 0 || !strings.Contains(st.LastFallback, "KEEL_DM_IOCTL=off") {
-		t.Errorf("stats = %+v", st)
-	}
-}
-
-// TestDMRunnerPassesOtherCommands: only the three read forms are served;
-// every other command, dmsetup or not, goes to Exec untouched.
-func TestDMRunnerPassesOtherCommands(t *testing.T) {
-	exec := &recordingRunner{}
-	r := &DMRunner{Exec: exec, Control: filepath.Join(t.TempDir(), "no-control")}
-	others := []Cmd{fullReportCmd, lvmConfigCmd, {Name: "dmsetup", Args: []string{"table", "vg-lv"}},
-		{Name: "dmsetup", Args: []string{"message", "vg-tpool", "0", "reserve_metadata_snap"}},
-		{Name: "dmsetup", Args: []string{"message", "vg-pool-vpool", "8", "stats"}}}
-	for _, c := range others {
-		if _, _, ok := dmServed(c); ok {
-			t.Errorf("%s: would be served in-process", c)
-		}
-		if _, err := r.Run(context.Background(), c); err != nil {
-			t.Error(err)
-		}
-	}
-	if st := r.Stats(); st.Ioctl+st.Exec != 0 {
-		t.Errorf("stats = %+v, want no dmsetup reads counted", st)
-	}
-	if fmt.Sprint(exec.ran) != fmt.Sprint(cmdStrings(others)) {
-		t.Errorf("exec ran %q", exec.ran)
-	}
-}
-
-func cmdStrings(cs []Cmd) []string {
-	out := make([]string, len(cs))
-	for i, c := range cs {
-		out[i] = c.String()
-	}
-	return out
-}
-
-// TestDMRunnerCancelled: a cancelled context is an error, not a fallback.
-func TestDMRunnerCancelled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	exec := &recordingRunner{}
-	r := &DMRunner{Exec: exec}
-	if _, err := r.Run(ctx, dmTableCmd); !errors.Is(err, context.Canceled) {
-		t.Errorf("err = %v", err)
-	}
-	if len(exec.ran) != 0 {
-		t.Errorf("exec ran %q", exec.ran)
-	}
 }
 
 // TestHideKeys checks the key masking rules read from dmsetup's source
@@ -277,11 +176,11 @@ func TestHideKeys(t *testing.T) {
 		{"integrity", "253:0 0 32 J 1 internal_hash:crc32c", "253:0 0 32 J 1 internal_hash:crc32c"},
 		{"linear", "253:0 " + key, "253:0 " + key},
 	} {
-		got := string(appendDMLines(nil, "d", []dmTarget{{Length: 8, Type: c.target, Params: c.in}}, true))
+		got := string(AppendLines(nil, "d", []Target{{Length: 8, Type: c.target, Params: c.in}}, true))
 		if want := "d: 0 8 " + c.target + " " + c.want + "\n"; got != want {
 			t.Errorf("%s table:\n got %q\nwant %q", c.target, got, want)
 		}
-		got = string(appendDMLines(nil, "d", []dmTarget{{Length: 8, Type: c.target, Params: c.in}}, false))
+		got = string(AppendLines(nil, "d", []Target{{Length: 8, Type: c.target, Params: c.in}}, false))
 		if want := "d: 0 8 " + c.target + " " + c.in + "\n"; got != want {
 			t.Errorf("%s status masked: %q", c.target, got)
 		}
@@ -298,7 +197,7 @@ func BenchmarkDMFormat(b *testing.B) {
 		files     map[string][]byte
 	}
 	var caps []capture
-	dirs, _ := filepath.Glob(filepath.Join("testdata", "dmioctl", "vdo-stacked", "*"))
+	dirs, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "dmioctl", "vdo-stacked", "*"))
 	for _, dir := range dirs {
 		kind, dev := captureKind(dir)
 		c := capture{kind: kind, dev: dev, files: map[string][]byte{}}
@@ -322,7 +221,7 @@ func BenchmarkDMFormat(b *testing.B) {
 				// the caller hands out a fresh buffer each call, as the ioctl does
 				return bytes.Clone(c.files[nameOrList(req, name)]), nil
 			}
-			if _, err := dmFormat(call, c.kind, c.dev); err != nil {
+			if _, err := Format(call, c.kind, c.dev); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,4 +1,4 @@
-package probes
+package dmioctl
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ func TestDMOpenCount(t *testing.T) {
 		var gotName string
 		call := func(req uint32, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error) {
 			gotReq, gotName = req, name
-			b, err := dmRequest(dmHeaderSize, version, name, flags, payload)
+			b, err := dmRequest(HeaderSize, version, name, flags, payload)
 			if err != nil {
 				return nil, err
 			}
