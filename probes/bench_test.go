@@ -3,13 +3,15 @@ package probes
 import (
 	"context"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // BenchmarkProbeReplay measures the CPU cost of one probe pass with the I/O
 // taken out: the replay of the mixed guest snapshot (split VDO pool, thin
 // pool, bcache) through every parser and the model build.
 func BenchmarkProbeReplay(b *testing.B) {
-	src := Replay(loadSnapshot(b, "mixed"))
+	src := hostio.Replay(loadSnapshot(b, "mixed"))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Probe(context.Background(), src); err != nil {
@@ -75,7 +77,7 @@ func BenchmarkSnapshotRoundTrip(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := ParseSnapshot(text); err != nil {
+		if _, err := hostio.ParseSnapshot(text); err != nil {
 			b.Fatal(err)
 		}
 	}

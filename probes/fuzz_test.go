@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // The fuzz targets start from real guest output: the snapshots' recorded
@@ -28,11 +30,11 @@ func fuzzSeeds(tb testing.TB, target string) [][]byte {
 	files, _ := filepath.Glob("testdata/snapshots/*.txtar")
 	var seeds [][]byte
 	for _, f := range files {
-		s, err := ReadSnapshotFile(f)
+		s, err := hostio.ReadSnapshotFile(f)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		cmd := func(c Cmd) {
+		cmd := func(c hostio.Cmd) {
 			if r, ok := s.Commands[c.String()]; ok && len(r.Result.Stdout) > 0 {
 				seeds = append(seeds, r.Result.Stdout)
 			}
@@ -55,12 +57,12 @@ func fuzzSeeds(tb testing.TB, target string) [][]byte {
 			cmd(lvmConfigCmd)
 		case "FuzzDecodeVDOBlocks":
 			for _, k := range sortedKeys(s.Files) {
-				if r := s.Files[k]; r.Op == OpReadAt {
+				if r := s.Files[k]; r.Op == hostio.OpReadAt {
 					seeds = append(seeds, r.Data)
 				}
 			}
 		case "FuzzParseTargetArgs":
-			for _, c := range []Cmd{dmTableCmd, dmStatusCmd} {
+			for _, c := range []hostio.Cmd{dmTableCmd, dmStatusCmd} {
 				lines, _ := parseDMLines(c.String(), s.Commands[c.String()].Result.Stdout)
 				for _, name := range sortedKeys(lines) {
 					for _, l := range lines[name] {
@@ -74,7 +76,7 @@ func fuzzSeeds(tb testing.TB, target string) [][]byte {
 				switch {
 				case r.Path == storageCfgPath || r.Path == meminfoPath || r.Path == cpuOnlinePath:
 					seeds = append([][]byte{r.Data}, seeds...)
-				case r.Op == OpFile && strings.HasPrefix(r.Path, "/sys/"):
+				case r.Op == hostio.OpFile && strings.HasPrefix(r.Path, "/sys/"):
 					seeds = append(seeds, r.Data)
 				}
 			}
@@ -461,7 +463,7 @@ func FuzzParseSysfs(f *testing.F) {
 func FuzzParseSnapshot(f *testing.F) {
 	addSeeds(f, "FuzzParseSnapshot")
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := ParseSnapshot(b)
+		s, err := hostio.ParseSnapshot(b)
 		if err != nil {
 			return
 		}
@@ -470,7 +472,7 @@ func FuzzParseSnapshot(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s2, err := ParseSnapshot(text)
+		s2, err := hostio.ParseSnapshot(text)
 		if err != nil {
 			t.Fatalf("re-parse: %v", err)
 		}

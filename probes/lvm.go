@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // fullReportCmd is the one LVM report of a probe pass. It names the LV and
@@ -19,7 +21,7 @@ import (
 // LVM took about 1.5 s to write, against 2.5 MB and about 1.05 s for the
 // fields keel reads (docs/benchmark-history.md). VG, PV and PV-segment
 // rows are few and are still asked for whole.
-var fullReportCmd = Cmd{Name: "lvm", Args: []string{"fullreport", "--reportformat", "json", "--units", "b", "--nosuffix", "--all",
+var fullReportCmd = hostio.Cmd{Name: "lvm", Args: []string{"fullreport", "--reportformat", "json", "--units", "b", "--nosuffix", "--all",
 	"--configreport", "vg", "-o", "vg_all",
 	"--configreport", "pv", "-o", "pv_all,vg_name",
 	"--configreport", "lv", "-o", reportLVOptions,
@@ -487,7 +489,7 @@ func decodeReportRows(b []byte, keep func(subreport string) bool, firstOnly bool
 }
 
 // decodeReportStream decodes a report as decodeReportRows does while the
-// command writes it: grow is the next of Streamer.RunStream. What it
+// command writes it: grow is the next of hostio.Cmd.Consume. What it
 // returns is what decodeReportRows returns for the whole output when the
 // command ends normally; a caller that sees the command fail decodes the
 // whole output again (Probe).
@@ -534,7 +536,7 @@ const maxJSONDepth = 10000
 type reportDecoder struct {
 	b []byte
 	// grow, while set, gives b with more bytes as a streamed input grows
-	// (Streamer); it is dropped once it says the input is whole.
+	// (hostio.Cmd.Consume); it is dropped once it says the input is whole.
 	grow  func() ([]byte, bool)
 	i     int              // next byte to read
 	keys  map[string]int32 // interned row keys: index in names

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // A report field can fail in LVM while the rest of the report is sound.
@@ -66,12 +68,12 @@ func lvOptionsIndex() int {
 // (Probe), so a report of thousands of LVs is read once, not first to find
 // its log and then again for its rows. Where the quick reading does not
 // find them, the whole report is read and checked first, as before.
-func fieldFailureRetry(stdout []byte) (retry Cmd, vgs []string, note string, ok bool) {
+func fieldFailureRetry(stdout []byte) (retry hostio.Cmd, vgs []string, note string, ok bool) {
 	log, lvKeys, found := reportHead(stdout)
 	if !found {
 		rep, err := decodeReportRows(stdout, func(sub string) bool { return sub == "lv" }, true)
 		if err != nil {
-			return Cmd{}, nil, "", false
+			return hostio.Cmd{}, nil, "", false
 		}
 		log, lvKeys = rep.Log, nil
 		for _, el := range rep.Report {
@@ -88,9 +90,9 @@ func fieldFailureRetry(stdout []byte) (retry Cmd, vgs []string, note string, ok 
 
 // retryWithout is fieldFailureRetry's decision on a failed report's log
 // and the field names its LV rows carry.
-func retryWithout(log []map[string]string, lvKeys []string) (retry Cmd, vgs []string, note string, ok bool) {
+func retryWithout(log []map[string]string, lvKeys []string) (retry hostio.Cmd, vgs []string, note string, ok bool) {
 	if len(log) == 0 {
-		return Cmd{}, nil, "", false
+		return hostio.Cmd{}, nil, "", false
 	}
 	failed := map[string]bool{}
 	var objects []string
@@ -100,7 +102,7 @@ func retryWithout(log []map[string]string, lvKeys []string) (retry Cmd, vgs []st
 		switch e["log_type"] {
 		case "status":
 			if msg != "success" && msg != "failure" {
-				return Cmd{}, nil, "", false
+				return hostio.Cmd{}, nil, "", false
 			}
 		case "error":
 			if strings.HasPrefix(msg, "dm_report_field_percent: ") {
@@ -108,7 +110,7 @@ func retryWithout(log []map[string]string, lvKeys []string) (retry Cmd, vgs []st
 			}
 			field, found := strings.CutPrefix(msg, "_do_report_object: report function failed for field ")
 			if !found || field == "" || e["log_object_type"] != "lv" {
-				return Cmd{}, nil, "", false
+				return hostio.Cmd{}, nil, "", false
 			}
 			vg := e["log_object_group"]
 			failed[field] = true
@@ -118,11 +120,11 @@ func retryWithout(log []map[string]string, lvKeys []string) (retry Cmd, vgs []st
 			}
 			vgs = append(vgs, vg)
 		default:
-			return Cmd{}, nil, "", false
+			return hostio.Cmd{}, nil, "", false
 		}
 	}
 	if len(failed) == 0 {
-		return Cmd{}, nil, "", false
+		return hostio.Cmd{}, nil, "", false
 	}
 	var fields []string
 	for _, k := range lvKeys {
@@ -131,7 +133,7 @@ func retryWithout(log []map[string]string, lvKeys []string) (retry Cmd, vgs []st
 		}
 	}
 	if len(fields) == 0 || !slices.Contains(fields, "lv_uuid") || !slices.Contains(fields, "vg_name") {
-		return Cmd{}, nil, "", false // no LV row to learn the field names from
+		return hostio.Cmd{}, nil, "", false // no LV row to learn the field names from
 	}
 	slices.Sort(fields)
 	slices.Sort(vgs)
@@ -227,7 +229,7 @@ func reportHead(b []byte) (log []map[string]string, lvKeys []string, found bool)
 
 // retryCmd is fullreport with the LV fields named one by one (sorted) and,
 // unless vgs is nil, only the VGs vgs (sorted, no repeats).
-func retryCmd(fields, vgs []string) Cmd {
+func retryCmd(fields, vgs []string) hostio.Cmd {
 	c := fullReportCmd
 	c.Args = slices.Clone(fullReportCmd.Args)
 	c.Args[lvOptionsIndex()] = strings.Join(fields, ",")

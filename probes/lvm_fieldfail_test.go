@@ -10,10 +10,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // scaleSnapshot reads a gzipped guest capture of probes/testdata/scale.
-func scaleSnapshot(t testing.TB, name string) *Snapshot {
+func scaleSnapshot(t testing.TB, name string) *hostio.Snapshot {
 	t.Helper()
 	f, err := os.Open("testdata/scale/" + name + ".txtar.gz")
 	if err != nil {
@@ -28,7 +30,7 @@ func scaleSnapshot(t testing.TB, name string) *Snapshot {
 	if _, err := io.Copy(&b, z); err != nil {
 		t.Fatal(err)
 	}
-	s, err := ParseSnapshot(b.Bytes())
+	s, err := hostio.ParseSnapshot(b.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +157,7 @@ func TestReportHead(t *testing.T) {
 // whose rows do not decode is an error naming the report.
 func TestProbeRetryDecodesFailedReport(t *testing.T) {
 	snap := scaleSnapshot(t, "scale-vdo")
-	h, err := Probe(context.Background(), Replay(snap))
+	h, err := Probe(context.Background(), hostio.Replay(snap))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +175,7 @@ func TestProbeRetryDecodesFailedReport(t *testing.T) {
 	broken[at+len(`"lv_name":`)] = '{'
 	rec.Result.Stdout = broken
 	snap.Commands[legacyReportKey] = rec
-	_, err = Probe(context.Background(), Replay(snap))
+	_, err = Probe(context.Background(), hostio.Replay(snap))
 	if err == nil || !strings.Contains(err.Error(), "lvm fullreport: offset") {
 		t.Errorf("a failed report whose rows do not decode: error %v, want the decoding error", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // PoolStatusKey reads `dmsetup status` (in-process where the runner serves
@@ -17,7 +19,7 @@ import (
 // index and compression states and its use in whole percent (vdo.rst).
 // The daemon runs a full pass when the key changes: thin-pool fill and VDO
 // modes change in the kernel alone, with no uevent and no LVM commit.
-func PoolStatusKey(ctx context.Context, src Source) (string, error) {
+func PoolStatusKey(ctx context.Context, src hostio.Source) (string, error) {
 	out, err := run(ctx, src, dmStatusCmd)
 	if err != nil {
 		return "", err

@@ -1,9 +1,15 @@
+// Package probes is keel's read-only view of a host: it runs lvm, dmsetup
+// and lvmconfig, reads sysfs, procfs and a few configuration files, and
+// turns what it sees into one observed model (Host). It reads only through
+// a hostio.Source, so a probe pass can be recorded into a node snapshot and
+// replayed anywhere by the same code path.
 package probes
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"runtime/debug"
 	"slices"
@@ -11,20 +17,22 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // Commands run once per probe pass whatever the number of LVs; Probe adds
 // one `dmsetup message <pool> 0 stats` per active VDO pool.
 var (
-	dmTableCmd   = Cmd{Name: "dmsetup", Args: []string{"table"}, ReadOnly: true}
-	dmStatusCmd  = Cmd{Name: "dmsetup", Args: []string{"status"}, ReadOnly: true}
-	lvmConfigCmd = Cmd{Name: "lvmconfig", Args: []string{"--typeconfig", "full"}, ReadOnly: true}
+	dmTableCmd   = hostio.Cmd{Name: "dmsetup", Args: []string{"table"}, ReadOnly: true}
+	dmStatusCmd  = hostio.Cmd{Name: "dmsetup", Args: []string{"status"}, ReadOnly: true}
+	lvmConfigCmd = hostio.Cmd{Name: "lvmconfig", Args: []string{"--typeconfig", "full"}, ReadOnly: true}
 )
 
 // LVMConfigCmd is the command by which a probe pass reads LVM's merged
 // configuration (lvm.conf, lvmlocal.conf, tag files and the binary's
 // defaults), as LVM itself reads it.
-func LVMConfigCmd() Cmd { return lvmConfigCmd }
+func LVMConfigCmd() hostio.Cmd { return lvmConfigCmd }
 
 // Files and directories the probe reads.
 const (
@@ -53,43 +61,29 @@ var queueFiles = []string{"rotational", "logical_block_size", "physical_block_si
 	"discard_max_bytes", "discard_max_hw_bytes", "discard_granularity"}
 
 type cmdOut struct {
-	res Result
+	res hostio.Result
 	err error
 }
 
 // run runs c and folds a could-not-run error and a non-zero exit into one
 // error. A panic while it runs is that command's error too.
-func run(ctx context.Context, src Source, c Cmd) (out []byte, err error) {
+func run(ctx context.Context, src hostio.Source, c hostio.Cmd) (out []byte, err error) {
 	res, err := runResult(ctx, src, c)
 	return res.Stdout, err
 }
 
 // runResult is run keeping the exit status: Result holds stdout and the
 // exit status (stdout is nil when the command could not run).
-func runResult(ctx context.Context, src Source, c Cmd) (res Result, err error) {
+func runResult(ctx context.Context, src hostio.Source, c hostio.Cmd) (res hostio.Result, err error) {
 	defer caught(&err, c.String())
 	res, err = src.Runner.Run(ctx, c)
 	if err != nil {
-		return Result{ExitCode: -1}, err
+		return hostio.Result{ExitCode: -1}, err
 	}
 	if err := res.Err(c); err != nil {
-		return Result{Stdout: res.Stdout, ExitCode: res.ExitCode}, err
+		return hostio.Result{Stdout: res.Stdout, ExitCode: res.ExitCode}, err
 	}
-	return Result{Stdout: res.Stdout}, nil
-}
-
-// runStreamResult is runResult through RunStream: consume sees the output
-// while c runs.
-func runStreamResult(ctx context.Context, src Source, c Cmd, consume func(next func() ([]byte, bool))) (res Result, err error) {
-	defer caught(&err, c.String())
-	res, err = RunStream(ctx, src.Runner, c, consume)
-	if err != nil {
-		return Result{ExitCode: -1}, err
-	}
-	if err := res.Err(c); err != nil {
-		return Result{Stdout: res.Stdout, ExitCode: res.ExitCode}, err
-	}
-	return Result{Stdout: res.Stdout}, nil
+	return hostio.Result{Stdout: res.Stdout}, nil
 }
 
 // streamedReport is the full report decoded while LVM wrote it. ok is
@@ -101,7 +95,7 @@ type streamedReport struct {
 	ok  bool
 }
 
-// decode is the consume of the report's RunStream.
+// decode is the report's Cmd.Consume.
 func (s *streamedReport) decode(next func() ([]byte, bool)) {
 	var err error
 	defer func() {
@@ -147,11 +141,11 @@ func (p *panics) catch(what string) {
 // its Errors (or Host.Errors) and the pass goes on; the returned error is
 // non-nil only when a core command (lvm fullreport, dmsetup table or
 // status) failed or ctx ended, and the Host is still returned.
-func Probe(ctx context.Context, src Source) (*Host, error) {
+func Probe(ctx context.Context, src hostio.Source) (*Host, error) {
 	h := &Host{PVs: map[string]*PV{}, VGs: map[string]*VG{}, LVs: map[string]*LV{}, VDOPools: map[string]*VDOPool{},
 		ThinPools: map[string]*ThinPool{}, Bcache: map[string]*Bcache{}, CacheSets: map[string]*CacheSet{},
 		Queues: map[string]*Queue{}, ByID: map[string][]string{}, DM: map[string]*DMDevice{}, KeelFiles: map[string]*KeelFile{}}
-	cmds := []Cmd{fullReportCmd, dmTableCmd, dmStatusCmd, lvmConfigCmd}
+	cmds := []hostio.Cmd{fullReportCmd, dmTableCmd, dmStatusCmd, lvmConfigCmd}
 	outs := make([]cmdOut, len(cmds))
 	var (
 		wg      sync.WaitGroup
@@ -174,10 +168,9 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 			src.SuspendWait, strings.Join(h.Suspended, ", ")))
 	}
 	// The report is decoded as LVM writes it where the runner can show it
-	// (Streamer): at thousands of LVs, decoding it after LVM exits was
+	// (Cmd.Consume): at thousands of LVs, decoding it after LVM exits was
 	// the largest part of a pass beyond LVM's own time.
 	var streamed streamedReport
-	_, streaming := src.Runner.(Streamer)
 	var sys sysfsView
 	wg.Add(1)
 	go func() {
@@ -198,13 +191,10 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		go func() {
 			defer wg.Done()
 			defer crashed.catch(c.String())
-			var res Result
-			var err error
-			if i == 0 && streaming {
-				res, err = runStreamResult(ctx, src, c, streamed.decode)
-			} else {
-				res, err = runResult(ctx, src, c)
+			if i == 0 {
+				c.Consume = streamed.decode
 			}
+			res, err := runResult(ctx, src, c)
 			outs[i] = cmdOut{res, err}
 			if c.String() == dmTableCmd.String() && err == nil {
 				stats.start(ctx, src, res.Stdout, &wg)
@@ -335,7 +325,7 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 	return h, nil
 }
 
-func probeHostFiles(fsys FS, h *Host) {
+func probeHostFiles(fsys hostio.FS, h *Host) {
 	note := func(p string, err error) { h.Errors = append(h.Errors, fmt.Sprintf("%s: %v", p, err)) }
 	if b, err := fsys.ReadFile(hostnamePath); err != nil {
 		note(hostnamePath, err)
@@ -374,7 +364,7 @@ func probeHostFiles(fsys FS, h *Host) {
 
 // probeKeelFiles reads the files keel generates. A file a replayed snapshot
 // did not record (captured before keel read it) is unknown, not missing.
-func probeKeelFiles(fsys FS, h *Host) {
+func probeKeelFiles(fsys hostio.FS, h *Host) {
 	for _, p := range UdevRulePaths {
 		f := &KeelFile{Path: p}
 		switch b, err := fsys.ReadFile(p); {
@@ -398,12 +388,12 @@ type sysfsView struct {
 	errors    []string
 }
 
-func readTrim(fsys FS, p string) (string, error) {
+func readTrim(fsys hostio.FS, p string) (string, error) {
 	b, err := fsys.ReadFile(p)
 	return strings.TrimSpace(string(b)), err
 }
 
-func readSysfs(fsys FS) sysfsView {
+func readSysfs(fsys hostio.FS) sysfsView {
 	v := sysfsView{queues: map[string]*Queue{}, byID: map[string][]string{}}
 	devs, err := fsys.ReadDir(sysBlock)
 	if err != nil {
@@ -439,7 +429,7 @@ func readSysfs(fsys FS) sysfsView {
 	return v
 }
 
-func readQueue(fsys FS, dev string) *Queue {
+func readQueue(fsys hostio.FS, dev string) *Queue {
 	q := &Queue{Device: dev, Rotational: -1}
 	base := sysBlock + "/" + dev
 	bad := func(p string, err error) { q.Errors = append(q.Errors, fmt.Sprintf("%s: %v", p, err)) }
@@ -517,7 +507,7 @@ func transportOf(sysPath string) string {
 
 // readFiles reads the named files of dir, trimmed; missing files are
 // skipped, other failures listed.
-func readFiles(fsys FS, dir string, names []string) (map[string]string, []string) {
+func readFiles(fsys hostio.FS, dir string, names []string) (map[string]string, []string) {
 	files := map[string]string{}
 	var errs []string
 	for _, f := range names {
@@ -533,7 +523,7 @@ func readFiles(fsys FS, dir string, names []string) (map[string]string, []string
 	return files, errs
 }
 
-func readBcache(fsys FS, dev string) *Bcache {
+func readBcache(fsys hostio.FS, dev string) *Bcache {
 	dir := sysBlock + "/" + dev + "/bcache"
 	files, errs := readFiles(fsys, dir, bcacheBackingFiles)
 	link, err := fsys.Readlink(dir + "/cache")
@@ -545,7 +535,7 @@ func readBcache(fsys FS, dev string) *Bcache {
 	return b
 }
 
-func readCacheSet(fsys FS, uuid string) *CacheSet {
+func readCacheSet(fsys hostio.FS, uuid string) *CacheSet {
 	dir := sysFsBcache + "/" + uuid
 	files, errs := readFiles(fsys, dir, cacheSetFiles)
 	c := buildCacheSet(uuid, files)
@@ -593,7 +583,7 @@ func (v *sysfsView) apply(h *Host) {
 
 // resolvePVs finds each PV's kernel device, its by-id names, rotational
 // flag and transport.
-func resolvePVs(fsys FS, h *Host, v *sysfsView) {
+func resolvePVs(fsys hostio.FS, h *Host, v *sysfsView) {
 	for _, pv := range h.PVs {
 		dev := path.Base(pv.Name)
 		if t, err := fsys.Readlink(pv.Name); err == nil {
@@ -734,7 +724,7 @@ func buildVDOPools(h *Host) []*VDOPool {
 // probeVDOPool sends the stats message and reads the geometry and super
 // block of an active pool, then places its metadata regions on PVs. It
 // writes only to p and reads h, so pools can be probed concurrently.
-func probeVDOPool(ctx context.Context, src Source, h *Host, p *VDOPool, pre *vdoStatsPrefetch) {
+func probeVDOPool(ctx context.Context, src hostio.Source, h *Host, p *VDOPool, pre *vdoStatsPrefetch) {
 	var errs []string
 	if p.DMName != "" {
 		out, err := pre.get(p.DMName)
@@ -791,7 +781,7 @@ func probeVDOPool(ctx context.Context, src Source, h *Host, p *VDOPool, pre *vdo
 	p.Errors = append(p.Errors, errs...)
 }
 
-func readVDOLayout(fsys FS, dev string) (*VDOLayout, error) {
+func readVDOLayout(fsys hostio.FS, dev string) (*VDOLayout, error) {
 	geo, err := fsys.ReadAt(dev, 0, VDOBlockSize)
 	if err != nil {
 		return nil, err
@@ -846,3 +836,6 @@ func placeRegions(h *Host, data *LV, l *VDOLayout) []VDORegion {
 	}
 	return regions
 }
+
+// isNotExist reports whether err says a file does not exist.
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

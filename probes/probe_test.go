@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // The snapshots in testdata/snapshots were recorded with `keel snapshot` in
@@ -24,9 +26,9 @@ func snapshotFiles(t *testing.T) []string {
 	return files
 }
 
-func loadSnapshot(t testing.TB, name string) *Snapshot {
+func loadSnapshot(t testing.TB, name string) *hostio.Snapshot {
 	t.Helper()
-	s, err := ReadSnapshotFile(filepath.Join("testdata/snapshots", name+".txtar"))
+	s, err := hostio.ReadSnapshotFile(filepath.Join("testdata/snapshots", name+".txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func loadSnapshot(t testing.TB, name string) *Snapshot {
 
 func probeSnapshot(t testing.TB, name string) *Host {
 	t.Helper()
-	h, err := Probe(context.Background(), Replay(loadSnapshot(t, name)))
+	h, err := Probe(context.Background(), hostio.Replay(loadSnapshot(t, name)))
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -78,11 +80,11 @@ func TestReplayAllSnapshots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			snap, err := ParseSnapshot(raw)
+			snap, err := hostio.ParseSnapshot(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := NewRecorder(Replay(snap))
+			rec := hostio.NewRecorder(hostio.Replay(snap))
 			h, err := Probe(context.Background(), rec.Source())
 			if err != nil {
 				t.Fatal(err)
@@ -99,13 +101,13 @@ func TestReplayAllSnapshots(t *testing.T) {
 			// adds exactly those reads.
 			re := rec.Snapshot(snap.Host, snap.Version, snap.Time)
 			for _, p := range UdevRulePaths {
-				if _, ok := snap.Files[OpFile+p]; ok {
+				if _, ok := snap.Files[hostio.OpFile+p]; ok {
 					continue
 				}
 				if f := h.KeelFiles[p]; f == nil || !strings.Contains(f.Unknown, "was not recorded") {
 					t.Errorf("%s not in the snapshot: want it unknown, got %+v", p, f)
 				}
-				delete(re.Files, OpFile+p)
+				delete(re.Files, hostio.OpFile+p)
 			}
 			// Likewise the device-mapper devices' suspended attribute
 			// (suspended.go), read before any command: unknown counts as
@@ -121,7 +123,7 @@ func TestReplayAllSnapshots(t *testing.T) {
 			// A snapshot captured while the report asked for lv_all and
 			// seg_all loads with the report keel asks now (ParseSnapshot):
 			// the replay records that one.
-			recorded, err := parseSnapshot(raw)
+			recorded, err := hostio.ParseSnapshotRaw(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -250,3 +252,16 @@ func TestMixedStack(t *testing.T) {
 
 // sortedKeys is slices.Sorted(maps.Keys(m)), for tests that list maps.
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+type panickingRunner struct{}
+
+func (panickingRunner) Run(context.Context, hostio.Cmd) (hostio.Result, error) { panic("injected") }
+
+// A panic in a probe goroutine fails the pass with an error naming the
+// command; it does not end the process.
+func TestProbeCatchesPanics(t *testing.T) {
+	_, err := Probe(context.Background(), hostio.Source{Runner: panickingRunner{}, FS: hostio.DirFS(t.TempDir())})
+	if err == nil || !strings.Contains(err.Error(), "lvm fullreport") || !strings.Contains(err.Error(), "panic: injected") {
+		t.Fatalf("Probe: %v", err)
+	}
+}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // vgSeqnoCmd reports every VG's metadata sequence number and nothing else.
-var vgSeqnoCmd = Cmd{Name: "lvm", Args: []string{"vgs", "--reportformat", "json", "-o", "vg_name,vg_seqno"}, ReadOnly: true}
+var vgSeqnoCmd = hostio.Cmd{Name: "lvm", Args: []string{"vgs", "--reportformat", "json", "-o", "vg_name,vg_seqno"}, ReadOnly: true}
 
 // VGSeqnos returns the vg_seqno of every VG LVM reports now, by VG name.
 // LVM adds one to a VG's seqno each time it writes the VG's metadata
@@ -16,7 +18,7 @@ var vgSeqnoCmd = Cmd{Name: "lvm", Args: []string{"vgs", "--reportformat", "json"
 // no VG was committed; the daemon uses that to trust the PV stamps it read
 // between a pass's report and this call. The JSON is read by the decoder
 // of the full report (decodeReportRows).
-func VGSeqnos(ctx context.Context, src Source) (map[string]uint64, error) {
+func VGSeqnos(ctx context.Context, src hostio.Source) (map[string]uint64, error) {
 	out, err := run(ctx, src, vgSeqnoCmd)
 	if err != nil {
 		return nil, err

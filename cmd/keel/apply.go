@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/converge"
@@ -52,7 +53,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	if !*dryRun && *node == "" && !requireRoot("apply", args, "add --dry-run to see what it would do", stderr) {
 		return exitError
 	}
-	src, err := probes.NodeSource(*node, *timeout)
+	src, err := hostio.NodeSource(*node, *timeout, liveOptions())
 	if err != nil {
 		fmt.Fprintf(stderr, "keel apply: %v\n", err)
 		return exitError
@@ -128,7 +129,7 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 		fmt.Fprintln(w, line)
 		if dryRun && r.Status == executor.Planned {
 			for _, c := range r.Action.Commands {
-				fmt.Fprintf(w, "          $ %s\n", probes.ShellJoin(c))
+				fmt.Fprintf(w, "          $ %s\n", hostio.ShellJoin(c))
 			}
 			for _, s := range r.Action.Writes {
 				fmt.Fprintf(w, "          %s <- %s\n", s.Path, s.Value)
@@ -163,11 +164,11 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 // line, so a test can prove what ran (and that a second apply ran nothing
 // mutating).
 type commandLog struct {
-	inner probes.Runner
+	inner hostio.Runner
 	f     *os.File
 }
 
-func newCommandLog(path string, inner probes.Runner) (*commandLog, error) {
+func newCommandLog(path string, inner hostio.Runner) (*commandLog, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("command log %s: %w", path, err)
@@ -177,22 +178,12 @@ func newCommandLog(path string, inner probes.Runner) (*commandLog, error) {
 
 // Run logs cmd, then runs it. A command that could not be logged is not
 // run: the log is the proof of what keel ran.
-func (c *commandLog) Run(ctx context.Context, cmd probes.Cmd) (probes.Result, error) {
+func (c *commandLog) Run(ctx context.Context, cmd hostio.Cmd) (hostio.Result, error) {
 	b, _ := json.Marshal(cmd.Argv()) // strings only: cannot fail
 	if _, err := c.f.Write(append(b, '\n')); err != nil {
-		return probes.Result{ExitCode: -1}, fmt.Errorf("command log %s: %s not run: %w", c.f.Name(), cmd, err)
+		return hostio.Result{ExitCode: -1}, fmt.Errorf("command log %s: %s not run: %w", c.f.Name(), cmd, err)
 	}
 	return c.inner.Run(ctx, cmd)
-}
-
-// RunStream logs cmd, then runs it through inner with consume
-// (probes.Streamer).
-func (c *commandLog) RunStream(ctx context.Context, cmd probes.Cmd, consume func(next func() ([]byte, bool))) (probes.Result, error) {
-	b, _ := json.Marshal(cmd.Argv())
-	if _, err := c.f.Write(append(b, '\n')); err != nil {
-		return probes.Result{ExitCode: -1}, fmt.Errorf("command log %s: %s not run: %w", c.f.Name(), cmd, err)
-	}
-	return probes.RunStream(ctx, c.inner, cmd, consume)
 }
 
 func (c *commandLog) Close() error { return c.f.Close() }

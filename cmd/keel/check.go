@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"github.com/keel-storage/keel/reconcile/plan"
 
@@ -63,7 +64,7 @@ func judge(name string, configs []string, node string, audit bool, timeout time.
 // loadedHost is a desired state and the host it is to be judged against.
 type loadedHost struct {
 	cfg  *schema.Config // nil in an audit
-	src  probes.Source
+	src  hostio.Source
 	host *probes.Host
 }
 
@@ -79,7 +80,7 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 	probeDone := make(chan error, 1)
 	go func() {
 		var err error
-		if l.src, err = probes.NodeSource(node, timeout); err == nil {
+		if l.src, err = hostio.NodeSource(node, timeout, liveOptions()); err == nil {
 			l.src = lvmcfgcache.ForNode(l.src, node)
 			if phases != nil {
 				l.src.Runner = timedRunner{l.src.Runner}
@@ -235,9 +236,9 @@ func (p *phaseLog) String() string {
 // timedRunner marks in phases when each command of a probe pass started
 // and ended (KEEL_TIMING): whether a check's time beyond `lvm fullreport`
 // is spent before the report starts or after it ends.
-type timedRunner struct{ inner probes.Runner }
+type timedRunner struct{ inner hostio.Runner }
 
-func (t timedRunner) what(c probes.Cmd) string {
+func (t timedRunner) what(c hostio.Cmd) string {
 	if len(c.Args) > 0 {
 		return c.Name + " " + c.Args[0]
 	}
@@ -245,16 +246,8 @@ func (t timedRunner) what(c probes.Cmd) string {
 }
 
 // Run runs c through the wrapped runner between two marks.
-func (t timedRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
+func (t timedRunner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
 	phases.mark(t.what(c) + " started")
 	defer phases.mark(t.what(c) + " ended")
 	return t.inner.Run(ctx, c)
-}
-
-// RunStream runs c through the wrapped runner with consume
-// (probes.Streamer) between two marks.
-func (t timedRunner) RunStream(ctx context.Context, c probes.Cmd, consume func(next func() ([]byte, bool))) (probes.Result, error) {
-	phases.mark(t.what(c) + " started")
-	defer phases.mark(t.what(c) + " ended")
-	return probes.RunStream(ctx, t.inner, c, consume)
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -257,7 +258,7 @@ func loadErrorText(name string, configs []string, err error) string {
 // probeErrorText says why the probe pass failed; a missing command is
 // named with the package that installs it, not with its whole command line.
 func probeErrorText(err error) string {
-	if name, ok := probes.MissingCommand(err); ok {
+	if name, ok := hostio.MissingCommand(err); ok {
 		pkg := map[string]string{"lvm": "lvm2", "lvmconfig": "lvm2", "dmsetup": "dmsetup"}[filepath.Base(name)]
 		if pkg == "" {
 			return fmt.Sprintf("%s is not installed (not found in PATH)", name)
@@ -290,7 +291,7 @@ func requireRoot(name string, args []string, alternative string, stderr io.Write
 		return true
 	}
 	fmt.Fprintf(stderr, "keel %s: changes the host and must run as root (effective uid %d): run 'sudo %s', or %s\n",
-		name, euid, probes.ShellJoin(append([]string{"keel", name}, args...)), alternative)
+		name, euid, hostio.ShellJoin(append([]string{"keel", name}, args...)), alternative)
 	return false
 }
 

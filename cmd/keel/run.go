@@ -15,6 +15,7 @@ import (
 	"github.com/keel-storage/keel/cmd/keel/internal/logging"
 	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/converge"
 )
@@ -77,7 +78,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 			f.Close()
 		}()
 	}
-	src := probes.Live("/", *timeout)
+	src := hostio.Live("/", *timeout, liveOptions())
 	if *cmdLog != "" {
 		cl, err := newCommandLog(*cmdLog, src.Runner)
 		if err != nil {

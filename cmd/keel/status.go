@@ -9,6 +9,7 @@ import (
 
 	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 func init() {
@@ -34,7 +35,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	if code := noArgs(fs, stderr); code != exitOK {
 		return code
 	}
-	src, err := probes.NodeSource(*node, *timeout)
+	src, err := hostio.NodeSource(*node, *timeout, liveOptions())
 	if err != nil {
 		fmt.Fprintf(stderr, "keel status: %v\n", err)
 		return exitError

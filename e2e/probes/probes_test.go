@@ -19,6 +19,7 @@ import (
 
 	"github.com/keel-storage/keel/e2e/guest"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // prelude starts every scenario of this package: the stack helpers, the
@@ -79,11 +80,11 @@ func TestLiveMatchesReplay(t *testing.T) {
 	r := runStacks(t, script, nil)
 	models := map[string]*probes.Host{}
 	for _, name := range []string{"empty", "vdo-split", "vdo-split-grown", "thin", "bcache"} {
-		snap, err := probes.ReadSnapshotFile(filepath.Join(r.Dir, "out", name+".txtar"))
+		snap, err := hostio.ReadSnapshotFile(filepath.Join(r.Dir, "out", name+".txtar"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := probes.Probe(context.Background(), probes.Replay(snap))
+		h, err := probes.Probe(context.Background(), hostio.Replay(snap))
 		if err != nil {
 			t.Fatalf("%s: host replay: %v", name, err)
 		}

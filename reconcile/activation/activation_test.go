@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -18,13 +19,13 @@ import (
 // vdosplit/vdolv, and vdovg stacked on it.
 const bcacheNode = "../../examples/nodes/vdo-on-bcache.txtar"
 
-func probeNode(t testing.TB, name string) (*probes.Host, probes.Source) {
+func probeNode(t testing.TB, name string) (*probes.Host, hostio.Source) {
 	t.Helper()
-	s, err := probes.ReadSnapshotFile(name)
+	s, err := hostio.ReadSnapshotFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := probes.Replay(s)
+	src := hostio.Replay(s)
 	h, err := probes.Probe(context.Background(), src)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)

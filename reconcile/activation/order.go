@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -216,7 +217,7 @@ func (p Plan) Blocked() []string {
 		case Waiting:
 			out = append(out, s.Reason)
 		case Activate:
-			out = append(out, fmt.Sprintf("vg %s: not active yet (%s)", s.VG, probes.ShellLines(s.Commands)))
+			out = append(out, fmt.Sprintf("vg %s: not active yet (%s)", s.VG, hostio.ShellLines(s.Commands)))
 		}
 	}
 	return out

@@ -4,7 +4,7 @@
 // sysfs alone (Loop.BcachePass), keel activate brings the declared stack up
 // at boot (Loop.Activate), and keel wipe and absent LVs remove LVs safely
 // (Loop.Wipe). Every mutating command goes through the executor and its
-// argv allowlist, through one probes.Runner, and every action is verified
+// argv allowlist, through one hostio.Runner, and every action is verified
 // against a fresh reading of the host, never against what keel remembers.
 //
 // The loop loads the desired state too, keeping the last good one when a new
@@ -27,6 +27,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/apply/bcache"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
@@ -50,7 +51,7 @@ type Loop struct {
 	// Configs are the desired-state paths (-c); none means schema.DefaultPath.
 	Configs []string
 	// Source is what probes read (the live host, or a snapshot replay).
-	Source probes.Source
+	Source hostio.Source
 	// Exec applies actions; its stuck and destructive-once state lives as
 	// long as the Loop.
 	Exec *executor.Executor
@@ -68,7 +69,7 @@ type Loop struct {
 
 	// runner runs the safe removal's commands, behind the executor's argv
 	// allowlist like every other mutating command.
-	runner probes.Runner
+	runner hostio.Runner
 	// fileRoot is where keel's generated files are written ("/" on a host).
 	fileRoot string
 	// stateDir holds keel's own state (DefaultStateDir on a host).
@@ -90,8 +91,8 @@ type Loop struct {
 
 // Wiring is what New needs besides the configuration paths.
 type Wiring struct {
-	Source      probes.Source
-	Runner      probes.Runner // mutating commands; nil means Source.Runner
+	Source      hostio.Source
+	Runner      hostio.Runner // mutating commands; nil means Source.Runner
 	SysFS       bcache.SysFS  // nil means the host's /
 	LVMConfPath string        // "" means lvmconf.DefaultPath
 	FileRoot    string        // root for the files keel generates; "" means "/"
@@ -123,7 +124,7 @@ func New(configs []string, w Wiring) *Loop {
 	if w.StatePath == "" {
 		w.StatePath = filepath.Join(w.StateDir, "state.json")
 	}
-	l := &Loop{Configs: configs, Source: w.Source, Log: w.Log, runner: executor.Allowlisted{Runner: w.Runner},
+	l := &Loop{Configs: configs, Source: w.Source, Log: w.Log, runner: hostio.Allowlisted{Runner: w.Runner},
 		stateDir: w.StateDir, State: state.Store{Path: w.StatePath}}
 	ex := executor.New(w.Runner, w.Options)
 	ex.Log = w.Log.Named("executor")
@@ -133,7 +134,7 @@ func New(configs []string, w Wiring) *Loop {
 	ex.Sysfs = func(ctx context.Context, act plan.Action) error {
 		err := sysfs(ctx, act)
 		if errors.Is(err, bcache.ErrBadValue) {
-			return &executor.RefusedError{Reason: err.Error()}
+			return &hostio.RefusedError{Reason: err.Error()}
 		}
 		return err
 	}
@@ -145,7 +146,7 @@ func New(configs []string, w Wiring) *Loop {
 		var fe *lvmconf.FilterError
 		var pe *lvmconf.ParseError
 		if errors.As(err, &fe) || errors.As(err, &pe) || errors.Is(err, lvmconf.ErrBadEntry) {
-			return &executor.RefusedError{Reason: err.Error()}
+			return &hostio.RefusedError{Reason: err.Error()}
 		}
 		return err
 	}
@@ -508,8 +509,8 @@ func (l *Loop) ConvergeFrom(ctx context.Context, h *probes.Host, m executor.Mode
 // all the bcache part of the host needs.
 type sysfsOnly struct{}
 
-func (sysfsOnly) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
-	return probes.Result{ExitCode: -1}, fmt.Errorf("%s: not run by the bcache fast path", c)
+func (sysfsOnly) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
+	return hostio.Result{ExitCode: -1}, fmt.Errorf("%s: not run by the bcache fast path", c)
 }
 
 // planBcache reads sysfs only (no command) and plans the bcache part of
@@ -527,7 +528,7 @@ func (l *Loop) planBcache(ctx context.Context) (*probes.Host, plan.Result) {
 // desired state loads. Its error is always set (no LVM command ran).
 func (l *Loop) SysfsProbe(ctx context.Context) (*probes.Host, error) {
 	start := time.Now()
-	h, err := probes.Probe(ctx, probes.Source{Runner: sysfsOnly{}, FS: l.Source.FS})
+	h, err := probes.Probe(ctx, hostio.Source{Runner: sysfsOnly{}, FS: l.Source.FS})
 	l.Log.Debug("sysfs probe", "took", Since(start))
 	return h, err
 }
@@ -626,7 +627,7 @@ func converged(rep executor.Report, id string) bool {
 // full), sysfs is read all the same, and the full pass that follows reads
 // it again.
 func (l *Loop) afterRuleWrite(ctx context.Context) ([]plan.Action, []plan.Finding) {
-	for _, c := range []probes.Cmd{
+	for _, c := range []hostio.Cmd{
 		{Name: plan.UdevReload[0], Args: plan.UdevReload[1:]},
 		{Name: plan.UdevSettle[0], Args: plan.UdevSettle[1:], ReadOnly: true},
 	} {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -27,11 +28,11 @@ var fuzzHosts = sync.OnceValues(func() ([]*probes.Host, error) {
 	}
 	var hosts []*probes.Host
 	for _, p := range paths {
-		s, err := probes.ReadSnapshotFile(p)
+		s, err := hostio.ReadSnapshotFile(p)
 		if err != nil {
 			return nil, err
 		}
-		h, err := probes.Probe(context.Background(), probes.Replay(s))
+		h, err := probes.Probe(context.Background(), hostio.Replay(s))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}

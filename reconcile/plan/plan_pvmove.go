@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // phaseResume puts the resumption of an interrupted pvmove before every
@@ -110,7 +111,7 @@ func abortCommand(src []string) string {
 	if len(src) == 0 {
 		return "pvmove --abort"
 	}
-	return probes.ShellJoin([]string{"pvmove", "--abort", src[0]})
+	return hostio.ShellJoin([]string{"pvmove", "--abort", src[0]})
 }
 
 func orNone(s []string) string {
@@ -174,9 +175,9 @@ func (p *planner) planPvmoveOrphan(lv *probes.LV) {
 	remedy := shellAnd(cmds)
 	switch {
 	case !isError:
-		remedy = probes.ShellJoin([]string{"lvs", "-a", "-o", "+segtype,devices", lv.FullName}) + " to see what it maps, then remove it only if nothing needs it"
+		remedy = hostio.ShellJoin([]string{"lvs", "-a", "-o", "+segtype,devices", lv.FullName}) + " to see what it maps, then remove it only if nothing needs it"
 	case heldOpen:
-		remedy = "stop what holds " + probes.ShellJoin([]string{"/dev/mapper/" + lv.DMName}) + " open (fuser -v on it names it), then " + remedy
+		remedy = "stop what holds " + hostio.ShellJoin([]string{"/dev/mapper/" + lv.DMName}) + " open (fuser -v on it names it), then " + remedy
 	}
 	key := p.add(Finding{ID: "vg.pvmove_orphan", Object: lv.FullName, Message: msg,
 		Expected: "no pvmove LV left", Observed: observed, Remedy: remedy})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // isTailRegion tells the recovery journal and slab summary (the last 32832
@@ -82,7 +83,7 @@ func (p *planner) checkSplit(object string, o observedVDO, fastPaths []string) {
 	}
 	remedy := ""
 	if dest != "" {
-		remedy = "live: " + probes.ShellLines(cmds)
+		remedy = "live: " + hostio.ShellLines(cmds)
 	} else {
 		missing := (need - best) * o.extent
 		remedy = fmt.Sprintf("the fast PVs lack %s (%d extents) of free space for the %d extents holding the journal: add fast space, then pvmove",

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -39,11 +40,11 @@ func replayHost(t testing.TB, name string) *probes.Host {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("snapshot %s: %v (captured by make fixtures)", name, err)
 	}
-	s, err := probes.ReadSnapshotFile(path)
+	s, err := hostio.ReadSnapshotFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := probes.Probe(context.Background(), probes.Replay(s))
+	h, err := probes.Probe(context.Background(), hostio.Replay(s))
 	if err != nil {
 		t.Fatalf("replay %s: %v", name, err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -102,7 +103,7 @@ func (p *planner) planMissingThin(vgName, name string, want schema.ThinPool, pha
 		f.Message = fmt.Sprintf("the creation of thin pool %s stopped before it ended: %s is still the plain LV lvm2 makes first (the pool's metadata area, zeroed)", object, object)
 		f.Observed = fmt.Sprintf("%s LV of %s with tag %s", lv.SegType, units.FormatSize(lv.Size), CreateTag)
 		cmds = append(cmds, []string{"lvremove", "-y", object})
-		f.Remedy = probes.ShellJoin(cmds[0])
+		f.Remedy = hostio.ShellJoin(cmds[0])
 		if want.Size.IsSet() {
 			// The whole sequence keel runs (create: true), as typed.
 			f.Remedy = shellAnd([][]string{cmds[0], thinCreateArgs(vgName, name, want), {"lvchange", "--deltag", CreateTag, object}})

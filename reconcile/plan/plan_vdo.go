@@ -11,6 +11,7 @@ import (
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/lvm/vdo"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -520,7 +521,7 @@ func (p *planner) vdoSettingsRemedy(pool, vdoLV, settings string) string {
 func shellAnd(cmds [][]string) string {
 	out := make([]string, len(cmds))
 	for i, c := range cmds {
-		out[i] = probes.ShellJoin(c)
+		out[i] = hostio.ShellJoin(c)
 	}
 	return strings.Join(out, " && ")
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // The node snapshots in testdata were recorded by e2e/wipe/scenario.sh in the
@@ -20,11 +21,11 @@ var scenarioDecl = Declared{"vdolab": {"thin-1"}, "vms": {"vm-100-disk-0"}}
 
 func snapshotInventory(t *testing.T, name string) Inventory {
 	t.Helper()
-	s, err := probes.ReadSnapshotFile("testdata/" + name)
+	s, err := hostio.ReadSnapshotFile("testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := probes.Probe(context.Background(), probes.Replay(s))
+	h, err := probes.Probe(context.Background(), hostio.Replay(s))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"os"
 	"reflect"
 	"strings"
@@ -166,9 +166,9 @@ type fakeExec struct {
 	fail  map[string]error
 }
 
-func (f *fakeExec) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
+func (f *fakeExec) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
 	f.argvs = append(f.argvs, c.String())
-	return probes.Result{}, f.fail[c.Name]
+	return hostio.Result{}, f.fail[c.Name]
 }
 
 // testRemover wipes regular files standing in for the LVs' device nodes.

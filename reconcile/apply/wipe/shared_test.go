@@ -7,15 +7,16 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 func snapshotHost(t *testing.T, path string) *probes.Host {
 	t.Helper()
-	s, err := probes.ReadSnapshotFile(path)
+	s, err := hostio.ReadSnapshotFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := probes.Probe(context.Background(), probes.Replay(s))
+	h, err := probes.Probe(context.Background(), hostio.Replay(s))
 	if err != nil {
 		t.Fatal(err)
 	}

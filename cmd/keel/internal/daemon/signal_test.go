@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/uevent"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/converge"
 )
 
@@ -210,13 +211,13 @@ func TestDaemonPassesOnMetadataChange(t *testing.T) {
 }
 
 func metadataChange(t *testing.T, seqnos func(h *probes.Host) map[string]uint64, firstSeen int) {
-	snap, err := probes.ReadSnapshotFile("../../../../examples/nodes/vdo-on-bcache.txtar")
+	snap, err := hostio.ReadSnapshotFile("../../../../examples/nodes/vdo-on-bcache.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "desired.cue"), []byte("lvm: scanLVs: true\n"), 0o644)
-	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: probes.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
+	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
 	h, err := a.Probe(context.Background())
 	if err != nil || len(h.PVs) == 0 || len(h.VGs) == 0 {
 		t.Fatalf("the snapshot's PVs and VGs: %v (%d, %d)", err, len(h.PVs), len(h.VGs))

@@ -19,12 +19,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/keel-storage/keel/reconcile/atomicfile"
 
 	"github.com/keel-storage/keel/schema"
 )

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/schema"
 )
@@ -55,7 +56,7 @@ func hosts(t *testing.T) map[string]*probes.Host {
 	}
 	out := map[string]*probes.Host{}
 	for _, s := range snaps {
-		src, err := probes.NodeSource(s, time.Minute)
+		src, err := hostio.NodeSource(s, time.Minute, hostio.LiveOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

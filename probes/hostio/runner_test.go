@@ -1,4 +1,4 @@
-package probes
+package hostio
 
 import (
 	"context"
@@ -47,19 +47,6 @@ func TestExecRunner(t *testing.T) {
 	}
 }
 
-type panickingRunner struct{}
-
-func (panickingRunner) Run(context.Context, Cmd) (Result, error) { panic("injected") }
-
-// A panic in a probe goroutine fails the pass with an error naming the
-// command; it does not end the process.
-func TestProbeCatchesPanics(t *testing.T) {
-	_, err := Probe(context.Background(), Source{Runner: panickingRunner{}, FS: DirFS(t.TempDir())})
-	if err == nil || !strings.Contains(err.Error(), "lvm fullreport") || !strings.Contains(err.Error(), "panic: injected") {
-		t.Fatalf("Probe: %v", err)
-	}
-}
-
 // TestExecRunnerLeavesReadOnly: a read-only command whose context ends is
 // left to end on its own, and Run returns at once; any other command is
 // waited for. The command here ends slowly once killed because a child it
@@ -78,10 +65,11 @@ func TestExecRunnerLeavesReadOnly(t *testing.T) {
 		start := time.Now()
 		var err error
 		if stream {
-			_, err = ExecRunner{}.RunStream(ctx, c, func(next func() ([]byte, bool)) {
+			c.Consume = func(next func() ([]byte, bool)) {
 				for _, done := next(); !done; _, done = next() {
 				}
-			})
+			}
+			_, err = ExecRunner{}.Run(ctx, c)
 		} else {
 			_, err = ExecRunner{}.Run(ctx, c)
 		}

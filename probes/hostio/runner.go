@@ -1,9 +1,10 @@
-// Package probes is keel's read-only view of a host: it runs lvm, dmsetup and
-// lvmconfig, reads sysfs, procfs and a few configuration files, and turns
-// what it sees into one observed model (Host). Every command goes through a
-// Runner and every file through an FS, so a probe pass can be recorded into a
-// node snapshot and replayed anywhere by the same code path.
-package probes
+// Package hostio is keel's process and file layer: the one place that
+// starts child processes (ExecRunner) and reads the host's files (DirFS),
+// the allowlist every mutating command passes, and the record and replay of
+// both (Recorder, Snapshot, Replay). Every command goes through a Runner and
+// every file through an FS, so a probe pass can be recorded into a node
+// snapshot and replayed anywhere by the same code path.
+package hostio
 
 import (
 	"bytes"
@@ -41,6 +42,25 @@ type Cmd struct {
 	// would wait for it. A command that may change the host is always
 	// waited for, so that whatever looks next sees all it did.
 	ReadOnly bool
+	// Consume, when set, is handed the command's standard output while
+	// the command runs, in another goroutine: each call of next returns
+	// all the output written so far, blocking until there is more than
+	// the call before returned or the command has ended; done is true
+	// once the command has ended and out is all of its output. Run
+	// returns once both the command and Consume have ended, with the
+	// Result it returns without Consume. ExecRunner calls it (off Linux,
+	// or without memfd_create, once with all of the output after the
+	// command ended); a runner that answers without starting the command
+	// (a replay, a cache, the dm ioctls) may leave it uncalled, so the
+	// caller falls back to Result.Stdout when Consume saw no whole output.
+	//
+	// It lets the probe decode `lvm fullreport` as LVM writes it: at
+	// thousands of LVs LVM writes its report over the last second or two
+	// of its run, and decoding it after the exit was the largest part of
+	// `keel check` beyond the report itself. Being part of Cmd, it passes
+	// through every Runner that wraps another and hands Cmd on unchanged:
+	// no wrapper has to know about streaming for it to keep working.
+	Consume func(next func() (out []byte, done bool))
 }
 
 // Argv returns the full argument vector, program name first.
@@ -96,19 +116,10 @@ type ExecRunner struct {
 	Timeout time.Duration
 }
 
-// Run executes c and returns its output and exit status.
+// Run executes c and returns its output and exit status, handing the
+// output to c.Consume while c runs when it is set.
 func (r ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
-	return r.run(ctx, c, nil)
-}
-
-// RunStream is Run that hands c's output to consume while c runs
-// (Streamer). Off Linux, or without memfd_create, consume gets all of it
-// once c has ended.
-func (r ExecRunner) RunStream(ctx context.Context, c Cmd, consume func(next func() ([]byte, bool))) (Result, error) {
-	return r.run(ctx, c, consume)
-}
-
-func (r ExecRunner) run(ctx context.Context, c Cmd, consume func(next func() ([]byte, bool))) (Result, error) {
+	consume := c.Consume
 	if timeout := cmp.Or(c.Timeout, r.Timeout); timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -165,8 +176,8 @@ func (r ExecRunner) run(ctx context.Context, c Cmd, consume func(next func() ([]
 	if err != nil && !errors.As(err, &ee) {
 		return res, fmt.Errorf("%s: %w", c, err)
 	}
-	if f == nil && consume != nil {
-		whole(res.Stdout, consume)
+	if f == nil {
+		c.ConsumeWhole(res.Stdout)
 	}
 	return res, nil
 }

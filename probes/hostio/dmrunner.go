@@ -1,4 +1,4 @@
-package probes
+package hostio
 
 import (
 	"context"
@@ -89,19 +89,6 @@ func (r *DMRunner) Stats() DMRunnerStats {
 	return r.stats
 }
 
-// RunStream runs c with consume (Streamer): a dmsetup read as Run serves
-// it, any other command through Exec.
-func (r *DMRunner) RunStream(ctx context.Context, c Cmd, consume func(next func() ([]byte, bool))) (Result, error) {
-	if _, _, ok := dmServed(c); ok {
-		res, err := r.Run(ctx, c)
-		if err == nil {
-			whole(res.Stdout, consume)
-		}
-		return res, err
-	}
-	return RunStream(ctx, r.Exec, c, consume)
-}
-
 // Run serves c in-process when it is one of the dmsetup reads and the
 // ioctls work, and otherwise runs it through Exec.
 func (r *DMRunner) Run(ctx context.Context, c Cmd) (Result, error) {
@@ -140,5 +127,6 @@ func (r *DMRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	if r.Log != nil {
 		r.Log.Debug("served by dm ioctl", "cmd", c.String(), "bytes", len(out))
 	}
+	c.ConsumeWhole(out)
 	return Result{Stdout: out}, nil
 }

@@ -1,4 +1,4 @@
-package probes
+package hostio
 
 import (
 	"errors"
@@ -69,7 +69,7 @@ func (d DirFS) ReadAt(name string, off int64, n int) ([]byte, error) {
 		// The read would wait until someone resumes the device.
 		return nil, suspendedError(name)
 	}
-	if off%directAlign == 0 && n%directAlign == 0 && n > 0 {
+	if off%DirectAlign == 0 && n%DirectAlign == 0 && n > 0 {
 		if b, err := readDirect(d.path(name), off, n); !errors.Is(err, errNoDirect) {
 			return b, err
 		}
@@ -87,8 +87,19 @@ func (d DirFS) ReadAt(name string, off int64, n int) ([]byte, error) {
 	return buf[:got], nil
 }
 
-// directAlign is the alignment O_DIRECT reads use.
-const directAlign = 4096
+// DirectAlign is the alignment of the reads DirFS.ReadAt makes with
+// O_DIRECT, past the page cache: a ReadAt whose offset and length are
+// multiples of it reads the device, not what the cache holds of it.
+const DirectAlign = 4096
 
 // errNoDirect means the file cannot be read with O_DIRECT; read it normally.
 var errNoDirect = errors.New("O_DIRECT not available")
+
+// ErrSuspended is what a read of a suspended device-mapper device returns
+// instead of blocking.
+var ErrSuspended = errors.New("device-mapper device is suspended")
+
+// suspendedError names the suspended devices in a read's error.
+func suspendedError(name string) error {
+	return fmt.Errorf("%s: %w", name, ErrSuspended)
+}

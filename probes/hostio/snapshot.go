@@ -1,4 +1,4 @@
-package probes
+package hostio
 
 import (
 	"bytes"
@@ -214,24 +214,47 @@ func (s *Snapshot) MarshalText() ([]byte, error) {
 
 var readAtSuffix = regexp.MustCompile(`@(\d+)\+(\d+)$`)
 
-// ParseSnapshot reads a snapshot written by MarshalText. A snapshot
-// recorded while keel's LVM report asked for lv_all and seg_all (before
-// 2026-12-04) comes back with the report keel asks for now, each LV and
-// segment row cut to the fields it names (narrowLegacyReport), so that a
-// replay reads what keel reads on a live host. A report that failed, or
-// whose rows lack a field keel asks for now, stays as recorded; Replay
-// still finds it (legacyReportCmd).
+// Migration adapts snapshots recorded by an older keel to the commands
+// keel's readers run now, so that a replay reads what keel reads on a live
+// host. The readers that changed a command register one (RegisterMigration);
+// this package knows none of their commands.
+type Migration struct {
+	// Snapshot rewrites a parsed snapshot in place into the form keel
+	// records now, or leaves it as it is.
+	Snapshot func(*Snapshot)
+	// Cmd returns the argv under which an older keel recorded the
+	// command c runs now; ok is false when c never had another.
+	Cmd func(c Cmd) (old Cmd, ok bool)
+}
+
+// migrations are the registered Migrations, in order. They are set while
+// the program initializes and only read afterwards.
+var migrations []Migration
+
+// RegisterMigration adds m to what ParseSnapshot and Replay apply. It is
+// meant for package initialization (the probe's LVM report registers its
+// own): a snapshot is parsed and replayed the same way in every program
+// that links the reader whose command changed.
+func RegisterMigration(m Migration) { migrations = append(migrations, m) }
+
+// ParseSnapshot reads a snapshot written by MarshalText, and applies every
+// registered Migration to it.
 func ParseSnapshot(data []byte) (*Snapshot, error) {
-	s, err := parseSnapshot(data)
+	s, err := ParseSnapshotRaw(data)
 	if err != nil {
 		return nil, err
 	}
-	narrowLegacyReport(s)
+	for _, m := range migrations {
+		if m.Snapshot != nil {
+			m.Snapshot(s)
+		}
+	}
 	return s, nil
 }
 
-// parseSnapshot is ParseSnapshot without the narrowing of a legacy report.
-func parseSnapshot(data []byte) (*Snapshot, error) {
+// ParseSnapshotRaw is ParseSnapshot without the Migrations: the snapshot
+// as it was recorded.
+func ParseSnapshotRaw(data []byte) (*Snapshot, error) {
 	ar := txtar.Parse(data)
 	s := &Snapshot{Commands: map[string]CmdRecord{}, Files: map[string]FileRecord{}}
 	for _, line := range strings.Split(string(ar.Comment), "\n") {
@@ -356,11 +379,11 @@ func ReadSnapshotFile(name string) (*Snapshot, error) {
 }
 
 // NodeSource returns the Source for a reading command: the replay of the
-// snapshot file node, or the live host (commands bounded by timeout) when
-// node is "".
-func NodeSource(node string, timeout time.Duration) (Source, error) {
+// snapshot file node, or the live host (commands bounded by timeout, opt
+// as Live takes them) when node is "".
+func NodeSource(node string, timeout time.Duration, opt LiveOptions) (Source, error) {
 	if node == "" {
-		return Live("/", timeout), nil
+		return Live("/", timeout, opt), nil
 	}
 	s, err := ReadSnapshotFile(node)
 	if err != nil {

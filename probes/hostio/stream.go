@@ -1,7 +1,6 @@
-package probes
+package hostio
 
 import (
-	"context"
 	"errors"
 	"io"
 	"os"
@@ -9,41 +8,14 @@ import (
 	"time"
 )
 
-// Streamer is a Runner that can show a command's standard output while the
-// command runs. RunStream starts c and calls consume, in another goroutine,
-// with next: each call of next returns all the output written so far,
-// blocking until there is more than the call before returned or the
-// command has ended; done is true once the command has ended and out is
-// all of its output. RunStream returns, once both the command and consume
-// have ended, the Result and error Run would have returned.
-//
-// It lets the probe decode `lvm fullreport` as LVM writes it: at 2,000
-// LVs LVM writes its 7.7 MB report over the last second or two of its run
-// (docs/benchmark-history.md), and decoding it after the exit was the
-// largest part of `keel check` beyond the report itself.
-type Streamer interface {
-	Runner
-	RunStream(ctx context.Context, c Cmd, consume func(next func() (out []byte, done bool))) (Result, error)
-}
-
-// RunStream runs c through r with consume as Streamer.RunStream does when r
-// is a Streamer; through any other Runner, consume gets all of c's output
-// in one call of next once c has ended (and nothing when c could not run).
-// Runners that wrap another call it to pass streaming on.
-func RunStream(ctx context.Context, r Runner, c Cmd, consume func(next func() ([]byte, bool))) (Result, error) {
-	if s, ok := r.(Streamer); ok {
-		return s.RunStream(ctx, c, consume)
+// ConsumeWhole hands c.Consume, when it is set, all of out at once, done:
+// what a runner that answers c without running it (a cache, the dm
+// ioctls) does, so that its caller sees the answer as it sees a streamed
+// one.
+func (c Cmd) ConsumeWhole(out []byte) {
+	if c.Consume != nil {
+		c.Consume(func() ([]byte, bool) { return out, true })
 	}
-	res, err := r.Run(ctx, c)
-	if err == nil {
-		whole(res.Stdout, consume)
-	}
-	return res, err
-}
-
-// whole calls consume with a next that returns out, done, at once.
-func whole(out []byte, consume func(next func() ([]byte, bool))) {
-	consume(func() ([]byte, bool) { return out, true })
 }
 
 // streamPoll is how long next waits before it looks at the output file
@@ -65,7 +37,7 @@ type growingOutput struct {
 	err  error // reading f failed; then done
 }
 
-// next is Streamer's next over f.
+// next is Cmd.Consume's next over f.
 func (g *growingOutput) next() ([]byte, bool) {
 	var timer *time.Timer
 	for !g.done {

@@ -1,4 +1,4 @@
-package probes
+package hostio
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 // table`, `dmsetup status` and `dmsetup message <vdo> 0 stats` it requires
 // the in-process ioctl output to equal the real dmsetup's, byte for byte,
 // and writes dmsetup's output with the raw ioctl replies under the
-// directory for the replay tests (testdata/dmioctl).
+// directory for the replay tests (probes/testdata/dmioctl).
 func TestDMIoctlGuest(t *testing.T) {
 	out := os.Getenv("KEEL_DM_GUEST_OUT")
 	if out == "" {

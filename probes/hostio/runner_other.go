@@ -1,6 +1,6 @@
 //go:build !linux
 
-package probes
+package hostio
 
 import "os"
 

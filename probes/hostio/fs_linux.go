@@ -1,4 +1,4 @@
-package probes
+package hostio
 
 import (
 	"errors"
@@ -18,6 +18,7 @@ import (
 // (drivers/md/dm-sysfs.c): a read of it would block until the device is
 // resumed. Anything else, or an attribute that cannot be read, is not.
 func suspendedBlock(root, p string) bool {
+	const sysBlock = "/sys/block"
 	fi, err := os.Stat(p)
 	if err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
 		return false

@@ -1,4 +1,4 @@
-package probes
+package hostio
 
 import (
 	"bytes"
@@ -151,7 +151,7 @@ func TestParseSnapshotErrors(t *testing.T) {
 // holds the probe's readlink of LVM's name for it, "[unknown]": a recorded
 // name that is not a path must parse back and replay its error.
 func TestSnapshotUnknownPVLink(t *testing.T) {
-	s, err := ReadSnapshotFile(filepath.Join("..", "reconcile", "plan", "testdata", "snapshots", "vg-incomplete.txtar"))
+	s, err := ReadSnapshotFile(filepath.Join("..", "..", "reconcile", "plan", "testdata", "snapshots", "vg-incomplete.txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,8 @@
-package probes
+package hostio
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -21,19 +20,24 @@ type Source struct {
 	SuspendWait time.Duration
 }
 
+// LiveOptions configure the DMRunner of a live Source. The library reads
+// no environment: cmd/keel fills them in.
+type LiveOptions struct {
+	// NoDMIoctl runs dmsetup for every device-mapper read (DMRunner.NoIoctl).
+	NoDMIoctl bool
+	// DMLog receives a debug line for each dmsetup read DMRunner serves or
+	// falls back on; nil means none.
+	DMLog hclog.Logger
+}
+
 // Live returns a Source for this host: commands run with the given
 // per-command timeout and files are read from root ("/" normally). On the
 // root file system the dmsetup reads go through a DMRunner, served by ioctl
-// (run as dmsetup processes with KEEL_DM_IOCTL=off), which logs how it
-// served each one on stderr when KEEL_LOG_LEVEL=debug.
-func Live(root string, timeout time.Duration) Source {
+// unless opt.NoDMIoctl.
+func Live(root string, timeout time.Duration, opt LiveOptions) Source {
 	var r Runner = ExecRunner{Timeout: timeout}
 	if root == "/" {
-		dm := &DMRunner{Exec: r, NoIoctl: os.Getenv("KEEL_DM_IOCTL") == "off"}
-		if lvl := hclog.LevelFromString(os.Getenv("KEEL_LOG_LEVEL")); lvl != hclog.NoLevel && lvl <= hclog.Debug {
-			dm.Log = hclog.New(&hclog.LoggerOptions{Name: "keel.probes", Level: lvl, Output: os.Stderr})
-		}
-		r = dm
+		r = &DMRunner{Exec: r, NoIoctl: opt.NoDMIoctl, Log: opt.DMLog}
 	}
 	return Source{Runner: r, FS: DirFS(root), SuspendWait: liveSuspendWait}
 }
@@ -107,15 +111,6 @@ func (rr recRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	return res, err
 }
 
-// RunStream records c as Run does, its output streamed to consume
-// (Streamer).
-func (rr recRunner) RunStream(ctx context.Context, c Cmd, consume func(next func() ([]byte, bool))) (Result, error) {
-	start := time.Now()
-	res, err := RunStream(ctx, rr.r.inner.Runner, c, consume)
-	rr.record(c, res, err, time.Since(start))
-	return res, err
-}
-
 func (rr recRunner) record(c Cmd, res Result, err error, took time.Duration) {
 	rec := CmdRecord{Argv: c.Argv(), Result: res}
 	if err != nil {
@@ -171,9 +166,8 @@ func (f recFS) ReadAt(name string, off int64, n int) ([]byte, error) {
 }
 
 // Replay returns a Source that answers from the snapshot. A command or file
-// access that was not recorded is an error naming it. The LVM report is
-// also found in the form snapshots recorded before it named its fields
-// (legacyReportCmd).
+// access that was not recorded is an error naming it. A command is also
+// found under the argv an older keel recorded it with (Migration.Cmd).
 func Replay(s *Snapshot) Source {
 	return Source{Runner: replayRunner{s}, FS: replayFS{s}}
 }
@@ -183,9 +177,16 @@ type replayRunner struct{ s *Snapshot }
 func (r replayRunner) Run(_ context.Context, c Cmd) (Result, error) {
 	rec, ok := r.s.Commands[c.String()]
 	if !ok {
-		// A snapshot recorded before the report named its fields.
-		if old, legacy := legacyReportCmd(c); legacy {
-			rec, ok = r.s.Commands[old.String()]
+		// A snapshot recorded by an older keel.
+		for _, m := range migrations {
+			if m.Cmd == nil {
+				continue
+			}
+			if old, legacy := m.Cmd(c); legacy {
+				if rec, ok = r.s.Commands[old.String()]; ok {
+					break
+				}
+			}
 		}
 	}
 	if !ok {
