@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // The fuzz targets start from real guest output: the snapshots' recorded
@@ -180,8 +181,8 @@ func FuzzParseDMLines(f *testing.F) {
 
 // dmLinesByScanner is parseDMLines written plainly (bufio.Scanner,
 // strings.SplitN), the reference the fuzz target holds it to.
-func dmLinesByScanner(b []byte) (map[string][]DMLine, error) {
-	out := map[string][]DMLine{}
+func dmLinesByScanner(b []byte) (map[string][]model.DMLine, error) {
+	out := map[string][]model.DMLine{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, maxDMLine)
 	for sc.Scan() {
@@ -202,7 +203,7 @@ func dmLinesByScanner(b []byte) (map[string][]DMLine, error) {
 		if err1 != nil || err2 != nil {
 			return nil, errors.New("not numbers")
 		}
-		l := DMLine{Start: start, Length: length, Target: f[2]}
+		l := model.DMLine{Start: start, Length: length, Target: f[2]}
 		if len(f) == 4 {
 			l.Args = f[3]
 		}
@@ -246,13 +247,13 @@ func FuzzParseTargetArgs(f *testing.F) {
 				t.Errorf("%q: vdo table %+v does not read back its fields", s, vt)
 			}
 		}
-		vs, err := parseVDOStatus(s)
+		vs, err := model.ParseVDOStatus(s)
 		errMust(t, err, "dmsetup status: vdo: ")
 		if err == nil && (vs.Device != fields[0] || vs.Mode != fields[1] || vs.IndexState != fields[3] ||
 			vs.UsedBlocks != num(fields[5]) || vs.TotalBlocks != num(fields[6])) {
 			t.Errorf("%q: vdo status %+v does not read back its fields", s, vs)
 		}
-		ts, err := parseThinPoolStatus(s)
+		ts, err := model.ParseThinPoolStatus(s)
 		errMust(t, err, "dmsetup status: thin-pool: ")
 		if err == nil && !ts.Failed {
 			meta, data := strings.Split(fields[1], "/"), strings.Split(fields[2], "/")
@@ -362,7 +363,7 @@ func FuzzDecodeVDOBlocks(f *testing.F) {
 			}
 		}
 		if l == nil {
-			l = &VDOLayout{}
+			l = &model.VDOLayout{}
 		}
 		errMust(t, decodeVDOSuperBlock(b, l), "vdo super block: ")
 	})

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // fullReportCmd is the one LVM report of a probe pass. It names the LV and
@@ -68,15 +69,15 @@ var reportSegFields = []string{
 // value a string, one report element per VG (plus one for orphan PVs),
 // each element's subreports (vg, pv, lv, seg, pvseg) by name.
 type lvmReport struct {
-	Report []map[string][]Fields `json:"report"`
-	Log    []map[string]string   `json:"log"`
+	Report []map[string][]model.Fields `json:"report"`
+	Log    []map[string]string         `json:"log"`
 }
 
 // lvmObjects is what the full report says about PVs, VGs and LVs.
 type lvmObjects struct {
-	PVs map[string]*PV
-	VGs map[string]*VG
-	LVs map[string]*LV
+	PVs map[string]*model.PV
+	VGs map[string]*model.VG
+	LVs map[string]*model.LV
 }
 
 func stripBrackets(s string) string { return strings.TrimSuffix(strings.TrimPrefix(s, "["), "]") }
@@ -142,11 +143,11 @@ func parsedSubreport(name string) bool {
 // (vg, pv, lv, seg) at a time.
 type reportParser struct {
 	o      *lvmObjects
-	byUUID map[string]*LV
+	byUUID map[string]*model.LV
 	// The LVs, and each element's first segment of every LV, are laid out
 	// in one array apiece: fewer allocations, and neighbours in memory for
 	// the passes over all LVs that follow.
-	arr []LV
+	arr []model.LV
 }
 
 func newReportParser(rep lvmReport) *reportParser {
@@ -155,15 +156,15 @@ func newReportParser(rep lvmReport) *reportParser {
 		nLV += len(el["lv"])
 	}
 	return &reportParser{
-		o:      &lvmObjects{PVs: map[string]*PV{}, VGs: map[string]*VG{}, LVs: make(map[string]*LV, nLV)},
-		byUUID: make(map[string]*LV, nLV),
-		arr:    make([]LV, 0, nLV),
+		o:      &lvmObjects{PVs: map[string]*model.PV{}, VGs: map[string]*model.VG{}, LVs: make(map[string]*model.LV, nLV)},
+		byUUID: make(map[string]*model.LV, nLV),
+		arr:    make([]model.LV, 0, nLV),
 	}
 }
 
 // vgs reads an element's VG rows and returns the name of its VG ("" for
 // the element of orphan PVs).
-func (p *reportParser) vgs(f *fieldReader, rows []Fields) string {
+func (p *reportParser) vgs(f *fieldReader, rows []model.Fields) string {
 	vgName := ""
 	for _, r := range rows {
 		if r.Get("vg_name") == "" {
@@ -171,7 +172,7 @@ func (p *reportParser) vgs(f *fieldReader, rows []Fields) string {
 		}
 		vgName = r.Get("vg_name")
 		attr := r.Get("vg_attr")
-		vg := &VG{Name: vgName, UUID: r.Get("vg_uuid"), Attr: attr, LockType: r.Get("vg_lock_type"),
+		vg := &model.VG{Name: vgName, UUID: r.Get("vg_uuid"), Attr: attr, LockType: r.Get("vg_lock_type"),
 			Shared: truthy(r.Get("vg_shared")) || truthy(r.Get("vg_clustered")) || len(attr) > 5 && strings.ContainsRune("sc", rune(attr[5]))}
 		obj := reportObject{kind: "vg", name: vgName}
 		vg.ExtentSize = f.num(obj, "vg_extent_size", r)
@@ -186,12 +187,12 @@ func (p *reportParser) vgs(f *fieldReader, rows []Fields) string {
 }
 
 // pvs reads an element's PV rows.
-func (p *reportParser) pvs(f *fieldReader, rows []Fields) {
+func (p *reportParser) pvs(f *fieldReader, rows []model.Fields) {
 	for _, r := range rows {
 		if r.Get("pv_name") == "" {
 			continue
 		}
-		pv := &PV{Name: r.Get("pv_name"), UUID: r.Get("pv_uuid"), VG: r.Get("vg_name"), Attr: r.Get("pv_attr"), Rotational: -1}
+		pv := &model.PV{Name: r.Get("pv_name"), UUID: r.Get("pv_uuid"), VG: r.Get("vg_name"), Attr: r.Get("pv_attr"), Rotational: -1}
 		obj := reportObject{kind: "pv", name: pv.Name}
 		pv.Size = f.num(obj, "pv_size", r)
 		pv.Free = f.num(obj, "pv_free", r)
@@ -234,7 +235,7 @@ var lvFields = [lvfCount]string{
 }
 
 // lvs reads an element's LV rows; vgName is the element's VG.
-func (p *reportParser) lvs(f *fieldReader, rows []Fields, vgName string) {
+func (p *reportParser) lvs(f *fieldReader, rows []model.Fields, vgName string) {
 	set := newFieldSet(lvFields[:])
 	for _, r := range rows {
 		v := set.of(r)
@@ -247,7 +248,7 @@ func (p *reportParser) lvs(f *fieldReader, rows []Fields, vgName string) {
 			vg = vgName
 		}
 		name := stripBrackets(lvName)
-		p.arr = append(p.arr, LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: v.get(lvfUUID), Attr: v.get(lvfAttr),
+		p.arr = append(p.arr, model.LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: v.get(lvfUUID), Attr: v.get(lvfAttr),
 			Hidden: strings.HasPrefix(lvName, "["), Origin: stripBrackets(v.get(lvfOrigin)),
 			Role: v.get(lvfRole), Layout: v.get(lvfLayout), Fields: r, DMName: dmName(vg, name)})
 		lv := &p.arr[len(p.arr)-1]
@@ -293,8 +294,8 @@ var segFields = [sgfCount]string{
 }
 
 // segs reads an element's segment rows (element i) into their LVs.
-func (p *reportParser) segs(f *fieldReader, i int, rows []Fields) error {
-	segs := make([]Segment, 0, len(rows))
+func (p *reportParser) segs(f *fieldReader, i int, rows []model.Fields) error {
+	segs := make([]model.Segment, 0, len(rows))
 	set := newFieldSet(segFields[:])
 	for _, r := range rows {
 		v := set.of(r)
@@ -307,7 +308,7 @@ func (p *reportParser) segs(f *fieldReader, i int, rows []Fields) error {
 			return fmt.Errorf("lvm fullreport: report %d: segment of unknown lv uuid %q", i, v.get(sgfLVUUID))
 		}
 		obj := reportObject{kind: "lv", name: lv.FullName, suffix: " segment"}
-		seg := Segment{Type: segType, Fields: r}
+		seg := model.Segment{Type: segType, Fields: r}
 		seg.StartLE = f.numOf(obj, segFields[sgfStart], v.get(sgfStart))
 		seg.Extents = f.numOf(obj, segFields[sgfExtents], v.get(sgfExtents))
 		seg.Size = f.numOf(obj, segFields[sgfSize], v.get(sgfSize))
@@ -332,7 +333,7 @@ func (p *reportParser) segs(f *fieldReader, i int, rows []Fields) error {
 func (p *reportParser) finish() {
 	o := p.o
 	for _, lv := range o.LVs {
-		slices.SortFunc(lv.Segments, func(a, b Segment) int { return cmp.Compare(a.StartLE, b.StartLE) })
+		slices.SortFunc(lv.Segments, func(a, b model.Segment) int { return cmp.Compare(a.StartLE, b.StartLE) })
 		if len(lv.Segments) > 0 {
 			lv.SegType = lv.Segments[0].Type
 		}
@@ -363,7 +364,7 @@ func (o reportObject) String() string { return o.kind + " " + o.name + o.suffix 
 type fieldReader struct{ err error }
 
 // num parses field of row r as an unsigned number; "" is 0.
-func (f *fieldReader) num(obj reportObject, field string, r Fields) uint64 {
+func (f *fieldReader) num(obj reportObject, field string, r model.Fields) uint64 {
 	return f.numOf(obj, field, r.Get(field))
 }
 
@@ -388,27 +389,27 @@ func subLV(vg, v string) string {
 }
 
 // segPVRanges returns the physical extents a linear or striped segment uses.
-func segPVRanges(seg *Segment) []PVRange {
+func segPVRanges(seg *model.Segment) []model.PVRange {
 	if seg.Type != "linear" && seg.Type != "striped" || len(seg.Devices) == 0 {
 		return nil
 	}
 	per := seg.Extents / uint64(len(seg.Devices))
-	var out []PVRange
+	var out []model.PVRange
 	for _, d := range seg.Devices {
 		if !d.IsPV || per == 0 {
 			continue
 		}
-		out = append(out, PVRange{PV: d.Name, FirstPE: d.Start, LastPE: d.Start + per - 1})
+		out = append(out, model.PVRange{PV: d.Name, FirstPE: d.Start, LastPE: d.Start + per - 1})
 	}
 	return out
 }
 
 // parseSegDevices parses "devices": comma-joined "name(start)" entries.
-func parseSegDevices(s string) ([]SegmentDev, error) {
+func parseSegDevices(s string) ([]model.SegmentDev, error) {
 	if s == "" {
 		return nil, nil
 	}
-	out := make([]SegmentDev, 0, strings.Count(s, ",")+1)
+	out := make([]model.SegmentDev, 0, strings.Count(s, ",")+1)
 	for rest, more := s, true; more; {
 		var item string
 		item, rest, more = strings.Cut(rest, ",")
@@ -420,7 +421,7 @@ func parseSegDevices(s string) ([]SegmentDev, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%q: %w", item, err)
 		}
-		out = append(out, SegmentDev{Name: stripBrackets(item[:open]), Start: n})
+		out = append(out, model.SegmentDev{Name: stripBrackets(item[:open]), Start: n})
 	}
 	return out, nil
 }
@@ -562,7 +563,7 @@ type reportDecoder struct {
 	// stopAtFirst ends the reading with errFirstRow as soon as the first
 	// row of a kept subreport is in first (reportHead).
 	stopAtFirst bool
-	first       Fields
+	first       model.Fields
 }
 
 // rowKey is an interned key; plain tells whether JSON holds it verbatim,
@@ -598,7 +599,7 @@ type pendingRow struct{ row, start, end int }
 // was made for.
 type decoderShape struct {
 	ids  []int32
-	keys *fieldKeys
+	keys *model.FieldKeys
 }
 
 // same reports whether row has the keys of the shape, in its order.
@@ -844,12 +845,12 @@ func (d *reportDecoder) end(err error) error {
 
 // elements reads the "report" array, one object per VG. Like
 // encoding/json, it decodes into the elements a slice already has.
-func (d *reportDecoder) elements(dst *[]map[string][]Fields) error {
+func (d *reportDecoder) elements(dst *[]map[string][]model.Fields) error {
 	return decodeArray(d, dst, "report elements", d.element)
 }
 
 // element reads one report element: subreport name to rows.
-func (d *reportDecoder) element(dst *map[string][]Fields) error {
+func (d *reportDecoder) element(dst *map[string][]model.Fields) error {
 	if null, err := d.null(); null || err != nil {
 		*dst = nil
 		return err
@@ -859,7 +860,7 @@ func (d *reportDecoder) element(dst *map[string][]Fields) error {
 		return err
 	}
 	if *dst == nil {
-		*dst = make(map[string][]Fields, 5)
+		*dst = make(map[string][]model.Fields, 5)
 	}
 	for more := !empty; more; {
 		_, name, err := d.key(true)
@@ -871,7 +872,7 @@ func (d *reportDecoder) element(dst *map[string][]Fields) error {
 				return err
 			}
 		} else {
-			var rows []Fields
+			var rows []model.Fields
 			if err := d.subreportRows(&rows); err != nil {
 				return err
 			}
@@ -891,12 +892,12 @@ func (d *reportDecoder) rows(dst *[]map[string]string) error {
 
 // subreportRows reads a subreport's rows: all of them, or with firstOnly
 // the first one built and the others read and checked.
-func (d *reportDecoder) subreportRows(dst *[]Fields) error {
+func (d *reportDecoder) subreportRows(dst *[]model.Fields) error {
 	d.vals, d.pend = d.vals[:0], d.pend[:0]
 	if !d.firstOnly {
 		return d.fieldsRows(dst)
 	}
-	var first [1]Fields
+	var first [1]model.Fields
 	n := 0
 	none := []struct{}{}
 	err := decodeArray(d, &none, "rows", func(*struct{}) error {
@@ -914,7 +915,7 @@ func (d *reportDecoder) subreportRows(dst *[]Fields) error {
 	case none == nil:
 		*dst = nil
 	case n == 0:
-		*dst = []Fields{}
+		*dst = []model.Fields{}
 	default:
 		d.flushText(first[:])
 		*dst = first[:]
@@ -925,7 +926,7 @@ func (d *reportDecoder) subreportRows(dst *[]Fields) error {
 // fieldsRows reads an array of rows as decodeArray does into a new slice.
 // Every few rows, and at the end, the rows read give their values one
 // string (flushText): the slice they are in is at hand here.
-func (d *reportDecoder) fieldsRows(dst *[]Fields) error {
+func (d *reportDecoder) fieldsRows(dst *[]model.Fields) error {
 	if null, err := d.null(); null || err != nil {
 		*dst = nil
 		return err
@@ -934,14 +935,14 @@ func (d *reportDecoder) fieldsRows(dst *[]Fields) error {
 	if err != nil {
 		return err
 	}
-	var rows []Fields
+	var rows []model.Fields
 	for more := !empty; more; {
 		if len(rows) == cap(rows) {
 			// Double, where append grows a large slice by a quarter:
 			// an lv subreport has thousands of rows.
 			rows = slices.Grow(rows, max(len(rows), 4))
 		}
-		rows = append(rows, Fields{})
+		rows = append(rows, model.Fields{})
 		if err := d.fieldsRow(rows, len(rows)-1); err != nil {
 			return err
 		}
@@ -954,7 +955,7 @@ func (d *reportDecoder) fieldsRows(dst *[]Fields) error {
 	}
 	d.flushText(rows)
 	if rows == nil {
-		rows = []Fields{}
+		rows = []model.Fields{}
 	}
 	*dst = rows
 	return nil
@@ -978,7 +979,7 @@ func (d *reportDecoder) skipRow() error {
 // ""), into rows[i], a Fields of the shape of its keys (null gives the
 // zero Fields). Its offsets are set; its values stay in d.vals until
 // flushText.
-func (d *reportDecoder) fieldsRow(rows []Fields, i int) error {
+func (d *reportDecoder) fieldsRow(rows []model.Fields, i int) error {
 	start := len(d.vals)
 	null, err := d.readRow()
 	if err != nil || null {
@@ -986,12 +987,13 @@ func (d *reportDecoder) fieldsRow(rows []Fields, i int) error {
 	}
 	keys := d.rowShape()
 	row := d.row
-	if len(row) != len(keys.names) {
+	if len(row) != keys.Len() {
 		// A key repeats: as in a map, its last value counts. The values
 		// are copied in the shape's order after the row's.
-		last := make([]rowEntry, len(keys.names))
+		last := make([]rowEntry, keys.Len())
 		for _, e := range row {
-			last[keys.index[d.names[e.key].name]] = e
+			j, _ := keys.Index(d.names[e.key].name)
+			last[j] = e
 		}
 		start = len(d.vals)
 		for j, e := range last {
@@ -1001,8 +1003,8 @@ func (d *reportDecoder) fieldsRow(rows []Fields, i int) error {
 		}
 		row = last
 	}
-	if uint64(len(d.vals)-start) > maxRowText {
-		return fmt.Errorf("offset %d: a row of more than %d bytes", d.i, uint64(maxRowText))
+	if uint64(len(d.vals)-start) > model.MaxRowText {
+		return fmt.Errorf("offset %d: a row of more than %d bytes", d.i, uint64(model.MaxRowText))
 	}
 	n := len(row) + 1
 	if cap(d.offs)-len(d.offs) < n {
@@ -1013,14 +1015,14 @@ func (d *reportDecoder) fieldsRow(rows []Fields, i int) error {
 		d.offs = append(d.offs, uint32(e.off-start))
 	}
 	d.offs = append(d.offs, uint32(len(d.vals)-start))
-	rows[i] = Fields{keys: keys, offs: d.offs[k : k+n : k+n]}
+	rows[i] = model.NewFields(keys, "", d.offs[k:k+n:k+n])
 	d.pend = append(d.pend, pendingRow{row: i, start: start, end: len(d.vals)})
 	return nil
 }
 
 // rowShape returns the Fields shape of the keys of d.row: the shape of the
 // row before when they are the same, as they are in a subreport.
-func (d *reportDecoder) rowShape() *fieldKeys {
+func (d *reportDecoder) rowShape() *model.FieldKeys {
 	if d.shape < len(d.shapes) && d.shapes[d.shape].same(d.row) {
 		return d.shapes[d.shape].keys
 	}
@@ -1035,7 +1037,7 @@ func (d *reportDecoder) rowShape() *fieldKeys {
 	for i, e := range d.row {
 		ids[i], names[i] = e.key, d.names[e.key].name
 	}
-	s := decoderShape{ids: ids, keys: newFieldKeys(names)}
+	s := decoderShape{ids: ids, keys: model.NewFieldKeys(names)}
 	if len(d.shapes) < maxShapes {
 		d.shapes = append(d.shapes, s)
 		d.shape = len(d.shapes) - 1
@@ -1048,11 +1050,11 @@ func (d *reportDecoder) rowShape() *fieldKeys {
 
 // flushText gives the pending rows, which are in rows, their values: one
 // string for all of them.
-func (d *reportDecoder) flushText(rows []Fields) {
+func (d *reportDecoder) flushText(rows []model.Fields) {
 	if len(d.pend) > 0 {
 		text := string(d.vals)
 		for _, p := range d.pend {
-			rows[p.row].text = text[p.start:p.end]
+			rows[p.row] = rows[p.row].WithText(text[p.start:p.end])
 		}
 	}
 	d.vals, d.pend = d.vals[:0], d.pend[:0]

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // A report field can fail in LVM while the rest of the report is sound.
@@ -178,7 +179,7 @@ func mergeRetried(failed, retried lvmReport, vgs []string) lvmReport {
 }
 
 // elementVG is the VG of a report element ("" for orphan PVs).
-func elementVG(el map[string][]Fields) string {
+func elementVG(el map[string][]model.Fields) string {
 	for _, r := range el["vg"] {
 		if v := r.Get("vg_name"); v != "" {
 			return v

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // mapReport is lvmReport with maps for rows: what encoding/json decodes
@@ -22,7 +24,7 @@ type mapReport struct {
 // encodes to the same JSON.
 func asMaps(t *testing.T, rep lvmReport) mapReport {
 	t.Helper()
-	return eachSubreport(rep.Log, rep.Report, func(_ string, rows []Fields) ([]map[string]string, bool) {
+	return eachSubreport(rep.Log, rep.Report, func(_ string, rows []model.Fields) ([]map[string]string, bool) {
 		var mrows []map[string]string
 		if rows != nil {
 			mrows = make([]map[string]string, len(rows))
@@ -57,10 +59,10 @@ func eachSubreport[R any](log []map[string]string, report []map[string][]R, rows
 }
 
 // fieldsMap is f as a map, checked against every method of f.
-func fieldsMap(t *testing.T, f Fields) map[string]string {
+func fieldsMap(t *testing.T, f model.Fields) map[string]string {
 	t.Helper()
 	var m map[string]string
-	if f.keys != nil {
+	if f.Keys() != nil {
 		m = make(map[string]string, f.Len())
 	}
 	var names []string
@@ -92,7 +94,7 @@ func fieldsMap(t *testing.T, f Fields) map[string]string {
 	if wantJSON, _ := json.Marshal(m); string(gotJSON) != string(wantJSON) {
 		t.Errorf("JSON %s, the map's %s", gotJSON, wantJSON)
 	}
-	var back Fields
+	var back model.Fields
 	if err := json.Unmarshal(gotJSON, &back); err != nil || !reflect.DeepEqual(fieldsMapOf(back), m) {
 		t.Errorf("JSON %s reads back as %v (%v)", gotJSON, back, err)
 	}
@@ -100,8 +102,8 @@ func fieldsMap(t *testing.T, f Fields) map[string]string {
 }
 
 // fieldsMapOf is f as a map, unchecked.
-func fieldsMapOf(f Fields) map[string]string {
-	if f.keys == nil {
+func fieldsMapOf(f model.Fields) map[string]string {
+	if f.Keys() == nil {
 		return nil
 	}
 	return maps.Collect(f.All())

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // PoolStatusKey reads `dmsetup status` (in-process where the runner serves
@@ -43,10 +44,10 @@ func PoolStatusKey(ctx context.Context, src hostio.Source) (string, error) {
 // poolKey is one status line's part of PoolStatusKey ("" for targets that
 // are no pools), from the probe's own status parsers; a line they cannot
 // read keys as itself, so any change of it still counts.
-func poolKey(l DMLine) string {
+func poolKey(l model.DMLine) string {
 	switch l.Target {
 	case "thin-pool":
-		st, err := parseThinPoolStatus(l.Args)
+		st, err := model.ParseThinPoolStatus(l.Args)
 		switch {
 		case err != nil:
 			return "thin-pool " + l.Args
@@ -57,7 +58,7 @@ func poolKey(l DMLine) string {
 			wholePercent(st.UsedMetaBlocks, st.MetaBlocks), wholePercent(st.UsedDataBlocks, st.DataBlocks),
 			st.ReadOnly, st.OutOfDataSpace, st.NeedsCheck)
 	case "vdo":
-		st, err := parseVDOStatus(l.Args)
+		st, err := model.ParseVDOStatus(l.Args)
 		if err != nil {
 			return "vdo " + l.Args
 		}

@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // Commands run once per probe pass whatever the number of LVs; Probe adds
@@ -141,10 +142,10 @@ func (p *panics) catch(what string) {
 // its Errors (or Host.Errors) and the pass goes on; the returned error is
 // non-nil only when a core command (lvm fullreport, dmsetup table or
 // status) failed or ctx ended, and the Host is still returned.
-func Probe(ctx context.Context, src hostio.Source) (*Host, error) {
-	h := &Host{PVs: map[string]*PV{}, VGs: map[string]*VG{}, LVs: map[string]*LV{}, VDOPools: map[string]*VDOPool{},
-		ThinPools: map[string]*ThinPool{}, Bcache: map[string]*Bcache{}, CacheSets: map[string]*CacheSet{},
-		Queues: map[string]*Queue{}, ByID: map[string][]string{}, DM: map[string]*DMDevice{}, KeelFiles: map[string]*KeelFile{}}
+func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
+	h := &model.Host{PVs: map[string]*model.PV{}, VGs: map[string]*model.VG{}, LVs: map[string]*model.LV{}, VDOPools: map[string]*model.VDOPool{},
+		ThinPools: map[string]*model.ThinPool{}, Bcache: map[string]*model.Bcache{}, CacheSets: map[string]*model.CacheSet{},
+		Queues: map[string]*model.Queue{}, ByID: map[string][]string{}, DM: map[string]*model.DMDevice{}, KeelFiles: map[string]*model.KeelFile{}}
 	cmds := []hostio.Cmd{fullReportCmd, dmTableCmd, dmStatusCmd, lvmConfigCmd}
 	outs := make([]cmdOut, len(cmds))
 	var (
@@ -262,7 +263,7 @@ func Probe(ctx context.Context, src hostio.Source) (*Host, error) {
 	} else {
 		h.PVs, h.VGs, h.LVs = objs.PVs, objs.VGs, objs.LVs
 	}
-	tables, statuses := map[string][]DMLine{}, map[string][]DMLine{}
+	tables, statuses := map[string][]model.DMLine{}, map[string][]model.DMLine{}
 	for i, which := range []string{"dmsetup table", "dmsetup status"} {
 		o := outs[1+i]
 		if o.err != nil {
@@ -281,7 +282,7 @@ func Probe(ctx context.Context, src hostio.Source) (*Host, error) {
 		}
 	}
 	for name, t := range tables {
-		h.DM[name] = &DMDevice{Name: name, Table: t, Status: statuses[name]}
+		h.DM[name] = &model.DMDevice{Name: name, Table: t, Status: statuses[name]}
 	}
 	if outs[3].err != nil {
 		h.LVMConfig.Errors = append(h.LVMConfig.Errors, outs[3].err.Error())
@@ -325,7 +326,7 @@ func Probe(ctx context.Context, src hostio.Source) (*Host, error) {
 	return h, nil
 }
 
-func probeHostFiles(fsys hostio.FS, h *Host) {
+func probeHostFiles(fsys hostio.FS, h *model.Host) {
 	note := func(p string, err error) { h.Errors = append(h.Errors, fmt.Sprintf("%s: %v", p, err)) }
 	if b, err := fsys.ReadFile(hostnamePath); err != nil {
 		note(hostnamePath, err)
@@ -356,7 +357,7 @@ func probeHostFiles(fsys hostio.FS, h *Host) {
 			note(storageCfgPath, err)
 		}
 	} else if p, err := parseStorageCfg(b); err != nil {
-		h.Proxmox = &Proxmox{Errors: []string{err.Error()}}
+		h.Proxmox = &model.Proxmox{Errors: []string{err.Error()}}
 	} else {
 		h.Proxmox = p
 	}
@@ -364,9 +365,9 @@ func probeHostFiles(fsys hostio.FS, h *Host) {
 
 // probeKeelFiles reads the files keel generates. A file a replayed snapshot
 // did not record (captured before keel read it) is unknown, not missing.
-func probeKeelFiles(fsys hostio.FS, h *Host) {
+func probeKeelFiles(fsys hostio.FS, h *model.Host) {
 	for _, p := range UdevRulePaths {
-		f := &KeelFile{Path: p}
+		f := &model.KeelFile{Path: p}
 		switch b, err := fsys.ReadFile(p); {
 		case err == nil:
 			f.Content = string(b)
@@ -381,10 +382,10 @@ func probeKeelFiles(fsys hostio.FS, h *Host) {
 
 // sysfsView is what the sysfs pass read, before it is joined with LVM's view.
 type sysfsView struct {
-	queues    map[string]*Queue
+	queues    map[string]*model.Queue
 	byID      map[string][]string // kernel name → by-id names
-	bcache    []*Bcache
-	cacheSets []*CacheSet
+	bcache    []*model.Bcache
+	cacheSets []*model.CacheSet
 	errors    []string
 }
 
@@ -394,7 +395,7 @@ func readTrim(fsys hostio.FS, p string) (string, error) {
 }
 
 func readSysfs(fsys hostio.FS) sysfsView {
-	v := sysfsView{queues: map[string]*Queue{}, byID: map[string][]string{}}
+	v := sysfsView{queues: map[string]*model.Queue{}, byID: map[string][]string{}}
 	devs, err := fsys.ReadDir(sysBlock)
 	if err != nil {
 		v.errors = append(v.errors, fmt.Sprintf("%s: %v", sysBlock, err))
@@ -429,8 +430,8 @@ func readSysfs(fsys hostio.FS) sysfsView {
 	return v
 }
 
-func readQueue(fsys hostio.FS, dev string) *Queue {
-	q := &Queue{Device: dev, Rotational: -1}
+func readQueue(fsys hostio.FS, dev string) *model.Queue {
+	q := &model.Queue{Device: dev, Rotational: -1}
 	base := sysBlock + "/" + dev
 	bad := func(p string, err error) { q.Errors = append(q.Errors, fmt.Sprintf("%s: %v", p, err)) }
 	if t, err := fsys.Readlink(base); err == nil {
@@ -523,7 +524,7 @@ func readFiles(fsys hostio.FS, dir string, names []string) (map[string]string, [
 	return files, errs
 }
 
-func readBcache(fsys hostio.FS, dev string) *Bcache {
+func readBcache(fsys hostio.FS, dev string) *model.Bcache {
 	dir := sysBlock + "/" + dev + "/bcache"
 	files, errs := readFiles(fsys, dir, bcacheBackingFiles)
 	link, err := fsys.Readlink(dir + "/cache")
@@ -535,7 +536,7 @@ func readBcache(fsys hostio.FS, dev string) *Bcache {
 	return b
 }
 
-func readCacheSet(fsys hostio.FS, uuid string) *CacheSet {
+func readCacheSet(fsys hostio.FS, uuid string) *model.CacheSet {
 	dir := sysFsBcache + "/" + uuid
 	files, errs := readFiles(fsys, dir, cacheSetFiles)
 	c := buildCacheSet(uuid, files)
@@ -561,7 +562,7 @@ func readCacheSet(fsys hostio.FS, uuid string) *CacheSet {
 	return c
 }
 
-func (v *sysfsView) apply(h *Host) {
+func (v *sysfsView) apply(h *model.Host) {
 	h.Queues = v.queues
 	h.ByID = map[string][]string{}
 	for k, ids := range v.byID {
@@ -583,7 +584,7 @@ func (v *sysfsView) apply(h *Host) {
 
 // resolvePVs finds each PV's kernel device, its by-id names, rotational
 // flag and transport.
-func resolvePVs(fsys hostio.FS, h *Host, v *sysfsView) {
+func resolvePVs(fsys hostio.FS, h *model.Host, v *sysfsView) {
 	for _, pv := range h.PVs {
 		dev := path.Base(pv.Name)
 		if t, err := fsys.Readlink(pv.Name); err == nil {
@@ -611,7 +612,7 @@ func resolvePVs(fsys hostio.FS, h *Host, v *sysfsView) {
 
 func truthy(v string) bool { return v != "" && v != "0" }
 
-func buildThinPools(h *Host) {
+func buildThinPools(h *model.Host) {
 	var users map[string][]string
 	for _, lv := range h.LVs {
 		if lv.SegType != "thin-pool" {
@@ -620,7 +621,7 @@ func buildThinPools(h *Host) {
 		if users == nil {
 			users = poolUsers(h, "thin")
 		}
-		tp := &ThinPool{VG: lv.VG, Name: lv.Name, LV: lv.FullName, DataSize: lv.Size, MetadataSize: lv.MetadataSize,
+		tp := &model.ThinPool{VG: lv.VG, Name: lv.Name, LV: lv.FullName, DataSize: lv.Size, MetadataSize: lv.MetadataSize,
 			DataPercent: lv.DataPercent, MetadataPercent: lv.MetadataPercent}
 		seg := lv.Segments[0]
 		if v := seg.Fields.Get("chunk_size"); v != "" {
@@ -635,7 +636,7 @@ func buildThinPools(h *Host) {
 		tp.ThinLVs = users[lv.FullName]
 		if name, d := poolTarget(h, lv, "-tpool", "thin-pool"); d != nil && len(d.Status) == 1 && d.Status[0].Target == "thin-pool" {
 			tp.DMName = name
-			st, err := parseThinPoolStatus(d.Status[0].Args)
+			st, err := model.ParseThinPoolStatus(d.Status[0].Args)
 			if err != nil {
 				tp.Errors = append(tp.Errors, fmt.Sprintf("thin pool %s: %v", lv.FullName, err))
 			}
@@ -650,7 +651,7 @@ func buildThinPools(h *Host) {
 
 // poolUsers lists, by pool, the LVs of segment type segType that use it,
 // sorted: one pass over the LVs for all pools.
-func poolUsers(h *Host, segType string) map[string][]string {
+func poolUsers(h *model.Host, segType string) map[string][]string {
 	out := map[string][]string{}
 	for _, lv := range h.LVs {
 		if lv.SegType == segType && lv.Pool != "" {
@@ -665,7 +666,7 @@ func poolUsers(h *Host, segType string) map[string][]string {
 
 // poolTarget finds the dm device of a pool LV whose one-line table has the
 // given target: LVM puts it on the layer "<dm name><layer>" or on the LV itself.
-func poolTarget(h *Host, lv *LV, layer, target string) (string, *DMDevice) {
+func poolTarget(h *model.Host, lv *model.LV, layer, target string) (string, *model.DMDevice) {
 	for _, name := range []string{lv.DMName + layer, lv.DMName} {
 		if d := h.DM[name]; d != nil && len(d.Table) == 1 && d.Table[0].Target == target {
 			return name, d
@@ -674,8 +675,8 @@ func poolTarget(h *Host, lv *LV, layer, target string) (string, *DMDevice) {
 	return "", nil
 }
 
-func buildVDOPools(h *Host) []*VDOPool {
-	var out []*VDOPool
+func buildVDOPools(h *model.Host) []*model.VDOPool {
+	var out []*model.VDOPool
 	var users map[string][]string
 	for _, lv := range h.LVs {
 		if lv.SegType != "vdo-pool" {
@@ -684,7 +685,7 @@ func buildVDOPools(h *Host) []*VDOPool {
 		if users == nil {
 			users = poolUsers(h, "vdo")
 		}
-		p := &VDOPool{VG: lv.VG, Name: lv.Name, LV: lv.FullName, DataLV: lv.DataLV, Settings: map[string]string{}}
+		p := &model.VDOPool{VG: lv.VG, Name: lv.Name, LV: lv.FullName, DataLV: lv.DataLV, Settings: map[string]string{}}
 		if p.DataLV == "" {
 			p.DataLV = lv.FullName + "_vdata"
 		}
@@ -707,7 +708,7 @@ func buildVDOPools(h *Host) []*VDOPool {
 			}
 			p.Table = t
 			if len(d.Status) == 1 && d.Status[0].Target == "vdo" {
-				st, err := parseVDOStatus(d.Status[0].Args)
+				st, err := model.ParseVDOStatus(d.Status[0].Args)
 				if err != nil {
 					p.Errors = append(p.Errors, fmt.Sprintf("vdo pool %s: %v", lv.FullName, err))
 				}
@@ -724,7 +725,7 @@ func buildVDOPools(h *Host) []*VDOPool {
 // probeVDOPool sends the stats message and reads the geometry and super
 // block of an active pool, then places its metadata regions on PVs. It
 // writes only to p and reads h, so pools can be probed concurrently.
-func probeVDOPool(ctx context.Context, src hostio.Source, h *Host, p *VDOPool, pre *vdoStatsPrefetch) {
+func probeVDOPool(ctx context.Context, src hostio.Source, h *model.Host, p *model.VDOPool, pre *vdoStatsPrefetch) {
 	var errs []string
 	if p.DMName != "" {
 		out, err := pre.get(p.DMName)
@@ -757,7 +758,7 @@ func probeVDOPool(ctx context.Context, src hostio.Source, h *Host, p *VDOPool, p
 	case p.Table != nil:
 		physical = p.Table.PhysicalBlocks
 	case h.LVs[p.DataLV] != nil:
-		physical = h.LVs[p.DataLV].Size / VDOBlockSize
+		physical = h.LVs[p.DataLV].Size / model.VDOBlockSize
 	}
 	index := uint64(vdoDefaultIndex)
 	if p.OnDisk != nil {
@@ -781,8 +782,8 @@ func probeVDOPool(ctx context.Context, src hostio.Source, h *Host, p *VDOPool, p
 	p.Errors = append(p.Errors, errs...)
 }
 
-func readVDOLayout(fsys hostio.FS, dev string) (*VDOLayout, error) {
-	geo, err := fsys.ReadAt(dev, 0, VDOBlockSize)
+func readVDOLayout(fsys hostio.FS, dev string) (*model.VDOLayout, error) {
+	geo, err := fsys.ReadAt(dev, 0, model.VDOBlockSize)
 	if err != nil {
 		return nil, err
 	}
@@ -790,7 +791,7 @@ func readVDOLayout(fsys hostio.FS, dev string) (*VDOLayout, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, err := fsys.ReadAt(dev, int64(l.SuperBlock.First)*VDOBlockSize, VDOBlockSize)
+	sb, err := fsys.ReadAt(dev, int64(l.SuperBlock.First)*model.VDOBlockSize, model.VDOBlockSize)
 	if err != nil {
 		return nil, err
 	}
@@ -802,17 +803,17 @@ func readVDOLayout(fsys hostio.FS, dev string) (*VDOLayout, error) {
 
 // placeRegions maps the layout's metadata regions onto PVs through the
 // linear segments of the _vdata LV.
-func placeRegions(h *Host, data *LV, l *VDOLayout) []VDORegion {
-	regions := []VDORegion{
+func placeRegions(h *model.Host, data *model.LV, l *model.VDOLayout) []model.VDORegion {
+	regions := []model.VDORegion{
 		{Name: "index", Blocks: l.Index},
 		{Name: "super block", Blocks: l.SuperBlock},
 		{Name: "recovery journal", Blocks: l.Journal},
 		{Name: "slab summary", Blocks: l.Summary},
 	}
-	if data == nil || h.VGs[data.VG] == nil || h.VGs[data.VG].ExtentSize < VDOBlockSize {
+	if data == nil || h.VGs[data.VG] == nil || h.VGs[data.VG].ExtentSize < model.VDOBlockSize {
 		return regions
 	}
-	per := h.VGs[data.VG].ExtentSize / VDOBlockSize
+	per := h.VGs[data.VG].ExtentSize / model.VDOBlockSize
 	for i := range regions {
 		r := &regions[i]
 		first, last := r.Blocks.First/per, r.Blocks.Last/per
@@ -827,7 +828,7 @@ func placeRegions(h *Host, data *LV, l *VDOLayout) []VDORegion {
 				continue
 			}
 			pr := seg.PVRanges[0]
-			r.On = append(r.On, PVRange{PV: pr.PV, FirstPE: pr.FirstPE + lo - seg.StartLE, LastPE: pr.FirstPE + hi - seg.StartLE})
+			r.On = append(r.On, model.PVRange{PV: pr.PV, FirstPE: pr.FirstPE + lo - seg.StartLE, LastPE: pr.FirstPE + hi - seg.StartLE})
 			if pv := h.PVs[pr.PV]; pv == nil || !pv.Fast() {
 				fast = false
 			}

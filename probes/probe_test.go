@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // The snapshots in testdata/snapshots were recorded with `keel snapshot` in
@@ -35,7 +36,7 @@ func loadSnapshot(t testing.TB, name string) *hostio.Snapshot {
 	return s
 }
 
-func probeSnapshot(t testing.TB, name string) *Host {
+func probeSnapshot(t testing.TB, name string) *model.Host {
 	t.Helper()
 	h, err := Probe(context.Background(), hostio.Replay(loadSnapshot(t, name)))
 	if err != nil {
@@ -45,15 +46,15 @@ func probeSnapshot(t testing.TB, name string) *Host {
 }
 
 // allErrors collects every Errors list of the model.
-func allErrors(h *Host) []string {
+func allErrors(h *model.Host) []string {
 	errs := append(append([]string{}, h.Errors...), h.LVMConfig.Errors...)
-	errs = append(errs, errorsOf(h.PVs, func(x *PV) []string { return x.Errors })...)
-	errs = append(errs, errorsOf(h.VGs, func(x *VG) []string { return x.Errors })...)
-	errs = append(errs, errorsOf(h.LVs, func(x *LV) []string { return x.Errors })...)
-	errs = append(errs, errorsOf(h.VDOPools, func(x *VDOPool) []string { return x.Errors })...)
-	errs = append(errs, errorsOf(h.ThinPools, func(x *ThinPool) []string { return x.Errors })...)
-	errs = append(errs, errorsOf(h.Bcache, func(x *Bcache) []string { return x.Errors })...)
-	errs = append(errs, errorsOf(h.CacheSets, func(x *CacheSet) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.PVs, func(x *model.PV) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.VGs, func(x *model.VG) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.LVs, func(x *model.LV) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.VDOPools, func(x *model.VDOPool) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.ThinPools, func(x *model.ThinPool) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.Bcache, func(x *model.Bcache) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.CacheSets, func(x *model.CacheSet) []string { return x.Errors })...)
 	if h.Proxmox != nil {
 		errs = append(errs, h.Proxmox.Errors...)
 	}
@@ -143,7 +144,7 @@ func TestReplayAllSnapshots(t *testing.T) {
 				t.Errorf("re-recording the replay gives different members (%d vs %d bytes)", len(again), len(raw))
 			}
 			var out bytes.Buffer
-			WriteStatus(&out, h)
+			model.WriteStatus(&out, h)
 			if !strings.Contains(out.String(), "lvm config: scan_lvs=") {
 				t.Errorf("status text lacks the lvm config line:\n%s", out.String())
 			}
@@ -199,7 +200,7 @@ func TestMixedStack(t *testing.T) {
 		t.Errorf("summary ends at %d, want the last block %d", p.OnDisk.Summary.Last, p.Table.PhysicalBlocks-1)
 	}
 	lvSize := h.LVs[p.DataLV].Size
-	if lvSize/VDOBlockSize != p.Table.PhysicalBlocks {
+	if lvSize/model.VDOBlockSize != p.Table.PhysicalBlocks {
 		t.Errorf("_vdata %d bytes, table %d blocks", lvSize, p.Table.PhysicalBlocks)
 	}
 	for _, r := range p.Regions {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // legacyReportKey is the key of the LVM report in the snapshots captured
@@ -86,7 +87,7 @@ func TestNarrowReportSameHost(t *testing.T) {
 }
 
 // only is f with the fields in keep alone.
-func only(f Fields, keep map[string]bool) Fields {
+func only(f model.Fields, keep map[string]bool) model.Fields {
 	m := map[string]string{}
 	for k, v := range f.All() {
 		if keep[k] {
@@ -96,7 +97,7 @@ func only(f Fields, keep map[string]bool) Fields {
 	if f.Len() == 0 {
 		return f
 	}
-	return fieldsOf(m)
+	return model.FieldsOf(m)
 }
 
 // firstDiff shows the first line where a and b differ, with its neighbours.

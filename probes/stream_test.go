@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // reportInputs returns every lvm fullreport output the repository holds
@@ -177,7 +178,7 @@ func TestProbeStreamed(t *testing.T) {
 		if sr.calls != 1 {
 			t.Fatalf("%s: %d commands streamed, want the report alone", name, sr.calls)
 		}
-		diff, err := Diff(want, got, 10)
+		diff, err := model.Diff(want, got, 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // vdoStatsCmd asks the VDO target dmName for its statistics.
@@ -47,7 +48,7 @@ type vdoStatsPrefetch struct {
 // closes.
 type layoutOut struct {
 	done chan struct{}
-	l    *VDOLayout
+	l    *model.VDOLayout
 	err  error
 }
 
@@ -112,7 +113,7 @@ func vdoStorageDevice(fsys hostio.FS, args string) string {
 
 // layout returns the layout read ahead from dev once the read ended (or
 // ctx's error if ctx ends first), and whether one was started.
-func (v *vdoStatsPrefetch) layout(ctx context.Context, dev string) (*VDOLayout, bool, error) {
+func (v *vdoStatsPrefetch) layout(ctx context.Context, dev string) (*model.VDOLayout, bool, error) {
 	v.mu.Lock()
 	o := v.layouts[dev]
 	v.mu.Unlock()

@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
-	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/converge"
@@ -191,7 +191,7 @@ func (c *commandLog) Close() error { return c.f.Close() }
 // fileDiffs returns, for each file action a would write (lvm.conf, keel's
 // udev rules), the unified diff from the file as the probe read it on h to
 // what keel would write, or a line saying why there is none.
-func fileDiffs(a plan.Action, h *probes.Host) []string {
+func fileDiffs(a plan.Action, h *model.Host) []string {
 	var out []string
 	if a.LVMConf != nil && h != nil {
 		before := h.LVMConfig.LVMConf

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"github.com/keel-storage/keel/reconcile/plan"
 
@@ -35,7 +36,7 @@ var checkFormats = map[string]func(plan.Report, io.Writer) error{
 
 // judged is one host judged by the planner.
 type judged struct {
-	host   *probes.Host
+	host   *model.Host
 	result plan.Result
 	mode   string
 }
@@ -65,7 +66,7 @@ func judge(name string, configs []string, node string, audit bool, timeout time.
 type loadedHost struct {
 	cfg  *schema.Config // nil in an audit
 	src  hostio.Source
-	host *probes.Host
+	host *model.Host
 }
 
 // loadWhileProbing loads the desired state (unless audit) while the probe

@@ -12,8 +12,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -299,7 +299,7 @@ func requireRoot(name string, args []string, alternative string, stderr io.Write
 // when it has none (the kernel says "(none)" for an unset nodename,
 // UTS_NODENAME in include/linux/uts.h), the node snapshot's file name
 // without .txtar, or "unnamed" for this host.
-func hostName(h *probes.Host, node string) string {
+func hostName(h *model.Host, node string) string {
 	if h.Hostname != "" && h.Hostname != "(none)" {
 		return h.Hostname
 	}

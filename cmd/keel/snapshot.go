@@ -11,6 +11,7 @@ import (
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 func init() {
@@ -104,7 +105,7 @@ func printTimings(w io.Writer, total time.Duration, t map[string]time.Duration) 
 // verifySnapshot parses the written snapshot back, probes its replay and
 // compares the model with the recorded pass's. A replay that fails is a
 // failed verification, whatever its model.
-func verifySnapshot(data []byte, live *probes.Host, stderr io.Writer) int {
+func verifySnapshot(data []byte, live *model.Host, stderr io.Writer) int {
 	snap, err := hostio.ParseSnapshot(data)
 	if err != nil {
 		fmt.Fprintf(stderr, "keel snapshot: verify: %v\n", err)
@@ -115,7 +116,7 @@ func verifySnapshot(data []byte, live *probes.Host, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel snapshot: verify: the replay failed: %v\n", err)
 		return exitError
 	}
-	diff, err := probes.Diff(live, replayed, 20)
+	diff, err := model.Diff(live, replayed, 20)
 	if err != nil {
 		fmt.Fprintf(stderr, "keel snapshot: verify: %v\n", err)
 		return exitError

@@ -10,6 +10,7 @@ import (
 	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 func init() {
@@ -52,7 +53,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	} else {
 		shown := *h
 		shown.Hostname = hostName(h, *node)
-		probes.WriteStatus(stdout, &shown)
+		model.WriteStatus(stdout, &shown)
 	}
 	if perr != nil {
 		fmt.Fprintf(stderr, "keel status: %v\n", perr)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/plan"
@@ -120,7 +121,7 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 
 // loadAndProbe loads the desired state while it probes the host (or replays
 // node). On failure it prints why and returns a nil config and exitError.
-func loadAndProbe(name string, configs []string, node string, timeout time.Duration, stderr io.Writer) (*schema.Config, hostio.Source, *probes.Host, int) {
+func loadAndProbe(name string, configs []string, node string, timeout time.Duration, stderr io.Writer) (*schema.Config, hostio.Source, *model.Host, int) {
 	l, loadErr, probeErr := loadWhileProbing(configs, node, false, timeout)
 	switch {
 	case loadErr != nil:

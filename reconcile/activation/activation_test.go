@@ -11,6 +11,7 @@ import (
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -19,7 +20,7 @@ import (
 // vdosplit/vdolv, and vdovg stacked on it.
 const bcacheNode = "../../examples/nodes/vdo-on-bcache.txtar"
 
-func probeNode(t testing.TB, name string) (*probes.Host, hostio.Source) {
+func probeNode(t testing.TB, name string) (*model.Host, hostio.Source) {
 	t.Helper()
 	s, err := hostio.ReadSnapshotFile(name)
 	if err != nil {
@@ -286,7 +287,7 @@ func TestPVScanRuleMatchesRealDMUUID(t *testing.T) {
 
 func TestPVScanRuleByNameBeforeCreation(t *testing.T) {
 	cfg := stack()
-	files, err := Rules(cfg, &probes.Host{}, nil)
+	files, err := Rules(cfg, &model.Host{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +303,7 @@ func TestPVScanRuleByNameBeforeCreation(t *testing.T) {
 // device (the fast path then leaves the rule to the full pass) and true for
 // one that resolved them all.
 func TestBcacheRuleComplete(t *testing.T) {
-	files, err := Rules(stack(), &probes.Host{}, nil)
+	files, err := Rules(stack(), &model.Host{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -45,7 +46,7 @@ type Resolver func(path string) string
 // guest LVs are never scanned. The bcache rule matches the kernel's change
 // uevent of each declared backing device by CACHED_UUID and writes its
 // tunables as plain decimals.
-func Rules(cfg *schema.Config, h *probes.Host, resolve Resolver) ([]RuleFile, error) {
+func Rules(cfg *schema.Config, h *model.Host, resolve Resolver) ([]RuleFile, error) {
 	pv, err := pvScanRule(cfg, h)
 	if err != nil {
 		return nil, err
@@ -59,7 +60,7 @@ func DMUUID(vgUUID, lvUUID string) string {
 	return "LVM-" + strings.ReplaceAll(vgUUID, "-", "") + strings.ReplaceAll(lvUUID, "-", "")
 }
 
-func pvScanRule(cfg *schema.Config, h *probes.Host) (RuleFile, error) {
+func pvScanRule(cfg *schema.Config, h *model.Host) (RuleFile, error) {
 	layers, err := Order(cfg)
 	if err != nil {
 		return RuleFile{}, err
@@ -91,7 +92,7 @@ func pvScanRule(cfg *schema.Config, h *probes.Host) (RuleFile, error) {
 // bcacheUUID finds the backing UUID of a declared bcache device: the
 // declared backing is a UUID itself, or a device path whose kernel name is
 // a registered backing device.
-func bcacheUUID(h *probes.Host, want schema.Bcache, resolve Resolver) string {
+func bcacheUUID(h *model.Host, want schema.Bcache, resolve Resolver) string {
 	if _, ok := h.Bcache[want.Backing]; ok {
 		return want.Backing
 	}
@@ -131,7 +132,7 @@ func bcacheAttrs(want schema.Bcache) []string {
 	return out
 }
 
-func bcacheRule(cfg *schema.Config, h *probes.Host, resolve Resolver) RuleFile {
+func bcacheRule(cfg *schema.Config, h *model.Host, resolve Resolver) RuleFile {
 	rf := RuleFile{Path: BcacheRule}
 	var b strings.Builder
 	b.WriteString(generatedLine + "\n")

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/plan"
@@ -39,7 +39,7 @@ type Activation struct {
 	Plan     activation.Plan
 	Computed bool
 	// Host is the probe the newest plan was made on.
-	Host *probes.Host
+	Host *model.Host
 }
 
 // Activate brings the declared stack up in its stacking order (keel
@@ -114,7 +114,7 @@ func LiveBootActions(actions []plan.Action) []plan.Action {
 
 // applyLive re-applies lvm.conf and the bcache tunables and returns how
 // many actions converged.
-func (l *Loop) applyLive(ctx context.Context, h *probes.Host) int {
+func (l *Loop) applyLive(ctx context.Context, h *model.Host) int {
 	res := l.planOn(h)
 	acts := LiveBootActions(res.Actions)
 	if len(acts) == 0 {
@@ -179,7 +179,7 @@ func (l *Loop) runActivation(ctx context.Context, order activation.Plan, runs ma
 // differ from what the desired state and h generate, through the executor
 // (atomic writes, then udevadm control --reload), and returns the paths it
 // wrote.
-func (l *Loop) SyncRules(ctx context.Context, h *probes.Host) ([]string, error) {
+func (l *Loop) SyncRules(ctx context.Context, h *model.Host) ([]string, error) {
 	if l.desired == nil {
 		return nil, ErrNoDesiredState
 	}

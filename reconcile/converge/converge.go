@@ -28,6 +28,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/apply/bcache"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
@@ -80,7 +81,7 @@ type Loop struct {
 	files  []schema.File
 	loader *schema.Loader
 	// lastHost and lastPlan are the newest verifying re-probe.
-	lastHost *probes.Host
+	lastHost *model.Host
 	lastPlan plan.Result
 	// mem is keel's state as loaded for the current pass.
 	mem plan.Memory
@@ -282,7 +283,7 @@ func CheckOwnership(paths []string) error {
 // Probe runs a full probe pass of the host and logs how long it took
 // (debug). It reads only the Source, so it may run while the desired state
 // is being loaded.
-func (l *Loop) Probe(ctx context.Context) (*probes.Host, error) {
+func (l *Loop) Probe(ctx context.Context) (*model.Host, error) {
 	start := time.Now()
 	h, err := probes.Probe(ctx, l.Source)
 	l.Log.Debug("probe", "took", Since(start), "err", err)
@@ -293,7 +294,7 @@ func (l *Loop) Probe(ctx context.Context) (*probes.Host, error) {
 func Since(start time.Time) string { return time.Since(start).Round(time.Millisecond).String() }
 
 // plan probes the host and plans against the desired state in force.
-func (l *Loop) plan(ctx context.Context) (*probes.Host, plan.Result, error) {
+func (l *Loop) plan(ctx context.Context) (*model.Host, plan.Result, error) {
 	h, err := l.Probe(ctx)
 	if err != nil {
 		return nil, plan.Result{}, err
@@ -302,7 +303,7 @@ func (l *Loop) plan(ctx context.Context) (*probes.Host, plan.Result, error) {
 }
 
 // planOn plans the desired state in force against h.
-func (l *Loop) planOn(h *probes.Host) plan.Result {
+func (l *Loop) planOn(h *model.Host) plan.Result {
 	start := time.Now()
 	res := plan.PlanWith(l.desired, h, l.mem)
 	l.Log.Debug("plan", "took", Since(start), "actions", len(res.Actions), "findings", len(res.Findings))
@@ -332,7 +333,7 @@ type PassResult struct {
 	Findings []plan.Finding
 	// Levels are the fill levels (VDO and thin pool use) of the newest plan.
 	Levels []plan.Level
-	Host   *probes.Host
+	Host   *model.Host
 	// Pending counts the actions of the newest plan that a further pass
 	// would attempt; -1 when the pass did not plan against a probe taken
 	// after its last action (nothing ran, so its own plan is the newest).
@@ -363,7 +364,7 @@ func (l *Loop) Pass(ctx context.Context, m executor.Mode) (PassResult, error) {
 
 // pass is Pass planning against h when h is not nil: a probe the caller
 // took after the event that asked for this pass, never an older one.
-func (l *Loop) pass(ctx context.Context, h *probes.Host, m executor.Mode) (PassResult, error) {
+func (l *Loop) pass(ctx context.Context, h *model.Host, m executor.Mode) (PassResult, error) {
 	out := PassResult{Pending: -1}
 	if l.configError != nil {
 		out.Findings = append(out.Findings, *l.configError)
@@ -476,7 +477,7 @@ func (l *Loop) Converge(ctx context.Context, m executor.Mode) (PassResult, error
 // first). h must be a probe taken after the event that asked for the
 // passes (the daemon probes while it loads a changed desired state), so the
 // plan is still made against what the host reports, never against memory.
-func (l *Loop) ConvergeFrom(ctx context.Context, h *probes.Host, m executor.Mode) (PassResult, error) {
+func (l *Loop) ConvergeFrom(ctx context.Context, h *model.Host, m executor.Mode) (PassResult, error) {
 	var all PassResult
 	for i := 0; i < MaxPasses; i++ {
 		res, err := l.pass(ctx, h, m)
@@ -515,7 +516,7 @@ func (sysfsOnly) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
 
 // planBcache reads sysfs only (no command) and plans the bcache part of
 // the desired state in force against it.
-func (l *Loop) planBcache(ctx context.Context) (*probes.Host, plan.Result) {
+func (l *Loop) planBcache(ctx context.Context) (*model.Host, plan.Result) {
 	start := time.Now()
 	h, _ := l.SysfsProbe(ctx)
 	res := plan.Plan(&schema.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
@@ -526,7 +527,7 @@ func (l *Loop) planBcache(ctx context.Context) (*probes.Host, plan.Result) {
 // SysfsProbe reads the host's files only (no command): all the bcache fast
 // path needs. Like Probe it reads only the Source, so it may run while the
 // desired state loads. Its error is always set (no LVM command ran).
-func (l *Loop) SysfsProbe(ctx context.Context) (*probes.Host, error) {
+func (l *Loop) SysfsProbe(ctx context.Context) (*model.Host, error) {
 	start := time.Now()
 	h, err := probes.Probe(ctx, hostio.Source{Runner: sysfsOnly{}, FS: l.Source.FS})
 	l.Log.Debug("sysfs probe", "took", Since(start))
@@ -546,7 +547,7 @@ func (l *Loop) BcachePass(ctx context.Context) (executor.Report, error) {
 
 // BcachePassOn is BcachePass planning against h, a SysfsProbe taken after
 // the event that asked for it (nil: read sysfs now).
-func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Report, error) {
+func (l *Loop) BcachePassOn(ctx context.Context, h *model.Host) (executor.Report, error) {
 	if l.desired == nil || len(l.desired.Bcache) == 0 {
 		return executor.Report{}, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/keel-storage/keel/lvm/vdo"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -74,11 +75,11 @@ func makeSynthHost(tb testing.TB, lvs int) synthHost {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var pool *probes.VDOPool
+	var pool *model.VDOPool
 	for _, p := range h.VDOPools {
 		pool = p
 	}
-	var disk *probes.LV
+	var disk *model.LV
 	for _, key := range slices.Sorted(maps.Keys(h.LVs)) {
 		if lv := h.LVs[key]; !lv.Hidden && lv.SegType == "linear" && lv.VG != pool.VG {
 			disk = lv
@@ -206,7 +207,7 @@ func makeSynthHost(tb testing.TB, lvs int) synthHost {
 		}
 	}
 	// bcache: bcache1..63 as copies of bcache0 with their own UUIDs.
-	var bc *probes.Bcache
+	var bc *model.Bcache
 	for _, b := range h.Bcache {
 		bc = b
 	}
@@ -240,7 +241,7 @@ func makeSynthHost(tb testing.TB, lvs int) synthHost {
 // synthDesired declares every replicated pool with the article's settings
 // and every bcache device with the article's tunables, as keel would after
 // loading (defaults filled in).
-func synthDesired(h *probes.Host, pool *probes.VDOPool, bc *probes.Bcache) *schema.Config {
+func synthDesired(h *model.Host, pool *model.VDOPool, bc *model.Bcache) *schema.Config {
 	c := &schema.Config{VolumeGroups: map[string]schema.VolumeGroup{}, Bcache: map[string]schema.Bcache{},
 		Removal: schema.Removal{Mode: "zeroout", Step: "32M"}}
 	lv := strings.TrimPrefix(pool.VDOLVs[0], pool.VG+"/")

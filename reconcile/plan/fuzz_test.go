@@ -13,11 +13,12 @@ import (
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema"
 )
 
 // fuzzHosts are the node snapshots bundled with keel, replayed once.
-var fuzzHosts = sync.OnceValues(func() ([]*probes.Host, error) {
+var fuzzHosts = sync.OnceValues(func() ([]*model.Host, error) {
 	var paths []string
 	for _, g := range []string{"../../examples/nodes/*.txtar", "../../probes/testdata/snapshots/*.txtar", "testdata/snapshots/*.txtar"} {
 		m, err := filepath.Glob(g)
@@ -26,7 +27,7 @@ var fuzzHosts = sync.OnceValues(func() ([]*probes.Host, error) {
 		}
 		paths = append(paths, m...)
 	}
-	var hosts []*probes.Host
+	var hosts []*model.Host
 	for _, p := range paths {
 		s, err := hostio.ReadSnapshotFile(p)
 		if err != nil {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
 )
 
@@ -12,7 +12,7 @@ import (
 // absent LV vg/name (observed as lv, perhaps already del-<name>), and
 // reports whether the removal must not be planned at all. The same rules
 // are enforced again by reconcile/apply/wipe against a fresh probe.
-func (p *planner) absentGuards(vg, name string, lv *probes.LV) bool {
+func (p *planner) absentGuards(vg, name string, lv *model.LV) bool {
 	object := vg + "/" + name
 	if s, ok := wipe.SharedVGs(p.h)[vg]; ok {
 		p.add(Finding{ID: "lv.absent_shared", Object: object,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -31,7 +32,7 @@ var updateGolden = os.Getenv("KEEL_UPDATE_GOLDEN") == "1"
 // does not build, such as a VG on VDO left inactive.
 const ownSnapshotDir = "testdata/snapshots"
 
-func replayHost(t testing.TB, name string) *probes.Host {
+func replayHost(t testing.TB, name string) *model.Host {
 	t.Helper()
 	path := filepath.Join(snapshotDir, name+".txtar")
 	if own := filepath.Join(ownSnapshotDir, name+".txtar"); fileExists(own) {
@@ -54,7 +55,7 @@ func replayHost(t testing.TB, name string) *probes.Host {
 // loadDesired loads testdata/desired/<name>.cue. The bcache desired states
 // are templates (<name>.cue.in) filled in with the UUIDs of h's bcache
 // device and cache set, which change with every capture.
-func loadDesired(t testing.TB, name string, h *probes.Host) *schema.Config {
+func loadDesired(t testing.TB, name string, h *model.Host) *schema.Config {
 	t.Helper()
 	path := filepath.Join("testdata", "desired", name+".cue")
 	if _, err := os.Stat(path + ".in"); err == nil {
@@ -68,7 +69,7 @@ func loadDesired(t testing.TB, name string, h *probes.Host) *schema.Config {
 }
 
 // instantiateBcache fills a bcache template with h's UUIDs.
-func instantiateBcache(t testing.TB, h *probes.Host, tmplPath string) string {
+func instantiateBcache(t testing.TB, h *model.Host, tmplPath string) string {
 	t.Helper()
 	if len(h.Bcache) != 1 {
 		t.Fatalf("want one bcache device in the snapshot, have %d", len(h.Bcache))
@@ -97,7 +98,7 @@ func instantiateBcache(t testing.TB, h *probes.Host, tmplPath string) string {
 
 // bcacheKey replaces @UUID@ in a finding or action key with the UUID of
 // h's bcache device.
-func bcacheKey(h *probes.Host, k string) string {
+func bcacheKey(h *model.Host, k string) string {
 	for uuid := range h.Bcache {
 		k = strings.ReplaceAll(k, "@UUID@", uuid)
 	}
@@ -362,7 +363,7 @@ var scenarios = []scenario{
 	},
 }
 
-func (s scenario) run(t testing.TB) (*probes.Host, Result) {
+func (s scenario) run(t testing.TB) (*model.Host, Result) {
 	h := replayHost(t, s.snapshot)
 	if s.desired == "" {
 		return h, Audit(h)

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/lvm/units"
-	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -135,7 +135,7 @@ func (p *planner) planMissingThin(vgName, name string, want schema.ThinPool, pha
 // keel deactivates the components first, then activates the pool it began
 // (an inactive pool of someone else's it only reports: vg.inactive), and
 // drops the tag.
-func (p *planner) finishThinCreate(object string, lv *probes.LV, phase int) {
+func (p *planner) finishThinCreate(object string, lv *model.LV, phase int) {
 	if !hasTag(lv, CreateTag) {
 		return
 	}
@@ -183,7 +183,7 @@ func orUnset(s string) string {
 }
 
 // checkThinHealth covers the dm-thin status and the fill levels.
-func (p *planner) checkThinHealth(tp *probes.ThinPool, dataAlert, metaAlert float64) {
+func (p *planner) checkThinHealth(tp *model.ThinPool, dataAlert, metaAlert float64) {
 	if st := tp.Status; st != nil {
 		var bad []string
 		for _, c := range []struct {
@@ -221,7 +221,7 @@ func (p *planner) checkThinHealth(tp *probes.ThinPool, dataAlert, metaAlert floa
 }
 
 // auditThin judges an observed thin pool against the reference rules.
-func (p *planner) auditThin(tp *probes.ThinPool) {
+func (p *planner) auditThin(tp *model.ThinPool) {
 	if tp.ChunkSize >= auditMaxChunkBytes {
 		p.add(Finding{ID: "thin.chunk_size", Object: tp.LV,
 			Message:  "chunk size is " + units.FormatSize(tp.ChunkSize) + ": every first 4 KiB write allocates a whole chunk",

@@ -13,6 +13,7 @@ import (
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // scaleSnapshotDir holds the guest captures of hosts with thousands of VM
@@ -75,14 +76,14 @@ func readScaleSnapshot(tb testing.TB, name string) *hostio.Snapshot {
 }
 
 // replayScale reads the capture name and replays its probe pass.
-func replayScale(tb testing.TB, name string) (*hostio.Snapshot, *probes.Host) {
+func replayScale(tb testing.TB, name string) (*hostio.Snapshot, *model.Host) {
 	tb.Helper()
 	s := readScaleSnapshot(tb, name)
 	return s, replayAgain(tb, s)
 }
 
 // replayAgain replays the probe pass of s.
-func replayAgain(tb testing.TB, s *hostio.Snapshot) *probes.Host {
+func replayAgain(tb testing.TB, s *hostio.Snapshot) *model.Host {
 	tb.Helper()
 	h, err := probes.Probe(context.Background(), hostio.Replay(s))
 	if err != nil {

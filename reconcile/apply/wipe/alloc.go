@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/lvm/units"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // A removal must never raise the data use of a pool under the LV it clears.
@@ -54,7 +54,7 @@ type Pool struct {
 }
 
 // stackFromHost builds the Stack from a probe pass.
-func stackFromHost(h *probes.Host) Stack {
+func stackFromHost(h *model.Host) Stack {
 	s := Stack{Below: map[string][]string{}, Pool: map[string]string{}, Mapped: map[string]uint64{}, Pools: map[string]Pool{}}
 	// A thin LV that shares chunks with a snapshot (as its origin or as the
 	// snapshot) copies a shared chunk on the first write to it, so its
@@ -65,7 +65,7 @@ func stackFromHost(h *probes.Host) Stack {
 			shares[key], shares[lv.VG+"/"+lv.Origin] = true, true
 		}
 	}
-	direct := map[string][]probes.SegmentDev{}
+	direct := map[string][]model.SegmentDev{}
 	for key, lv := range h.LVs {
 		for _, seg := range lv.Segments {
 			direct[key] = append(direct[key], seg.Devices...)

@@ -3,13 +3,13 @@ package wipe
 import (
 	"strings"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/state"
 )
 
 // FromHost builds the removal inventory from a probe pass. Tags come from
 // the raw lv_tags field; a PV's dm name from its device's sysfs queue entry.
-func FromHost(h *probes.Host) Inventory {
+func FromHost(h *model.Host) Inventory {
 	inv := Inventory{LVs: make(map[string]LVInfo, len(h.LVs)), PVs: make(map[string]PVInfo, len(h.PVs))}
 	for key, lv := range h.LVs {
 		var tags []string

@@ -8,9 +8,10 @@ import (
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
-func snapshotHost(t *testing.T, path string) *probes.Host {
+func snapshotHost(t *testing.T, path string) *model.Host {
 	t.Helper()
 	s, err := hostio.ReadSnapshotFile(path)
 	if err != nil {
@@ -63,7 +64,7 @@ func TestSharedVGsLVMLockd(t *testing.T) {
 // A storage.cfg keel cannot parse leaves no VG known to be local.
 func TestSharedVGsUnreadableStorageCfg(t *testing.T) {
 	h := snapshotHost(t, "../../../probes/testdata/snapshots/pve.txtar")
-	h.Proxmox = &probes.Proxmox{Errors: []string{"storage.cfg: line 3: option before any storage"}}
+	h.Proxmox = &model.Proxmox{Errors: []string{"storage.cfg: line 3: option before any storage"}}
 	got := SharedVGs(h)
 	if len(got) != len(h.VGs) || !strings.Contains(got["vdovg"].Why, "could not be read") {
 		t.Fatalf("got %v", got)

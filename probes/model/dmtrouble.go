@@ -1,4 +1,4 @@
-package probes
+package model
 
 import "strings"
 
@@ -20,7 +20,7 @@ func (d *DMDevice) Trouble() string {
 	for _, l := range d.Status {
 		switch l.Target {
 		case "vdo":
-			s, err := parseVDOStatus(l.Args)
+			s, err := ParseVDOStatus(l.Args)
 			switch {
 			case err != nil:
 				out = append(out, "vdo status unreadable")
@@ -28,7 +28,7 @@ func (d *DMDevice) Trouble() string {
 				out = append(out, "vdo "+s.Mode)
 			}
 		case "thin-pool":
-			s, err := parseThinPoolStatus(l.Args)
+			s, err := ParseThinPoolStatus(l.Args)
 			if err != nil {
 				out = append(out, "thin-pool status unreadable")
 				continue

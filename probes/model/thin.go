@@ -1,4 +1,4 @@
-package probes
+package model
 
 import (
 	"fmt"
@@ -40,8 +40,8 @@ type ThinPoolStatus struct {
 	NeedsCheck     bool   `json:"needsCheck"`
 }
 
-// parseThinPoolStatus parses the arguments of a thin-pool status line.
-func parseThinPoolStatus(args string) (*ThinPoolStatus, error) {
+// ParseThinPoolStatus parses the arguments of a thin-pool status line.
+func ParseThinPoolStatus(args string) (*ThinPoolStatus, error) {
 	f := strings.Fields(args)
 	if len(f) == 1 && (f[0] == "Fail" || f[0] == "Error") {
 		return &ThinPoolStatus{Failed: true}, nil

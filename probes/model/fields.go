@@ -1,4 +1,4 @@
-package probes
+package model
 
 import (
 	"bytes"
@@ -25,24 +25,24 @@ import (
 // Copies of a Fields share its contents; Set changes the one it is called
 // on and leaves copies as they were.
 type Fields struct {
-	keys *fieldKeys
+	keys *FieldKeys
 	text string   // the values in keys.names order, back to back
 	offs []uint32 // value i is text[offs[i]:offs[i+1]]: len(keys.names)+1 offsets
 }
 
-// fieldKeys is the shape of Fields rows: their field names, each once, in
+// FieldKeys is the shape of Fields rows: their field names, each once, in
 // the order of the row that made it, with an index built once for all the
 // rows that share it.
-type fieldKeys struct {
+type FieldKeys struct {
 	names  []string
 	index  map[string]int // name to its position in names
 	sorted []int          // positions in names, by name: the JSON order
 }
 
-// newFieldKeys makes the shape of rows with the field names names, each
+// NewFieldKeys makes the shape of rows with the field names names, each
 // once, in the order they first appear. It keeps and overwrites names.
-func newFieldKeys(names []string) *fieldKeys {
-	k := &fieldKeys{index: make(map[string]int, len(names))}
+func NewFieldKeys(names []string) *FieldKeys {
+	k := &FieldKeys{index: make(map[string]int, len(names))}
 	uniq := names[:0]
 	for _, n := range names {
 		if _, ok := k.index[n]; !ok {
@@ -59,8 +59,8 @@ func newFieldKeys(names []string) *fieldKeys {
 	return k
 }
 
-// fieldsOf makes the Fields of m; nil gives the zero Fields.
-func fieldsOf(m map[string]string) Fields {
+// FieldsOf makes the Fields of m; nil gives the zero Fields.
+func FieldsOf(m map[string]string) Fields {
 	if m == nil {
 		return Fields{}
 	}
@@ -72,54 +72,7 @@ func fieldsOf(m map[string]string) Fields {
 		text.WriteString(m[n])
 	}
 	offs = append(offs, uint32(text.Len()))
-	return Fields{keys: newFieldKeys(names), text: text.String(), offs: offs}
-}
-
-// fieldSet reads a fixed list of fields from rows, finding where each is
-// once per row shape (the rows of a subreport share one) instead of one
-// map lookup per field and row: at 2,000 thin LVs building the objects
-// from the decoded report, most of what keel check does after lvm
-// fullreport exits, took a third less time (BenchmarkBuildObjectsScale:
-// 2.2 ms to 1.45 ms natively; docs/benchmark-history.md).
-type fieldSet struct {
-	names []string
-	keys  *fieldKeys
-	pos   []int // where each name is in keys.names; -1 when the shape lacks it
-}
-
-func newFieldSet(names []string) *fieldSet {
-	return &fieldSet{names: names, pos: make([]int, len(names))}
-}
-
-// of returns r to be read by the index of a name in the set.
-func (s *fieldSet) of(r Fields) setRow {
-	if r.keys != s.keys {
-		s.keys = r.keys
-		for i, n := range s.names {
-			s.pos[i] = -1
-			if r.keys != nil {
-				if j, ok := r.keys.index[n]; ok {
-					s.pos[i] = j
-				}
-			}
-		}
-	}
-	return setRow{r: r, pos: s.pos}
-}
-
-// setRow is a row read through a fieldSet.
-type setRow struct {
-	r   Fields
-	pos []int
-}
-
-// get returns the value of the set's field i, "" when the row lacks it.
-func (v setRow) get(i int) string {
-	j := v.pos[i]
-	if j < 0 {
-		return ""
-	}
-	return v.r.text[v.r.offs[j]:v.r.offs[j+1]]
+	return Fields{keys: NewFieldKeys(names), text: text.String(), offs: offs}
 }
 
 // Get returns the value of the field name, "" when the row has no such field.
@@ -170,7 +123,7 @@ func (f *Fields) Set(name, value string) {
 		m[k] = v
 	}
 	m[name] = value
-	*f = fieldsOf(m)
+	*f = FieldsOf(m)
 }
 
 // String formats the fields as fmt formats a map[string]string.
@@ -220,7 +173,7 @@ func (f *Fields) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return fmt.Errorf("fields: %w", err)
 	}
-	*f = fieldsOf(m)
+	*f = FieldsOf(m)
 	return nil
 }
 
@@ -241,6 +194,37 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// maxRowText is the most value bytes a Fields row holds: its offsets are
+// MaxRowText is the most value bytes a Fields row holds: its offsets are
 // uint32.
-const maxRowText = math.MaxUint32
+const MaxRowText = math.MaxUint32
+
+// Len returns the number of fields of the shape.
+func (k *FieldKeys) Len() int { return len(k.names) }
+
+// Index returns the position of the field name in the shape.
+func (k *FieldKeys) Index(name string) (int, bool) {
+	i, ok := k.index[name]
+	return i, ok
+}
+
+// NewFields makes a row of the shape keys whose values are laid out in
+// text as offs says: value i is text[offs[i]:offs[i+1]], with
+// len(offs) = len(keys' names)+1. The row keeps offs and text.
+func NewFields(keys *FieldKeys, text string, offs []uint32) Fields {
+	return Fields{keys: keys, text: text, offs: offs}
+}
+
+// WithText returns f with its values in text, laid out as f's offsets
+// say: for a decoder that knows a row's shape and offsets before the
+// bytes of its values are final.
+func (f Fields) WithText(text string) Fields {
+	f.text = text
+	return f
+}
+
+// Keys returns the shape of f (nil for the zero Fields): rows that share
+// it name the same fields at the same positions.
+func (f Fields) Keys() *FieldKeys { return f.keys }
+
+// Value returns the value at position i of f's shape.
+func (f Fields) Value(i int) string { return f.text[f.offs[i]:f.offs[i+1]] }
