@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/internal/lvmjson"
 )
 
 // BenchmarkProbeReplay measures the CPU cost of one probe pass with the I/O
@@ -56,7 +57,7 @@ func BenchmarkParseFullReportScale(b *testing.B) {
 // report.
 func BenchmarkBuildObjectsScale(b *testing.B) {
 	s := scaleSnapshot(b, "scale-thin")
-	rep, err := decodeReportRows(s.Commands[fullReportCmd.String()].Result.Stdout, parsedSubreport, false)
+	rep, err := lvmjson.DecodeRows(s.Commands[fullReportCmd.String()].Result.Stdout, parsedSubreport, false)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,13 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-storage/keel/probes/internal/lvmjson"
 	"github.com/keel-storage/keel/probes/model"
 )
 
 // Set changes its row alone: not a copy, not the other rows of the report
 // that share its shape and arrays.
 func TestFieldsSet(t *testing.T) {
-	rep, err := decodeLVMReport([]byte(`{"report":[{"lv":[{"lv_name":"a","lv_tags":"t1"},{"lv_name":"b","lv_tags":"t2"}]}]}`))
+	rep, err := lvmjson.Decode([]byte(`{"report":[{"lv":[{"lv_name":"a","lv_tags":"t1"},{"lv_name":"b","lv_tags":"t2"}]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,12 @@
 package probes
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/internal/lvmjson"
 	"github.com/keel-storage/keel/probes/model"
 )
 
@@ -70,9 +69,9 @@ func lvOptionsIndex() int {
 // its log and then again for its rows. Where the quick reading does not
 // find them, the whole report is read and checked first, as before.
 func fieldFailureRetry(stdout []byte) (retry hostio.Cmd, vgs []string, note string, ok bool) {
-	log, lvKeys, found := reportHead(stdout)
+	log, lvKeys, found := lvmjson.Head(stdout)
 	if !found {
-		rep, err := decodeReportRows(stdout, func(sub string) bool { return sub == "lv" }, true)
+		rep, err := lvmjson.DecodeRows(stdout, func(sub string) bool { return sub == "lv" }, true)
 		if err != nil {
 			return hostio.Cmd{}, nil, "", false
 		}
@@ -159,8 +158,8 @@ func retryWithout(log []map[string]string, lvKeys []string) (retry hostio.Cmd, v
 // mergeRetried is the failed report with the element of each VG in vgs
 // replaced by the retried report's elements (in the place of the first
 // one; appended when the failed report has none).
-func mergeRetried(failed, retried lvmReport, vgs []string) lvmReport {
-	out := lvmReport{Log: retried.Log}
+func mergeRetried(failed, retried lvmjson.Report, vgs []string) lvmjson.Report {
+	out := lvmjson.Report{Log: retried.Log}
 	placed := false
 	for _, el := range failed.Report {
 		if !slices.Contains(vgs, elementVG(el)) {
@@ -186,46 +185,6 @@ func elementVG(el map[string][]model.Fields) string {
 		}
 	}
 	return ""
-}
-
-// errFirstRow ends a decoder with stopAtFirst once it has the first row it
-// was asked for.
-var errFirstRow = errors.New("first row read")
-
-// reportHead reads the two parts of a report fieldFailureRetry needs
-// without reading the rows between them: the log, the last member of the
-// document as LVM prints it (the log report closes the report group), and
-// the field names of the first LV row. found is false when either is not
-// where LVM puts it; the caller then reads the whole report.
-//
-// The log is taken from the last `"log"` followed by ':' and '['. In JSON
-// a '"' inside a string is escaped, so those bytes are an object key; and
-// when its array is followed only by the '}' and white space that end the
-// document, that object is the document itself.
-func reportHead(b []byte) (log []map[string]string, lvKeys []string, found bool) {
-	at := bytes.LastIndex(b, []byte(`"log"`))
-	if at < 0 {
-		return nil, nil, false
-	}
-	d := reportDecoder{b: b, i: at, keys: map[string]int32{}}
-	if _, k, err := d.key(false); err != nil || k != "log" || d.ws() != '[' {
-		return nil, nil, false
-	}
-	if err := d.rows(&log); err != nil {
-		return nil, nil, false
-	}
-	if more, err := d.next('}'); err != nil || more || d.end(nil) != nil {
-		return nil, nil, false
-	}
-	h := reportDecoder{b: b, keys: map[string]int32{}, keep: func(sub string) bool { return sub == "lv" }, firstOnly: true, stopAtFirst: true}
-	var rep lvmReport
-	if err := h.report(&rep); !errors.Is(err, errFirstRow) {
-		return nil, nil, false
-	}
-	for k := range h.first.All() {
-		lvKeys = append(lvKeys, k)
-	}
-	return log, lvKeys, len(lvKeys) > 0
 }
 
 // retryCmd is fullreport with the LV fields named one by one (sorted) and,

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/internal/lvmjson"
 )
 
 // scaleSnapshot reads a gzipped guest capture of probes/testdata/scale.
@@ -105,11 +106,11 @@ func TestFieldFailureRetry(t *testing.T) {
 func TestReportHead(t *testing.T) {
 	snap := scaleSnapshot(t, "scale-vdo")
 	out := snap.Commands[legacyReportKey].Result.Stdout
-	log, keys, found := reportHead(out)
+	log, keys, found := lvmjson.Head(out)
 	if !found {
 		t.Fatal("reportHead found no log or LV row in the guest's failed report")
 	}
-	whole, err := decodeReportRows(out, func(sub string) bool { return sub == "lv" }, true)
+	whole, err := lvmjson.DecodeRows(out, func(sub string) bool { return sub == "lv" }, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestReportHead(t *testing.T) {
 		if bytes.Equal(c.in, out) {
 			t.Fatalf("%s: the capture was not changed", c.name)
 		}
-		if _, _, found := reportHead(c.in); found {
+		if _, _, found := lvmjson.Head(c.in); found {
 			t.Errorf("%s: reportHead took it", c.name)
 		}
 		retry, vgs, note, ok := fieldFailureRetry(c.in)
@@ -146,7 +147,7 @@ func TestReportHead(t *testing.T) {
 			t.Errorf("%s: retry %v %v %q %v, want the whole report's %v %v %q", c.name, ok, vgs, note, retry.Args, wantVGs, want.Args, wantNote)
 		}
 	}
-	if _, _, found := reportHead(trimmed[:len(trimmed)-1]); found {
+	if _, _, found := lvmjson.Head(trimmed[:len(trimmed)-1]); found {
 		t.Error("a document without its closing brace was taken")
 	}
 }

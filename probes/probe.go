@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/internal/lvmjson"
 	"github.com/keel-storage/keel/probes/model"
 )
 
@@ -92,7 +93,7 @@ func runResult(ctx context.Context, src hostio.Source, c hostio.Cmd) (res hostio
 // decoding error, a panic, a command that could not run) the pass decodes
 // the output it got, as without streaming, so a failure reads the same.
 type streamedReport struct {
-	rep lvmReport
+	rep lvmjson.Report
 	ok  bool
 }
 
@@ -104,7 +105,7 @@ func (s *streamedReport) decode(next func() ([]byte, bool)) {
 			s.ok = false // decoded again after the command, panicking there as before
 		}
 	}()
-	s.rep, err = decodeReportStream(next, parsedSubreport)
+	s.rep, err = lvmjson.DecodeStream(next, parsedSubreport)
 	s.ok = err == nil
 }
 
@@ -226,7 +227,7 @@ func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
 			// runs: at thousands of LVs their rows take as long to read
 			// as LVM takes to report one small VG again.
 			var (
-				failed  lvmReport
+				failed  lvmjson.Report
 				ferr    error
 				decoded = make(chan struct{})
 			)
@@ -239,7 +240,7 @@ func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
 				go func() {
 					defer close(decoded)
 					defer caught(&ferr, "lvm fullreport: decoding the failed report")
-					failed, ferr = decodeReportRows(outs[0].res.Stdout, parsedSubreport, false)
+					failed, ferr = lvmjson.DecodeRows(outs[0].res.Stdout, parsedSubreport, false)
 				}()
 			}
 			out, err := run(ctx, src, retry)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/internal/lvmjson"
 )
 
 // vgSeqnoCmd reports every VG's metadata sequence number and nothing else.
@@ -17,13 +18,13 @@ var vgSeqnoCmd = hostio.Cmd{Name: "lvm", Args: []string{"vgs", "--reportformat",
 // commit), so two readings that agree for every VG bracket a time in which
 // no VG was committed; the daemon uses that to trust the PV stamps it read
 // between a pass's report and this call. The JSON is read by the decoder
-// of the full report (decodeReportRows).
+// of the full report (lvmjson.DecodeRows).
 func VGSeqnos(ctx context.Context, src hostio.Source) (map[string]uint64, error) {
 	out, err := run(ctx, src, vgSeqnoCmd)
 	if err != nil {
 		return nil, err
 	}
-	rep, err := decodeReportRows(out, func(sub string) bool { return sub == "vg" }, false)
+	rep, err := lvmjson.DecodeRows(out, func(sub string) bool { return sub == "vg" }, false)
 	if err != nil {
 		return nil, fmt.Errorf("lvm vgs: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/internal/lvmjson"
 	"github.com/keel-storage/keel/probes/model"
 )
 
@@ -106,7 +107,7 @@ func chunked(b []byte, size func() int) func() ([]byte, bool) {
 func TestDecodeReportStream(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for name, b := range reportInputs(t) {
-		want, wantErr := decodeReportRows(b, parsedSubreport, false)
+		want, wantErr := lvmjson.DecodeRows(b, parsedSubreport, false)
 		sizes := map[string]func() int{
 			"1":      func() int { return 1 },
 			"7":      func() int { return 7 },
@@ -117,7 +118,7 @@ func TestDecodeReportStream(t *testing.T) {
 			delete(sizes, "7")
 		}
 		for how, size := range sizes {
-			got, err := decodeReportStream(chunked(b, size), parsedSubreport)
+			got, err := lvmjson.DecodeStream(chunked(b, size), parsedSubreport)
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 				t.Fatalf("%s in pieces of %s: error %v, whole: %v", name, how, err, wantErr)
 			}
