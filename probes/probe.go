@@ -62,9 +62,19 @@ var UdevRulePaths = []string{"/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules", "/
 var queueFiles = []string{"rotational", "logical_block_size", "physical_block_size", "write_zeroes_max_bytes",
 	"discard_max_bytes", "discard_max_hw_bytes", "discard_granularity"}
 
+// cmdOut is what one command of a pass gave: its Result (stdout and exit
+// status) and the error that folds a could-not-run and a non-zero exit.
 type cmdOut struct {
 	res hostio.Result
 	err error
+}
+
+// coreOuts are the outputs of the commands every pass runs, by command.
+type coreOuts struct {
+	report cmdOut // lvm fullreport (fullReportCmd, maybe with --devices)
+	table  cmdOut // dmsetup table
+	status cmdOut // dmsetup status
+	config cmdOut // lvmconfig --typeconfig full
 }
 
 // run runs c and folds a could-not-run error and a non-zero exit into one
@@ -147,8 +157,8 @@ func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
 	h := &model.Host{PVs: map[string]*model.PV{}, VGs: map[string]*model.VG{}, LVs: map[string]*model.LV{}, VDOPools: map[string]*model.VDOPool{},
 		ThinPools: map[string]*model.ThinPool{}, Bcache: map[string]*model.Bcache{}, CacheSets: map[string]*model.CacheSet{},
 		Queues: map[string]*model.Queue{}, ByID: map[string][]string{}, DM: map[string]*model.DMDevice{}, KeelFiles: map[string]*model.KeelFile{}}
-	cmds := []hostio.Cmd{fullReportCmd, dmTableCmd, dmStatusCmd, lvmConfigCmd}
-	outs := make([]cmdOut, len(cmds))
+	reportCmd := fullReportCmd
+	var outs coreOuts
 	var (
 		wg      sync.WaitGroup
 		stats   vdoStatsPrefetch
@@ -165,7 +175,7 @@ func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
 			return h, fmt.Errorf("probe: devices %s are suspended, and the devices LVM may read are unknown: %w",
 				strings.Join(h.Suspended, ", "), err)
 		}
-		cmds[0] = withDevices(cmds[0], readable)
+		reportCmd = withDevices(reportCmd, readable)
 		h.Errors = append(h.Errors, fmt.Sprintf("device-mapper devices suspended for more than %v: %s; LVM read the host without them and what is stacked on them (--devices)",
 			src.SuspendWait, strings.Join(h.Suspended, ", ")))
 	}
@@ -173,6 +183,7 @@ func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
 	// (Cmd.Consume): at thousands of LVs, decoding it after LVM exits was
 	// the largest part of a pass beyond LVM's own time.
 	var streamed streamedReport
+	reportCmd.Consume = streamed.decode
 	var sys sysfsView
 	wg.Add(1)
 	go func() {
@@ -182,24 +193,29 @@ func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
 		probeHostFiles(src.FS, h)
 		probeKeelFiles(src.FS, h)
 	}()
-	// lvm fullreport, the long one, is started last: Go runs the goroutine
-	// started last first on this P once this one waits (runnext), while an
-	// idle P steals the others (and runs the last it stole first), so in
-	// command order the report started after dmsetup table in the guest,
-	// 3-5 ms later than it could.
-	for i := len(cmds) - 1; i >= 0; i-- {
-		c := cmds[i]
+	// Invariant: lvm fullreport, the longest command, is started last. The
+	// goroutine started last is the one the scheduler runs first on this P
+	// once this goroutine waits (runnext), while idle Ps steal the others
+	// (running the last they stole first); started first, the report would
+	// begin after dmsetup table, later than it can.
+	for _, l := range []struct {
+		c    hostio.Cmd
+		out  *cmdOut
+		then func(out []byte) // run on success, in the command's goroutine
+	}{
+		{c: lvmConfigCmd, out: &outs.config},
+		{c: dmStatusCmd, out: &outs.status},
+		{c: dmTableCmd, out: &outs.table, then: func(out []byte) { stats.start(ctx, src, out, &wg) }},
+		{c: reportCmd, out: &outs.report},
+	} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer crashed.catch(c.String())
-			if i == 0 {
-				c.Consume = streamed.decode
-			}
-			res, err := runResult(ctx, src, c)
-			outs[i] = cmdOut{res, err}
-			if c.String() == dmTableCmd.String() && err == nil {
-				stats.start(ctx, src, res.Stdout, &wg)
+			defer crashed.catch(l.c.String())
+			res, err := runResult(ctx, src, l.c)
+			*l.out = cmdOut{res, err}
+			if l.then != nil && err == nil {
+				l.then(res.Stdout)
 			}
 		}()
 	}
@@ -213,12 +229,12 @@ func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
 		core = append(core, err)
 		h.Errors = append(h.Errors, err.Error())
 	}
-	reportErr := outs[0].err
+	reportErr := outs.report.err
 	var objs *lvmObjects
-	if reportErr != nil && outs[0].res.ExitCode == 5 {
+	if reportErr != nil && outs.report.res.ExitCode == 5 {
 		// Exit 5 with only failed fields in the log: LVM left those LVs
 		// out; ask again for their VGs without the fields (lvm_fieldfail.go).
-		if retry, vgs, note, ok := fieldFailureRetry(outs[0].res.Stdout); ok {
+		if retry, vgs, note, ok := fieldFailureRetry(outs.report.res.Stdout); ok {
 			if readable != nil {
 				retry = withDevices(retry, readable)
 			}
@@ -240,7 +256,7 @@ func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
 				go func() {
 					defer close(decoded)
 					defer caught(&ferr, "lvm fullreport: decoding the failed report")
-					failed, ferr = lvmjson.DecodeRows(outs[0].res.Stdout, parsedSubreport, false)
+					failed, ferr = lvmjson.DecodeRows(outs.report.res.Stdout, parsedSubreport, false)
 				}()
 			}
 			out, err := run(ctx, src, retry)
@@ -257,7 +273,7 @@ func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
 	} else if reportErr == nil && streamed.ok {
 		objs, reportErr = parseReport(streamed.rep)
 	} else if reportErr == nil {
-		objs, reportErr = parseFullReport(outs[0].res.Stdout)
+		objs, reportErr = parseFullReport(outs.report.res.Stdout)
 	}
 	if reportErr != nil {
 		fail(reportErr)
@@ -265,29 +281,28 @@ func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
 		h.PVs, h.VGs, h.LVs = objs.PVs, objs.VGs, objs.LVs
 	}
 	tables, statuses := map[string][]model.DMLine{}, map[string][]model.DMLine{}
-	for i, which := range []string{"dmsetup table", "dmsetup status"} {
-		o := outs[1+i]
-		if o.err != nil {
-			fail(o.err)
+	for _, d := range []struct {
+		which string
+		out   cmdOut
+		lines *map[string][]model.DMLine
+	}{{"dmsetup table", outs.table, &tables}, {"dmsetup status", outs.status, &statuses}} {
+		if d.out.err != nil {
+			fail(d.out.err)
 			continue
 		}
-		m, err := parseDMLines(which, o.res.Stdout)
+		m, err := parseDMLines(d.which, d.out.res.Stdout)
 		if err != nil {
 			fail(err)
 			continue
 		}
-		if i == 0 {
-			tables = m
-		} else {
-			statuses = m
-		}
+		*d.lines = m
 	}
 	for name, t := range tables {
 		h.DM[name] = &model.DMDevice{Name: name, Table: t, Status: statuses[name]}
 	}
-	if outs[3].err != nil {
-		h.LVMConfig.Errors = append(h.LVMConfig.Errors, outs[3].err.Error())
-	} else if v, err := parseLVMConfig(outs[3].res.Stdout); err != nil {
+	if outs.config.err != nil {
+		h.LVMConfig.Errors = append(h.LVMConfig.Errors, outs.config.err.Error())
+	} else if v, err := parseLVMConfig(outs.config.res.Stdout); err != nil {
 		h.LVMConfig.Errors = append(h.LVMConfig.Errors, err.Error())
 	} else {
 		h.LVMConfig.Values = v
