@@ -5,48 +5,9 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/keel-storage/keel/probes/model"
 )
-
-// Bcache is one bcache backing device, keyed by its backing_dev_uuid.
-type Bcache struct {
-	UUID    string `json:"uuid"`    // backing_dev_uuid
-	Device  string `json:"device"`  // bcacheN, informative only: it changes between boots
-	Backing string `json:"backing"` // kernel name of the backing device (backing_dev_name)
-	// BackingByID are the /dev/disk/by-id names of the backing device, sorted.
-	BackingByID []string `json:"backingByID"`
-	CacheSet    string   `json:"cacheSet"` // UUID of the attached cache set, "" when detached
-	// CacheMode is the selected mode: writethrough, writeback, writearound or none.
-	CacheMode             string `json:"cacheMode"`
-	SequentialCutoff      uint64 `json:"sequentialCutoff"` // bytes
-	WritebackPercent      int    `json:"writebackPercent"`
-	WritebackDelay        int    `json:"writebackDelay"`       // seconds
-	WritebackRunning      bool   `json:"writebackRunning"`     // writeback_running
-	WritebackRate         uint64 `json:"writebackRate"`        // bytes/s as read
-	WritebackRateMinimum  uint64 `json:"writebackRateMinimum"` // sectors/s
-	State                 string `json:"state"`                // no cache, clean, dirty, inconsistent
-	DirtyData             uint64 `json:"dirtyData"`            // bytes
-	Running               bool   `json:"running"`
-	Label                 string `json:"label"`
-	ReadaheadCachePolicy  string `json:"readaheadCachePolicy"`
-	StopWhenCacheSetFails string `json:"stopWhenCacheSetFails"`
-	// Tunables holds every file read from the bcache directory, raw and trimmed.
-	Tunables map[string]string `json:"tunables"`
-	Errors   []string          `json:"errors"`
-}
-
-// CacheSet is a bcache cache set from /sys/fs/bcache/<uuid>.
-type CacheSet struct {
-	UUID                      string   `json:"uuid"`
-	CongestedReadThresholdUS  uint64   `json:"congestedReadThresholdUS"`
-	CongestedWriteThresholdUS uint64   `json:"congestedWriteThresholdUS"`
-	JournalDelayMS            uint64   `json:"journalDelayMS"`
-	ErrorsMode                string   `json:"errorsMode"` // errors: unregister or panic
-	Synchronous               bool     `json:"synchronous"`
-	CacheDevices              []string `json:"cacheDevices"` // kernel names of the cache devices
-	// Tunables holds every file read from the set directory, raw and trimmed.
-	Tunables map[string]string `json:"tunables"`
-	Errors   []string          `json:"errors"`
-}
 
 // bcacheBackingFiles are read from /sys/block/bcacheN/bcache/.
 var bcacheBackingFiles = []string{
@@ -130,8 +91,8 @@ func selected(v string) string {
 }
 
 // buildBcache turns the raw files of one backing device into a Bcache.
-func buildBcache(dev string, files map[string]string, cacheLink string) *Bcache {
-	b := &Bcache{Device: dev, Tunables: files, UUID: files["backing_dev_uuid"], Backing: files["backing_dev_name"],
+func buildBcache(dev string, files map[string]string, cacheLink string) *model.Bcache {
+	b := &model.Bcache{Device: dev, Tunables: files, UUID: files["backing_dev_uuid"], Backing: files["backing_dev_name"],
 		State: files["state"], Label: files["label"],
 		ReadaheadCachePolicy:  selected(files["readahead_cache_policy"]),
 		StopWhenCacheSetFails: selected(files["stop_when_cache_set_failed"])}
@@ -175,8 +136,8 @@ func buildBcache(dev string, files map[string]string, cacheLink string) *Bcache 
 }
 
 // buildCacheSet turns the raw files of a cache set into a CacheSet.
-func buildCacheSet(uuid string, files map[string]string) *CacheSet {
-	c := &CacheSet{UUID: uuid, Tunables: files, ErrorsMode: selected(files["errors"]), Synchronous: files["synchronous"] == "1"}
+func buildCacheSet(uuid string, files map[string]string) *model.CacheSet {
+	c := &model.CacheSet{UUID: uuid, Tunables: files, ErrorsMode: selected(files["errors"]), Synchronous: files["synchronous"] == "1"}
 	integer := func(field string) uint64 {
 		return uintField(files, field, func(field string, err error) {
 			c.Errors = append(c.Errors, fmt.Sprintf("cache set %s: %s: %v", uuid, field, err))

@@ -3,13 +3,16 @@ package probes
 import (
 	"context"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/internal/lvmjson"
 )
 
 // BenchmarkProbeReplay measures the CPU cost of one probe pass with the I/O
 // taken out: the replay of the mixed guest snapshot (split VDO pool, thin
 // pool, bcache) through every parser and the model build.
 func BenchmarkProbeReplay(b *testing.B) {
-	src := Replay(loadSnapshot(b, "mixed"))
+	src := hostio.Replay(loadSnapshot(b, "mixed"))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Probe(context.Background(), src); err != nil {
@@ -54,7 +57,7 @@ func BenchmarkParseFullReportScale(b *testing.B) {
 // report.
 func BenchmarkBuildObjectsScale(b *testing.B) {
 	s := scaleSnapshot(b, "scale-thin")
-	rep, err := decodeReportRows(s.Commands[fullReportCmd.String()].Result.Stdout, parsedSubreport, false)
+	rep, err := lvmjson.DecodeRows(s.Commands[fullReportCmd.String()].Result.Stdout, parsedSubreport, false)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,7 +78,7 @@ func BenchmarkSnapshotRoundTrip(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := ParseSnapshot(text); err != nil {
+		if _, err := hostio.ParseSnapshot(text); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -13,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // The fuzz targets start from real guest output: the snapshots' recorded
@@ -28,11 +31,11 @@ func fuzzSeeds(tb testing.TB, target string) [][]byte {
 	files, _ := filepath.Glob("testdata/snapshots/*.txtar")
 	var seeds [][]byte
 	for _, f := range files {
-		s, err := ReadSnapshotFile(f)
+		s, err := hostio.ReadSnapshotFile(f)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		cmd := func(c Cmd) {
+		cmd := func(c hostio.Cmd) {
 			if r, ok := s.Commands[c.String()]; ok && len(r.Result.Stdout) > 0 {
 				seeds = append(seeds, r.Result.Stdout)
 			}
@@ -55,12 +58,12 @@ func fuzzSeeds(tb testing.TB, target string) [][]byte {
 			cmd(lvmConfigCmd)
 		case "FuzzDecodeVDOBlocks":
 			for _, k := range sortedKeys(s.Files) {
-				if r := s.Files[k]; r.Op == OpReadAt {
+				if r := s.Files[k]; r.Op == hostio.OpReadAt {
 					seeds = append(seeds, r.Data)
 				}
 			}
 		case "FuzzParseTargetArgs":
-			for _, c := range []Cmd{dmTableCmd, dmStatusCmd} {
+			for _, c := range []hostio.Cmd{dmTableCmd, dmStatusCmd} {
 				lines, _ := parseDMLines(c.String(), s.Commands[c.String()].Result.Stdout)
 				for _, name := range sortedKeys(lines) {
 					for _, l := range lines[name] {
@@ -74,7 +77,7 @@ func fuzzSeeds(tb testing.TB, target string) [][]byte {
 				switch {
 				case r.Path == storageCfgPath || r.Path == meminfoPath || r.Path == cpuOnlinePath:
 					seeds = append([][]byte{r.Data}, seeds...)
-				case r.Op == OpFile && strings.HasPrefix(r.Path, "/sys/"):
+				case r.Op == hostio.OpFile && strings.HasPrefix(r.Path, "/sys/"):
 					seeds = append(seeds, r.Data)
 				}
 			}
@@ -178,8 +181,8 @@ func FuzzParseDMLines(f *testing.F) {
 
 // dmLinesByScanner is parseDMLines written plainly (bufio.Scanner,
 // strings.SplitN), the reference the fuzz target holds it to.
-func dmLinesByScanner(b []byte) (map[string][]DMLine, error) {
-	out := map[string][]DMLine{}
+func dmLinesByScanner(b []byte) (map[string][]model.DMLine, error) {
+	out := map[string][]model.DMLine{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, maxDMLine)
 	for sc.Scan() {
@@ -200,7 +203,7 @@ func dmLinesByScanner(b []byte) (map[string][]DMLine, error) {
 		if err1 != nil || err2 != nil {
 			return nil, errors.New("not numbers")
 		}
-		l := DMLine{Start: start, Length: length, Target: f[2]}
+		l := model.DMLine{Start: start, Length: length, Target: f[2]}
 		if len(f) == 4 {
 			l.Args = f[3]
 		}
@@ -244,13 +247,13 @@ func FuzzParseTargetArgs(f *testing.F) {
 				t.Errorf("%q: vdo table %+v does not read back its fields", s, vt)
 			}
 		}
-		vs, err := parseVDOStatus(s)
+		vs, err := model.ParseVDOStatus(s)
 		errMust(t, err, "dmsetup status: vdo: ")
 		if err == nil && (vs.Device != fields[0] || vs.Mode != fields[1] || vs.IndexState != fields[3] ||
 			vs.UsedBlocks != num(fields[5]) || vs.TotalBlocks != num(fields[6])) {
 			t.Errorf("%q: vdo status %+v does not read back its fields", s, vs)
 		}
-		ts, err := parseThinPoolStatus(s)
+		ts, err := model.ParseThinPoolStatus(s)
 		errMust(t, err, "dmsetup status: thin-pool: ")
 		if err == nil && !ts.Failed {
 			meta, data := strings.Split(fields[1], "/"), strings.Split(fields[2], "/")
@@ -360,7 +363,7 @@ func FuzzDecodeVDOBlocks(f *testing.F) {
 			}
 		}
 		if l == nil {
-			l = &VDOLayout{}
+			l = &model.VDOLayout{}
 		}
 		errMust(t, decodeVDOSuperBlock(b, l), "vdo super block: ")
 	})
@@ -461,7 +464,7 @@ func FuzzParseSysfs(f *testing.F) {
 func FuzzParseSnapshot(f *testing.F) {
 	addSeeds(f, "FuzzParseSnapshot")
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := ParseSnapshot(b)
+		s, err := hostio.ParseSnapshot(b)
 		if err != nil {
 			return
 		}
@@ -470,7 +473,7 @@ func FuzzParseSnapshot(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s2, err := ParseSnapshot(text)
+		s2, err := hostio.ParseSnapshot(text)
 		if err != nil {
 			t.Fatalf("re-parse: %v", err)
 		}

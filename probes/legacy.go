@@ -5,7 +5,20 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
+
+// A snapshot recorded while keel's LVM report asked for lv_all and seg_all
+// replays with the report keel asks for now, each LV and segment row cut to
+// the fields it names (narrowLegacyReport), so that a replay reads what
+// keel reads on a live host. A report that failed, or whose rows lack a
+// field keel asks for now, stays as recorded; Replay still finds it
+// (legacyReportCmd). The process layer knows no LVM command: the probe
+// registers the migration with it.
+func init() {
+	hostio.RegisterMigration(hostio.Migration{Snapshot: narrowLegacyReport, Cmd: legacyReportCmd})
+}
 
 // Snapshots recorded before fullReportCmd named its fields asked for the
 // whole LV and segment sets.
@@ -21,9 +34,9 @@ const (
 // other command. Replay looks a command up this way when the snapshot
 // does not hold it, so that snapshots recorded then still replay: their
 // rows carry more fields, which the parser keeps (LV.Fields).
-func legacyReportCmd(c Cmd) (Cmd, bool) {
+func legacyReportCmd(c hostio.Cmd) (hostio.Cmd, bool) {
 	if c.Name != "lvm" || len(c.Args) == 0 || c.Args[0] != "fullreport" {
-		return Cmd{}, false
+		return hostio.Cmd{}, false
 	}
 	args := slices.Clone(c.Args)
 	changed := false
@@ -39,7 +52,7 @@ func legacyReportCmd(c Cmd) (Cmd, bool) {
 		}
 	}
 	if !changed {
-		return Cmd{}, false
+		return hostio.Cmd{}, false
 	}
 	c.Args = args
 	return c, true
@@ -53,7 +66,7 @@ func legacyReportCmd(c Cmd) (Cmd, bool) {
 // depend on the fields asked: lvm_fieldfail.go), or when a row lacks a
 // field keel asks for (an LVM that does not know it) or does not decode;
 // Replay then still finds the report under its old argv.
-func narrowLegacyReport(s *Snapshot) {
+func narrowLegacyReport(s *hostio.Snapshot) {
 	old, _ := legacyReportCmd(fullReportCmd)
 	rec, found := s.Commands[old.String()]
 	if !found || rec.Error != "" || rec.Result.ExitCode != 0 {

@@ -1,11 +1,13 @@
 package probes
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/internal/lvmjson"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // A report field can fail in LVM while the rest of the report is sound.
@@ -66,12 +68,12 @@ func lvOptionsIndex() int {
 // (Probe), so a report of thousands of LVs is read once, not first to find
 // its log and then again for its rows. Where the quick reading does not
 // find them, the whole report is read and checked first, as before.
-func fieldFailureRetry(stdout []byte) (retry Cmd, vgs []string, note string, ok bool) {
-	log, lvKeys, found := reportHead(stdout)
+func fieldFailureRetry(stdout []byte) (retry hostio.Cmd, vgs []string, note string, ok bool) {
+	log, lvKeys, found := lvmjson.Head(stdout)
 	if !found {
-		rep, err := decodeReportRows(stdout, func(sub string) bool { return sub == "lv" }, true)
+		rep, err := lvmjson.DecodeRows(stdout, func(sub string) bool { return sub == "lv" }, true)
 		if err != nil {
-			return Cmd{}, nil, "", false
+			return hostio.Cmd{}, nil, "", false
 		}
 		log, lvKeys = rep.Log, nil
 		for _, el := range rep.Report {
@@ -88,9 +90,9 @@ func fieldFailureRetry(stdout []byte) (retry Cmd, vgs []string, note string, ok 
 
 // retryWithout is fieldFailureRetry's decision on a failed report's log
 // and the field names its LV rows carry.
-func retryWithout(log []map[string]string, lvKeys []string) (retry Cmd, vgs []string, note string, ok bool) {
+func retryWithout(log []map[string]string, lvKeys []string) (retry hostio.Cmd, vgs []string, note string, ok bool) {
 	if len(log) == 0 {
-		return Cmd{}, nil, "", false
+		return hostio.Cmd{}, nil, "", false
 	}
 	failed := map[string]bool{}
 	var objects []string
@@ -100,7 +102,7 @@ func retryWithout(log []map[string]string, lvKeys []string) (retry Cmd, vgs []st
 		switch e["log_type"] {
 		case "status":
 			if msg != "success" && msg != "failure" {
-				return Cmd{}, nil, "", false
+				return hostio.Cmd{}, nil, "", false
 			}
 		case "error":
 			if strings.HasPrefix(msg, "dm_report_field_percent: ") {
@@ -108,7 +110,7 @@ func retryWithout(log []map[string]string, lvKeys []string) (retry Cmd, vgs []st
 			}
 			field, found := strings.CutPrefix(msg, "_do_report_object: report function failed for field ")
 			if !found || field == "" || e["log_object_type"] != "lv" {
-				return Cmd{}, nil, "", false
+				return hostio.Cmd{}, nil, "", false
 			}
 			vg := e["log_object_group"]
 			failed[field] = true
@@ -118,11 +120,11 @@ func retryWithout(log []map[string]string, lvKeys []string) (retry Cmd, vgs []st
 			}
 			vgs = append(vgs, vg)
 		default:
-			return Cmd{}, nil, "", false
+			return hostio.Cmd{}, nil, "", false
 		}
 	}
 	if len(failed) == 0 {
-		return Cmd{}, nil, "", false
+		return hostio.Cmd{}, nil, "", false
 	}
 	var fields []string
 	for _, k := range lvKeys {
@@ -131,7 +133,7 @@ func retryWithout(log []map[string]string, lvKeys []string) (retry Cmd, vgs []st
 		}
 	}
 	if len(fields) == 0 || !slices.Contains(fields, "lv_uuid") || !slices.Contains(fields, "vg_name") {
-		return Cmd{}, nil, "", false // no LV row to learn the field names from
+		return hostio.Cmd{}, nil, "", false // no LV row to learn the field names from
 	}
 	slices.Sort(fields)
 	slices.Sort(vgs)
@@ -156,8 +158,8 @@ func retryWithout(log []map[string]string, lvKeys []string) (retry Cmd, vgs []st
 // mergeRetried is the failed report with the element of each VG in vgs
 // replaced by the retried report's elements (in the place of the first
 // one; appended when the failed report has none).
-func mergeRetried(failed, retried lvmReport, vgs []string) lvmReport {
-	out := lvmReport{Log: retried.Log}
+func mergeRetried(failed, retried lvmjson.Report, vgs []string) lvmjson.Report {
+	out := lvmjson.Report{Log: retried.Log}
 	placed := false
 	for _, el := range failed.Report {
 		if !slices.Contains(vgs, elementVG(el)) {
@@ -176,7 +178,7 @@ func mergeRetried(failed, retried lvmReport, vgs []string) lvmReport {
 }
 
 // elementVG is the VG of a report element ("" for orphan PVs).
-func elementVG(el map[string][]Fields) string {
+func elementVG(el map[string][]model.Fields) string {
 	for _, r := range el["vg"] {
 		if v := r.Get("vg_name"); v != "" {
 			return v
@@ -185,49 +187,9 @@ func elementVG(el map[string][]Fields) string {
 	return ""
 }
 
-// errFirstRow ends a decoder with stopAtFirst once it has the first row it
-// was asked for.
-var errFirstRow = errors.New("first row read")
-
-// reportHead reads the two parts of a report fieldFailureRetry needs
-// without reading the rows between them: the log, the last member of the
-// document as LVM prints it (the log report closes the report group), and
-// the field names of the first LV row. found is false when either is not
-// where LVM puts it; the caller then reads the whole report.
-//
-// The log is taken from the last `"log"` followed by ':' and '['. In JSON
-// a '"' inside a string is escaped, so those bytes are an object key; and
-// when its array is followed only by the '}' and white space that end the
-// document, that object is the document itself.
-func reportHead(b []byte) (log []map[string]string, lvKeys []string, found bool) {
-	at := bytes.LastIndex(b, []byte(`"log"`))
-	if at < 0 {
-		return nil, nil, false
-	}
-	d := reportDecoder{b: b, i: at, keys: map[string]int32{}}
-	if _, k, err := d.key(false); err != nil || k != "log" || d.ws() != '[' {
-		return nil, nil, false
-	}
-	if err := d.rows(&log); err != nil {
-		return nil, nil, false
-	}
-	if more, err := d.next('}'); err != nil || more || d.end(nil) != nil {
-		return nil, nil, false
-	}
-	h := reportDecoder{b: b, keys: map[string]int32{}, keep: func(sub string) bool { return sub == "lv" }, firstOnly: true, stopAtFirst: true}
-	var rep lvmReport
-	if err := h.report(&rep); !errors.Is(err, errFirstRow) {
-		return nil, nil, false
-	}
-	for k := range h.first.All() {
-		lvKeys = append(lvKeys, k)
-	}
-	return log, lvKeys, len(lvKeys) > 0
-}
-
 // retryCmd is fullreport with the LV fields named one by one (sorted) and,
 // unless vgs is nil, only the VGs vgs (sorted, no repeats).
-func retryCmd(fields, vgs []string) Cmd {
+func retryCmd(fields, vgs []string) hostio.Cmd {
 	c := fullReportCmd
 	c.Args = slices.Clone(fullReportCmd.Args)
 	c.Args[lvOptionsIndex()] = strings.Join(fields, ",")

@@ -10,10 +10,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/internal/lvmjson"
 )
 
 // scaleSnapshot reads a gzipped guest capture of probes/testdata/scale.
-func scaleSnapshot(t testing.TB, name string) *Snapshot {
+func scaleSnapshot(t testing.TB, name string) *hostio.Snapshot {
 	t.Helper()
 	f, err := os.Open("testdata/scale/" + name + ".txtar.gz")
 	if err != nil {
@@ -28,7 +31,7 @@ func scaleSnapshot(t testing.TB, name string) *Snapshot {
 	if _, err := io.Copy(&b, z); err != nil {
 		t.Fatal(err)
 	}
-	s, err := ParseSnapshot(b.Bytes())
+	s, err := hostio.ParseSnapshot(b.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,11 +106,11 @@ func TestFieldFailureRetry(t *testing.T) {
 func TestReportHead(t *testing.T) {
 	snap := scaleSnapshot(t, "scale-vdo")
 	out := snap.Commands[legacyReportKey].Result.Stdout
-	log, keys, found := reportHead(out)
+	log, keys, found := lvmjson.Head(out)
 	if !found {
 		t.Fatal("reportHead found no log or LV row in the guest's failed report")
 	}
-	whole, err := decodeReportRows(out, func(sub string) bool { return sub == "lv" }, true)
+	whole, err := lvmjson.DecodeRows(out, func(sub string) bool { return sub == "lv" }, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +139,7 @@ func TestReportHead(t *testing.T) {
 		if bytes.Equal(c.in, out) {
 			t.Fatalf("%s: the capture was not changed", c.name)
 		}
-		if _, _, found := reportHead(c.in); found {
+		if _, _, found := lvmjson.Head(c.in); found {
 			t.Errorf("%s: reportHead took it", c.name)
 		}
 		retry, vgs, note, ok := fieldFailureRetry(c.in)
@@ -144,7 +147,7 @@ func TestReportHead(t *testing.T) {
 			t.Errorf("%s: retry %v %v %q %v, want the whole report's %v %v %q", c.name, ok, vgs, note, retry.Args, wantVGs, want.Args, wantNote)
 		}
 	}
-	if _, _, found := reportHead(trimmed[:len(trimmed)-1]); found {
+	if _, _, found := lvmjson.Head(trimmed[:len(trimmed)-1]); found {
 		t.Error("a document without its closing brace was taken")
 	}
 }
@@ -155,7 +158,7 @@ func TestReportHead(t *testing.T) {
 // whose rows do not decode is an error naming the report.
 func TestProbeRetryDecodesFailedReport(t *testing.T) {
 	snap := scaleSnapshot(t, "scale-vdo")
-	h, err := Probe(context.Background(), Replay(snap))
+	h, err := Probe(context.Background(), hostio.Replay(snap))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +176,7 @@ func TestProbeRetryDecodesFailedReport(t *testing.T) {
 	broken[at+len(`"lv_name":`)] = '{'
 	rec.Result.Stdout = broken
 	snap.Commands[legacyReportKey] = rec
-	_, err = Probe(context.Background(), Replay(snap))
+	_, err = Probe(context.Background(), hostio.Replay(snap))
 	if err == nil || !strings.Contains(err.Error(), "lvm fullreport: offset") {
 		t.Errorf("a failed report whose rows do not decode: error %v, want the decoding error", err)
 	}

@@ -8,9 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/internal/lvmjson"
+	"github.com/keel-storage/keel/probes/model"
 )
 
-// mapReport is lvmReport with maps for rows: what encoding/json decodes
+// mapReport is lvmjson.Report with maps for rows: what encoding/json decodes
 // the report into.
 type mapReport struct {
 	Report []map[string][]map[string]string `json:"report"`
@@ -20,9 +23,9 @@ type mapReport struct {
 // asMaps is rep with each Fields row as a map (the zero Fields as nil). It
 // fails unless each row reads as its map does, through every method, and
 // encodes to the same JSON.
-func asMaps(t *testing.T, rep lvmReport) mapReport {
+func asMaps(t *testing.T, rep lvmjson.Report) mapReport {
 	t.Helper()
-	return eachSubreport(rep.Log, rep.Report, func(_ string, rows []Fields) ([]map[string]string, bool) {
+	return eachSubreport(rep.Log, rep.Report, func(_ string, rows []model.Fields) ([]map[string]string, bool) {
 		var mrows []map[string]string
 		if rows != nil {
 			mrows = make([]map[string]string, len(rows))
@@ -57,10 +60,10 @@ func eachSubreport[R any](log []map[string]string, report []map[string][]R, rows
 }
 
 // fieldsMap is f as a map, checked against every method of f.
-func fieldsMap(t *testing.T, f Fields) map[string]string {
+func fieldsMap(t *testing.T, f model.Fields) map[string]string {
 	t.Helper()
 	var m map[string]string
-	if f.keys != nil {
+	if f.Keys() != nil {
 		m = make(map[string]string, f.Len())
 	}
 	var names []string
@@ -92,7 +95,7 @@ func fieldsMap(t *testing.T, f Fields) map[string]string {
 	if wantJSON, _ := json.Marshal(m); string(gotJSON) != string(wantJSON) {
 		t.Errorf("JSON %s, the map's %s", gotJSON, wantJSON)
 	}
-	var back Fields
+	var back model.Fields
 	if err := json.Unmarshal(gotJSON, &back); err != nil || !reflect.DeepEqual(fieldsMapOf(back), m) {
 		t.Errorf("JSON %s reads back as %v (%v)", gotJSON, back, err)
 	}
@@ -100,28 +103,28 @@ func fieldsMap(t *testing.T, f Fields) map[string]string {
 }
 
 // fieldsMapOf is f as a map, unchecked.
-func fieldsMapOf(f Fields) map[string]string {
-	if f.keys == nil {
+func fieldsMapOf(f model.Fields) map[string]string {
+	if f.Keys() == nil {
 		return nil
 	}
 	return maps.Collect(f.All())
 }
 
-// sameAsEncodingJSON fails unless decodeLVMReport gives what json.Unmarshal
+// sameAsEncodingJSON fails unless lvmjson.Decode gives what json.Unmarshal
 // gives for in with maps for rows: the same report (nil and empty told
 // apart) or an error from both.
 func sameAsEncodingJSON(t *testing.T, in []byte) {
 	t.Helper()
 	var want mapReport
 	werr := json.Unmarshal(in, &want)
-	got, gerr := decodeLVMReport(in)
+	got, gerr := lvmjson.Decode(in)
 	switch {
 	case werr != nil && gerr == nil:
-		t.Fatalf("%.200q: encoding/json fails (%v), decodeLVMReport does not", in, werr)
+		t.Fatalf("%.200q: encoding/json fails (%v), lvmjson.Decode does not", in, werr)
 	case werr == nil && gerr != nil:
-		t.Fatalf("%.200q: decodeLVMReport fails (%v), encoding/json does not", in, gerr)
+		t.Fatalf("%.200q: lvmjson.Decode fails (%v), encoding/json does not", in, gerr)
 	case werr == nil && !reflect.DeepEqual(asMaps(t, got), want):
-		t.Fatalf("%.200q: decodeLVMReport gives\n%#v\nencoding/json gives\n%#v", in, asMaps(t, got), want)
+		t.Fatalf("%.200q: lvmjson.Decode gives\n%#v\nencoding/json gives\n%#v", in, asMaps(t, got), want)
 	}
 	// The partial decodes of parseFullReport and fieldFailureRetry fail
 	// on the same inputs and give the same rows, less the ones they skip.
@@ -133,13 +136,13 @@ func sameAsEncodingJSON(t *testing.T, in []byte) {
 		{"parsedSubreport", parsedSubreport, false},
 		{"first lv row", func(s string) bool { return s == "lv" }, true},
 	} {
-		part, perr := decodeReportRows(in, c.keep, c.firstOnly)
+		part, perr := lvmjson.DecodeRows(in, c.keep, c.firstOnly)
 		switch {
 		case (werr == nil) != (perr == nil):
-			t.Fatalf("%.200q: decodeReportRows (%s) error %v, encoding/json %v", in, c.name, perr, werr)
+			t.Fatalf("%.200q: lvmjson.DecodeRows (%s) error %v, encoding/json %v", in, c.name, perr, werr)
 		case werr == nil:
 			if w := partOfReport(want, c.keep, c.firstOnly); !reflect.DeepEqual(asMaps(t, part), w) {
-				t.Fatalf("%.200q: decodeReportRows (%s) gives\n%#v\nwant\n%#v", in, c.name, asMaps(t, part), w)
+				t.Fatalf("%.200q: lvmjson.DecodeRows (%s) gives\n%#v\nwant\n%#v", in, c.name, asMaps(t, part), w)
 			}
 		}
 	}
@@ -180,7 +183,7 @@ var lvmReportEdgeCases = []string{
 	`{"report":[{"vg":null,"lv":[]}]}`, `{"report":[{"lv":[null,{},{"a":null}]}]}`,
 	`{"REPORT":[{"lv":[{"lv_name":"a"}]}],"Log":[{"x":"y"}]}`,
 	`{"report":[{"lv":[{"a":"1","a":"2","b":""}]}]}`,
-	// Rows a partial decode (decodeReportRows) reads without building them.
+	// Rows a partial decode (lvmjson.DecodeRows) reads without building them.
 	`{"report":[{"pvseg":[{"a":"1"},null,{}],"lv":[{"a":"1"},{"b":null},null]}]}`,
 	`{"report":[{"pvseg":[{"a":1}]}]}`, `{"report":[{"pvseg":{"a":"1"}}]}`, `{"report":[{"pvseg":[{"a":"1"}`,
 	`{"report":[{"lv":[{"a":"1"},{"b":2}]}]}`, `{"report":[{"lv":[{"a":"1"},["b"]]}]}`, `{"report":[{"lv":[null,{"a":"1"}]}]}`,

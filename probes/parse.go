@@ -4,19 +4,21 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // parseDMLines parses `dmsetup table` or `dmsetup status` output
 // ("<name>: <start> <length> <target> <args>", one line per target
 // segment) into devices by name. which names the command for errors. Lines
 // end in "\n" or "\r\n"; a line of 1 MiB or more is an error.
-func parseDMLines(which string, b []byte) (map[string][]DMLine, error) {
+func parseDMLines(which string, b []byte) (map[string][]model.DMLine, error) {
 	// One string for the whole output: names, targets and arguments are
 	// parts of it, and one array holds every device's first line.
 	text := string(b)
 	lines := strings.Count(text, "\n") + 1
-	out := make(map[string][]DMLine, lines)
-	first := make([]DMLine, 0, lines)
+	out := make(map[string][]model.DMLine, lines)
+	first := make([]model.DMLine, 0, lines)
 	for n := 1; text != ""; n++ {
 		var line string
 		line, text, _ = strings.Cut(text, "\n")
@@ -51,7 +53,7 @@ func parseDMLines(which string, b []byte) (map[string][]DMLine, error) {
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("%s: line %d (%s): field start/length: not numbers", which, n, name)
 		}
-		l := DMLine{Start: start, Length: length, Target: target, Args: args}
+		l := model.DMLine{Start: start, Length: length, Target: target, Args: args}
 		if prev, ok := out[name]; ok {
 			out[name] = append(prev, l)
 		} else {
@@ -105,8 +107,8 @@ func parseLVMConfig(b []byte) (map[string]string, error) {
 
 // parseMeminfo reads MemTotal and MemAvailable (required), AnonPages, Shmem
 // and SwapFree (optional) from /proc/meminfo.
-func parseMeminfo(b []byte) (Memory, error) {
-	var m Memory
+func parseMeminfo(b []byte) (model.Memory, error) {
+	var m model.Memory
 	fields := map[string]*uint64{"MemTotal": &m.TotalBytes, "MemAvailable": &m.AvailableBytes,
 		"AnonPages": &m.AnonBytes, "Shmem": &m.ShmemBytes, "SwapFree": &m.SwapFreeBytes}
 	var seen int
@@ -167,9 +169,9 @@ func parseCPUList(b []byte) (int, error) {
 
 // parseStorageCfg parses Proxmox's /etc/pve/storage.cfg: "type: id" lines,
 // each followed by indented "key value" option lines.
-func parseStorageCfg(b []byte) (*Proxmox, error) {
-	p := &Proxmox{}
-	var cur *PVEStorage
+func parseStorageCfg(b []byte) (*model.Proxmox, error) {
+	p := &model.Proxmox{}
+	var cur *model.PVEStorage
 	for n, line := range strings.Split(string(b), "\n") {
 		t := strings.TrimSpace(line)
 		if t == "" || strings.HasPrefix(t, "#") {
@@ -180,7 +182,7 @@ func parseStorageCfg(b []byte) (*Proxmox, error) {
 			if !ok || strings.TrimSpace(id) == "" {
 				return nil, fmt.Errorf("storage.cfg: line %d: want \"type: id\"", n+1)
 			}
-			p.Storages = append(p.Storages, PVEStorage{Type: strings.TrimSpace(typ), ID: strings.TrimSpace(id), Options: map[string]string{}})
+			p.Storages = append(p.Storages, model.PVEStorage{Type: strings.TrimSpace(typ), ID: strings.TrimSpace(id), Options: map[string]string{}})
 			cur = &p.Storages[len(p.Storages)-1]
 			continue
 		}

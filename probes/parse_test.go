@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/internal/dmioctl"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // recorded returns the stdout a snapshot recorded for a command line.
@@ -47,7 +50,7 @@ func TestMalformedRealOutput(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = parseVDOStatus(lines["vg0-lvb-vpool"][0].Args)
+		_, err = model.ParseVDOStatus(lines["vg0-lvb-vpool"][0].Args)
 		return err
 	}
 	thinStatus := func(b []byte) error {
@@ -55,7 +58,7 @@ func TestMalformedRealOutput(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = parseThinPoolStatus(lines["vg0-tp-tpool"][0].Args)
+		_, err = model.ParseThinPoolStatus(lines["vg0-tp-tpool"][0].Args)
 		return err
 	}
 	vdoTable := func(b []byte) error {
@@ -127,14 +130,14 @@ func TestVDOBlocksReal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Index != (BlockRange{1, 679127}) || l.SuperBlock.First != 679128 || l.IndexMemory != vdoDefaultIndexGB || l.SparseIndex {
+	if l.Index != (model.BlockRange{First: 1, Last: 679127}) || l.SuperBlock.First != 679128 || l.IndexMemory != vdoDefaultIndexGB || l.SparseIndex {
 		t.Errorf("geometry = %+v", l)
 	}
 	sb := recordedFile(t, "mixed", "at/dev/mapper/vg0-lvb_vdata@2781708288+4096")
 	if err := decodeVDOSuperBlock(sb, l); err != nil {
 		t.Fatal(err)
 	}
-	if l.SlabSize != 524288 || l.BlockMapRoots != (BlockRange{679129, 679188}) || l.SlabDepot.First != 679189 {
+	if l.SlabSize != 524288 || l.BlockMapRoots != (model.BlockRange{First: 679129, Last: 679188}) || l.SlabDepot.First != 679189 {
 		t.Errorf("super block layout = %+v", l)
 	}
 	for _, tc := range []struct {
@@ -244,8 +247,8 @@ lvmthin: thinstore
 // pass on it ("want start, length and target"). The lines come from the
 // in-process formatter, byte-identical to dmsetup's (e2e/probes).
 func TestDMLinesDeviceWithoutTable(t *testing.T) {
-	b := appendDMLines(nil, "kvg-pvmove0", nil, true)
-	b = appendDMLines(b, "kvg-keep", []dmTarget{{Start: 0, Length: 8192, Type: "linear", Params: "259:0 2048"}}, true)
+	b := dmioctl.AppendLines(nil, "kvg-pvmove0", nil, true)
+	b = dmioctl.AppendLines(b, "kvg-keep", []dmioctl.Target{{Start: 0, Length: 8192, Type: "linear", Params: "259:0 2048"}}, true)
 	m, err := parseDMLines("dmsetup table", b)
 	if err != nil {
 		t.Fatalf("%q: %v", b, err)

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // PoolStatusKey reads `dmsetup status` (in-process where the runner serves
@@ -17,7 +20,7 @@ import (
 // index and compression states and its use in whole percent (vdo.rst).
 // The daemon runs a full pass when the key changes: thin-pool fill and VDO
 // modes change in the kernel alone, with no uevent and no LVM commit.
-func PoolStatusKey(ctx context.Context, src Source) (string, error) {
+func PoolStatusKey(ctx context.Context, src hostio.Source) (string, error) {
 	out, err := run(ctx, src, dmStatusCmd)
 	if err != nil {
 		return "", err
@@ -41,10 +44,10 @@ func PoolStatusKey(ctx context.Context, src Source) (string, error) {
 // poolKey is one status line's part of PoolStatusKey ("" for targets that
 // are no pools), from the probe's own status parsers; a line they cannot
 // read keys as itself, so any change of it still counts.
-func poolKey(l DMLine) string {
+func poolKey(l model.DMLine) string {
 	switch l.Target {
 	case "thin-pool":
-		st, err := parseThinPoolStatus(l.Args)
+		st, err := model.ParseThinPoolStatus(l.Args)
 		switch {
 		case err != nil:
 			return "thin-pool " + l.Args
@@ -55,7 +58,7 @@ func poolKey(l DMLine) string {
 			wholePercent(st.UsedMetaBlocks, st.MetaBlocks), wholePercent(st.UsedDataBlocks, st.DataBlocks),
 			st.ReadOnly, st.OutOfDataSpace, st.NeedsCheck)
 	case "vdo":
-		st, err := parseVDOStatus(l.Args)
+		st, err := model.ParseVDOStatus(l.Args)
 		if err != nil {
 			return "vdo " + l.Args
 		}

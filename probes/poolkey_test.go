@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // TestPoolStatusKey reads the pools of guest captures: a thin pool's data
@@ -13,11 +15,11 @@ import (
 func TestPoolStatusKey(t *testing.T) {
 	key := func(path string) string {
 		t.Helper()
-		s, err := ReadSnapshotFile(path)
+		s, err := hostio.ReadSnapshotFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, err := PoolStatusKey(context.Background(), Replay(s))
+		k, err := PoolStatusKey(context.Background(), hostio.Replay(s))
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

@@ -1,9 +1,15 @@
+// Package probes is keel's read-only view of a host: it runs lvm, dmsetup
+// and lvmconfig, reads sysfs, procfs and a few configuration files, and
+// turns what it sees into one observed model (Host). It reads only through
+// a hostio.Source, so a probe pass can be recorded into a node snapshot and
+// replayed anywhere by the same code path.
 package probes
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"runtime/debug"
 	"slices"
@@ -11,20 +17,24 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/internal/lvmjson"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // Commands run once per probe pass whatever the number of LVs; Probe adds
 // one `dmsetup message <pool> 0 stats` per active VDO pool.
 var (
-	dmTableCmd   = Cmd{Name: "dmsetup", Args: []string{"table"}, ReadOnly: true}
-	dmStatusCmd  = Cmd{Name: "dmsetup", Args: []string{"status"}, ReadOnly: true}
-	lvmConfigCmd = Cmd{Name: "lvmconfig", Args: []string{"--typeconfig", "full"}, ReadOnly: true}
+	dmTableCmd   = hostio.Cmd{Name: "dmsetup", Args: []string{"table"}, ReadOnly: true}
+	dmStatusCmd  = hostio.Cmd{Name: "dmsetup", Args: []string{"status"}, ReadOnly: true}
+	lvmConfigCmd = hostio.Cmd{Name: "lvmconfig", Args: []string{"--typeconfig", "full"}, ReadOnly: true}
 )
 
 // LVMConfigCmd is the command by which a probe pass reads LVM's merged
 // configuration (lvm.conf, lvmlocal.conf, tag files and the binary's
 // defaults), as LVM itself reads it.
-func LVMConfigCmd() Cmd { return lvmConfigCmd }
+func LVMConfigCmd() hostio.Cmd { return lvmConfigCmd }
 
 // Files and directories the probe reads.
 const (
@@ -52,44 +62,40 @@ var UdevRulePaths = []string{"/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules", "/
 var queueFiles = []string{"rotational", "logical_block_size", "physical_block_size", "write_zeroes_max_bytes",
 	"discard_max_bytes", "discard_max_hw_bytes", "discard_granularity"}
 
+// cmdOut is what one command of a pass gave: its Result (stdout and exit
+// status) and the error that folds a could-not-run and a non-zero exit.
 type cmdOut struct {
-	res Result
+	res hostio.Result
 	err error
+}
+
+// coreOuts are the outputs of the commands every pass runs, by command.
+type coreOuts struct {
+	report cmdOut // lvm fullreport (fullReportCmd, maybe with --devices)
+	table  cmdOut // dmsetup table
+	status cmdOut // dmsetup status
+	config cmdOut // lvmconfig --typeconfig full
 }
 
 // run runs c and folds a could-not-run error and a non-zero exit into one
 // error. A panic while it runs is that command's error too.
-func run(ctx context.Context, src Source, c Cmd) (out []byte, err error) {
+func run(ctx context.Context, src hostio.Source, c hostio.Cmd) (out []byte, err error) {
 	res, err := runResult(ctx, src, c)
 	return res.Stdout, err
 }
 
 // runResult is run keeping the exit status: Result holds stdout and the
 // exit status (stdout is nil when the command could not run).
-func runResult(ctx context.Context, src Source, c Cmd) (res Result, err error) {
+func runResult(ctx context.Context, src hostio.Source, c hostio.Cmd) (res hostio.Result, err error) {
 	defer caught(&err, c.String())
 	res, err = src.Runner.Run(ctx, c)
 	if err != nil {
-		return Result{ExitCode: -1}, err
+		return hostio.Result{ExitCode: -1}, err
 	}
 	if err := res.Err(c); err != nil {
-		return Result{Stdout: res.Stdout, ExitCode: res.ExitCode}, err
+		return hostio.Result{Stdout: res.Stdout, ExitCode: res.ExitCode}, err
 	}
-	return Result{Stdout: res.Stdout}, nil
-}
-
-// runStreamResult is runResult through RunStream: consume sees the output
-// while c runs.
-func runStreamResult(ctx context.Context, src Source, c Cmd, consume func(next func() ([]byte, bool))) (res Result, err error) {
-	defer caught(&err, c.String())
-	res, err = RunStream(ctx, src.Runner, c, consume)
-	if err != nil {
-		return Result{ExitCode: -1}, err
-	}
-	if err := res.Err(c); err != nil {
-		return Result{Stdout: res.Stdout, ExitCode: res.ExitCode}, err
-	}
-	return Result{Stdout: res.Stdout}, nil
+	return hostio.Result{Stdout: res.Stdout}, nil
 }
 
 // streamedReport is the full report decoded while LVM wrote it. ok is
@@ -97,11 +103,11 @@ func runStreamResult(ctx context.Context, src Source, c Cmd, consume func(next f
 // decoding error, a panic, a command that could not run) the pass decodes
 // the output it got, as without streaming, so a failure reads the same.
 type streamedReport struct {
-	rep lvmReport
+	rep lvmjson.Report
 	ok  bool
 }
 
-// decode is the consume of the report's RunStream.
+// decode is the report's Cmd.Consume.
 func (s *streamedReport) decode(next func() ([]byte, bool)) {
 	var err error
 	defer func() {
@@ -109,7 +115,7 @@ func (s *streamedReport) decode(next func() ([]byte, bool)) {
 			s.ok = false // decoded again after the command, panicking there as before
 		}
 	}()
-	s.rep, err = decodeReportStream(next, parsedSubreport)
+	s.rep, err = lvmjson.DecodeStream(next, parsedSubreport)
 	s.ok = err == nil
 }
 
@@ -147,12 +153,12 @@ func (p *panics) catch(what string) {
 // its Errors (or Host.Errors) and the pass goes on; the returned error is
 // non-nil only when a core command (lvm fullreport, dmsetup table or
 // status) failed or ctx ended, and the Host is still returned.
-func Probe(ctx context.Context, src Source) (*Host, error) {
-	h := &Host{PVs: map[string]*PV{}, VGs: map[string]*VG{}, LVs: map[string]*LV{}, VDOPools: map[string]*VDOPool{},
-		ThinPools: map[string]*ThinPool{}, Bcache: map[string]*Bcache{}, CacheSets: map[string]*CacheSet{},
-		Queues: map[string]*Queue{}, ByID: map[string][]string{}, DM: map[string]*DMDevice{}, KeelFiles: map[string]*KeelFile{}}
-	cmds := []Cmd{fullReportCmd, dmTableCmd, dmStatusCmd, lvmConfigCmd}
-	outs := make([]cmdOut, len(cmds))
+func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
+	h := &model.Host{PVs: map[string]*model.PV{}, VGs: map[string]*model.VG{}, LVs: map[string]*model.LV{}, VDOPools: map[string]*model.VDOPool{},
+		ThinPools: map[string]*model.ThinPool{}, Bcache: map[string]*model.Bcache{}, CacheSets: map[string]*model.CacheSet{},
+		Queues: map[string]*model.Queue{}, ByID: map[string][]string{}, DM: map[string]*model.DMDevice{}, KeelFiles: map[string]*model.KeelFile{}}
+	reportCmd := fullReportCmd
+	var outs coreOuts
 	var (
 		wg      sync.WaitGroup
 		stats   vdoStatsPrefetch
@@ -169,15 +175,15 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 			return h, fmt.Errorf("probe: devices %s are suspended, and the devices LVM may read are unknown: %w",
 				strings.Join(h.Suspended, ", "), err)
 		}
-		cmds[0] = withDevices(cmds[0], readable)
+		reportCmd = withDevices(reportCmd, readable)
 		h.Errors = append(h.Errors, fmt.Sprintf("device-mapper devices suspended for more than %v: %s; LVM read the host without them and what is stacked on them (--devices)",
 			src.SuspendWait, strings.Join(h.Suspended, ", ")))
 	}
 	// The report is decoded as LVM writes it where the runner can show it
-	// (Streamer): at thousands of LVs, decoding it after LVM exits was
+	// (Cmd.Consume): at thousands of LVs, decoding it after LVM exits was
 	// the largest part of a pass beyond LVM's own time.
 	var streamed streamedReport
-	_, streaming := src.Runner.(Streamer)
+	reportCmd.Consume = streamed.decode
 	var sys sysfsView
 	wg.Add(1)
 	go func() {
@@ -187,27 +193,29 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		probeHostFiles(src.FS, h)
 		probeKeelFiles(src.FS, h)
 	}()
-	// lvm fullreport, the long one, is started last: Go runs the goroutine
-	// started last first on this P once this one waits (runnext), while an
-	// idle P steals the others (and runs the last it stole first), so in
-	// command order the report would start after dmsetup table, later
-	// than it could.
-	for i := len(cmds) - 1; i >= 0; i-- {
-		c := cmds[i]
+	// Invariant: lvm fullreport, the longest command, is started last. The
+	// goroutine started last is the one the scheduler runs first on this P
+	// once this goroutine waits (runnext), while idle Ps steal the others
+	// (running the last they stole first); started first, the report would
+	// begin after dmsetup table, later than it can.
+	for _, l := range []struct {
+		c    hostio.Cmd
+		out  *cmdOut
+		then func(out []byte) // run on success, in the command's goroutine
+	}{
+		{c: lvmConfigCmd, out: &outs.config},
+		{c: dmStatusCmd, out: &outs.status},
+		{c: dmTableCmd, out: &outs.table, then: func(out []byte) { stats.start(ctx, src, out, &wg) }},
+		{c: reportCmd, out: &outs.report},
+	} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer crashed.catch(c.String())
-			var res Result
-			var err error
-			if i == 0 && streaming {
-				res, err = runStreamResult(ctx, src, c, streamed.decode)
-			} else {
-				res, err = runResult(ctx, src, c)
-			}
-			outs[i] = cmdOut{res, err}
-			if c.String() == dmTableCmd.String() && err == nil {
-				stats.start(ctx, src, res.Stdout, &wg)
+			defer crashed.catch(l.c.String())
+			res, err := runResult(ctx, src, l.c)
+			*l.out = cmdOut{res, err}
+			if l.then != nil && err == nil {
+				l.then(res.Stdout)
 			}
 		}()
 	}
@@ -221,12 +229,12 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 		core = append(core, err)
 		h.Errors = append(h.Errors, err.Error())
 	}
-	reportErr := outs[0].err
+	reportErr := outs.report.err
 	var objs *lvmObjects
-	if reportErr != nil && outs[0].res.ExitCode == 5 {
+	if reportErr != nil && outs.report.res.ExitCode == 5 {
 		// Exit 5 with only failed fields in the log: LVM left those LVs
 		// out; ask again for their VGs without the fields (lvm_fieldfail.go).
-		if retry, vgs, note, ok := fieldFailureRetry(outs[0].res.Stdout); ok {
+		if retry, vgs, note, ok := fieldFailureRetry(outs.report.res.Stdout); ok {
 			if readable != nil {
 				retry = withDevices(retry, readable)
 			}
@@ -235,7 +243,7 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 			// runs: at thousands of LVs their rows take as long to read
 			// as LVM takes to report one small VG again.
 			var (
-				failed  lvmReport
+				failed  lvmjson.Report
 				ferr    error
 				decoded = make(chan struct{})
 			)
@@ -248,7 +256,7 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 				go func() {
 					defer close(decoded)
 					defer caught(&ferr, "lvm fullreport: decoding the failed report")
-					failed, ferr = decodeReportRows(outs[0].res.Stdout, parsedSubreport, false)
+					failed, ferr = lvmjson.DecodeRows(outs.report.res.Stdout, parsedSubreport, false)
 				}()
 			}
 			out, err := run(ctx, src, retry)
@@ -265,37 +273,36 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 	} else if reportErr == nil && streamed.ok {
 		objs, reportErr = parseReport(streamed.rep)
 	} else if reportErr == nil {
-		objs, reportErr = parseFullReport(outs[0].res.Stdout)
+		objs, reportErr = parseFullReport(outs.report.res.Stdout)
 	}
 	if reportErr != nil {
 		fail(reportErr)
 	} else {
 		h.PVs, h.VGs, h.LVs = objs.PVs, objs.VGs, objs.LVs
 	}
-	tables, statuses := map[string][]DMLine{}, map[string][]DMLine{}
-	for i, which := range []string{"dmsetup table", "dmsetup status"} {
-		o := outs[1+i]
-		if o.err != nil {
-			fail(o.err)
+	tables, statuses := map[string][]model.DMLine{}, map[string][]model.DMLine{}
+	for _, d := range []struct {
+		which string
+		out   cmdOut
+		lines *map[string][]model.DMLine
+	}{{"dmsetup table", outs.table, &tables}, {"dmsetup status", outs.status, &statuses}} {
+		if d.out.err != nil {
+			fail(d.out.err)
 			continue
 		}
-		m, err := parseDMLines(which, o.res.Stdout)
+		m, err := parseDMLines(d.which, d.out.res.Stdout)
 		if err != nil {
 			fail(err)
 			continue
 		}
-		if i == 0 {
-			tables = m
-		} else {
-			statuses = m
-		}
+		*d.lines = m
 	}
 	for name, t := range tables {
-		h.DM[name] = &DMDevice{Name: name, Table: t, Status: statuses[name]}
+		h.DM[name] = &model.DMDevice{Name: name, Table: t, Status: statuses[name]}
 	}
-	if outs[3].err != nil {
-		h.LVMConfig.Errors = append(h.LVMConfig.Errors, outs[3].err.Error())
-	} else if v, err := parseLVMConfig(outs[3].res.Stdout); err != nil {
+	if outs.config.err != nil {
+		h.LVMConfig.Errors = append(h.LVMConfig.Errors, outs.config.err.Error())
+	} else if v, err := parseLVMConfig(outs.config.res.Stdout); err != nil {
 		h.LVMConfig.Errors = append(h.LVMConfig.Errors, err.Error())
 	} else {
 		h.LVMConfig.Values = v
@@ -335,7 +342,7 @@ func Probe(ctx context.Context, src Source) (*Host, error) {
 	return h, nil
 }
 
-func probeHostFiles(fsys FS, h *Host) {
+func probeHostFiles(fsys hostio.FS, h *model.Host) {
 	note := func(p string, err error) { h.Errors = append(h.Errors, fmt.Sprintf("%s: %v", p, err)) }
 	if b, err := fsys.ReadFile(hostnamePath); err != nil {
 		note(hostnamePath, err)
@@ -366,7 +373,7 @@ func probeHostFiles(fsys FS, h *Host) {
 			note(storageCfgPath, err)
 		}
 	} else if p, err := parseStorageCfg(b); err != nil {
-		h.Proxmox = &Proxmox{Errors: []string{err.Error()}}
+		h.Proxmox = &model.Proxmox{Errors: []string{err.Error()}}
 	} else {
 		h.Proxmox = p
 	}
@@ -374,9 +381,9 @@ func probeHostFiles(fsys FS, h *Host) {
 
 // probeKeelFiles reads the files keel generates. A file a replayed snapshot
 // did not record (captured before keel read it) is unknown, not missing.
-func probeKeelFiles(fsys FS, h *Host) {
+func probeKeelFiles(fsys hostio.FS, h *model.Host) {
 	for _, p := range UdevRulePaths {
-		f := &KeelFile{Path: p}
+		f := &model.KeelFile{Path: p}
 		switch b, err := fsys.ReadFile(p); {
 		case err == nil:
 			f.Content = string(b)
@@ -391,20 +398,20 @@ func probeKeelFiles(fsys FS, h *Host) {
 
 // sysfsView is what the sysfs pass read, before it is joined with LVM's view.
 type sysfsView struct {
-	queues    map[string]*Queue
+	queues    map[string]*model.Queue
 	byID      map[string][]string // kernel name → by-id names
-	bcache    []*Bcache
-	cacheSets []*CacheSet
+	bcache    []*model.Bcache
+	cacheSets []*model.CacheSet
 	errors    []string
 }
 
-func readTrim(fsys FS, p string) (string, error) {
+func readTrim(fsys hostio.FS, p string) (string, error) {
 	b, err := fsys.ReadFile(p)
 	return strings.TrimSpace(string(b)), err
 }
 
-func readSysfs(fsys FS) sysfsView {
-	v := sysfsView{queues: map[string]*Queue{}, byID: map[string][]string{}}
+func readSysfs(fsys hostio.FS) sysfsView {
+	v := sysfsView{queues: map[string]*model.Queue{}, byID: map[string][]string{}}
 	devs, err := fsys.ReadDir(sysBlock)
 	if err != nil {
 		v.errors = append(v.errors, fmt.Sprintf("%s: %v", sysBlock, err))
@@ -439,8 +446,8 @@ func readSysfs(fsys FS) sysfsView {
 	return v
 }
 
-func readQueue(fsys FS, dev string) *Queue {
-	q := &Queue{Device: dev, Rotational: -1}
+func readQueue(fsys hostio.FS, dev string) *model.Queue {
+	q := &model.Queue{Device: dev, Rotational: -1}
 	base := sysBlock + "/" + dev
 	bad := func(p string, err error) { q.Errors = append(q.Errors, fmt.Sprintf("%s: %v", p, err)) }
 	if t, err := fsys.Readlink(base); err == nil {
@@ -517,7 +524,7 @@ func transportOf(sysPath string) string {
 
 // readFiles reads the named files of dir, trimmed; missing files are
 // skipped, other failures listed.
-func readFiles(fsys FS, dir string, names []string) (map[string]string, []string) {
+func readFiles(fsys hostio.FS, dir string, names []string) (map[string]string, []string) {
 	files := map[string]string{}
 	var errs []string
 	for _, f := range names {
@@ -533,7 +540,7 @@ func readFiles(fsys FS, dir string, names []string) (map[string]string, []string
 	return files, errs
 }
 
-func readBcache(fsys FS, dev string) *Bcache {
+func readBcache(fsys hostio.FS, dev string) *model.Bcache {
 	dir := sysBlock + "/" + dev + "/bcache"
 	files, errs := readFiles(fsys, dir, bcacheBackingFiles)
 	link, err := fsys.Readlink(dir + "/cache")
@@ -545,7 +552,7 @@ func readBcache(fsys FS, dev string) *Bcache {
 	return b
 }
 
-func readCacheSet(fsys FS, uuid string) *CacheSet {
+func readCacheSet(fsys hostio.FS, uuid string) *model.CacheSet {
 	dir := sysFsBcache + "/" + uuid
 	files, errs := readFiles(fsys, dir, cacheSetFiles)
 	c := buildCacheSet(uuid, files)
@@ -571,7 +578,7 @@ func readCacheSet(fsys FS, uuid string) *CacheSet {
 	return c
 }
 
-func (v *sysfsView) apply(h *Host) {
+func (v *sysfsView) apply(h *model.Host) {
 	h.Queues = v.queues
 	h.ByID = map[string][]string{}
 	for k, ids := range v.byID {
@@ -593,7 +600,7 @@ func (v *sysfsView) apply(h *Host) {
 
 // resolvePVs finds each PV's kernel device, its by-id names, rotational
 // flag and transport.
-func resolvePVs(fsys FS, h *Host, v *sysfsView) {
+func resolvePVs(fsys hostio.FS, h *model.Host, v *sysfsView) {
 	for _, pv := range h.PVs {
 		dev := path.Base(pv.Name)
 		if t, err := fsys.Readlink(pv.Name); err == nil {
@@ -621,7 +628,7 @@ func resolvePVs(fsys FS, h *Host, v *sysfsView) {
 
 func truthy(v string) bool { return v != "" && v != "0" }
 
-func buildThinPools(h *Host) {
+func buildThinPools(h *model.Host) {
 	var users map[string][]string
 	for _, lv := range h.LVs {
 		if lv.SegType != "thin-pool" {
@@ -630,7 +637,7 @@ func buildThinPools(h *Host) {
 		if users == nil {
 			users = poolUsers(h, "thin")
 		}
-		tp := &ThinPool{VG: lv.VG, Name: lv.Name, LV: lv.FullName, DataSize: lv.Size, MetadataSize: lv.MetadataSize,
+		tp := &model.ThinPool{VG: lv.VG, Name: lv.Name, LV: lv.FullName, DataSize: lv.Size, MetadataSize: lv.MetadataSize,
 			DataPercent: lv.DataPercent, MetadataPercent: lv.MetadataPercent}
 		seg := lv.Segments[0]
 		if v := seg.Fields.Get("chunk_size"); v != "" {
@@ -645,7 +652,7 @@ func buildThinPools(h *Host) {
 		tp.ThinLVs = users[lv.FullName]
 		if name, d := poolTarget(h, lv, "-tpool", "thin-pool"); d != nil && len(d.Status) == 1 && d.Status[0].Target == "thin-pool" {
 			tp.DMName = name
-			st, err := parseThinPoolStatus(d.Status[0].Args)
+			st, err := model.ParseThinPoolStatus(d.Status[0].Args)
 			if err != nil {
 				tp.Errors = append(tp.Errors, fmt.Sprintf("thin pool %s: %v", lv.FullName, err))
 			}
@@ -660,7 +667,7 @@ func buildThinPools(h *Host) {
 
 // poolUsers lists, by pool, the LVs of segment type segType that use it,
 // sorted: one pass over the LVs for all pools.
-func poolUsers(h *Host, segType string) map[string][]string {
+func poolUsers(h *model.Host, segType string) map[string][]string {
 	out := map[string][]string{}
 	for _, lv := range h.LVs {
 		if lv.SegType == segType && lv.Pool != "" {
@@ -675,7 +682,7 @@ func poolUsers(h *Host, segType string) map[string][]string {
 
 // poolTarget finds the dm device of a pool LV whose one-line table has the
 // given target: LVM puts it on the layer "<dm name><layer>" or on the LV itself.
-func poolTarget(h *Host, lv *LV, layer, target string) (string, *DMDevice) {
+func poolTarget(h *model.Host, lv *model.LV, layer, target string) (string, *model.DMDevice) {
 	for _, name := range []string{lv.DMName + layer, lv.DMName} {
 		if d := h.DM[name]; d != nil && len(d.Table) == 1 && d.Table[0].Target == target {
 			return name, d
@@ -684,8 +691,8 @@ func poolTarget(h *Host, lv *LV, layer, target string) (string, *DMDevice) {
 	return "", nil
 }
 
-func buildVDOPools(h *Host) []*VDOPool {
-	var out []*VDOPool
+func buildVDOPools(h *model.Host) []*model.VDOPool {
+	var out []*model.VDOPool
 	var users map[string][]string
 	for _, lv := range h.LVs {
 		if lv.SegType != "vdo-pool" {
@@ -694,7 +701,7 @@ func buildVDOPools(h *Host) []*VDOPool {
 		if users == nil {
 			users = poolUsers(h, "vdo")
 		}
-		p := &VDOPool{VG: lv.VG, Name: lv.Name, LV: lv.FullName, DataLV: lv.DataLV, Settings: map[string]string{}}
+		p := &model.VDOPool{VG: lv.VG, Name: lv.Name, LV: lv.FullName, DataLV: lv.DataLV, Settings: map[string]string{}}
 		if p.DataLV == "" {
 			p.DataLV = lv.FullName + "_vdata"
 		}
@@ -717,7 +724,7 @@ func buildVDOPools(h *Host) []*VDOPool {
 			}
 			p.Table = t
 			if len(d.Status) == 1 && d.Status[0].Target == "vdo" {
-				st, err := parseVDOStatus(d.Status[0].Args)
+				st, err := model.ParseVDOStatus(d.Status[0].Args)
 				if err != nil {
 					p.Errors = append(p.Errors, fmt.Sprintf("vdo pool %s: %v", lv.FullName, err))
 				}
@@ -734,7 +741,7 @@ func buildVDOPools(h *Host) []*VDOPool {
 // probeVDOPool sends the stats message and reads the geometry and super
 // block of an active pool, then places its metadata regions on PVs. It
 // writes only to p and reads h, so pools can be probed concurrently.
-func probeVDOPool(ctx context.Context, src Source, h *Host, p *VDOPool, pre *vdoStatsPrefetch) {
+func probeVDOPool(ctx context.Context, src hostio.Source, h *model.Host, p *model.VDOPool, pre *vdoStatsPrefetch) {
 	var errs []string
 	if p.DMName != "" {
 		out, err := pre.get(p.DMName)
@@ -767,7 +774,7 @@ func probeVDOPool(ctx context.Context, src Source, h *Host, p *VDOPool, pre *vdo
 	case p.Table != nil:
 		physical = p.Table.PhysicalBlocks
 	case h.LVs[p.DataLV] != nil:
-		physical = h.LVs[p.DataLV].Size / VDOBlockSize
+		physical = h.LVs[p.DataLV].Size / model.VDOBlockSize
 	}
 	index := uint64(vdoDefaultIndex)
 	if p.OnDisk != nil {
@@ -791,8 +798,8 @@ func probeVDOPool(ctx context.Context, src Source, h *Host, p *VDOPool, pre *vdo
 	p.Errors = append(p.Errors, errs...)
 }
 
-func readVDOLayout(fsys FS, dev string) (*VDOLayout, error) {
-	geo, err := fsys.ReadAt(dev, 0, VDOBlockSize)
+func readVDOLayout(fsys hostio.FS, dev string) (*model.VDOLayout, error) {
+	geo, err := fsys.ReadAt(dev, 0, model.VDOBlockSize)
 	if err != nil {
 		return nil, err
 	}
@@ -800,7 +807,7 @@ func readVDOLayout(fsys FS, dev string) (*VDOLayout, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, err := fsys.ReadAt(dev, int64(l.SuperBlock.First)*VDOBlockSize, VDOBlockSize)
+	sb, err := fsys.ReadAt(dev, int64(l.SuperBlock.First)*model.VDOBlockSize, model.VDOBlockSize)
 	if err != nil {
 		return nil, err
 	}
@@ -812,17 +819,17 @@ func readVDOLayout(fsys FS, dev string) (*VDOLayout, error) {
 
 // placeRegions maps the layout's metadata regions onto PVs through the
 // linear segments of the _vdata LV.
-func placeRegions(h *Host, data *LV, l *VDOLayout) []VDORegion {
-	regions := []VDORegion{
+func placeRegions(h *model.Host, data *model.LV, l *model.VDOLayout) []model.VDORegion {
+	regions := []model.VDORegion{
 		{Name: "index", Blocks: l.Index},
 		{Name: "super block", Blocks: l.SuperBlock},
 		{Name: "recovery journal", Blocks: l.Journal},
 		{Name: "slab summary", Blocks: l.Summary},
 	}
-	if data == nil || h.VGs[data.VG] == nil || h.VGs[data.VG].ExtentSize < VDOBlockSize {
+	if data == nil || h.VGs[data.VG] == nil || h.VGs[data.VG].ExtentSize < model.VDOBlockSize {
 		return regions
 	}
-	per := h.VGs[data.VG].ExtentSize / VDOBlockSize
+	per := h.VGs[data.VG].ExtentSize / model.VDOBlockSize
 	for i := range regions {
 		r := &regions[i]
 		first, last := r.Blocks.First/per, r.Blocks.Last/per
@@ -837,7 +844,7 @@ func placeRegions(h *Host, data *LV, l *VDOLayout) []VDORegion {
 				continue
 			}
 			pr := seg.PVRanges[0]
-			r.On = append(r.On, PVRange{PV: pr.PV, FirstPE: pr.FirstPE + lo - seg.StartLE, LastPE: pr.FirstPE + hi - seg.StartLE})
+			r.On = append(r.On, model.PVRange{PV: pr.PV, FirstPE: pr.FirstPE + lo - seg.StartLE, LastPE: pr.FirstPE + hi - seg.StartLE})
 			if pv := h.PVs[pr.PV]; pv == nil || !pv.Fast() {
 				fast = false
 			}
@@ -846,3 +853,6 @@ func placeRegions(h *Host, data *LV, l *VDOLayout) []VDORegion {
 	}
 	return regions
 }
+
+// isNotExist reports whether err says a file does not exist.
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // The snapshots in testdata/snapshots were recorded with `keel snapshot` in
@@ -24,18 +27,18 @@ func snapshotFiles(t *testing.T) []string {
 	return files
 }
 
-func loadSnapshot(t testing.TB, name string) *Snapshot {
+func loadSnapshot(t testing.TB, name string) *hostio.Snapshot {
 	t.Helper()
-	s, err := ReadSnapshotFile(filepath.Join("testdata/snapshots", name+".txtar"))
+	s, err := hostio.ReadSnapshotFile(filepath.Join("testdata/snapshots", name+".txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func probeSnapshot(t testing.TB, name string) *Host {
+func probeSnapshot(t testing.TB, name string) *model.Host {
 	t.Helper()
-	h, err := Probe(context.Background(), Replay(loadSnapshot(t, name)))
+	h, err := Probe(context.Background(), hostio.Replay(loadSnapshot(t, name)))
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -43,15 +46,15 @@ func probeSnapshot(t testing.TB, name string) *Host {
 }
 
 // allErrors collects every Errors list of the model.
-func allErrors(h *Host) []string {
+func allErrors(h *model.Host) []string {
 	errs := append(append([]string{}, h.Errors...), h.LVMConfig.Errors...)
-	errs = append(errs, errorsOf(h.PVs, func(x *PV) []string { return x.Errors })...)
-	errs = append(errs, errorsOf(h.VGs, func(x *VG) []string { return x.Errors })...)
-	errs = append(errs, errorsOf(h.LVs, func(x *LV) []string { return x.Errors })...)
-	errs = append(errs, errorsOf(h.VDOPools, func(x *VDOPool) []string { return x.Errors })...)
-	errs = append(errs, errorsOf(h.ThinPools, func(x *ThinPool) []string { return x.Errors })...)
-	errs = append(errs, errorsOf(h.Bcache, func(x *Bcache) []string { return x.Errors })...)
-	errs = append(errs, errorsOf(h.CacheSets, func(x *CacheSet) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.PVs, func(x *model.PV) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.VGs, func(x *model.VG) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.LVs, func(x *model.LV) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.VDOPools, func(x *model.VDOPool) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.ThinPools, func(x *model.ThinPool) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.Bcache, func(x *model.Bcache) []string { return x.Errors })...)
+	errs = append(errs, errorsOf(h.CacheSets, func(x *model.CacheSet) []string { return x.Errors })...)
 	if h.Proxmox != nil {
 		errs = append(errs, h.Proxmox.Errors...)
 	}
@@ -78,11 +81,11 @@ func TestReplayAllSnapshots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			snap, err := ParseSnapshot(raw)
+			snap, err := hostio.ParseSnapshot(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := NewRecorder(Replay(snap))
+			rec := hostio.NewRecorder(hostio.Replay(snap))
 			h, err := Probe(context.Background(), rec.Source())
 			if err != nil {
 				t.Fatal(err)
@@ -99,13 +102,13 @@ func TestReplayAllSnapshots(t *testing.T) {
 			// adds exactly those reads.
 			re := rec.Snapshot(snap.Host, snap.Version, snap.Time)
 			for _, p := range UdevRulePaths {
-				if _, ok := snap.Files[OpFile+p]; ok {
+				if _, ok := snap.Files[hostio.OpFile+p]; ok {
 					continue
 				}
 				if f := h.KeelFiles[p]; f == nil || !strings.Contains(f.Unknown, "was not recorded") {
 					t.Errorf("%s not in the snapshot: want it unknown, got %+v", p, f)
 				}
-				delete(re.Files, OpFile+p)
+				delete(re.Files, hostio.OpFile+p)
 			}
 			// Likewise the device-mapper devices' suspended attribute
 			// (suspended.go), read before any command: unknown counts as
@@ -121,7 +124,7 @@ func TestReplayAllSnapshots(t *testing.T) {
 			// A snapshot captured while the report asked for lv_all and
 			// seg_all loads with the report keel asks now (ParseSnapshot):
 			// the replay records that one.
-			recorded, err := parseSnapshot(raw)
+			recorded, err := hostio.ParseSnapshotRaw(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +144,7 @@ func TestReplayAllSnapshots(t *testing.T) {
 				t.Errorf("re-recording the replay gives different members (%d vs %d bytes)", len(again), len(raw))
 			}
 			var out bytes.Buffer
-			WriteStatus(&out, h)
+			model.WriteStatus(&out, h)
 			if !strings.Contains(out.String(), "lvm config: scan_lvs=") {
 				t.Errorf("status text lacks the lvm config line:\n%s", out.String())
 			}
@@ -197,7 +200,7 @@ func TestMixedStack(t *testing.T) {
 		t.Errorf("summary ends at %d, want the last block %d", p.OnDisk.Summary.Last, p.Table.PhysicalBlocks-1)
 	}
 	lvSize := h.LVs[p.DataLV].Size
-	if lvSize/VDOBlockSize != p.Table.PhysicalBlocks {
+	if lvSize/model.VDOBlockSize != p.Table.PhysicalBlocks {
 		t.Errorf("_vdata %d bytes, table %d blocks", lvSize, p.Table.PhysicalBlocks)
 	}
 	for _, r := range p.Regions {
@@ -250,3 +253,16 @@ func TestMixedStack(t *testing.T) {
 
 // sortedKeys is slices.Sorted(maps.Keys(m)), for tests that list maps.
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+type panickingRunner struct{}
+
+func (panickingRunner) Run(context.Context, hostio.Cmd) (hostio.Result, error) { panic("injected") }
+
+// A panic in a probe goroutine fails the pass with an error naming the
+// command; it does not end the process.
+func TestProbeCatchesPanics(t *testing.T) {
+	_, err := Probe(context.Background(), hostio.Source{Runner: panickingRunner{}, FS: hostio.DirFS(t.TempDir())})
+	if err == nil || !strings.Contains(err.Error(), "lvm fullreport") || !strings.Contains(err.Error(), "panic: injected") {
+		t.Fatalf("Probe: %v", err)
+	}
+}

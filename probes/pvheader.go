@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // The on-disk LVM2 text-format label and metadata area header, as lvm2
@@ -177,7 +179,7 @@ func ParseMDAHeader(b []byte) (MDAHeader, error) {
 // PV's VG (each in-use metadata area gets a new header) or relabels the PV;
 // a device without a label stamps as "no label". A read that fails (the
 // device gone, EIO) is an error naming the device.
-func MetadataStamp(fsys FS, dev string) (string, error) {
+func MetadataStamp(fsys hostio.FS, dev string) (string, error) {
 	// One read covers the label and, where pvcreate puts it by default, the
 	// first metadata area's header at 4 KiB: one system call set per PV.
 	head, err := fsys.ReadAt(dev, 0, headRead)
@@ -195,12 +197,12 @@ func MetadataStamp(fsys FS, dev string) (string, error) {
 	b.Write(l.Raw)
 	for _, a := range l.MetadataAreas {
 		// The header is 512 bytes at the area's start; O_DIRECT wants 4 KiB
-		// alignment (directAlign), so read the aligned block around it.
-		base := int64(a.Offset) &^ (directAlign - 1)
+		// alignment (hostio.DirectAlign), so read the aligned block around it.
+		base := int64(a.Offset) &^ (hostio.DirectAlign - 1)
 		var blk []byte
 		if a.Offset+mdaHeaderSize <= uint64(len(head)) {
 			blk, base = head, 0
-		} else if blk, err = fsys.ReadAt(dev, base, directAlign); err != nil {
+		} else if blk, err = fsys.ReadAt(dev, base, hostio.DirectAlign); err != nil {
 			return "", fmt.Errorf("lvm metadata area header of %s at %d: %w", dev, a.Offset, err)
 		}
 		in := int(int64(a.Offset) - base)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // The fixtures are the first 8 KiB of a PV in the test guest (dd iflag=direct,
@@ -122,7 +124,7 @@ func TestMetadataStamp(t *testing.T) {
 	write("b", b)
 	write("wiped", make([]byte, 8192))
 	write("broken", broken)
-	fsys := DirFS(dir)
+	fsys := hostio.DirFS(dir)
 	stamp := func(name string) string {
 		t.Helper()
 		s, err := MetadataStamp(fsys, "/"+name)
@@ -156,7 +158,7 @@ func BenchmarkMetadataStamp(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, "pv"), readFixture(b, "pv-b.bin"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	fsys := DirFS(dir)
+	fsys := hostio.DirFS(dir)
 	for i := 0; i < b.N; i++ {
 		if _, err := MetadataStamp(fsys, "/pv"); err != nil {
 			b.Fatal(err)

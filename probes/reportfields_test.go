@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // legacyReportKey is the key of the LVM report in the snapshots captured
@@ -44,14 +47,14 @@ func TestNarrowReportSameHost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			snap, err := parseSnapshot(raw)
+			snap, err := hostio.ParseSnapshotRaw(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if _, ok := snap.Commands[legacyReportKey]; !ok {
 				t.Fatal("no lvm fullreport recorded with lv_all")
 			}
-			want, werr := Probe(context.Background(), Replay(snap))
+			want, werr := Probe(context.Background(), hostio.Replay(snap))
 
 			// What tests and replays read: ParseSnapshot narrows it.
 			cut := loadSnapshot(t, name)
@@ -61,7 +64,7 @@ func TestNarrowReportSameHost(t *testing.T) {
 			if _, ok := cut.Commands[fullReportCmd.String()]; !ok {
 				t.Fatal("the loaded snapshot has no report under fullReportCmd")
 			}
-			got, gerr := Probe(context.Background(), Replay(cut))
+			got, gerr := Probe(context.Background(), hostio.Replay(cut))
 			if (werr == nil) != (gerr == nil) {
 				t.Fatalf("errors differ: recorded %v, narrowed %v", werr, gerr)
 			}
@@ -84,7 +87,7 @@ func TestNarrowReportSameHost(t *testing.T) {
 }
 
 // only is f with the fields in keep alone.
-func only(f Fields, keep map[string]bool) Fields {
+func only(f model.Fields, keep map[string]bool) model.Fields {
 	m := map[string]string{}
 	for k, v := range f.All() {
 		if keep[k] {
@@ -94,7 +97,7 @@ func only(f Fields, keep map[string]bool) Fields {
 	if f.Len() == 0 {
 		return f
 	}
-	return fieldsOf(m)
+	return model.FieldsOf(m)
 }
 
 // firstDiff shows the first line where a and b differ, with its neighbours.
@@ -126,7 +129,7 @@ func TestLegacyReportCmd(t *testing.T) {
 		!slices.Contains(r.Args, "--devices") || r.Args[len(r.Args)-1] != "vg0" {
 		t.Errorf("legacy retry %v %v: want its LV fields kept and seg_all", ok, r.Args)
 	}
-	for _, c := range []Cmd{dmTableCmd, lvmConfigCmd, {Name: "lvm", Args: []string{"vgs"}}, old} {
+	for _, c := range []hostio.Cmd{dmTableCmd, lvmConfigCmd, {Name: "lvm", Args: []string{"vgs"}}, old} {
 		if _, ok := legacyReportCmd(c); ok {
 			t.Errorf("%v has a legacy form", c)
 		}

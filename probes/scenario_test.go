@@ -2,6 +2,8 @@ package probes
 
 import (
 	"testing"
+
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // Facts of the capture scenarios (e2e/scenarios/stacks.sh), checked on the
@@ -9,7 +11,7 @@ import (
 
 // journalPV returns the PV holding the end of the pool's recovery journal
 // and whether the whole journal is on fast PVs.
-func journalPV(t *testing.T, h *Host, pool string) (string, bool) {
+func journalPV(t *testing.T, h *model.Host, pool string) (string, bool) {
 	t.Helper()
 	p := h.VDOPools[pool]
 	if p == nil || p.OnDisk == nil || p.Computed == nil {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/internal/lvmjson"
 )
 
 // vgSeqnoCmd reports every VG's metadata sequence number and nothing else.
-var vgSeqnoCmd = Cmd{Name: "lvm", Args: []string{"vgs", "--reportformat", "json", "-o", "vg_name,vg_seqno"}, ReadOnly: true}
+var vgSeqnoCmd = hostio.Cmd{Name: "lvm", Args: []string{"vgs", "--reportformat", "json", "-o", "vg_name,vg_seqno"}, ReadOnly: true}
 
 // VGSeqnos returns the vg_seqno of every VG LVM reports now, by VG name.
 // LVM adds one to a VG's seqno each time it writes the VG's metadata
@@ -15,13 +18,13 @@ var vgSeqnoCmd = Cmd{Name: "lvm", Args: []string{"vgs", "--reportformat", "json"
 // commit), so two readings that agree for every VG bracket a time in which
 // no VG was committed; the daemon uses that to trust the PV stamps it read
 // between a pass's report and this call. The JSON is read by the decoder
-// of the full report (decodeReportRows).
-func VGSeqnos(ctx context.Context, src Source) (map[string]uint64, error) {
+// of the full report (lvmjson.DecodeRows).
+func VGSeqnos(ctx context.Context, src hostio.Source) (map[string]uint64, error) {
 	out, err := run(ctx, src, vgSeqnoCmd)
 	if err != nil {
 		return nil, err
 	}
-	rep, err := decodeReportRows(out, func(sub string) bool { return sub == "vg" }, false)
+	rep, err := lvmjson.DecodeRows(out, func(sub string) bool { return sub == "vg" }, false)
 	if err != nil {
 		return nil, fmt.Errorf("lvm vgs: %w", err)
 	}

@@ -6,18 +6,20 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // fixedRunner answers every command with one output, or an error.
 type fixedRunner struct {
 	out  []byte
 	err  error
-	seen []Cmd
+	seen []hostio.Cmd
 }
 
-func (r *fixedRunner) Run(_ context.Context, c Cmd) (Result, error) {
+func (r *fixedRunner) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
 	r.seen = append(r.seen, c)
-	return Result{Stdout: r.out}, r.err
+	return hostio.Result{Stdout: r.out}, r.err
 }
 
 // The output of `lvm vgs --reportformat json -o vg_name,vg_seqno`, captured
@@ -28,7 +30,7 @@ func TestVGSeqnos(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &fixedRunner{out: b}
-	got, err := VGSeqnos(context.Background(), Source{Runner: r})
+	got, err := VGSeqnos(context.Background(), hostio.Source{Runner: r})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,10 +41,10 @@ func TestVGSeqnos(t *testing.T) {
 		t.Errorf("ran %v", r.seen)
 	}
 	bad := strings.Replace(string(b), `"13"`, `"x"`, 1)
-	if _, err := VGSeqnos(context.Background(), Source{Runner: &fixedRunner{out: []byte(bad)}}); err == nil || !strings.Contains(err.Error(), "vg sigvg: field vg_seqno") {
+	if _, err := VGSeqnos(context.Background(), hostio.Source{Runner: &fixedRunner{out: []byte(bad)}}); err == nil || !strings.Contains(err.Error(), "vg sigvg: field vg_seqno") {
 		t.Errorf("a bad seqno: err %v", err)
 	}
-	if _, err := VGSeqnos(context.Background(), Source{Runner: &fixedRunner{err: errors.New("no lvm")}}); err == nil {
+	if _, err := VGSeqnos(context.Background(), hostio.Source{Runner: &fixedRunner{err: errors.New("no lvm")}}); err == nil {
 		t.Error("a runner error gave no error")
 	}
 }

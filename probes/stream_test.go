@@ -11,7 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/internal/lvmjson"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // reportInputs returns every lvm fullreport output the repository holds
@@ -20,7 +23,7 @@ import (
 func reportInputs(t *testing.T) map[string][]byte {
 	t.Helper()
 	in := map[string][]byte{}
-	addSnap := func(name string, s *Snapshot) {
+	addSnap := func(name string, s *hostio.Snapshot) {
 		for k, rec := range s.Commands {
 			if strings.HasPrefix(k, "lvm fullreport") {
 				in[name+": "+k] = rec.Result.Stdout
@@ -33,7 +36,7 @@ func reportInputs(t *testing.T) map[string][]byte {
 			t.Fatal(err)
 		}
 		for _, f := range files {
-			s, err := ReadSnapshotFile(f)
+			s, err := hostio.ReadSnapshotFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +90,7 @@ func reportInputs(t *testing.T) map[string][]byte {
 	return in
 }
 
-// chunked is a Streamer's next over b: each call hands out up to the next
+// chunked is a Cmd.Consume's next over b: each call hands out up to the next
 // size() bytes more, done with the last.
 func chunked(b []byte, size func() int) func() ([]byte, bool) {
 	n := 0
@@ -104,7 +107,7 @@ func chunked(b []byte, size func() int) func() ([]byte, bool) {
 func TestDecodeReportStream(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for name, b := range reportInputs(t) {
-		want, wantErr := decodeReportRows(b, parsedSubreport, false)
+		want, wantErr := lvmjson.DecodeRows(b, parsedSubreport, false)
 		sizes := map[string]func() int{
 			"1":      func() int { return 1 },
 			"7":      func() int { return 7 },
@@ -115,7 +118,7 @@ func TestDecodeReportStream(t *testing.T) {
 			delete(sizes, "7")
 		}
 		for how, size := range sizes {
-			got, err := decodeReportStream(chunked(b, size), parsedSubreport)
+			got, err := lvmjson.DecodeStream(chunked(b, size), parsedSubreport)
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 				t.Fatalf("%s in pieces of %s: error %v, whole: %v", name, how, err, wantErr)
 			}
@@ -126,19 +129,21 @@ func TestDecodeReportStream(t *testing.T) {
 	}
 }
 
-// streamRunner serves a replay through RunStream, the output of each
+// streamRunner serves a replay with Cmd.Consume, the output of each
 // command in pieces of at most 4 KiB.
 type streamRunner struct {
-	Runner
+	hostio.Runner
 	calls int
 }
 
-func (r *streamRunner) RunStream(ctx context.Context, c Cmd, consume func(next func() ([]byte, bool))) (Result, error) {
-	r.calls++
-	res, err := r.Run(ctx, c)
-	if err == nil {
-		rng := rand.New(rand.NewSource(int64(len(res.Stdout))))
-		consume(chunked(res.Stdout, func() int { return 1 + rng.Intn(4096) }))
+func (r *streamRunner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
+	res, err := r.Runner.Run(ctx, c)
+	if c.Consume != nil {
+		r.calls++
+		if err == nil {
+			rng := rand.New(rand.NewSource(int64(len(res.Stdout))))
+			c.Consume(chunked(res.Stdout, func() int { return 1 + rng.Intn(4096) }))
+		}
 	}
 	return res, err
 }
@@ -148,11 +153,11 @@ func (r *streamRunner) RunStream(ctx context.Context, c Cmd, consume func(next f
 // on every guest capture, the failed VDO report of scale-vdo (exit 5, its
 // retry) among them.
 func TestProbeStreamed(t *testing.T) {
-	snaps := map[string]*Snapshot{}
+	snaps := map[string]*hostio.Snapshot{}
 	for _, glob := range []string{"testdata/snapshots/*.txtar", "../reconcile/plan/testdata/snapshots/*.txtar"} {
 		files, _ := filepath.Glob(glob)
 		for _, f := range files {
-			s, err := ReadSnapshotFile(f)
+			s, err := hostio.ReadSnapshotFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,8 +168,8 @@ func TestProbeStreamed(t *testing.T) {
 		snaps[name] = scaleSnapshot(t, name)
 	}
 	for name, s := range snaps {
-		want, wantErr := Probe(context.Background(), Replay(s))
-		src := Replay(s)
+		want, wantErr := Probe(context.Background(), hostio.Replay(s))
+		src := hostio.Replay(s)
 		sr := &streamRunner{Runner: src.Runner}
 		src.Runner = sr
 		got, err := Probe(context.Background(), src)
@@ -174,61 +179,12 @@ func TestProbeStreamed(t *testing.T) {
 		if sr.calls != 1 {
 			t.Fatalf("%s: %d commands streamed, want the report alone", name, sr.calls)
 		}
-		diff, err := Diff(want, got, 10)
+		diff, err := model.Diff(want, got, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(diff) > 0 {
 			t.Fatalf("%s: the streamed pass observed another host:\n%s", name, strings.Join(diff, "\n"))
 		}
-	}
-}
-
-// TestExecRunnerStream: a command's output reaches consume while the
-// command runs, and the Result holds all of it with the exit status, also
-// when consume stops reading early.
-func TestExecRunnerStream(t *testing.T) {
-	ctx := context.Background()
-	c := Cmd{Name: "sh", Args: []string{"-c", "printf first; sleep 0.3; printf ' second'; echo oops >&2; exit 5"}}
-	var seen [][]byte
-	var doneSeen bool
-	start := time.Now()
-	var firstAt time.Duration
-	res, err := ExecRunner{}.RunStream(ctx, c, func(next func() ([]byte, bool)) {
-		for !doneSeen {
-			b, done := next()
-			if len(seen) == 0 {
-				firstAt = time.Since(start)
-			}
-			seen, doneSeen = append(seen, bytes.Clone(b)), done
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(res.Stdout) != "first second" || res.ExitCode != 5 || string(res.Stderr) != "oops\n" {
-		t.Fatalf("Result %q exit %d stderr %q", res.Stdout, res.ExitCode, res.Stderr)
-	}
-	if last := seen[len(seen)-1]; string(last) != "first second" {
-		t.Fatalf("the last next gave %q", last)
-	}
-	if outputFile("sh") != nil { // a memfd: consume sees the output grow
-		if string(seen[0]) != "first" || firstAt >= 300*time.Millisecond {
-			t.Fatalf("first next gave %q after %v, want \"first\" before the command's sleep ended", seen[0], firstAt)
-		}
-	}
-	// A consume that stops after one look: the Result is still whole.
-	c = Cmd{Name: "sh", Args: []string{"-c", "i=0; while [ $i -lt 3000 ]; do echo line $i; i=$((i + 1)); done"}}
-	res, err = ExecRunner{}.RunStream(ctx, c, func(next func() ([]byte, bool)) { next() })
-	if err != nil || res.ExitCode != 0 || bytes.Count(res.Stdout, []byte("\n")) != 3000 {
-		t.Fatalf("early stop: %d lines, exit %d, %v", bytes.Count(res.Stdout, []byte("\n")), res.ExitCode, err)
-	}
-	// A command that cannot start: no consume, the error as Run gives it.
-	called := false
-	missing := Cmd{Name: "keel-test-no-such-command"}
-	_, err = ExecRunner{}.RunStream(ctx, missing, func(func() ([]byte, bool)) { called = true })
-	_, runErr := ExecRunner{}.Run(ctx, missing)
-	if _, ok := MissingCommand(err); !ok || called || fmt.Sprint(err) != fmt.Sprint(runErr) {
-		t.Fatalf("missing command: %v (Run: %v), consume called %v", err, runErr, called)
 	}
 }

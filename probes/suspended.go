@@ -3,11 +3,12 @@ package probes
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // A device-mapper device left suspended (an LVM command killed between its
@@ -34,15 +35,11 @@ import (
 // suspendPoll is how often a pass looks again at a suspended device.
 const suspendPoll = 100 * time.Millisecond
 
-// ErrSuspended is what a read of a suspended device-mapper device returns
-// instead of blocking.
-var ErrSuspended = errors.New("device-mapper device is suspended")
-
 // suspendedDM returns the device-mapper devices sysfs shows suspended, by
 // kernel name ("dm-3") with their device-mapper names. A device whose
 // attribute cannot be read (a snapshot recorded before keel read it) counts
 // as not suspended.
-func suspendedDM(fsys FS) map[string]string {
+func suspendedDM(fsys hostio.FS) map[string]string {
 	devs, err := fsys.ReadDir(sysBlock)
 	if err != nil {
 		return nil
@@ -62,7 +59,7 @@ func suspendedDM(fsys FS) map[string]string {
 }
 
 // dmSuspended reads one device's suspended attribute.
-func dmSuspended(fsys FS, kernel string) bool {
+func dmSuspended(fsys hostio.FS, kernel string) bool {
 	s, err := readTrim(fsys, sysBlock+"/"+kernel+"/dm/suspended")
 	return err == nil && s == "1"
 }
@@ -71,7 +68,7 @@ func dmSuspended(fsys FS, kernel string) bool {
 // and still are after wait, looking again every suspendPoll, by kernel name
 // with their device-mapper names; nil when none is (the usual case costs one
 // read per device-mapper device).
-func stuckSuspended(ctx context.Context, fsys FS, wait time.Duration) map[string]string {
+func stuckSuspended(ctx context.Context, fsys hostio.FS, wait time.Duration) map[string]string {
 	susp := suspendedDM(fsys)
 	for deadline := time.Now().Add(wait); len(susp) > 0 && time.Now().Before(deadline); {
 		select {
@@ -106,7 +103,7 @@ func suspendedNames(stuck map[string]string) []string {
 // of /sys/class/block (disks, partitions, device-mapper devices) but the
 // stuck ones and, through sysfs's holders links, every device stacked on
 // them: the devices an LVM command may read without waiting.
-func readableDevices(fsys FS, stuck map[string]string) ([]string, error) {
+func readableDevices(fsys hostio.FS, stuck map[string]string) ([]string, error) {
 	all, err := fsys.ReadDir(sysClassBlock)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", sysClassBlock, err)
@@ -139,7 +136,7 @@ func readableDevices(fsys FS, stuck map[string]string) ([]string, error) {
 // withDevices returns c limited to devs (`--devices`, lvm2 2.03.12 and
 // later: "Devices not listed will appear to be missing"), the option before
 // any "--".
-func withDevices(c Cmd, devs []string) Cmd {
+func withDevices(c hostio.Cmd, devs []string) hostio.Cmd {
 	args := slices.Clone(c.Args)
 	at := slices.Index(args, "--")
 	if at < 0 {
@@ -148,9 +145,4 @@ func withDevices(c Cmd, devs []string) Cmd {
 	args = slices.Insert(args, at, "--devices", strings.Join(devs, ","))
 	c.Args = args
 	return c
-}
-
-// suspendedError names the suspended devices in a read's error.
-func suspendedError(name string) error {
-	return fmt.Errorf("%s: %w", name, ErrSuspended)
 }

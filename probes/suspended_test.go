@@ -2,7 +2,6 @@ package probes
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 	"slices"
 	"strings"
@@ -94,9 +93,6 @@ func TestWithDevices(t *testing.T) {
 	}
 	if slices.Contains(fullReportCmd.Args, "--devices") {
 		t.Error("withDevices changed fullReportCmd")
-	}
-	if !errors.Is(suspendedError("/dev/mapper/x"), ErrSuspended) {
-		t.Error("suspendedError does not wrap ErrSuspended")
 	}
 }
 

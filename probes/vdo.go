@@ -7,145 +7,17 @@ import (
 	"hash/crc32"
 	"strconv"
 	"strings"
+
+	"github.com/keel-storage/keel/probes/model"
 )
 
-// VDOBlockSize is the size of one VDO block.
-const VDOBlockSize = 4096
-
-// VDOPool is an LVM VDO pool: LVM's settings, the live dm-vdo table, status
-// and statistics, and the on-disk layout of its _vdata device.
-type VDOPool struct {
-	VG     string   `json:"vg"`
-	Name   string   `json:"name"`   // pool LV name
-	LV     string   `json:"lv"`     // "vg/pool"
-	DataLV string   `json:"dataLV"` // "vg/pool_vdata"
-	VDOLVs []string `json:"vdolvs"` // "vg/lv" of the VDO LVs using this pool
-	DMName string   `json:"dmName"` // the vdo target's dm name ("vg0-vpool-vpool")
-	// Settings holds every vdo_* field LVM reported for the pool, raw.
-	Settings map[string]string `json:"settings"`
-	Table    *VDOTable         `json:"table"`    // nil when the pool is inactive
-	Status   *VDOStatus        `json:"status"`   // nil when the pool is inactive
-	Stats    *VDOStats         `json:"stats"`    // nil when inactive or the stats message failed
-	OnDisk   *VDOLayout        `json:"onDisk"`   // from the geometry and super block; nil when unreadable
-	Computed *VDOLayout        `json:"computed"` // from the physical size, as a cross-check; nil when unknown
-	Regions  []VDORegion       `json:"regions"`  // where index, super block, journal and summary sit, mapped to PVs
-	Errors   []string          `json:"errors"`
-}
-
-// VDOTable is a parsed dm-vdo table line (V4).
-type VDOTable struct {
-	Version             string `json:"version"`        // "V4"
-	LogicalSectors      uint64 `json:"logicalSectors"` // dm length
-	StorageDevice       string `json:"storageDevice"`  // "/dev/dm-0"
-	PhysicalBlocks      uint64 `json:"physicalBlocks"`
-	MinimumIOSize       uint64 `json:"minimumIOSize"` // bytes
-	BlockMapCacheBlocks uint64 `json:"blockMapCacheBlocks"`
-	BlockMapEraLength   uint64 `json:"blockMapEraLength"`
-	MaxDiscard          uint64 `json:"maxDiscard"` // 4K blocks
-	Ack                 int    `json:"ack"`
-	Bio                 int    `json:"bio"`
-	BioRotationInterval int    `json:"bioRotationInterval"`
-	CPU                 int    `json:"cpu"`
-	Hash                int    `json:"hash"`
-	Logical             int    `json:"logical"`
-	Physical            int    `json:"physical"`
-	Deduplication       bool   `json:"deduplication"`
-	Compression         bool   `json:"compression"`
-	// Options holds every key/value pair of the line, known or not.
-	Options map[string]string `json:"options"`
-}
-
-// VDOStatus is a parsed dm-vdo status line.
-type VDOStatus struct {
-	Device           string `json:"device"` // backing device
-	Mode             string `json:"mode"`   // normal, recovering, read-only
-	InRecovery       bool   `json:"inRecovery"`
-	IndexState       string `json:"indexState"`       // online, offline, closed, ...
-	CompressionState string `json:"compressionState"` // online, offline
-	UsedBlocks       uint64 `json:"usedBlocks"`
-	TotalBlocks      uint64 `json:"totalBlocks"`
-}
-
-// UsedPercent is used/total, or -1 when total is 0.
-func (s *VDOStatus) UsedPercent() float64 {
-	if s == nil || s.TotalBlocks == 0 {
-		return -1
-	}
-	return 100 * float64(s.UsedBlocks) / float64(s.TotalBlocks)
-}
-
-// VDOStats holds the health-relevant values of `dmsetup message <dev> 0 stats`.
-type VDOStats struct {
-	DataBlocksUsed       uint64 `json:"dataBlocksUsed"`
-	OverheadBlocksUsed   uint64 `json:"overheadBlocksUsed"`
-	LogicalBlocksUsed    uint64 `json:"logicalBlocksUsed"`
-	PhysicalBlocks       uint64 `json:"physicalBlocks"`
-	LogicalBlocks        uint64 `json:"logicalBlocks"`
-	Mode                 string `json:"mode"`
-	CompleteRecoveries   uint64 `json:"completeRecoveries"`
-	ReadOnlyRecoveries   uint64 `json:"readOnlyRecoveries"`
-	DedupeAdviceValid    uint64 `json:"dedupeAdviceValid"`    // hashLock.dedupeAdviceValid
-	DedupeAdviceStale    uint64 `json:"dedupeAdviceStale"`    // hashLock.dedupeAdviceStale
-	DedupeAdviceTimeouts uint64 `json:"dedupeAdviceTimeouts"` // dedupeAdviceTimeouts
-	InvalidAdvicePBN     uint64 `json:"invalidAdvicePBN"`     // errors.invalidAdvicePBNCount
-	NoSpaceErrors        uint64 `json:"noSpaceErrors"`        // errors.noSpaceErrorCount
-	ReadOnlyErrors       uint64 `json:"readOnlyErrors"`       // errors.readOnlyErrorCount
-	// Values holds every leaf of the message flattened to "a.b" → raw value.
-	Values map[string]string `json:"values"`
-}
-
-// SavingPercent is vdostats' saving: (logicalUsed − dataUsed)/logicalUsed, -1 when undefined.
-func (s *VDOStats) SavingPercent() float64 {
-	if s == nil || s.LogicalBlocksUsed == 0 || s.DataBlocksUsed > s.LogicalBlocksUsed {
-		return -1
-	}
-	return 100 * float64(s.LogicalBlocksUsed-s.DataBlocksUsed) / float64(s.LogicalBlocksUsed)
-}
-
-// VDOLayout gives the block ranges of a VDO volume's metadata, in 4 KiB
-// blocks from the start of the storage device (pbn − bio offset).
-type VDOLayout struct {
-	PhysicalBlocks uint64     `json:"physicalBlocks"`
-	BioOffset      uint64     `json:"bioOffset"`
-	Nonce          uint64     `json:"nonce"`
-	IndexMemory    uint32     `json:"indexMemory"` // geometry index memory code (0xFFFFFF00 = 0.25 GB)
-	SparseIndex    bool       `json:"sparseIndex"`
-	Index          BlockRange `json:"index"`
-	SuperBlock     BlockRange `json:"superBlock"`
-	BlockMapRoots  BlockRange `json:"blockMapRoots"`
-	SlabDepot      BlockRange `json:"slabDepot"`
-	Journal        BlockRange `json:"journal"`  // recovery journal
-	Summary        BlockRange `json:"summary"`  // slab summary
-	SlabSize       uint64     `json:"slabSize"` // blocks
-	LogicalBlocks  uint64     `json:"logicalBlocks"`
-	State          string     `json:"state"` // super block state: clean, dirty, ...
-}
-
-// BlockRange is an inclusive range of VDO blocks.
-type BlockRange struct {
-	First uint64 `json:"first"`
-	Last  uint64 `json:"last"`
-}
-
-// Count is the number of blocks in the range.
-func (r BlockRange) Count() uint64 { return r.Last - r.First + 1 }
-
-// VDORegion places one metadata region on PVs through the _vdata segments.
-type VDORegion struct {
-	Name   string     `json:"name"` // "index", "super block", "recovery journal", "slab summary"
-	Blocks BlockRange `json:"blocks"`
-	On     []PVRange  `json:"on"`
-	// Fast is true when every PV holding the region is non-rotational.
-	Fast bool `json:"fast"`
-}
-
 // parseVDOTable parses the arguments of a vdo table line (after "vdo").
-func parseVDOTable(length uint64, args string) (*VDOTable, error) {
+func parseVDOTable(length uint64, args string) (*model.VDOTable, error) {
 	f := strings.Fields(args)
 	if len(f) < 6 {
 		return nil, fmt.Errorf("dmsetup table: vdo: %d fields, want at least 6", len(f))
 	}
-	t := &VDOTable{Version: f[0], LogicalSectors: length, StorageDevice: f[1], Options: map[string]string{},
+	t := &model.VDOTable{Version: f[0], LogicalSectors: length, StorageDevice: f[1], Options: map[string]string{},
 		MaxDiscard: 1, Ack: 1, Bio: 4, BioRotationInterval: 64, CPU: 1, Deduplication: true}
 	if t.Version != "V4" {
 		return nil, fmt.Errorf("dmsetup table: vdo: version %q, want V4", t.Version)
@@ -198,33 +70,15 @@ func parseVDOTable(length uint64, args string) (*VDOTable, error) {
 	return t, nil
 }
 
-// parseVDOStatus parses the arguments of a vdo status line (after "vdo").
-func parseVDOStatus(args string) (*VDOStatus, error) {
-	f := strings.Fields(args)
-	if len(f) != 7 {
-		return nil, fmt.Errorf("dmsetup status: vdo: %d fields, want 7", len(f))
-	}
-	used, err := strconv.ParseUint(f[5], 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("dmsetup status: vdo: field used blocks: %w", err)
-	}
-	total, err := strconv.ParseUint(f[6], 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("dmsetup status: vdo: field total blocks: %w", err)
-	}
-	return &VDOStatus{Device: f[0], Mode: f[1], InRecovery: f[2] == "recovering", IndexState: f[3],
-		CompressionState: f[4], UsedBlocks: used, TotalBlocks: total}, nil
-}
-
 // parseVDOStats parses the output of `dmsetup message <dev> 0 stats`: one
 // line of nested "{ key : value, sub : { ... }, }".
-func parseVDOStats(b []byte) (*VDOStats, error) {
+func parseVDOStats(b []byte) (*model.VDOStats, error) {
 	vals := map[string]string{}
 	p := statsParser{s: strings.TrimSpace(string(b))}
 	if err := p.object("", vals); err != nil {
 		return nil, fmt.Errorf("dmsetup message stats: %w", err)
 	}
-	st := &VDOStats{Values: vals, Mode: vals["mode"]}
+	st := &model.VDOStats{Values: vals, Mode: vals["mode"]}
 	var err error
 	get := func(key string) uint64 {
 		v, ok := vals[key]
@@ -329,7 +183,7 @@ var superBlockStates = []string{"dirty", "new", "clean", "read-only", "force-reb
 // decodeVDOGeometry decodes the geometry block (block 0 of the storage
 // device) and returns the layout fields it holds: index range, super block
 // position, bio offset, nonce.
-func decodeVDOGeometry(b []byte) (*VDOLayout, error) {
+func decodeVDOGeometry(b []byte) (*model.VDOLayout, error) {
 	if len(b) < 0x65 {
 		return nil, fmt.Errorf("vdo geometry: %d bytes, want at least 101", len(b))
 	}
@@ -341,7 +195,7 @@ func decodeVDOGeometry(b []byte) (*VDOLayout, error) {
 	if id != 5 || (major != 5 && major != 4) {
 		return nil, fmt.Errorf("vdo geometry: header id %d version %d, want id 5 version 4 or 5", id, major)
 	}
-	l := &VDOLayout{Nonce: le.Uint64(b[0x20:])}
+	l := &model.VDOLayout{Nonce: le.Uint64(b[0x20:])}
 	regions := 0x40
 	if major == 5 {
 		l.BioOffset = le.Uint64(b[0x38:])
@@ -376,14 +230,14 @@ func decodeVDOGeometry(b []byte) (*VDOLayout, error) {
 			return nil, fmt.Errorf("vdo geometry: checksum %#x, computed %#x", want, got)
 		}
 	}
-	l.Index = BlockRange{First: indexStart - l.BioOffset, Last: dataStart - 1 - l.BioOffset}
-	l.SuperBlock = BlockRange{First: dataStart - l.BioOffset, Last: dataStart - l.BioOffset}
+	l.Index = model.BlockRange{First: indexStart - l.BioOffset, Last: dataStart - 1 - l.BioOffset}
+	l.SuperBlock = model.BlockRange{First: dataStart - l.BioOffset, Last: dataStart - l.BioOffset}
 	return l, nil
 }
 
 // decodeVDOSuperBlock fills l (from decodeVDOGeometry) with the partitions
 // and configuration of the super block.
-func decodeVDOSuperBlock(b []byte, l *VDOLayout) error {
+func decodeVDOSuperBlock(b []byte, l *model.VDOLayout) error {
 	le := binary.LittleEndian
 	if len(b) < 0x91+4*25 {
 		return fmt.Errorf("vdo super block: %d bytes, too short", len(b))
@@ -422,7 +276,7 @@ func decodeVDOSuperBlock(b []byte, l *VDOLayout) error {
 		if count == 0 {
 			return fmt.Errorf("vdo super block: partition %d is empty", id)
 		}
-		r := BlockRange{First: start, Last: start + count - 1}
+		r := model.BlockRange{First: start, Last: start + count - 1}
 		switch id {
 		case 0:
 			l.BlockMapRoots = r
@@ -455,17 +309,17 @@ const (
 // computeVDOLayout derives the layout from the physical size and the index
 // size, with the default journal, summary and block-map root counts. It is
 // a cross-check for the layout read from disk.
-func computeVDOLayout(physical, indexBlocks uint64) *VDOLayout {
+func computeVDOLayout(physical, indexBlocks uint64) *model.VDOLayout {
 	if physical < indexBlocks+2+vdoBlockMapRoots+vdoJournalBlocks+vdoSummaryBlocks {
 		return nil
 	}
 	d := 1 + indexBlocks
-	l := &VDOLayout{PhysicalBlocks: physical}
-	l.Index = BlockRange{First: 1, Last: indexBlocks}
-	l.SuperBlock = BlockRange{First: d, Last: d}
-	l.BlockMapRoots = BlockRange{First: d + 1, Last: d + vdoBlockMapRoots}
-	l.Summary = BlockRange{First: physical - vdoSummaryBlocks, Last: physical - 1}
-	l.Journal = BlockRange{First: physical - vdoSummaryBlocks - vdoJournalBlocks, Last: physical - vdoSummaryBlocks - 1}
-	l.SlabDepot = BlockRange{First: d + vdoBlockMapRoots + 1, Last: l.Journal.First - 1}
+	l := &model.VDOLayout{PhysicalBlocks: physical}
+	l.Index = model.BlockRange{First: 1, Last: indexBlocks}
+	l.SuperBlock = model.BlockRange{First: d, Last: d}
+	l.BlockMapRoots = model.BlockRange{First: d + 1, Last: d + vdoBlockMapRoots}
+	l.Summary = model.BlockRange{First: physical - vdoSummaryBlocks, Last: physical - 1}
+	l.Journal = model.BlockRange{First: physical - vdoSummaryBlocks - vdoJournalBlocks, Last: physical - vdoSummaryBlocks - 1}
+	l.SlabDepot = model.BlockRange{First: d + vdoBlockMapRoots + 1, Last: l.Journal.First - 1}
 	return l
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"strings"
 	"sync"
+
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // vdoStatsCmd asks the VDO target dmName for its statistics.
-func vdoStatsCmd(dmName string) Cmd {
-	return Cmd{Name: "dmsetup", Args: []string{"message", dmName, "0", "stats"}, ReadOnly: true}
+func vdoStatsCmd(dmName string) hostio.Cmd {
+	return hostio.Cmd{Name: "dmsetup", Args: []string{"message", dmName, "0", "stats"}, ReadOnly: true}
 }
 
 // errNotPrefetched says that no statistics were fetched ahead for a device.
@@ -44,13 +47,13 @@ type vdoStatsPrefetch struct {
 // closes.
 type layoutOut struct {
 	done chan struct{}
-	l    *VDOLayout
+	l    *model.VDOLayout
 	err  error
 }
 
 // start launches one read per VDO target in the `dmsetup table` output,
 // counted in wg. An unparsable table starts nothing (the pass reports it).
-func (v *vdoStatsPrefetch) start(ctx context.Context, src Source, table []byte, wg *sync.WaitGroup) {
+func (v *vdoStatsPrefetch) start(ctx context.Context, src hostio.Source, table []byte, wg *sync.WaitGroup) {
 	m, err := parseDMLines("dmsetup table", table)
 	if err != nil {
 		return
@@ -82,7 +85,7 @@ func (v *vdoStatsPrefetch) start(ctx context.Context, src Source, table []byte, 
 			if v.outs == nil {
 				v.outs = map[string]cmdOut{}
 			}
-			v.outs[name] = cmdOut{Result{Stdout: out}, err}
+			v.outs[name] = cmdOut{hostio.Result{Stdout: out}, err}
 		}()
 	}
 }
@@ -91,7 +94,7 @@ func (v *vdoStatsPrefetch) start(ctx context.Context, src Source, table []byte, 
 // vdo target's table arguments ("V4 /dev/dm-0 ..."), or "" when it is no
 // device-mapper device or its name cannot be read (the pass then reads the
 // layout after the report, as before).
-func vdoStorageDevice(fsys FS, args string) string {
+func vdoStorageDevice(fsys hostio.FS, args string) string {
 	f := strings.Fields(args)
 	if len(f) < 2 {
 		return ""
@@ -109,7 +112,7 @@ func vdoStorageDevice(fsys FS, args string) string {
 
 // layout returns the layout read ahead from dev once the read ended (or
 // ctx's error if ctx ends first), and whether one was started.
-func (v *vdoStatsPrefetch) layout(ctx context.Context, dev string) (*VDOLayout, bool, error) {
+func (v *vdoStatsPrefetch) layout(ctx context.Context, dev string) (*model.VDOLayout, bool, error) {
 	v.mu.Lock()
 	o := v.layouts[dev]
 	v.mu.Unlock()

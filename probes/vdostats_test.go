@@ -8,12 +8,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // gatedRunner holds lvm fullreport back until a VDO statistics message has
 // been sent, and counts the messages.
 type gatedRunner struct {
-	Runner
+	hostio.Runner
 	sent     chan struct{}
 	once     sync.Once
 	mu       sync.Mutex
@@ -21,13 +23,13 @@ type gatedRunner struct {
 	fail     error
 }
 
-func (g *gatedRunner) Run(ctx context.Context, c Cmd) (Result, error) {
+func (g *gatedRunner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
 	switch {
 	case c.Name == "lvm" && len(c.Args) > 0 && c.Args[0] == "fullreport":
 		select {
 		case <-g.sent:
 		case <-time.After(10 * time.Second):
-			return Result{}, errors.New("lvm fullreport: no VDO statistics message was sent while it ran")
+			return hostio.Result{}, errors.New("lvm fullreport: no VDO statistics message was sent while it ran")
 		}
 	case c.Name == "dmsetup" && len(c.Args) == 4 && c.Args[0] == "message":
 		g.mu.Lock()
@@ -35,14 +37,14 @@ func (g *gatedRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 		g.mu.Unlock()
 		defer g.once.Do(func() { close(g.sent) })
 		if g.fail != nil {
-			return Result{}, g.fail
+			return hostio.Result{}, g.fail
 		}
 	}
 	return g.Runner.Run(ctx, c)
 }
 
-func gated(t *testing.T, name string) (*gatedRunner, Source) {
-	src := Replay(loadSnapshot(t, name))
+func gated(t *testing.T, name string) (*gatedRunner, hostio.Source) {
+	src := hostio.Replay(loadSnapshot(t, name))
 	g := &gatedRunner{Runner: src.Runner, sent: make(chan struct{}), messages: map[string]int{}}
 	src.Runner = g
 	return g, src
@@ -99,7 +101,7 @@ func TestVDOStatsPrefetchErrorIsThePoolsError(t *testing.T) {
 
 // layoutFirstFS signals on the first read of a VDO storage device.
 type layoutFirstFS struct {
-	FS
+	hostio.FS
 	once sync.Once
 	read chan struct{}
 }
@@ -113,12 +115,12 @@ func (f *layoutFirstFS) ReadAt(name string, off int64, n int) ([]byte, error) {
 
 // reportAfterLayout holds lvm fullreport until the VDO layout was read.
 type reportAfterLayout struct {
-	Runner
+	hostio.Runner
 	read   <-chan struct{}
 	waited chan bool
 }
 
-func (r reportAfterLayout) Run(ctx context.Context, c Cmd) (Result, error) {
+func (r reportAfterLayout) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
 	if c.Name == "lvm" && len(c.Args) > 0 && c.Args[0] == "fullreport" {
 		select {
 		case <-r.read:
@@ -136,11 +138,11 @@ func (r reportAfterLayout) Run(ctx context.Context, c Cmd) (Result, error) {
 // the report runs, not after it, and builds the same pools.
 func TestVDOLayoutReadWhileTheReportRuns(t *testing.T) {
 	snap := loadSnapshot(t, "vdo-split")
-	want, err := Probe(context.Background(), Replay(snap))
+	want, err := Probe(context.Background(), hostio.Replay(snap))
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := Replay(snap)
+	src := hostio.Replay(snap)
 	fs := &layoutFirstFS{FS: src.FS, read: make(chan struct{})}
 	waited := make(chan bool, 4)
 	src.FS, src.Runner = fs, reportAfterLayout{Runner: src.Runner, read: fs.read, waited: waited}
@@ -162,7 +164,7 @@ func TestVDOLayoutReadWhileTheReportRuns(t *testing.T) {
 // stuckLayoutFS blocks every read of a VDO storage device until release
 // closes, and closes reading when the first begins.
 type stuckLayoutFS struct {
-	FS
+	hostio.FS
 	once    sync.Once
 	reading chan struct{}
 	release chan struct{}
@@ -181,7 +183,7 @@ func (f *stuckLayoutFS) ReadAt(name string, off int64, n int) ([]byte, error) {
 // pass returns at once, as it does with its read-only commands, instead of
 // waiting for the read.
 func TestPreemptedPassLeavesTheLayoutRead(t *testing.T) {
-	src := Replay(loadSnapshot(t, "vdo-split"))
+	src := hostio.Replay(loadSnapshot(t, "vdo-split"))
 	fs := &stuckLayoutFS{FS: src.FS, reading: make(chan struct{}), release: make(chan struct{})}
 	defer close(fs.release)
 	src.FS = fs

@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/logging"
 	"github.com/keel-storage/keel/cmd/keel/internal/notify"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/converge"
@@ -62,7 +62,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	if sink != nil {
 		defer sink.Close()
 	}
-	src := probes.Live("/", time.Minute)
+	src := hostio.Live("/", time.Minute, liveOptions())
 	loop := converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log})
 	if err := loop.Load(); err != nil {
 		fmt.Fprintf(stderr, "keel activate: %s\n", loadErrorText("activate", configs, err))
@@ -153,7 +153,7 @@ func activateReplay(configs []string, node string, stdout, stderr io.Writer) int
 		case runnable[s.VG]:
 			fmt.Fprintf(stdout, "%-8s vg %s (depth %d): %s\n", "activate", s.VG, s.Depth, s.Reason)
 			for _, c := range s.Commands {
-				fmt.Fprintf(stdout, "         $ %s\n", probes.ShellJoin(c))
+				fmt.Fprintf(stdout, "         $ %s\n", hostio.ShellJoin(c))
 			}
 		default:
 			fmt.Fprintf(stdout, "%-8s vg %s (depth %d): %s\n", "blocked", s.VG, s.Depth, s.Reason)

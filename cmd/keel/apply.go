@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/converge"
@@ -48,7 +49,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	if !*dryRun && *node == "" && !requireRoot("apply", args, "add --dry-run to see what it would do", stderr) {
 		return exitError
 	}
-	src, err := probes.NodeSource(*node, *timeout)
+	src, err := hostio.NodeSource(*node, *timeout, liveOptions())
 	if err != nil {
 		fmt.Fprintf(stderr, "keel apply: %v\n", err)
 		return exitError
@@ -124,7 +125,7 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 		fmt.Fprintln(w, line)
 		if dryRun && r.Status == executor.Planned {
 			for _, c := range r.Action.Commands {
-				fmt.Fprintf(w, "          $ %s\n", probes.ShellJoin(c))
+				fmt.Fprintf(w, "          $ %s\n", hostio.ShellJoin(c))
 			}
 			for _, s := range r.Action.Writes {
 				fmt.Fprintf(w, "          %s <- %s\n", s.Path, s.Value)
@@ -159,11 +160,11 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 // line, so a test can prove what ran (and that a second apply ran nothing
 // mutating).
 type commandLog struct {
-	inner probes.Runner
+	inner hostio.Runner
 	f     *os.File
 }
 
-func newCommandLog(path string, inner probes.Runner) (*commandLog, error) {
+func newCommandLog(path string, inner hostio.Runner) (*commandLog, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("command log %s: %w", path, err)
@@ -173,22 +174,12 @@ func newCommandLog(path string, inner probes.Runner) (*commandLog, error) {
 
 // Run logs cmd, then runs it. A command that could not be logged is not
 // run: the log is the proof of what keel ran.
-func (c *commandLog) Run(ctx context.Context, cmd probes.Cmd) (probes.Result, error) {
+func (c *commandLog) Run(ctx context.Context, cmd hostio.Cmd) (hostio.Result, error) {
 	b, _ := json.Marshal(cmd.Argv()) // strings only: cannot fail
 	if _, err := c.f.Write(append(b, '\n')); err != nil {
-		return probes.Result{ExitCode: -1}, fmt.Errorf("command log %s: %s not run: %w", c.f.Name(), cmd, err)
+		return hostio.Result{ExitCode: -1}, fmt.Errorf("command log %s: %s not run: %w", c.f.Name(), cmd, err)
 	}
 	return c.inner.Run(ctx, cmd)
-}
-
-// RunStream logs cmd, then runs it through inner with consume
-// (probes.Streamer).
-func (c *commandLog) RunStream(ctx context.Context, cmd probes.Cmd, consume func(next func() ([]byte, bool))) (probes.Result, error) {
-	b, _ := json.Marshal(cmd.Argv())
-	if _, err := c.f.Write(append(b, '\n')); err != nil {
-		return probes.Result{ExitCode: -1}, fmt.Errorf("command log %s: %s not run: %w", c.f.Name(), cmd, err)
-	}
-	return probes.RunStream(ctx, c.inner, cmd, consume)
 }
 
 func (c *commandLog) Close() error { return c.f.Close() }
@@ -196,7 +187,7 @@ func (c *commandLog) Close() error { return c.f.Close() }
 // fileDiffs returns, for each file action a would write (lvm.conf, keel's
 // udev rules), the unified diff from the file as the probe read it on h to
 // what keel would write, or a line saying why there is none.
-func fileDiffs(a plan.Action, h *probes.Host) []string {
+func fileDiffs(a plan.Action, h *model.Host) []string {
 	var out []string
 	if a.LVMConf != nil && h != nil {
 		before := h.LVMConfig.LVMConf

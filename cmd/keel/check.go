@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/report"
@@ -29,7 +31,7 @@ var checkFormats = map[string]func(report.Report, io.Writer) error{
 
 // judged is one host judged by the planner.
 type judged struct {
-	host   *probes.Host
+	host   *model.Host
 	result plan.Result
 	mode   string
 }
@@ -58,8 +60,8 @@ func judge(name string, configs []string, node string, audit bool, timeout time.
 // loadedHost is a desired state and the host it is to be judged against.
 type loadedHost struct {
 	cfg  *spec.Config // nil in an audit
-	src  probes.Source
-	host *probes.Host
+	src  hostio.Source
+	host *model.Host
 }
 
 // loadWhileProbing loads the desired state (unless audit) while the probe
@@ -74,7 +76,7 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 	probeDone := make(chan error, 1)
 	go func() {
 		var err error
-		if l.src, err = probes.NodeSource(node, timeout); err == nil {
+		if l.src, err = hostio.NodeSource(node, timeout, liveOptions()); err == nil {
 			l.src = withLVMConfigCache(l.src, node)
 			if phases != nil {
 				l.src.Runner = timedRunner{l.src.Runner}
@@ -230,9 +232,9 @@ func (p *phaseLog) String() string {
 // timedRunner marks in phases when each command of a probe pass started
 // and ended (KEEL_TIMING): whether a check's time beyond `lvm fullreport`
 // is spent before the report starts or after it ends.
-type timedRunner struct{ inner probes.Runner }
+type timedRunner struct{ inner hostio.Runner }
 
-func (t timedRunner) what(c probes.Cmd) string {
+func (t timedRunner) what(c hostio.Cmd) string {
 	if len(c.Args) > 0 {
 		return c.Name + " " + c.Args[0]
 	}
@@ -240,16 +242,8 @@ func (t timedRunner) what(c probes.Cmd) string {
 }
 
 // Run runs c through the wrapped runner between two marks.
-func (t timedRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
+func (t timedRunner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
 	phases.mark(t.what(c) + " started")
 	defer phases.mark(t.what(c) + " ended")
 	return t.inner.Run(ctx, c)
-}
-
-// RunStream runs c through the wrapped runner with consume
-// (probes.Streamer) between two marks.
-func (t timedRunner) RunStream(ctx context.Context, c probes.Cmd, consume func(next func() ([]byte, bool))) (probes.Result, error) {
-	phases.mark(t.what(c) + " started")
-	defer phases.mark(t.what(c) + " ended")
-	return probes.RunStream(ctx, t.inner, c, consume)
 }

@@ -11,7 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -267,7 +268,7 @@ func loadErrorText(name string, configs []string, err error) string {
 // probeErrorText says why the probe pass failed; a missing command is
 // named with the package that installs it, not with its whole command line.
 func probeErrorText(err error) string {
-	if name, ok := probes.MissingCommand(err); ok {
+	if name, ok := hostio.MissingCommand(err); ok {
 		pkg := map[string]string{"lvm": "lvm2", "lvmconfig": "lvm2", "dmsetup": "dmsetup"}[filepath.Base(name)]
 		if pkg == "" {
 			return fmt.Sprintf("%s is not installed (not found in PATH)", name)
@@ -300,7 +301,7 @@ func requireRoot(name string, args []string, alternative string, stderr io.Write
 		return true
 	}
 	fmt.Fprintf(stderr, "keel %s: changes the host and must run as root (effective uid %d): run 'sudo %s', or %s\n",
-		name, euid, probes.ShellJoin(append([]string{"keel", name}, args...)), alternative)
+		name, euid, hostio.ShellJoin(append([]string{"keel", name}, args...)), alternative)
 	return false
 }
 
@@ -308,7 +309,7 @@ func requireRoot(name string, args []string, alternative string, stderr io.Write
 // when it has none (the kernel says "(none)" for an unset nodename,
 // UTS_NODENAME in include/linux/uts.h), the node snapshot's file name
 // without .txtar, or "unnamed" for this host.
-func hostName(h *probes.Host, node string) string {
+func hostName(h *model.Host, node string) string {
 	if h.Hostname != "" && h.Hostname != "(none)" {
 		return h.Hostname
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
 	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // The environment variables keel reads. Only package main reads the
@@ -27,6 +27,6 @@ func desiredCache() *desiredcache.Cache {
 
 // withLVMConfigCache returns src with lvmconfig's answer taken from the
 // cache that KEEL_CACHE_DIR selects (lvmcfgcache.ForNode).
-func withLVMConfigCache(src probes.Source, node string) probes.Source {
+func withLVMConfigCache(src hostio.Source, node string) hostio.Source {
 	return lvmcfgcache.ForNode(src, node, lvmcfgcache.Options{CacheDir: os.Getenv(envCacheDir), Environ: os.Environ})
 }

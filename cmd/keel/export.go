@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"github.com/keel-storage/keel/reconcile/plan"
 )
@@ -32,7 +33,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	if code := noArgs(fs, stderr); code != exitOK {
 		return code
 	}
-	src, err := probes.NodeSource(*node, *timeout)
+	src, err := hostio.NodeSource(*node, *timeout, liveOptions())
 	if err != nil {
 		fmt.Fprintf(stderr, "keel export: %v\n", err)
 		return exitError

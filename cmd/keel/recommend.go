@@ -13,6 +13,7 @@ import (
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/lvm/vdo"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // recommendOpts are the parsed flags of keel recommend.
@@ -154,7 +155,7 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 	}
 	o.fast, o.slow = fast, slow
 	if *node != "" {
-		src, err := probes.NodeSource(*node, time.Minute)
+		src, err := hostio.NodeSource(*node, time.Minute, liveOptions())
 		if err != nil {
 			fmt.Fprintf(stderr, "keel recommend: %v\n", err)
 			return exitError
@@ -397,7 +398,7 @@ func writeRecommendation(w io.Writer, r recommendation) error {
 		}
 	} else {
 		fmt.Fprintln(&b, "\nCreate (one command, LVM picks the PVs):")
-		fmt.Fprintf(&b, "  %s\n", probes.ShellJoin(r.LVCreate))
+		fmt.Fprintf(&b, "  %s\n", hostio.ShellJoin(r.LVCreate))
 	}
 	if r.Split != nil {
 		s := r.Split
@@ -406,14 +407,14 @@ func writeRecommendation(w io.Writer, r recommendation) error {
 		fmt.Fprintf(&b, "  middle  LE %6d .. %-6d %5d extents  slow PV: the slabs\n", s.Middle.First, s.Middle.Last, s.Middle.Count)
 		fmt.Fprintf(&b, "  tail    LE %6d .. %-6d %5d extents  fast PV: recovery journal, slab summary\n", s.Tail.First, s.Tail.Last, s.Tail.Count)
 		for _, cmd := range r.SplitCmds {
-			fmt.Fprintf(&b, "  %s\n", probes.ShellJoin(cmd))
+			fmt.Fprintf(&b, "  %s\n", hostio.ShellJoin(cmd))
 		}
 	}
 	if r.Grow != nil {
 		g := r.Grow
 		fmt.Fprintf(&b, "\nGrow by %s (adds %s; every extend is at least %s, one slab):\n", sz(g.RequestedBytes), sz(g.AddedBytes), sz(g.MinStepBytes))
 		for _, cmd := range r.GrowCmds {
-			fmt.Fprintf(&b, "  %s\n", probes.ShellJoin(cmd))
+			fmt.Fprintf(&b, "  %s\n", hostio.ShellJoin(cmd))
 		}
 		fmt.Fprintf(&b, "  afterwards: %d slabs, journal and summary in LE %d .. %d, on the fast PV\n", g.After.Slabs, g.Tail.First, g.Tail.Last)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/keel-storage/keel/cmd/keel/internal/daemon"
 	"github.com/keel-storage/keel/cmd/keel/internal/logging"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/converge"
 )
@@ -72,7 +73,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 			f.Close()
 		}()
 	}
-	src := probes.Live("/", *timeout)
+	src := hostio.Live("/", *timeout, liveOptions())
 	if *cmdLog != "" {
 		cl, err := newCommandLog(*cmdLog, src.Runner)
 		if err != nil {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // runSnapshot records a probe pass. Exit 0 when written (even if some
@@ -35,12 +37,12 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	if code := noArgs(fs, stderr); code != exitOK {
 		return code
 	}
-	src, err := probes.NodeSource(*node, *timeout)
+	src, err := hostio.NodeSource(*node, *timeout, liveOptions())
 	if err != nil {
 		fmt.Fprintf(stderr, "keel snapshot: %v\n", err)
 		return exitError
 	}
-	rec := probes.NewRecorder(src)
+	rec := hostio.NewRecorder(src)
 	start := time.Now()
 	h, perr := probes.Probe(context.Background(), rec.Source())
 	if *verbose {
@@ -99,18 +101,18 @@ func printTimings(w io.Writer, total time.Duration, t map[string]time.Duration) 
 // verifySnapshot parses the written snapshot back, probes its replay and
 // compares the model with the recorded pass's. A replay that fails is a
 // failed verification, whatever its model.
-func verifySnapshot(data []byte, live *probes.Host, stderr io.Writer) int {
-	snap, err := probes.ParseSnapshot(data)
+func verifySnapshot(data []byte, live *model.Host, stderr io.Writer) int {
+	snap, err := hostio.ParseSnapshot(data)
 	if err != nil {
 		fmt.Fprintf(stderr, "keel snapshot: verify: %v\n", err)
 		return exitError
 	}
-	replayed, err := probes.Probe(context.Background(), probes.Replay(snap))
+	replayed, err := probes.Probe(context.Background(), hostio.Replay(snap))
 	if err != nil {
 		fmt.Fprintf(stderr, "keel snapshot: verify: the replay failed: %v\n", err)
 		return exitError
 	}
-	diff, err := probes.Diff(live, replayed, 20)
+	diff, err := model.Diff(live, replayed, 20)
 	if err != nil {
 		fmt.Fprintf(stderr, "keel snapshot: verify: %v\n", err)
 		return exitError

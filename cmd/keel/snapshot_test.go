@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // TestSnapshotVerifyFailedPass re-records a guest snapshot whose lvm
@@ -15,7 +15,7 @@ import (
 // pass fails, so --verify must fail too and write nothing, even though the
 // replay of what it would write fails the same way and gives the same model.
 func TestSnapshotVerifyFailedPass(t *testing.T) {
-	snap, err := probes.ReadSnapshotFile(filepath.Join("..", "..", "probes", "testdata", "snapshots", "orphan-pv.txtar"))
+	snap, err := hostio.ReadSnapshotFile(filepath.Join("..", "..", "probes", "testdata", "snapshots", "orphan-pv.txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // runStatus prints the observed stack. Exit 0 when the probe pass worked,
@@ -29,7 +31,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	if code := noArgs(fs, stderr); code != exitOK {
 		return code
 	}
-	src, err := probes.NodeSource(*node, *timeout)
+	src, err := hostio.NodeSource(*node, *timeout, liveOptions())
 	if err != nil {
 		fmt.Fprintf(stderr, "keel status: %v\n", err)
 		return exitError
@@ -46,7 +48,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	} else {
 		shown := *h
 		shown.Hostname = hostName(h, *node)
-		probes.WriteStatus(stdout, &shown)
+		model.WriteStatus(stdout, &shown)
 	}
 	if perr != nil {
 		fmt.Fprintf(stderr, "keel status: %v\n", perr)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/plan"
@@ -115,15 +117,15 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 
 // loadAndProbe loads the desired state while it probes the host (or replays
 // node). On failure it prints why and returns a nil config and exitError.
-func loadAndProbe(name string, configs []string, node string, timeout time.Duration, stderr io.Writer) (*spec.Config, probes.Source, *probes.Host, int) {
+func loadAndProbe(name string, configs []string, node string, timeout time.Duration, stderr io.Writer) (*spec.Config, hostio.Source, *model.Host, int) {
 	l, loadErr, probeErr := loadWhileProbing(configs, node, false, timeout)
 	switch {
 	case loadErr != nil:
 		fmt.Fprintf(stderr, "keel %s: %s\n", name, loadErrorText(name, configs, loadErr))
-		return nil, probes.Source{}, nil, exitError
+		return nil, hostio.Source{}, nil, exitError
 	case probeErr != nil:
 		fmt.Fprintf(stderr, "keel %s: %s\n", name, probeErrorText(probeErr))
-		return nil, probes.Source{}, nil, exitError
+		return nil, hostio.Source{}, nil, exitError
 	}
 	return l.cfg, l.src, l.host, exitOK
 }

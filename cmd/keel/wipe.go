@@ -13,7 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/lvm/units"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
@@ -59,7 +59,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel wipe: %v\nkeel wipe: nothing was changed\n", err)
 		return exitError
 	}
-	src, err := probes.NodeSource(*node, *timeout)
+	src, err := hostio.NodeSource(*node, *timeout, liveOptions())
 	if err != nil {
 		fmt.Fprintf(stderr, "keel wipe: %v\n", err)
 		return exitError

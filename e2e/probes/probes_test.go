@@ -19,6 +19,8 @@ import (
 
 	"github.com/keel-storage/keel/e2e/guest"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // prelude starts every scenario of this package: the stack helpers, the
@@ -77,13 +79,13 @@ func runStacks(tb testing.TB, script string, extra map[string][]byte) *guest.Res
 
 func TestLiveMatchesReplay(t *testing.T) {
 	r := runStacks(t, script, nil)
-	models := map[string]*probes.Host{}
+	models := map[string]*model.Host{}
 	for _, name := range []string{"empty", "vdo-split", "vdo-split-grown", "thin", "bcache"} {
-		snap, err := probes.ReadSnapshotFile(filepath.Join(r.Dir, "out", name+".txtar"))
+		snap, err := hostio.ReadSnapshotFile(filepath.Join(r.Dir, "out", name+".txtar"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := probes.Probe(context.Background(), probes.Replay(snap))
+		h, err := probes.Probe(context.Background(), hostio.Replay(snap))
 		if err != nil {
 			t.Fatalf("%s: host replay: %v", name, err)
 		}
@@ -114,7 +116,7 @@ func TestLiveMatchesReplay(t *testing.T) {
 	}
 	// The recovery journal sits at the fast tail of the split pool and moves
 	// to the slow PV when the pool grows there.
-	journalOn := func(h *probes.Host) (string, bool) {
+	journalOn := func(h *model.Host) (string, bool) {
 		p := h.VDOPools["vdosplit/pool"]
 		if p == nil || p.OnDisk == nil {
 			t.Fatalf("vdosplit/pool not probed: %+v", p)

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // Command is one keel subcommand as its help text describes it.
@@ -257,7 +257,7 @@ func shortDoc(s string) string {
 // output runs keel with args and returns stdout and stderr together (help
 // goes to stdout, a command's usage to stderr); the exit status is ignored.
 func output(keel string, args ...string) string {
-	res, _ := probes.ExecRunner{Timeout: time.Minute}.Run(context.Background(), probes.Cmd{Name: keel, Args: args})
+	res, _ := hostio.ExecRunner{Timeout: time.Minute}.Run(context.Background(), hostio.Cmd{Name: keel, Args: args})
 	return string(res.Stdout) + string(res.Stderr)
 }
 

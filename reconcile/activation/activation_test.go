@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -18,13 +20,13 @@ import (
 // vdosplit/vdolv, and vdovg stacked on it.
 const bcacheNode = "../../examples/nodes/vdo-on-bcache.txtar"
 
-func probeNode(t testing.TB, name string) (*probes.Host, probes.Source) {
+func probeNode(t testing.TB, name string) (*model.Host, hostio.Source) {
 	t.Helper()
-	s, err := probes.ReadSnapshotFile(name)
+	s, err := hostio.ReadSnapshotFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := probes.Replay(s)
+	src := hostio.Replay(s)
 	h, err := probes.Probe(context.Background(), src)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
@@ -285,7 +287,7 @@ func TestPVScanRuleMatchesRealDMUUID(t *testing.T) {
 
 func TestPVScanRuleByNameBeforeCreation(t *testing.T) {
 	cfg := stack()
-	files, err := Rules(cfg, &probes.Host{}, nil)
+	files, err := Rules(cfg, &model.Host{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +303,7 @@ func TestPVScanRuleByNameBeforeCreation(t *testing.T) {
 // device (the fast path then leaves the rule to the full pass) and true for
 // one that resolved them all.
 func TestBcacheRuleComplete(t *testing.T) {
-	files, err := Rules(stack(), &probes.Host{}, nil)
+	files, err := Rules(stack(), &model.Host{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

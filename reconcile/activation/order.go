@@ -13,7 +13,8 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/lvm"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -202,7 +203,7 @@ func (p Plan) Blocked() []string {
 		case Waiting:
 			out = append(out, s.Reason)
 		case Activate:
-			out = append(out, fmt.Sprintf("vg %s: not active yet (%s)", s.VG, probes.ShellLines(s.Commands)))
+			out = append(out, fmt.Sprintf("vg %s: not active yet (%s)", s.VG, hostio.ShellLines(s.Commands)))
 		}
 	}
 	return out
@@ -210,12 +211,12 @@ func (p Plan) Blocked() []string {
 
 // index resolves declared PV paths to observed PVs.
 type index struct {
-	h      *probes.Host
-	byPath map[string]*probes.PV
+	h      *model.Host
+	byPath map[string]*model.PV
 }
 
-func newIndex(h *probes.Host) index {
-	ix := index{h: h, byPath: map[string]*probes.PV{}}
+func newIndex(h *model.Host) index {
+	ix := index{h: h, byPath: map[string]*model.PV{}}
 	for name, pv := range h.PVs {
 		ix.byPath[name] = pv
 		if pv.Device != "" {
@@ -241,7 +242,7 @@ func newIndex(h *probes.Host) index {
 
 // missingPV reports whether an observed PV is present and readable: LVM
 // marks a missing PV with 'm' in pv_attr, and names it "[unknown]".
-func missingPV(pv *probes.PV) bool {
+func missingPV(pv *model.PV) bool {
 	return pv == nil || strings.HasPrefix(pv.Name, "[unknown") || (len(pv.Attr) >= 3 && pv.Attr[2] == 'm')
 }
 
@@ -256,7 +257,7 @@ func missingPV(pv *probes.PV) bool {
 // label scan, lvm(8)), so waiting does not change what it finds, and a VG
 // that lost a PV is partial in LVM's own report (vg_attr 'p', a PV named
 // "[unknown]"), which blocks below.
-func Compute(cfg *spec.Config, h *probes.Host) (Plan, error) {
+func Compute(cfg *spec.Config, h *model.Host) (Plan, error) {
 	layers, err := Order(cfg)
 	if err != nil {
 		return Plan{}, err
@@ -343,7 +344,7 @@ func Compute(cfg *spec.Config, h *probes.Host) (Plan, error) {
 // with a size: an md array not yet assembled, a loop device without its
 // file and a multipath map still being set up show in /sys/block with size
 // 0 (or not at all) and may still bring a PV, so they count as missing.
-func presentDevice(h *probes.Host, path string) bool {
+func presentDevice(h *model.Host, path string) bool {
 	k := h.Device(path)
 	if k == "" {
 		return false
@@ -354,7 +355,7 @@ func presentDevice(h *probes.Host, path string) bool {
 	return true
 }
 
-func pvVG(pv *probes.PV) string {
+func pvVG(pv *model.PV) string {
 	if pv.VG == "" {
 		return "no VG"
 	}
@@ -372,7 +373,7 @@ func absentReason(vg string, create bool, pvs []string) string {
 }
 
 // vg2partial lists the PVs LVM itself reports missing in a VG it knows.
-func vg2partial(vg *probes.VG) []string {
+func vg2partial(vg *model.VG) []string {
 	if vg == nil {
 		return nil
 	}
@@ -391,7 +392,7 @@ func vg2partial(vg *probes.VG) []string {
 // inactiveLVs lists the VG's visible LVs that lvm2 would autoactivate and
 // that are not active. A vdo-pool LV has no device of its own (its _vdata
 // is what is active), so it is left out.
-func inactiveLVs(h *probes.Host, vg string) []string {
+func inactiveLVs(h *model.Host, vg string) []string {
 	var out []string
 	for key, lv := range h.LVs {
 		if lv.VG != vg || lv.Hidden || lv.Active || lv.SegType == "vdo-pool" {
@@ -409,7 +410,7 @@ func inactiveLVs(h *probes.Host, vg string) []string {
 // lvNotReady says why a lower LV cannot serve as a PV yet, or "". never
 // is true when waiting cannot change that: the LV does not exist in a VG
 // LVM knows, or its VG is Absent.
-func lvNotReady(h *probes.Host, lv string, reasons map[string]string, status map[string]Status) (why string, never bool) {
+func lvNotReady(h *model.Host, lv string, reasons map[string]string, status map[string]Status) (why string, never bool) {
 	vg := lvm.Split(lv).VG
 	o := h.LVs[lv]
 	switch {
@@ -433,7 +434,7 @@ func lvNotReady(h *probes.Host, lv string, reasons map[string]string, status map
 // deviceWhy explains a missing disk PV: a declared bcache device that is
 // not registered, a device that is not there or has size 0 (presentDevice),
 // or one LVM itself marks missing.
-func deviceWhy(cfg *spec.Config, h *probes.Host, path string) string {
+func deviceWhy(cfg *spec.Config, h *model.Host, path string) string {
 	name := strings.TrimPrefix(path, "/dev/")
 	if b, ok := cfg.Bcache[name]; ok {
 		return fmt.Sprintf("bcache device %s (backing %s) is not registered", name, b.Backing)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -46,7 +47,7 @@ type Resolver func(path string) string
 // guest LVs are never scanned. The bcache rule matches the kernel's change
 // uevent of each declared backing device by CACHED_UUID and writes its
 // tunables as plain decimals.
-func Rules(cfg *spec.Config, h *probes.Host, resolve Resolver) ([]RuleFile, error) {
+func Rules(cfg *spec.Config, h *model.Host, resolve Resolver) ([]RuleFile, error) {
 	pv, err := pvScanRule(cfg, h)
 	if err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func DMUUID(vgUUID, lvUUID string) string {
 	return "LVM-" + strings.ReplaceAll(vgUUID, "-", "") + strings.ReplaceAll(lvUUID, "-", "")
 }
 
-func pvScanRule(cfg *spec.Config, h *probes.Host) (RuleFile, error) {
+func pvScanRule(cfg *spec.Config, h *model.Host) (RuleFile, error) {
 	layers, err := Order(cfg)
 	if err != nil {
 		return RuleFile{}, err
@@ -92,7 +93,7 @@ func pvScanRule(cfg *spec.Config, h *probes.Host) (RuleFile, error) {
 // bcacheUUID finds the backing UUID of a declared bcache device: the
 // declared backing is a UUID itself, or a device path whose kernel name is
 // a registered backing device.
-func bcacheUUID(h *probes.Host, want spec.Bcache, resolve Resolver) string {
+func bcacheUUID(h *model.Host, want spec.Bcache, resolve Resolver) string {
 	if _, ok := h.Bcache[want.Backing]; ok {
 		return want.Backing
 	}
@@ -132,7 +133,7 @@ func bcacheAttrs(want spec.Bcache) []string {
 	return out
 }
 
-func bcacheRule(cfg *spec.Config, h *probes.Host, resolve Resolver) RuleFile {
+func bcacheRule(cfg *spec.Config, h *model.Host, resolve Resolver) RuleFile {
 	rf := RuleFile{Path: BcacheRule}
 	var b strings.Builder
 	b.WriteString(generatedLine + "\n")

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/plan"
@@ -38,7 +39,7 @@ type Activation struct {
 	Plan     activation.Plan
 	Computed bool
 	// Host is the probe the newest plan was made on.
-	Host *probes.Host
+	Host *model.Host
 }
 
 // Activate brings the declared stack up in its stacking order (keel
@@ -113,7 +114,7 @@ func LiveBootActions(actions []plan.Action) []plan.Action {
 
 // applyLive re-applies lvm.conf and the bcache tunables and returns how
 // many actions converged.
-func (l *Loop) applyLive(ctx context.Context, h *probes.Host) int {
+func (l *Loop) applyLive(ctx context.Context, h *model.Host) int {
 	res := l.planOn(h)
 	acts := LiveBootActions(res.Actions)
 	if len(acts) == 0 {
@@ -160,7 +161,7 @@ func (l *Loop) runActivation(ctx context.Context, order activation.Plan, runs ma
 	}
 	for _, a := range acts {
 		runs[strings.Join(a.Commands[0], " ")]++
-		l.Log.Info("activating", "vg", a.Object, "command", probes.ShellJoin(a.Commands[0]), "why", a.Summary)
+		l.Log.Info("activating", "vg", a.Object, "command", hostio.ShellJoin(a.Commands[0]), "why", a.Summary)
 	}
 	rep, err := l.Exec.Apply(ctx, acts, nil, executor.Mode{Partial: true, Once: true}, nil)
 	if err != nil {
@@ -178,7 +179,7 @@ func (l *Loop) runActivation(ctx context.Context, order activation.Plan, runs ma
 // differ from what the desired state and h generate, through the executor
 // (atomic writes, then udevadm control --reload), and returns the paths it
 // wrote.
-func (l *Loop) SyncRules(ctx context.Context, h *probes.Host) ([]string, error) {
+func (l *Loop) SyncRules(ctx context.Context, h *model.Host) ([]string, error) {
 	if l.desired == nil {
 		return nil, ErrNoDesiredState
 	}
@@ -195,7 +196,7 @@ func (l *Loop) SyncRules(ctx context.Context, h *probes.Host) ([]string, error) 
 // InstallRules writes each rules file whose content under root differs
 // through a one-shot executor (atomic writes), and reloads udev's rules
 // when root is "/" and anything changed. It returns the paths it wrote.
-func InstallRules(ctx context.Context, files []activation.RuleFile, root string, r probes.Runner) ([]string, error) {
+func InstallRules(ctx context.Context, files []activation.RuleFile, root string, r hostio.Runner) ([]string, error) {
 	ex := executor.New(r, executor.Options{MaxAttempts: 1})
 	ex.Files = executor.DirFiles(root)
 	return installRules(ctx, ex, files, root)
@@ -234,7 +235,7 @@ func installRules(ctx context.Context, ex *executor.Executor, files []activation
 
 // LinkResolver resolves /dev/disk/by-… links through the probe's file
 // root, so that a by-id backing device names its kernel device.
-func LinkResolver(fsys probes.FS) activation.Resolver {
+func LinkResolver(fsys hostio.FS) activation.Resolver {
 	return func(p string) string {
 		if !strings.HasPrefix(p, "/dev/disk/") {
 			return ""

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/plan"
 )
@@ -29,9 +29,9 @@ func TestLiveBootActionsKeepsOnlyLiveEdits(t *testing.T) {
 // root other than /.
 type failRunner struct{ t *testing.T }
 
-func (f failRunner) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
+func (f failRunner) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
 	f.t.Errorf("ran %s", c)
-	return probes.Result{ExitCode: 1}, nil
+	return hostio.Result{ExitCode: 1}, nil
 }
 
 func TestInstallRulesWritesOnlyChanges(t *testing.T) {

@@ -27,6 +27,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/apply/bcache"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
@@ -48,7 +50,7 @@ type Loop struct {
 	// Configs are the desired-state paths (-c); none means schema.DefaultPath.
 	Configs []string
 	// Source is what probes read (the live host, or a snapshot replay).
-	Source probes.Source
+	Source hostio.Source
 	// Exec applies actions; its stuck and destructive-once state lives as
 	// long as the Loop.
 	Exec *executor.Executor
@@ -66,7 +68,7 @@ type Loop struct {
 
 	// runner runs the safe removal's commands, behind the executor's argv
 	// allowlist like every other mutating command.
-	runner probes.Runner
+	runner hostio.Runner
 	// fileRoot is where keel's generated files are written ("/" on a host).
 	fileRoot string
 	// stateDir holds keel's own state (DefaultStateDir on a host).
@@ -77,7 +79,7 @@ type Loop struct {
 	files  []schema.File
 	loader *schema.Loader
 	// lastHost and lastPlan are the newest verifying re-probe.
-	lastHost *probes.Host
+	lastHost *model.Host
 	lastPlan plan.Result
 	// mem is keel's state as loaded for the current pass.
 	mem plan.Memory
@@ -88,8 +90,8 @@ type Loop struct {
 
 // Wiring is what New needs besides the configuration paths.
 type Wiring struct {
-	Source      probes.Source
-	Runner      probes.Runner // mutating commands; nil means Source.Runner
+	Source      hostio.Source
+	Runner      hostio.Runner // mutating commands; nil means Source.Runner
 	SysFS       bcache.SysFS  // nil means the host's /
 	LVMConfPath string        // "" means lvmconf.DefaultPath
 	FileRoot    string        // root for the files keel generates; "" means "/"
@@ -121,7 +123,7 @@ func New(configs []string, w Wiring) *Loop {
 	if w.StatePath == "" {
 		w.StatePath = filepath.Join(w.StateDir, "state.json")
 	}
-	l := &Loop{Configs: configs, Source: w.Source, Log: w.Log, runner: executor.Allowlisted{Runner: w.Runner},
+	l := &Loop{Configs: configs, Source: w.Source, Log: w.Log, runner: hostio.Allowlisted{Runner: w.Runner},
 		stateDir: w.StateDir, State: statefile.Store{Path: w.StatePath}}
 	ex := executor.New(w.Runner, w.Options)
 	ex.Log = w.Log.Named("executor")
@@ -131,7 +133,7 @@ func New(configs []string, w Wiring) *Loop {
 	ex.Sysfs = func(ctx context.Context, act plan.Action) error {
 		err := sysfs(ctx, act)
 		if errors.Is(err, bcache.ErrBadValue) {
-			return &executor.RefusedError{Reason: err.Error()}
+			return &hostio.RefusedError{Reason: err.Error()}
 		}
 		return err
 	}
@@ -143,7 +145,7 @@ func New(configs []string, w Wiring) *Loop {
 		var fe *lvmconf.FilterError
 		var pe *lvmconf.ParseError
 		if errors.As(err, &fe) || errors.As(err, &pe) || errors.Is(err, lvmconf.ErrBadEntry) {
-			return &executor.RefusedError{Reason: err.Error()}
+			return &hostio.RefusedError{Reason: err.Error()}
 		}
 		return err
 	}
@@ -279,7 +281,7 @@ func CheckOwnership(paths []string) error {
 // Probe runs a full probe pass of the host and logs how long it took
 // (debug). It reads only the Source, so it may run while the desired state
 // is being loaded.
-func (l *Loop) Probe(ctx context.Context) (*probes.Host, error) {
+func (l *Loop) Probe(ctx context.Context) (*model.Host, error) {
 	start := time.Now()
 	h, err := probes.Probe(ctx, l.Source)
 	l.Log.Debug("probe", "took", Since(start), "err", err)
@@ -290,7 +292,7 @@ func (l *Loop) Probe(ctx context.Context) (*probes.Host, error) {
 func Since(start time.Time) string { return time.Since(start).Round(time.Millisecond).String() }
 
 // plan probes the host and plans against the desired state in force.
-func (l *Loop) plan(ctx context.Context) (*probes.Host, plan.Result, error) {
+func (l *Loop) plan(ctx context.Context) (*model.Host, plan.Result, error) {
 	h, err := l.Probe(ctx)
 	if err != nil {
 		return nil, plan.Result{}, err
@@ -299,7 +301,7 @@ func (l *Loop) plan(ctx context.Context) (*probes.Host, plan.Result, error) {
 }
 
 // planOn plans the desired state in force against h.
-func (l *Loop) planOn(h *probes.Host) plan.Result {
+func (l *Loop) planOn(h *model.Host) plan.Result {
 	start := time.Now()
 	res := plan.PlanWith(l.desired, h, l.mem)
 	l.Log.Debug("plan", "took", Since(start), "actions", len(res.Actions), "findings", len(res.Findings))
@@ -329,7 +331,7 @@ type PassResult struct {
 	Findings []plan.Finding
 	// Levels are the fill levels (VDO and thin pool use) of the newest plan.
 	Levels []plan.Level
-	Host   *probes.Host
+	Host   *model.Host
 	// Pending counts the actions of the newest plan that a further pass
 	// would attempt; -1 when the pass did not plan against a probe taken
 	// after its last action (nothing ran, so its own plan is the newest).
@@ -360,7 +362,7 @@ func (l *Loop) Pass(ctx context.Context, m executor.Mode) (PassResult, error) {
 
 // pass is Pass planning against h when h is not nil: a probe the caller
 // took after the event that asked for this pass, never an older one.
-func (l *Loop) pass(ctx context.Context, h *probes.Host, m executor.Mode) (PassResult, error) {
+func (l *Loop) pass(ctx context.Context, h *model.Host, m executor.Mode) (PassResult, error) {
 	out := PassResult{Pending: -1}
 	if l.configError != nil {
 		out.Findings = append(out.Findings, *l.configError)
@@ -473,7 +475,7 @@ func (l *Loop) Converge(ctx context.Context, m executor.Mode) (PassResult, error
 // first). h must be a probe taken after the event that asked for the
 // passes (the daemon probes while it loads a changed desired state), so the
 // plan is still made against what the host reports, never against memory.
-func (l *Loop) ConvergeFrom(ctx context.Context, h *probes.Host, m executor.Mode) (PassResult, error) {
+func (l *Loop) ConvergeFrom(ctx context.Context, h *model.Host, m executor.Mode) (PassResult, error) {
 	var all PassResult
 	for i := 0; i < MaxPasses; i++ {
 		res, err := l.pass(ctx, h, m)
@@ -506,13 +508,13 @@ func (l *Loop) ConvergeFrom(ctx context.Context, h *probes.Host, m executor.Mode
 // all the bcache part of the host needs.
 type sysfsOnly struct{}
 
-func (sysfsOnly) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
-	return probes.Result{ExitCode: -1}, fmt.Errorf("%s: not run by the bcache fast path", c)
+func (sysfsOnly) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
+	return hostio.Result{ExitCode: -1}, fmt.Errorf("%s: not run by the bcache fast path", c)
 }
 
 // planBcache reads sysfs only (no command) and plans the bcache part of
 // the desired state in force against it.
-func (l *Loop) planBcache(ctx context.Context) (*probes.Host, plan.Result) {
+func (l *Loop) planBcache(ctx context.Context) (*model.Host, plan.Result) {
 	start := time.Now()
 	h, _ := l.SysfsProbe(ctx)
 	res := plan.Plan(&spec.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
@@ -523,9 +525,9 @@ func (l *Loop) planBcache(ctx context.Context) (*probes.Host, plan.Result) {
 // SysfsProbe reads the host's files only (no command): all the bcache fast
 // path needs. Like Probe it reads only the Source, so it may run while the
 // desired state loads. Its error is always set (no LVM command ran).
-func (l *Loop) SysfsProbe(ctx context.Context) (*probes.Host, error) {
+func (l *Loop) SysfsProbe(ctx context.Context) (*model.Host, error) {
 	start := time.Now()
-	h, err := probes.Probe(ctx, probes.Source{Runner: sysfsOnly{}, FS: l.Source.FS})
+	h, err := probes.Probe(ctx, hostio.Source{Runner: sysfsOnly{}, FS: l.Source.FS})
 	l.Log.Debug("sysfs probe", "took", Since(start))
 	return h, err
 }
@@ -543,7 +545,7 @@ func (l *Loop) BcachePass(ctx context.Context) (executor.Report, error) {
 
 // BcachePassOn is BcachePass planning against h, a SysfsProbe taken after
 // the event that asked for it (nil: read sysfs now).
-func (l *Loop) BcachePassOn(ctx context.Context, h *probes.Host) (executor.Report, error) {
+func (l *Loop) BcachePassOn(ctx context.Context, h *model.Host) (executor.Report, error) {
 	if l.desired == nil || len(l.desired.Bcache) == 0 {
 		return executor.Report{}, nil
 	}
@@ -623,7 +625,7 @@ func converged(rep executor.Report, id string) bool {
 // full), sysfs is read all the same, and the full pass that follows reads
 // it again.
 func (l *Loop) afterRuleWrite(ctx context.Context) ([]plan.Action, []plan.Finding) {
-	for _, c := range []probes.Cmd{
+	for _, c := range []hostio.Cmd{
 		{Name: plan.UdevReload[0], Args: plan.UdevReload[1:]},
 		{Name: plan.UdevSettle[0], Args: plan.UdevSettle[1:], ReadOnly: true},
 	} {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/converge/convergetest"
 	"github.com/keel-storage/keel/reconcile/plan"
@@ -50,15 +50,15 @@ func TestCheckOwnership(t *testing.T) {
 // cannot get past the probe.
 type failingRunner struct{}
 
-func (failingRunner) Run(context.Context, probes.Cmd) (probes.Result, error) {
-	return probes.Result{ExitCode: -1}, errors.New("no host here")
+func (failingRunner) Run(context.Context, hostio.Cmd) (hostio.Result, error) {
+	return hostio.Result{ExitCode: -1}, errors.New("no host here")
 }
 
 func TestInvalidConfigKeepsLastGood(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "desired.cue")
 	os.WriteFile(f, []byte("lvm: scanLVs: false\n"), 0o644)
-	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: probes.Source{Runner: failingRunner{}, FS: probes.DirFS(t.TempDir())}})
+	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: hostio.Source{Runner: failingRunner{}, FS: hostio.DirFS(t.TempDir())}})
 	if err := a.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestInvalidConfigKeepsLastGood(t *testing.T) {
 }
 
 func TestPassWithoutDesiredState(t *testing.T) {
-	a := New(nil, Wiring{StateDir: t.TempDir(), Source: probes.Source{Runner: failingRunner{}}})
+	a := New(nil, Wiring{StateDir: t.TempDir(), Source: hostio.Source{Runner: failingRunner{}}})
 	if _, err := a.Pass(context.Background(), executor.Mode{DryRun: true}); !errors.Is(err, ErrNoDesiredState) {
 		t.Fatalf("err %v", err)
 	}
@@ -100,7 +100,7 @@ func TestPassWithoutDesiredState(t *testing.T) {
 // The bcache fast path plans from sysfs alone and writes at once. The
 // snapshot's bcache0 (recorded in the guest) has writeback_percent 10.
 func TestBcachePass(t *testing.T) {
-	snap, err := probes.ReadSnapshotFile("../../probes/testdata/snapshots/mixed.txtar")
+	snap, err := hostio.ReadSnapshotFile("../../probes/testdata/snapshots/mixed.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestBcachePass(t *testing.T) {
 }
 `), 0o644)
 	sys := convergetest.NewMemSysFS()
-	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: probes.Replay(snap), SysFS: sys, Options: executor.Options{MaxAttempts: 1}})
+	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap), SysFS: sys, Options: executor.Options{MaxAttempts: 1}})
 	if err := a.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestBcachePass(t *testing.T) {
 // An lvm.conf whose global_filter keel cannot parse is refused at once
 // (reconcile.refused), never retried into reconcile.stuck.
 func TestUnparsableFilterRefused(t *testing.T) {
-	snap, err := probes.ReadSnapshotFile("../../probes/testdata/snapshots/mixed.txtar")
+	snap, err := hostio.ReadSnapshotFile("../../probes/testdata/snapshots/mixed.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestUnparsableFilterRefused(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "lvm.conf")
 	broken := "devices {\n\tglobal_filter = [ \"r|/dev/zd.*\" ]\n}\n"
 	os.WriteFile(conf, []byte(broken), 0o644)
-	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: probes.Replay(snap), LVMConfPath: conf})
+	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap), LVMConfPath: conf})
 	if err := a.Load(); err != nil {
 		t.Fatal(err)
 	}

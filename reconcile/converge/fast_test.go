@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/converge/convergetest"
@@ -144,17 +145,17 @@ func TestConvergeStopsWhenNothingPending(t *testing.T) {
 
 // ConvergeFrom plans its first pass against the host it is given.
 func TestConvergeFromGivenHost(t *testing.T) {
-	snap, err := probes.ReadSnapshotFile("../../probes/testdata/snapshots/mixed.txtar")
+	snap, err := hostio.ReadSnapshotFile("../../probes/testdata/snapshots/mixed.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := probes.Probe(context.Background(), probes.Replay(snap))
+	h, err := probes.Probe(context.Background(), hostio.Replay(snap))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(bcacheCue(40)), 0o644)
-	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: probes.Source{Runner: failingRunner{}, FS: probes.DirFS(t.TempDir())}})
+	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: hostio.Source{Runner: failingRunner{}, FS: hostio.DirFS(t.TempDir())}})
 	a.SkipOwnerCheck = true
 	if err := a.Load(); err != nil {
 		t.Fatal(err)
@@ -173,7 +174,7 @@ func TestConvergeFromGivenHost(t *testing.T) {
 }
 
 func TestMaybeBcacheOnly(t *testing.T) {
-	a := New([]string{"/etc/keel"}, Wiring{StateDir: t.TempDir(), Source: probes.Source{Runner: failingRunner{}}})
+	a := New([]string{"/etc/keel"}, Wiring{StateDir: t.TempDir(), Source: hostio.Source{Runner: failingRunner{}}})
 	a.SkipOwnerCheck = true
 	files := func(texts ...string) []schema.File {
 		var fs []schema.File
@@ -207,7 +208,7 @@ func TestMaybeBcacheOnly(t *testing.T) {
 // ruleFS serves keel's udev rules files from dir, where a Loop with
 // FileRoot dir writes them, and everything else from the replayed host.
 type ruleFS struct {
-	probes.FS
+	hostio.FS
 	dir string
 }
 
@@ -223,7 +224,7 @@ func (f ruleFS) ReadFile(name string) ([]byte, error) {
 // when udevadm settle waits for it, or, if nothing waits, after the fast
 // path (land). Other commands go to Runner.
 type udevRunner struct {
-	probes.Runner
+	hostio.Runner
 	sys *convergetest.MemSysFS
 	// onSettle, when set, runs as udevadm settle starts.
 	onSettle func()
@@ -235,7 +236,7 @@ type udevRunner struct {
 	landed         bool
 }
 
-func (u *udevRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
+func (u *udevRunner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
 	if c.Name != "udevadm" {
 		return u.Runner.Run(ctx, c)
 	}
@@ -253,7 +254,7 @@ func (u *udevRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, erro
 		}
 		u.landLocked()
 	}
-	return probes.Result{}, nil
+	return hostio.Result{}, nil
 }
 
 // land runs the queued old-rule event if it has not run yet.

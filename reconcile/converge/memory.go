@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/lvm"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
 	"github.com/keel-storage/keel/reconcile/state"
@@ -91,7 +91,7 @@ func (r actionRecords) Put(id string, a state.Action) error {
 // an older backup): state.Judge removes an LV bound and unfinished. Only
 // when the LV's VG reads whole (present, attributes known, not partial:
 // probes.VG.Partial) is the uuid's absence proof; a dry run writes nothing.
-func (l *Loop) settleRemovals(h *probes.Host, dryRun bool) {
+func (l *Loop) settleRemovals(h *model.Host, dryRun bool) {
 	if dryRun || h == nil || len(l.mem.Absent) == 0 {
 		return
 	}

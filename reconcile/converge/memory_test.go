@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
@@ -105,7 +106,7 @@ func TestPassUsesState(t *testing.T) {
 // open, and a dry run writes nothing. Host: node-deps.txtar (guest capture).
 func TestPassSettlesFinishedRemovals(t *testing.T) {
 	snap, cue := reuseInputs(t)
-	h, err := probes.Probe(context.Background(), probes.Replay(snap))
+	h, err := probes.Probe(context.Background(), hostio.Replay(snap))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,13 +152,13 @@ func TestPassSettlesFinishedRemovals(t *testing.T) {
 
 // replayLoop is a loop on a replayed guest capture with the desired state
 // cue (as reuse.cue) and keel's state at statePath.
-func replayLoop(t *testing.T, snap *probes.Snapshot, cue []byte, statePath string) *Loop {
+func replayLoop(t *testing.T, snap *hostio.Snapshot, cue []byte, statePath string) *Loop {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "reuse.cue"), cue, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := New([]string{dir}, Wiring{Source: probes.Replay(snap), StatePath: statePath,
+	a := New([]string{dir}, Wiring{Source: hostio.Replay(snap), StatePath: statePath,
 		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), FileRoot: t.TempDir()})
 	a.SkipOwnerCheck = true
 	if err := a.Load(); err != nil {
@@ -168,9 +169,9 @@ func replayLoop(t *testing.T, snap *probes.Snapshot, cue []byte, statePath strin
 
 // reuseInputs reads the host node-deps.txtar (recorded by e2e/wipe/reuse.sh
 // in the test guest) and its desired state e2e/wipe/reuse.cue.
-func reuseInputs(t *testing.T) (*probes.Snapshot, []byte) {
+func reuseInputs(t *testing.T) (*hostio.Snapshot, []byte) {
 	t.Helper()
-	snap, err := probes.ReadSnapshotFile("../../reconcile/apply/wipe/testdata/node-deps.txtar")
+	snap, err := hostio.ReadSnapshotFile("../../reconcile/apply/wipe/testdata/node-deps.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}

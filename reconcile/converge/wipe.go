@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/keel-storage/keel/reconcile/apply/executor"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
@@ -103,7 +103,7 @@ func (l *Loop) wipeAbsent(ctx context.Context, s plan.WipeSpec) error {
 // is reported as reconcile.refused and never retried.
 func refusal(err error) error {
 	if errors.Is(err, removal.ErrRefused) {
-		return &executor.RefusedError{Reason: err.Error()}
+		return &hostio.RefusedError{Reason: err.Error()}
 	}
 	return err
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/lvm/vdo"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -31,7 +33,7 @@ var lvmUUID = regexp.MustCompile(`[A-Za-z0-9]{6}(-[A-Za-z0-9]{4}){5}-[A-Za-z0-9]
 // synthHost is a synthetic node snapshot and the desired state that goes
 // with it.
 type synthHost struct {
-	snap    *probes.Snapshot
+	snap    *hostio.Snapshot
 	desired *spec.Config
 	lvs     int
 }
@@ -44,7 +46,7 @@ func renameVG(s, old, new string, n int) string {
 }
 
 // findCmd returns the key of the recorded command whose argv starts with prefix.
-func findCmd(s *probes.Snapshot, prefix ...string) string {
+func findCmd(s *hostio.Snapshot, prefix ...string) string {
 	for k, c := range s.Commands {
 		if len(c.Argv) >= len(prefix) && strings.Join(c.Argv[:len(prefix)], " ") == strings.Join(prefix, " ") {
 			return k
@@ -61,23 +63,23 @@ func findCmd(s *probes.Snapshot, prefix ...string) string {
 func makeSynthHost(tb testing.TB, lvs int) synthHost {
 	tb.Helper()
 	base := replaySnapshot(tb, benchBase)
-	s := &probes.Snapshot{Host: base.Host, Version: base.Version, Time: base.Time,
-		Commands: map[string]probes.CmdRecord{}, Files: map[string]probes.FileRecord{}}
+	s := &hostio.Snapshot{Host: base.Host, Version: base.Version, Time: base.Time,
+		Commands: map[string]hostio.CmdRecord{}, Files: map[string]hostio.FileRecord{}}
 	for k, v := range base.Commands {
 		s.Commands[k] = v
 	}
 	for k, v := range base.Files {
 		s.Files[k] = v
 	}
-	h, err := probes.Probe(context.Background(), probes.Replay(base))
+	h, err := probes.Probe(context.Background(), hostio.Replay(base))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var pool *probes.VDOPool
+	var pool *model.VDOPool
 	for _, p := range h.VDOPools {
 		pool = p
 	}
-	var disk *probes.LV
+	var disk *model.LV
 	for _, key := range slices.Sorted(maps.Keys(h.LVs)) {
 		if lv := h.LVs[key]; !lv.Hidden && lv.SegType == "linear" && lv.VG != pool.VG {
 			disk = lv
@@ -205,7 +207,7 @@ func makeSynthHost(tb testing.TB, lvs int) synthHost {
 		}
 	}
 	// bcache: bcache1..63 as copies of bcache0 with their own UUIDs.
-	var bc *probes.Bcache
+	var bc *model.Bcache
 	for _, b := range h.Bcache {
 		bc = b
 	}
@@ -239,7 +241,7 @@ func makeSynthHost(tb testing.TB, lvs int) synthHost {
 // synthDesired declares every replicated pool with the article's settings
 // and every bcache device with the article's tunables, as keel would after
 // loading (defaults filled in).
-func synthDesired(h *probes.Host, pool *probes.VDOPool, bc *probes.Bcache) *spec.Config {
+func synthDesired(h *model.Host, pool *model.VDOPool, bc *model.Bcache) *spec.Config {
 	c := &spec.Config{VolumeGroups: map[string]spec.VolumeGroup{}, Bcache: map[string]spec.Bcache{},
 		Removal: spec.Removal{Mode: "zeroout", Step: "32M"}}
 	lv := strings.TrimPrefix(pool.VDOLVs[0], pool.VG+"/")
@@ -268,9 +270,9 @@ func synthDesired(h *probes.Host, pool *probes.VDOPool, bc *probes.Bcache) *spec
 	return c
 }
 
-func replaySnapshot(tb testing.TB, name string) *probes.Snapshot {
+func replaySnapshot(tb testing.TB, name string) *hostio.Snapshot {
 	tb.Helper()
-	s, err := probes.ReadSnapshotFile(snapshotDir + "/" + name + ".txtar")
+	s, err := hostio.ReadSnapshotFile(snapshotDir + "/" + name + ".txtar")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -281,7 +283,7 @@ func replaySnapshot(tb testing.TB, name string) *probes.Snapshot {
 // or the benchmark measures something else.
 func TestSynthHost(t *testing.T) {
 	sh := makeSynthHost(t, 1000)
-	h, err := probes.Probe(context.Background(), probes.Replay(sh.snap))
+	h, err := probes.Probe(context.Background(), hostio.Replay(sh.snap))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +304,7 @@ func TestSynthHost(t *testing.T) {
 
 func benchmarkProbePlan(b *testing.B, lvs int, probe bool) {
 	sh := makeSynthHost(b, lvs)
-	h, err := probes.Probe(context.Background(), probes.Replay(sh.snap))
+	h, err := probes.Probe(context.Background(), hostio.Replay(sh.snap))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -310,7 +312,7 @@ func benchmarkProbePlan(b *testing.B, lvs int, probe bool) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if probe {
-			if h, err = probes.Probe(context.Background(), probes.Replay(sh.snap)); err != nil {
+			if h, err = probes.Probe(context.Background(), hostio.Replay(sh.snap)); err != nil {
 				b.Fatal(err)
 			}
 		}

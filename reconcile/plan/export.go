@@ -10,7 +10,7 @@ import (
 	"github.com/keel-storage/keel/lvm/lvmregex"
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/lvm/vdo"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -30,7 +30,7 @@ type Exported struct {
 // desired state changes. It reads the pools with the planner's own readers,
 // so the values are the ones the planner compares. Nothing is created or
 // removed by it: create is never set, absent never listed.
-func Export(h *probes.Host) Exported {
+func Export(h *model.Host) Exported {
 	x := &exporter{p: newPlanner(h), h: h}
 	x.lvm()
 	x.vgs()
@@ -40,7 +40,7 @@ func Export(h *probes.Host) Exported {
 
 type exporter struct {
 	p     *planner
-	h     *probes.Host
+	h     *model.Host
 	b     strings.Builder
 	notes []string
 }
@@ -235,7 +235,7 @@ func poolsIn[P any](m map[string]P, vg string, vgOf func(P) string) []string {
 
 // vdoPools writes the LVM-VDO pools of vg as the planner reads them.
 func (x *exporter) vdoPools(vgName string) {
-	keys := poolsIn(x.h.VDOPools, vgName, func(p *probes.VDOPool) string { return p.VG })
+	keys := poolsIn(x.h.VDOPools, vgName, func(p *model.VDOPool) string { return p.VG })
 	if len(keys) == 0 {
 		return
 	}
@@ -286,7 +286,7 @@ func (x *exporter) vdoPools(vgName string) {
 // lies on more than one PV and its head (the index region, which growing
 // never moves) sits on PVs that hold less than the whole data LV, those
 // PVs are the split's fast PVs. Otherwise nil: the pool is not split.
-func (x *exporter) splitFast(pool *probes.VDOPool) []string {
+func (x *exporter) splitFast(pool *model.VDOPool) []string {
 	data := x.h.LVs[pool.DataLV]
 	if data == nil {
 		return nil
@@ -322,7 +322,7 @@ func (x *exporter) splitFast(pool *probes.VDOPool) []string {
 
 // thinPools writes the dm-thin pools of vg.
 func (x *exporter) thinPools(vgName string) {
-	keys := poolsIn(x.h.ThinPools, vgName, func(p *probes.ThinPool) string { return p.VG })
+	keys := poolsIn(x.h.ThinPools, vgName, func(p *model.ThinPool) string { return p.VG })
 	if len(keys) == 0 {
 		return
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/spec"
 )
@@ -77,7 +77,7 @@ func TestExportFollowsRunningValues(t *testing.T) {
 	tuned := *pool
 	tuned.Table = &tb
 	th := *h
-	th.VDOPools = map[string]*probes.VDOPool{"vdodef/vdopool": &tuned}
+	th.VDOPools = map[string]*model.VDOPool{"vdodef/vdopool": &tuned}
 	cfg := loadExport(t, Export(&th))
 	for _, f := range PlanWith(cfg, &th, Memory{}).Findings {
 		if f.Severity >= Warning {

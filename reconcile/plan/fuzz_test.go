@@ -12,11 +12,13 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema"
 )
 
 // fuzzHosts are the node snapshots bundled with keel, replayed once.
-var fuzzHosts = sync.OnceValues(func() ([]*probes.Host, error) {
+var fuzzHosts = sync.OnceValues(func() ([]*model.Host, error) {
 	var paths []string
 	for _, g := range []string{"../../examples/nodes/*.txtar", "../../probes/testdata/snapshots/*.txtar", "testdata/snapshots/*.txtar"} {
 		m, err := filepath.Glob(g)
@@ -25,13 +27,13 @@ var fuzzHosts = sync.OnceValues(func() ([]*probes.Host, error) {
 		}
 		paths = append(paths, m...)
 	}
-	var hosts []*probes.Host
+	var hosts []*model.Host
 	for _, p := range paths {
-		s, err := probes.ReadSnapshotFile(p)
+		s, err := hostio.ReadSnapshotFile(p)
 		if err != nil {
 			return nil, err
 		}
-		h, err := probes.Probe(context.Background(), probes.Replay(s))
+		h, err := probes.Probe(context.Background(), hostio.Replay(s))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 func TestParseLVMList(t *testing.T) {
@@ -22,9 +22,9 @@ func TestParseLVMList(t *testing.T) {
 }
 
 func TestMergeRanges(t *testing.T) {
-	got := mergeRanges([]probes.PVRange{{PV: "/dev/sdb", FirstPE: 3299, LastPE: 3330}, {PV: "/dev/sdb", FirstPE: 3331, LastPE: 3331},
+	got := mergeRanges([]model.PVRange{{PV: "/dev/sdb", FirstPE: 3299, LastPE: 3330}, {PV: "/dev/sdb", FirstPE: 3331, LastPE: 3331},
 		{PV: "/dev/sda", FirstPE: 5, LastPE: 6}, {PV: "/dev/sdb", FirstPE: 3400, LastPE: 3401}})
-	want := []probes.PVRange{{PV: "/dev/sda", FirstPE: 5, LastPE: 6}, {PV: "/dev/sdb", FirstPE: 3299, LastPE: 3331}, {PV: "/dev/sdb", FirstPE: 3400, LastPE: 3401}}
+	want := []model.PVRange{{PV: "/dev/sda", FirstPE: 5, LastPE: 6}, {PV: "/dev/sdb", FirstPE: 3299, LastPE: 3331}, {PV: "/dev/sdb", FirstPE: 3400, LastPE: 3401}}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %+v", got)
 	}

@@ -4,7 +4,8 @@ import (
 	"io"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -17,7 +18,7 @@ import (
 type ScenarioRun struct {
 	Name    string
 	Audit   bool
-	Host    *probes.Host
+	Host    *model.Host
 	Result  Result
 	Desired string
 }
@@ -37,20 +38,20 @@ func Golden(t *testing.T, name string, write func(w io.Writer) error) { golden(t
 
 // ReplayHost, LoadDesired, ReplayScale, ReplayAgain and ScaleCases are the
 // planner tests' fixtures.
-func ReplayHost(t testing.TB, name string) *probes.Host { return replayHost(t, name) }
+func ReplayHost(t testing.TB, name string) *model.Host { return replayHost(t, name) }
 
 // LoadDesired loads testdata/desired/name.cue for h.
-func LoadDesired(t testing.TB, name string, h *probes.Host) *spec.Config {
+func LoadDesired(t testing.TB, name string, h *model.Host) *spec.Config {
 	return loadDesired(t, name, h)
 }
 
 // ReplayScale replays the named capture of probes/testdata/scale.
-func ReplayScale(tb testing.TB, name string) (*probes.Snapshot, *probes.Host) {
+func ReplayScale(tb testing.TB, name string) (*hostio.Snapshot, *model.Host) {
 	return replayScale(tb, name)
 }
 
 // ReplayAgain probes s once more.
-func ReplayAgain(tb testing.TB, s *probes.Snapshot) *probes.Host { return replayAgain(tb, s) }
+func ReplayAgain(tb testing.TB, s *hostio.Snapshot) *model.Host { return replayAgain(tb, s) }
 
 // ScaleCase names one captured scale host and its desired state.
 type ScaleCase struct{ Name, Desired string }

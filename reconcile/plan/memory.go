@@ -3,7 +3,7 @@ package plan
 import (
 	"fmt"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/schema/spec"
 )
@@ -30,14 +30,14 @@ type Memory struct {
 // name is judged against them (state.Judge) before a removal is planned, and
 // one that is not the LV the absent entry meant raises lv.absent_reappeared
 // instead.
-func PlanWith(desired *spec.Config, host *probes.Host, mem Memory) Result {
+func PlanWith(desired *spec.Config, host *model.Host, mem Memory) Result {
 	return plan(desired, host, mem)
 }
 
 // absentHeld judges lv, found under the absent name vg/name (as itself or
 // renamed to del-<name>), against keel's records. It reports true, after
 // adding the finding that says why, when no removal may be planned for it.
-func (p *planner) absentHeld(vg, name string, lv *probes.LV) bool {
+func (p *planner) absentHeld(vg, name string, lv *model.LV) bool {
 	object := vg + "/" + name
 	if p.mem.Held != "" {
 		p.add(Finding{ID: LVAbsent, Object: object,
@@ -66,7 +66,7 @@ func (p *planner) absentHeld(vg, name string, lv *probes.LV) bool {
 	return true
 }
 
-func lvTime(lv *probes.LV) string {
+func lvTime(lv *model.LV) string {
 	if t := lv.Fields.Get("lv_time"); t != "" {
 		return t
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/lvm"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -32,11 +32,11 @@ type Result struct {
 // file and no clock, and takes every host fact (CPU count, memory, extents)
 // from the observed model. A nil desired state plans nothing; use Audit to
 // judge a host without one.
-func Plan(desired *spec.Config, host *probes.Host) Result {
+func Plan(desired *spec.Config, host *model.Host) Result {
 	return plan(desired, host, Memory{})
 }
 
-func plan(desired *spec.Config, host *probes.Host, mem Memory) Result {
+func plan(desired *spec.Config, host *model.Host, mem Memory) Result {
 	if desired == nil || host == nil {
 		return Result{}
 	}
@@ -63,7 +63,7 @@ func plan(desired *spec.Config, host *probes.Host, mem Memory) Result {
 // MiB thin chunks, zeroing on, bcache defaults, scan_lvs and the filter).
 // Audit findings carry remedies but no actions: without a desired state
 // there is nothing keel is allowed to change.
-func Audit(host *probes.Host) Result {
+func Audit(host *model.Host) Result {
 	if host == nil {
 		return Result{}
 	}
@@ -89,7 +89,7 @@ func Audit(host *probes.Host) Result {
 // planner accumulates one pass. Its methods only read d and h.
 type planner struct {
 	d     *spec.Config
-	h     *probes.Host
+	h     *model.Host
 	mem   Memory
 	audit bool
 
@@ -101,7 +101,7 @@ type planner struct {
 	// /dev/disk/by-id path, /dev/mapper path) to its LVM name.
 	pvIndex map[string]string
 	// lvByDM maps device-mapper names to LVs.
-	lvByDM map[string]*probes.LV
+	lvByDM map[string]*model.LV
 	// stacked caches stackedVGs.
 	stacked map[string][]string
 	// vdoSeen caches observeVDO by "vg/pool|lv".
@@ -109,7 +109,7 @@ type planner struct {
 	// lvKeys caches sortedLVKeys; pvmoves holds the pvmove LVs in that
 	// order once planPvmove has looked for them.
 	lvKeys  []string
-	pvmoves []*probes.LV
+	pvmoves []*model.LV
 }
 
 // sortedLVKeys returns the keys of the host's LVs in order, sorted once per
@@ -139,8 +139,8 @@ const (
 	phaseChange     = 50
 )
 
-func newPlanner(h *probes.Host) *planner {
-	p := &planner{h: h, pvIndex: map[string]string{}, lvByDM: make(map[string]*probes.LV, len(h.LVs)),
+func newPlanner(h *model.Host) *planner {
+	p := &planner{h: h, pvIndex: map[string]string{}, lvByDM: make(map[string]*model.LV, len(h.LVs)),
 		vdoSeen: map[string]observedVDO{}}
 	for _, lv := range h.LVs {
 		if lv.DMName != "" {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
@@ -13,7 +13,7 @@ import (
 // reports whether the removal must not be planned at all. The same rules
 // are enforced again by removal.Plan against a fresh probe before
 // reconcile/apply/wipe acts.
-func (p *planner) absentGuards(vg, name string, lv *probes.LV) bool {
+func (p *planner) absentGuards(vg, name string, lv *model.LV) bool {
 	object := vg + "/" + name
 	if s, ok := removal.SharedVGs(p.h)[vg]; ok {
 		p.add(Finding{ID: LVAbsentShared, Object: object,

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -15,11 +16,11 @@ import (
 // tvg/vm-103-disk-0 and vm-104-disk-0 are thin LVs of tvg/pooln, created
 // with -Z n.
 func TestPlanAbsentGuards(t *testing.T) {
-	s, err := probes.ReadSnapshotFile("../apply/wipe/testdata/node-guard.txtar")
+	s, err := hostio.ReadSnapshotFile("../apply/wipe/testdata/node-guard.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := probes.Probe(context.Background(), probes.Replay(s))
+	h, err := probes.Probe(context.Background(), hostio.Replay(s))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -21,7 +22,7 @@ func bcacheObject(uuid string) string { return "bcache:" + uuid }
 
 // findBcache resolves a declared backing device: a bcache backing UUID,
 // a /dev/disk/by-id path of the backing device, or /dev/<kernel name>.
-func (p *planner) findBcache(backing string) *probes.Bcache {
+func (p *planner) findBcache(backing string) *model.Bcache {
 	if b := p.h.Bcache[backing]; b != nil {
 		return b
 	}
@@ -134,7 +135,7 @@ func decimal(v *int64) string {
 
 // checkBcacheState reports an inconsistent device, or one without its
 // cache when a cache set is expected.
-func (p *planner) checkBcacheState(object string, b *probes.Bcache, wantCache bool) {
+func (p *planner) checkBcacheState(object string, b *model.Bcache, wantCache bool) {
 	switch {
 	case b.State == "inconsistent":
 		p.add(Finding{ID: BcacheState, Object: object,
@@ -152,7 +153,7 @@ func (p *planner) checkBcacheState(object string, b *probes.Bcache, wantCache bo
 }
 
 // auditBcache flags the defaults the kernel restores at registration.
-func (p *planner) auditBcache(b *probes.Bcache) {
+func (p *planner) auditBcache(b *model.Bcache) {
 	object := bcacheObject(b.UUID)
 	p.checkBcacheState(object, b, false)
 	var found []string

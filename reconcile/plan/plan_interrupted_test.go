@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // The captures of e2e/kill (testdata/snapshots/kill-*.txtar, each with the
@@ -20,7 +20,7 @@ import (
 func TestPlanInterruptedPvmove(t *testing.T) {
 	h := replayHost(t, "kill-pvmove")
 	r := Plan(loadDesired(t, "kill-pvmove", h), h)
-	var mv *probes.LV
+	var mv *model.LV
 	for _, lv := range h.LVs {
 		if lv.Attr != "" && lv.Attr[0] == 'p' {
 			mv = lv
@@ -244,17 +244,17 @@ func TestPlanPvmoveOrphan(t *testing.T) {
 func TestPlanPvmoveOrphanVariants(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		edit     func(h *probes.Host, mv *probes.LV)
+		edit     func(h *model.Host, mv *model.LV)
 		commands [][]string
 	}{
-		{"free", func(h *probes.Host, mv *probes.LV) { dropHolders(h, mv) }, [][]string{{"lvremove", "-y", "kvg/pvmove0"}}},
-		{"held by a process", func(h *probes.Host, mv *probes.LV) { dropHolders(h, mv); mv.Open = true }, nil},
-		{"held by another device", func(h *probes.Host, mv *probes.LV) {
+		{"free", func(h *model.Host, mv *model.LV) { dropHolders(h, mv) }, [][]string{{"lvremove", "-y", "kvg/pvmove0"}}},
+		{"held by a process", func(h *model.Host, mv *model.LV) { dropHolders(h, mv); mv.Open = true }, nil},
+		{"held by another device", func(h *model.Host, mv *model.LV) {
 			_, q := newPlanner(h).dmQueue(mv.DMName)
 			q.Holders = []string{"dm-99"}
-			h.Queues["dm-99"] = &probes.Queue{Device: "dm-99", DMName: "someone-else"}
+			h.Queues["dm-99"] = &model.Queue{Device: "dm-99", DMName: "someone-else"}
 		}, nil},
-		{"not an error segment", func(h *probes.Host, mv *probes.LV) { dropHolders(h, mv); mv.SegType = "linear" }, nil},
+		{"not an error segment", func(h *model.Host, mv *model.LV) { dropHolders(h, mv); mv.SegType = "linear" }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := replayHost(t, "kill-pvmove-orphan")
@@ -281,7 +281,7 @@ func TestPlanPvmoveOrphanVariants(t *testing.T) {
 
 // dropHolders makes lv's device held by nothing, as after the moved LVs'
 // refresh.
-func dropHolders(h *probes.Host, lv *probes.LV) {
+func dropHolders(h *model.Host, lv *model.LV) {
 	if _, q := newPlanner(h).dmQueue(lv.DMName); q != nil {
 		q.Holders = nil
 	}

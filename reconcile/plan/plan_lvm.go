@@ -13,7 +13,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/lvm/lvmregex"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // LVMConfObject is the object of the findings about lvm.conf settings.
@@ -159,7 +159,7 @@ const vmDiskReject = "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|"
 // /dev/mapper/<dm name>, /dev/VG/LV and the /dev/disk/by-id links (as listed
 // on the test guest; the /dev/disk/by-diskseq link is not modelled). It runs
 // once per VM disk on every check, so it builds the strings without fmt.
-func (p *planner) lvAliases(lv *probes.LV) []string {
+func (p *planner) lvAliases(lv *model.LV) []string {
 	dmName := lv.DMName
 	if dmName == "" {
 		dmName = lvm.Split(lv.FullName).DMName()
@@ -179,8 +179,8 @@ func (p *planner) lvAliases(lv *probes.LV) []string {
 // vmDiskLVs returns the LVs that hold (or will hold) VM disks: those named
 // as Proxmox names disks, else one such disk imagined in each VG, so that a
 // host without VMs yet is judged the same.
-func (p *planner) vmDiskLVs() []*probes.LV {
-	var out []*probes.LV
+func (p *planner) vmDiskLVs() []*model.LV {
+	var out []*model.LV
 	for _, key := range p.sortedLVKeys() {
 		if lv := p.h.LVs[key]; !lv.Hidden && vmDiskRE.MatchString(lv.Name) {
 			out = append(out, lv)
@@ -194,7 +194,7 @@ func (p *planner) vmDiskLVs() []*probes.LV {
 		vgs = []string{"pve"}
 	}
 	for _, vg := range vgs {
-		out = append(out, &probes.LV{VG: vg, Name: "vm-100-disk-0", FullName: vg + "/vm-100-disk-0", Minor: -1})
+		out = append(out, &model.LV{VG: vg, Name: "vm-100-disk-0", FullName: vg + "/vm-100-disk-0", Minor: -1})
 	}
 	return out
 }
@@ -237,7 +237,7 @@ func (p *planner) auditLVMConf() {
 
 // leakingVMDisks lists the disks the filter accepts, each with the entry
 // and alias that let it through.
-func (p *planner) leakingVMDisks(f *lvmregex.Filter, disks []*probes.LV) []string {
+func (p *planner) leakingVMDisks(f *lvmregex.Filter, disks []*model.LV) []string {
 	verdicts := p.decideDisks(f, disks)
 	var seen []string
 	for i, lv := range disks {
@@ -262,7 +262,7 @@ const decideDisksChunk = 256
 // and a check of 2,000 VM disks spent most of its plan here (a few ms on
 // the build machine, tens under TCG), after the probe pass, with the CPUs
 // otherwise idle. The verdicts are in the disks' order, whatever ran first.
-func (p *planner) decideDisks(f *lvmregex.Filter, disks []*probes.LV) []lvmregex.Verdict {
+func (p *planner) decideDisks(f *lvmregex.Filter, disks []*model.LV) []lvmregex.Verdict {
 	out := make([]lvmregex.Verdict, len(disks))
 	decide := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -284,7 +284,7 @@ func (p *planner) decideDisks(f *lvmregex.Filter, disks []*probes.LV) []lvmregex
 // filterRemedy proposes the current filter with the VM-disk reject first
 // and catch-all accepts dropped, when that hides the disks; otherwise it
 // says what to remove.
-func (p *planner) filterRemedy(got []string, disks []*probes.LV) string {
+func (p *planner) filterRemedy(got []string, disks []*model.LV) string {
 	proposal := []string{vmDiskReject}
 	for _, e := range got {
 		if e != vmDiskReject && !(strings.HasPrefix(e, "a") && len(e) > 2 && e[2:len(e)-1] == ".*") {
@@ -337,7 +337,7 @@ func (p *planner) stackedVGs() map[string][]string {
 }
 
 // lvOfPV returns the LV a PV sits on, or nil for a disk.
-func (p *planner) lvOfPV(pv *probes.PV) *probes.LV {
+func (p *planner) lvOfPV(pv *model.PV) *model.LV {
 	if rest, ok := strings.CutPrefix(pv.Name, "/dev/mapper/"); ok {
 		return p.lvByDM[rest]
 	}
@@ -385,7 +385,7 @@ func (p *planner) planStacking() {
 }
 
 // checkThinOnVDO reports a thin pool whose VG has a PV on a VDO LV.
-func (p *planner) checkThinOnVDO(tp *probes.ThinPool) {
+func (p *planner) checkThinOnVDO(tp *model.ThinPool) {
 	v := p.h.VGs[tp.VG]
 	if v == nil {
 		return
@@ -412,7 +412,7 @@ func (p *planner) checkProxmox(stacked map[string][]string) {
 	if p.h.Proxmox == nil {
 		return
 	}
-	storages := append([]probes.PVEStorage(nil), p.h.Proxmox.Storages...)
+	storages := append([]model.PVEStorage(nil), p.h.Proxmox.Storages...)
 	sort.SliceStable(storages, func(i, j int) bool { return storages[i].ID < storages[j].ID })
 	for _, s := range storages {
 		if s.Type != "lvm" || s.VG == "" {

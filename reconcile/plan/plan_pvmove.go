@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // phaseResume puts the resumption of an interrupted pvmove before every
@@ -33,7 +34,7 @@ const phaseResume = 5
 // of the mirror LV (find_pvmove_lv in lib/metadata/mirror.c).
 func (p *planner) planPvmove(vg string) {
 	if p.pvmoves == nil {
-		p.pvmoves = []*probes.LV{}
+		p.pvmoves = []*model.LV{}
 		for _, key := range p.sortedLVKeys() {
 			if lv := p.h.LVs[key]; (len(lv.Attr) > 0 && lv.Attr[0] == 'p') || isPvmoveName(lv.Name) {
 				p.pvmoves = append(p.pvmoves, lv)
@@ -76,7 +77,7 @@ func (p *planner) planPvmove(vg string) {
 
 // pvmoveSources returns the PVs a pvmove LV copies from: the first area of
 // each of its segments, sorted and without repeats.
-func pvmoveSources(lv *probes.LV) []string {
+func pvmoveSources(lv *model.LV) []string {
 	var out []string
 	for _, seg := range lv.Segments {
 		if len(seg.Devices) > 0 && seg.Devices[0].IsPV {
@@ -88,7 +89,7 @@ func pvmoveSources(lv *probes.LV) []string {
 }
 
 // movedBy lists the LVs with a segment on the pvmove LV.
-func (p *planner) movedBy(mv *probes.LV) []string {
+func (p *planner) movedBy(mv *model.LV) []string {
 	var out []string
 	for _, key := range p.sortedLVKeys() {
 		lv := p.h.LVs[key]
@@ -96,7 +97,7 @@ func (p *planner) movedBy(mv *probes.LV) []string {
 			continue
 		}
 		for _, seg := range lv.Segments {
-			if slices.ContainsFunc(seg.Devices, func(d probes.SegmentDev) bool { return !d.IsPV && d.Name == mv.Name }) {
+			if slices.ContainsFunc(seg.Devices, func(d model.SegmentDev) bool { return !d.IsPV && d.Name == mv.Name }) {
 				out = append(out, lv.FullName)
 				break
 			}
@@ -110,7 +111,7 @@ func abortCommand(src []string) string {
 	if len(src) == 0 {
 		return "pvmove --abort"
 	}
-	return probes.ShellJoin([]string{"pvmove", "--abort", src[0]})
+	return hostio.ShellJoin([]string{"pvmove", "--abort", src[0]})
 }
 
 func orNone(s []string) string {
@@ -146,7 +147,7 @@ func isPvmoveName(name string) bool {
 // (lvchange --refresh, what lvm2's later versions do in activate_pvmoved_lvs).
 // Anything else named pvmove<N> without the 'p' attribute is reported, never
 // removed.
-func (p *planner) planPvmoveOrphan(lv *probes.LV) {
+func (p *planner) planPvmoveOrphan(lv *model.LV) {
 	holders, others := p.dmHolders(lv)
 	remove := []string{"lvremove", "-y", lv.FullName}
 	var cmds [][]string
@@ -174,9 +175,9 @@ func (p *planner) planPvmoveOrphan(lv *probes.LV) {
 	remedy := shellAnd(cmds)
 	switch {
 	case !isError:
-		remedy = probes.ShellJoin([]string{"lvs", "-a", "-o", "+segtype,devices", lv.FullName}) + " to see what it maps, then remove it only if nothing needs it"
+		remedy = hostio.ShellJoin([]string{"lvs", "-a", "-o", "+segtype,devices", lv.FullName}) + " to see what it maps, then remove it only if nothing needs it"
 	case heldOpen:
-		remedy = "stop what holds " + probes.ShellJoin([]string{"/dev/mapper/" + lv.DMName}) + " open (fuser -v on it names it), then " + remedy
+		remedy = "stop what holds " + hostio.ShellJoin([]string{"/dev/mapper/" + lv.DMName}) + " open (fuser -v on it names it), then " + remedy
 	}
 	key := p.add(Finding{ID: VGPVMoveOrphan, Object: lv.FullName, Message: msg,
 		Expected: "no pvmove LV left", Observed: observed, Remedy: remedy})
@@ -198,7 +199,7 @@ func (p *planner) planPvmoveOrphan(lv *probes.LV) {
 // dmHolders returns what holds lv's device-mapper device, from sysfs's
 // holders links: the LVs of the host whose tables map it, as "vg/lv", and
 // any other holder by its kernel or device-mapper name.
-func (p *planner) dmHolders(lv *probes.LV) (lvs, others []string) {
+func (p *planner) dmHolders(lv *model.LV) (lvs, others []string) {
 	if lv.DMName == "" {
 		return nil, nil
 	}

@@ -6,7 +6,8 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/lvm/units"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // isTailRegion tells the recovery journal and slab summary (the last 32832
@@ -34,7 +35,7 @@ func (p *planner) checkSplit(object string, o observedVDO, fastPaths []string) {
 		})
 		return
 	}
-	var headOff, tailOff []probes.PVRange
+	var headOff, tailOff []model.PVRange
 	var headWhere, tailWhere []string
 	for _, r := range o.pool.Regions {
 		for _, on := range r.On {
@@ -82,7 +83,7 @@ func (p *planner) checkSplit(object string, o observedVDO, fastPaths []string) {
 	}
 	remedy := ""
 	if dest != "" {
-		remedy = "live: " + probes.ShellLines(cmds)
+		remedy = "live: " + hostio.ShellLines(cmds)
 	} else {
 		missing := (need - best) * o.extent
 		remedy = fmt.Sprintf("the fast PVs lack %s (%d extents) of free space for the %d extents holding the journal: add fast space, then pvmove",
@@ -102,15 +103,15 @@ func (p *planner) checkSplit(object string, o observedVDO, fastPaths []string) {
 
 // mergeRanges sorts PE ranges and joins overlapping or adjacent ones on the
 // same PV.
-func mergeRanges(in []probes.PVRange) []probes.PVRange {
-	rs := append([]probes.PVRange(nil), in...)
+func mergeRanges(in []model.PVRange) []model.PVRange {
+	rs := append([]model.PVRange(nil), in...)
 	sort.Slice(rs, func(i, j int) bool {
 		if rs[i].PV != rs[j].PV {
 			return rs[i].PV < rs[j].PV
 		}
 		return rs[i].FirstPE < rs[j].FirstPE
 	})
-	var out []probes.PVRange
+	var out []model.PVRange
 	for _, r := range rs {
 		if n := len(out); n > 0 && out[n-1].PV == r.PV && r.FirstPE <= out[n-1].LastPE+1 {
 			out[n-1].LastPE = max(out[n-1].LastPE, r.LastPE)

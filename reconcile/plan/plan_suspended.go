@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // SuspendedLockDir is where LVM's file locks live (lvm2's default
@@ -34,7 +34,7 @@ const SuspendedLockDir = "/run/lock/lvm"
 func (p *planner) planSuspended() {
 	type stuck struct {
 		name string
-		lv   *probes.LV
+		lv   *model.LV
 		f    Finding
 	}
 	var resume []stuck // LVM's devices, resumed by one action
@@ -99,7 +99,7 @@ func (p *planner) planSuspended() {
 
 // dmQueue returns the kernel name ("dm-3") and sysfs queue of the
 // device-mapper device name, or "" and nil when sysfs did not list it.
-func (p *planner) dmQueue(name string) (string, *probes.Queue) {
+func (p *planner) dmQueue(name string) (string, *model.Queue) {
 	for k, q := range p.h.Queues {
 		if q.DMName == name {
 			return k, q
@@ -112,7 +112,7 @@ func (p *planner) dmQueue(name string) (string, *probes.Queue) {
 // the VG's uuid and the LV's, without their dashes, then "-" and a layer
 // for some devices ("-pool", "-vdata": build_dm_uuid in
 // lib/misc/lvm-string.c).
-func (p *planner) lvOfDMUUID(uuid string) *probes.LV {
+func (p *planner) lvOfDMUUID(uuid string) *model.LV {
 	const vgEnd = len("LVM-") + 32
 	if !strings.HasPrefix(uuid, "LVM-") || len(uuid) < vgEnd+32 {
 		return nil
@@ -126,7 +126,7 @@ func (p *planner) lvOfDMUUID(uuid string) *probes.LV {
 }
 
 // vgOfLV returns lv's VG as the probe saw it, or nil.
-func (p *planner) vgOfLV(lv *probes.LV) *probes.VG {
+func (p *planner) vgOfLV(lv *model.LV) *model.VG {
 	if lv == nil {
 		return nil
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/spec"
 )
@@ -31,7 +33,7 @@ var updateGolden = os.Getenv("KEEL_UPDATE_GOLDEN") == "1"
 // does not build, such as a VG on VDO left inactive.
 const ownSnapshotDir = "testdata/snapshots"
 
-func replayHost(t testing.TB, name string) *probes.Host {
+func replayHost(t testing.TB, name string) *model.Host {
 	t.Helper()
 	path := filepath.Join(snapshotDir, name+".txtar")
 	if own := filepath.Join(ownSnapshotDir, name+".txtar"); fileExists(own) {
@@ -40,11 +42,11 @@ func replayHost(t testing.TB, name string) *probes.Host {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("snapshot %s: %v (captured by make fixtures)", name, err)
 	}
-	s, err := probes.ReadSnapshotFile(path)
+	s, err := hostio.ReadSnapshotFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := probes.Probe(context.Background(), probes.Replay(s))
+	h, err := probes.Probe(context.Background(), hostio.Replay(s))
 	if err != nil {
 		t.Fatalf("replay %s: %v", name, err)
 	}
@@ -54,7 +56,7 @@ func replayHost(t testing.TB, name string) *probes.Host {
 // loadDesired loads testdata/desired/<name>.cue. The bcache desired states
 // are templates (<name>.cue.in) filled in with the UUIDs of h's bcache
 // device and cache set, which change with every capture.
-func loadDesired(t testing.TB, name string, h *probes.Host) *spec.Config {
+func loadDesired(t testing.TB, name string, h *model.Host) *spec.Config {
 	t.Helper()
 	path := filepath.Join("testdata", "desired", name+".cue")
 	if _, err := os.Stat(path + ".in"); err == nil {
@@ -68,7 +70,7 @@ func loadDesired(t testing.TB, name string, h *probes.Host) *spec.Config {
 }
 
 // instantiateBcache fills a bcache template with h's UUIDs.
-func instantiateBcache(t testing.TB, h *probes.Host, tmplPath string) string {
+func instantiateBcache(t testing.TB, h *model.Host, tmplPath string) string {
 	t.Helper()
 	if len(h.Bcache) != 1 {
 		t.Fatalf("want one bcache device in the snapshot, have %d", len(h.Bcache))
@@ -97,7 +99,7 @@ func instantiateBcache(t testing.TB, h *probes.Host, tmplPath string) string {
 
 // bcacheKey replaces @UUID@ in a finding or action key with the UUID of
 // h's bcache device.
-func bcacheKey(h *probes.Host, k string) string {
+func bcacheKey(h *model.Host, k string) string {
 	for uuid := range h.Bcache {
 		k = strings.ReplaceAll(k, "@UUID@", uuid)
 	}
@@ -362,7 +364,7 @@ var scenarios = []scenario{
 	},
 }
 
-func (s scenario) run(t testing.TB) (*probes.Host, Result) {
+func (s scenario) run(t testing.TB) (*model.Host, Result) {
 	h := replayHost(t, s.snapshot)
 	if s.desired == "" {
 		return h, Audit(h)

@@ -5,7 +5,8 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/lvm/units"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -102,7 +103,7 @@ func (p *planner) planMissingThin(vgName, name string, want spec.ThinPool, phase
 		f.Message = fmt.Sprintf("the creation of thin pool %s stopped before it ended: %s is still the plain LV lvm2 makes first (the pool's metadata area, zeroed)", object, object)
 		f.Observed = fmt.Sprintf("%s LV of %s with tag %s", lv.SegType, units.FormatSize(lv.Size), CreateTag)
 		cmds = append(cmds, []string{"lvremove", "-y", object})
-		f.Remedy = probes.ShellJoin(cmds[0])
+		f.Remedy = hostio.ShellJoin(cmds[0])
 		if want.Size.IsSet() {
 			// The whole sequence keel runs (create: true), as typed.
 			f.Remedy = shellAnd([][]string{cmds[0], thinCreateArgs(vgName, name, want), {"lvchange", "--deltag", CreateTag, object}})
@@ -134,7 +135,7 @@ func (p *planner) planMissingThin(vgName, name string, want spec.ThinPool, phase
 // keel deactivates the components first, then activates the pool it began
 // (an inactive pool of someone else's it only reports: vg.inactive), and
 // drops the tag.
-func (p *planner) finishThinCreate(object string, lv *probes.LV, phase int) {
+func (p *planner) finishThinCreate(object string, lv *model.LV, phase int) {
 	if !hasTag(lv, CreateTag) {
 		return
 	}
@@ -182,7 +183,7 @@ func orUnset(s string) string {
 }
 
 // checkThinHealth covers the dm-thin status and the fill levels.
-func (p *planner) checkThinHealth(tp *probes.ThinPool, dataAlert, metaAlert float64) {
+func (p *planner) checkThinHealth(tp *model.ThinPool, dataAlert, metaAlert float64) {
 	if st := tp.Status; st != nil {
 		var bad []string
 		for _, c := range []struct {
@@ -220,7 +221,7 @@ func (p *planner) checkThinHealth(tp *probes.ThinPool, dataAlert, metaAlert floa
 }
 
 // auditThin judges an observed thin pool against the reference rules.
-func (p *planner) auditThin(tp *probes.ThinPool) {
+func (p *planner) auditThin(tp *model.ThinPool) {
 	if tp.ChunkSize >= auditMaxChunkBytes {
 		p.add(Finding{ID: ThinChunkSize, Object: tp.LV,
 			Message:  "chunk size is " + units.FormatSize(tp.ChunkSize) + ": every first 4 KiB write allocates a whole chunk",

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/spec"
@@ -15,8 +15,8 @@ import (
 
 // withRules sets what the probe read of keel's two udev rules files: the
 // captured snapshots predate that read, so each test states it.
-func withRules(h *probes.Host, pv, bc *probes.KeelFile) {
-	h.KeelFiles = map[string]*probes.KeelFile{activation.PVScanRule: pv, activation.BcacheRule: bc}
+func withRules(h *model.Host, pv, bc *model.KeelFile) {
+	h.KeelFiles = map[string]*model.KeelFile{activation.PVScanRule: pv, activation.BcacheRule: bc}
 	pv.Path, bc.Path = activation.PVScanRule, activation.BcacheRule
 }
 
@@ -65,7 +65,7 @@ func TestUdevRulesNotRecordedAreNotEvaluated(t *testing.T) {
 func TestUdevRulesMissingBcacheRule(t *testing.T) {
 	h := replayHost(t, "bcache")
 	d := loadDesired(t, "bcache", h)
-	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Missing: true})
+	withRules(h, &model.KeelFile{Missing: true}, &model.KeelFile{Missing: true})
 	r := Plan(d, h)
 	// No stacked VG is declared: the PV rule says so, and its absence is
 	// not drift. The bcache rule is missing.
@@ -99,17 +99,17 @@ func TestUdevRulesMissingBcacheRule(t *testing.T) {
 	}
 
 	// Once the host has what was planned, nothing is left.
-	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Content: a.Files[0].Content})
+	withRules(h, &model.KeelFile{Missing: true}, &model.KeelFile{Content: a.Files[0].Content})
 	if r := Plan(d, h); len(udevFindings(r)) != 0 || len(r.Actions) != 0 {
 		t.Errorf("after the write: findings %q, actions %+v", udevFindings(r), r.Actions)
 	}
 	// A hand edit is drift.
-	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Content: a.Files[0].Content + "# mine\n"})
+	withRules(h, &model.KeelFile{Missing: true}, &model.KeelFile{Content: a.Files[0].Content + "# mine\n"})
 	if got := udevFindings(Plan(d, h)); !slices.Equal(got, []string{"bcache.udev_rule@udev:" + activation.BcacheRule + "=differs"}) {
 		t.Errorf("edited: %q", got)
 	}
 	// One unreadable file is not judged; the other still is.
-	withRules(h, &probes.KeelFile{Unknown: "permission denied"}, &probes.KeelFile{Missing: true})
+	withRules(h, &model.KeelFile{Unknown: "permission denied"}, &model.KeelFile{Missing: true})
 	r = Plan(d, h)
 	if !slices.Equal(r.NotEvaluated, []FindingID{"activation.udev_rule"}) || len(udevFindings(r)) != 1 {
 		t.Errorf("unknown PV rule: not evaluated %q, findings %q", r.NotEvaluated, udevFindings(r))
@@ -119,7 +119,7 @@ func TestUdevRulesMissingBcacheRule(t *testing.T) {
 func TestUdevPVRuleNamesTheLowerLVByUUID(t *testing.T) {
 	h := replayHost(t, "vdo-defaults")
 	d := loadDesired(t, "vdo-defaults-stacked", h)
-	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Missing: true})
+	withRules(h, &model.KeelFile{Missing: true}, &model.KeelFile{Missing: true})
 	r := Plan(d, h)
 	if got := udevFindings(r); !slices.Equal(got, []string{"activation.udev_rule@udev:" + activation.PVScanRule + "=missing"}) {
 		t.Fatalf("findings %q", got)
@@ -152,7 +152,7 @@ func TestUdevRuleWaitsForCreation(t *testing.T) {
 	d := editedDesired(t, filepath.Join("testdata", "desired", "vdo-split-create.cue"), func(src string) string {
 		return src + "volumeGroups: vdostack: pvs: [\"/dev/vdosplit/vdolv2\"]\n"
 	})
-	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Missing: true})
+	withRules(h, &model.KeelFile{Missing: true}, &model.KeelFile{Missing: true})
 	r := Plan(d, h)
 	creates := 0
 	for _, a := range r.Actions {
@@ -184,7 +184,7 @@ func TestUdevRuleWaitsForCreation(t *testing.T) {
 func TestBcacheRuleBeforeItsTunables(t *testing.T) {
 	h := replayHost(t, "bcache")
 	d := loadDesired(t, "bcache-drift", h)
-	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Missing: true})
+	withRules(h, &model.KeelFile{Missing: true}, &model.KeelFile{Missing: true})
 	r := Plan(d, h)
 	rule, firstTunable := -1, -1
 	for i, a := range r.Actions {
@@ -217,7 +217,7 @@ func TestBcacheRuleDoesNotWaitForCreation(t *testing.T) {
 		return strings.Replace(src, "writebackPercent: 40", "writebackPercent: 30", 1) +
 			"volumeGroups: vdosplit: thinPools: tnew: {size: \"1G\", create: true}\n"
 	})
-	withRules(h, &probes.KeelFile{Missing: true}, &probes.KeelFile{Missing: true})
+	withRules(h, &model.KeelFile{Missing: true}, &model.KeelFile{Missing: true})
 	r := Plan(d, h)
 	rule, tunable, create, pvRule := -1, -1, -1, -1
 	for i, a := range r.Actions {

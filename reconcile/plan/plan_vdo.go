@@ -10,7 +10,8 @@ import (
 
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/lvm/vdo"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -24,12 +25,12 @@ const (
 // observedVDO is what the planner reads from one observed pool, settled
 // from the live table, the on-disk geometry and LVM's metadata.
 type observedVDO struct {
-	pool       *probes.VDOPool
-	lv         *probes.LV // the VDO LV on top (nil when missing)
-	extent     uint64     // VG extent size in bytes
-	physical   uint64     // bytes
-	slab       uint64     // bytes, 0 when unknown
-	indexMiB   uint64     // 0 when unknown
+	pool       *model.VDOPool
+	lv         *model.LV // the VDO LV on top (nil when missing)
+	extent     uint64    // VG extent size in bytes
+	physical   uint64    // bytes
+	slab       uint64    // bytes, 0 when unknown
+	indexMiB   uint64    // 0 when unknown
 	sparse     bool
 	layout     *vdo.Layout // nil when the geometry is unknown
 	threads    vdo.Threads
@@ -38,7 +39,7 @@ type observedVDO struct {
 
 // observeVDO settles what the planner reads from one pool (cached: the
 // layout arithmetic is the planner's largest fixed cost per pool).
-func (p *planner) observeVDO(pool *probes.VDOPool, lvName string) observedVDO {
+func (p *planner) observeVDO(pool *model.VDOPool, lvName string) observedVDO {
 	if lvName == "" && len(pool.VDOLVs) > 0 {
 		lvName = strings.TrimPrefix(pool.VDOLVs[0], pool.VG+"/")
 	}
@@ -51,7 +52,7 @@ func (p *planner) observeVDO(pool *probes.VDOPool, lvName string) observedVDO {
 	return o
 }
 
-func (p *planner) computeObservedVDO(pool *probes.VDOPool, lvName string) observedVDO {
+func (p *planner) computeObservedVDO(pool *model.VDOPool, lvName string) observedVDO {
 	o := observedVDO{pool: pool, extent: defaultExtentBytes}
 	if vg := p.h.VGs[pool.VG]; vg != nil && vg.ExtentSize > 0 {
 		o.extent = vg.ExtentSize
@@ -334,7 +335,7 @@ type createStep struct {
 // remainingSteps returns the steps after the one that left lv as it is, or
 // false when lv's size matches none. A plain pool has one step that makes
 // the LV and converts it; after a stop the conversion is left.
-func (p *planner) remainingSteps(lv *probes.LV, steps []createStep, d vdo.Pool) ([]createStep, bool) {
+func (p *planner) remainingSteps(lv *model.LV, steps []createStep, d vdo.Pool) ([]createStep, bool) {
 	extent := uint64(defaultExtentBytes)
 	if vg := p.h.VGs[lv.VG]; vg != nil && vg.ExtentSize > 0 {
 		extent = vg.ExtentSize
@@ -356,7 +357,7 @@ func (p *planner) remainingSteps(lv *probes.LV, steps []createStep, d vdo.Pool) 
 }
 
 // hasTag reports whether LVM lists tag among lv's tags.
-func hasTag(lv *probes.LV, tag string) bool {
+func hasTag(lv *model.LV, tag string) bool {
 	return lv != nil && slices.Contains(strings.Split(lv.Fields.Get("lv_tags"), ","), tag)
 }
 
@@ -430,7 +431,7 @@ func (p *planner) checkVDOImmutables(object string, o observedVDO, d vdo.Pool) {
 }
 
 // checkVDOLive compares compression and deduplication: live changes.
-func (p *planner) checkVDOLive(object string, t *probes.VDOTable, d vdo.Pool) {
+func (p *planner) checkVDOLive(object string, t *model.VDOTable, d vdo.Pool) {
 	for _, c := range []struct {
 		id         FindingID
 		flag       string
@@ -521,7 +522,7 @@ func (p *planner) vdoSettingsRemedy(pool, vdoLV, settings string) string {
 func shellAnd(cmds [][]string) string {
 	out := make([]string, len(cmds))
 	for i, c := range cmds {
-		out[i] = probes.ShellJoin(c)
+		out[i] = hostio.ShellJoin(c)
 	}
 	return strings.Join(out, " && ")
 }
@@ -605,7 +606,7 @@ func (p *planner) checkOvercommit(object string, o observedVDO) {
 // keeps LVM's own file system check and asks before it reduces.
 func (p *planner) overcommitRemedy(o observedVDO, limit uint64) (remedy, note string) {
 	size := units.LVMArg(limit)
-	var pv *probes.PV
+	var pv *model.PV
 	for _, name := range slices.Sorted(maps.Keys(p.h.PVs)) {
 		if lv := p.lvOfPV(p.h.PVs[name]); lv != nil && lv.FullName == o.lv.FullName {
 			pv = p.h.PVs[name]
@@ -733,7 +734,7 @@ func remainderGrow(l vdo.Layout, extent uint64) (uint64, bool) {
 }
 
 // auditVDO judges an observed pool against the reference rules.
-func (p *planner) auditVDO(pool *probes.VDOPool) {
+func (p *planner) auditVDO(pool *model.VDOPool) {
 	object := pool.LV
 	o := p.observeVDO(pool, "")
 	if t := pool.Table; t != nil {
@@ -769,7 +770,7 @@ func (p *planner) auditVDO(pool *probes.VDOPool) {
 // activates one (lib/metadata/vdo_manip.c, _get_memory_info): MemAvailable
 // plus two thirds of the anonymous and shared pages, at most two thirds of
 // the free swap.
-func lvmAvailableMiB(m probes.Memory) uint64 {
+func lvmAvailableMiB(m model.Memory) uint64 {
 	swappable := min((m.AnonBytes+m.ShmemBytes)/3*2, m.SwapFreeBytes/3*2)
 	return (m.AvailableBytes + swappable) >> 20
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // LVM compares a pool's bill with the memory available when it creates or
@@ -52,12 +52,12 @@ func ids(fs []Finding) []string {
 func TestLVMAvailableMemory(t *testing.T) {
 	const mib = 1 << 20
 	for _, tt := range []struct {
-		m    probes.Memory
+		m    model.Memory
 		want uint64
 	}{
-		{probes.Memory{AvailableBytes: 1000 * mib, AnonBytes: 300 * mib, ShmemBytes: 0, SwapFreeBytes: 0}, 1000},
-		{probes.Memory{AvailableBytes: 1000 * mib, AnonBytes: 300 * mib, ShmemBytes: 0, SwapFreeBytes: 3000 * mib}, 1200},
-		{probes.Memory{AvailableBytes: 1000 * mib, AnonBytes: 300 * mib, ShmemBytes: 300 * mib, SwapFreeBytes: 300 * mib}, 1200},
+		{model.Memory{AvailableBytes: 1000 * mib, AnonBytes: 300 * mib, ShmemBytes: 0, SwapFreeBytes: 0}, 1000},
+		{model.Memory{AvailableBytes: 1000 * mib, AnonBytes: 300 * mib, ShmemBytes: 0, SwapFreeBytes: 3000 * mib}, 1200},
+		{model.Memory{AvailableBytes: 1000 * mib, AnonBytes: 300 * mib, ShmemBytes: 300 * mib, SwapFreeBytes: 300 * mib}, 1200},
 	} {
 		if got := lvmAvailableMiB(tt.m); got != tt.want {
 			t.Errorf("lvmAvailableMiB(%+v) = %d, want %d", tt.m, got, tt.want)

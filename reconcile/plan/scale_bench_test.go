@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // scaleHosts caches the synthetic hosts of BenchmarkScale: building one of
@@ -37,7 +38,7 @@ func BenchmarkScale(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("%s/lvs=%d", name, n), func(b *testing.B) {
 				sh := scaleHost(b, n)
-				h, err := probes.Probe(context.Background(), probes.Replay(sh.snap))
+				h, err := probes.Probe(context.Background(), hostio.Replay(sh.snap))
 				if err != nil {
 					b.Fatalf("synthetic host of %d lvs: %v", n, err)
 				}
@@ -48,7 +49,7 @@ func BenchmarkScale(b *testing.B) {
 				for b.Loop() {
 					obs := h
 					if probe {
-						if obs, err = probes.Probe(context.Background(), probes.Replay(sh.snap)); err != nil {
+						if obs, err = probes.Probe(context.Background(), hostio.Replay(sh.snap)); err != nil {
 							b.Fatal(err)
 						}
 					}

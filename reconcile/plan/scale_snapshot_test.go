@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // scaleSnapshotDir holds the guest captures of hosts with thousands of VM
@@ -51,7 +53,7 @@ var scaleCases = []scaleCase{
 	{name: "scale-thin", vg: "thinscale", disks: 2000, scaled: 2000, active: 50, thinPool: "thinscale/tp", desired: "scale-thin"},
 }
 
-func readScaleSnapshot(tb testing.TB, name string) *probes.Snapshot {
+func readScaleSnapshot(tb testing.TB, name string) *hostio.Snapshot {
 	tb.Helper()
 	f, err := os.Open(scaleSnapshotDir + "/" + name + ".txtar.gz")
 	if err != nil {
@@ -66,7 +68,7 @@ func readScaleSnapshot(tb testing.TB, name string) *probes.Snapshot {
 	if _, err := io.Copy(&b, z); err != nil {
 		tb.Fatalf("%s: %v", name, err)
 	}
-	s, err := probes.ParseSnapshot(b.Bytes())
+	s, err := hostio.ParseSnapshot(b.Bytes())
 	if err != nil {
 		tb.Fatalf("%s: %v", name, err)
 	}
@@ -74,16 +76,16 @@ func readScaleSnapshot(tb testing.TB, name string) *probes.Snapshot {
 }
 
 // replayScale reads the capture name and replays its probe pass.
-func replayScale(tb testing.TB, name string) (*probes.Snapshot, *probes.Host) {
+func replayScale(tb testing.TB, name string) (*hostio.Snapshot, *model.Host) {
 	tb.Helper()
 	s := readScaleSnapshot(tb, name)
 	return s, replayAgain(tb, s)
 }
 
 // replayAgain replays the probe pass of s.
-func replayAgain(tb testing.TB, s *probes.Snapshot) *probes.Host {
+func replayAgain(tb testing.TB, s *hostio.Snapshot) *model.Host {
 	tb.Helper()
-	h, err := probes.Probe(context.Background(), probes.Replay(s))
+	h, err := probes.Probe(context.Background(), hostio.Replay(s))
 	if err != nil {
 		tb.Fatal(err)
 	}

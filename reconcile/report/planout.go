@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/keel-storage/keel/lvm/units"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"io"
 	"strings"
-
-	"github.com/keel-storage/keel/probes"
 )
 
 // PlanReport is what keel plan prints: the actions keel apply would take,
@@ -91,7 +90,7 @@ func (pr PlanReport) WriteText(w io.Writer) error {
 
 func writeSteps(b *strings.Builder, a plan.Action) {
 	for _, c := range a.Commands {
-		fmt.Fprintf(b, "    $ %s\n", probes.ShellJoin(c))
+		fmt.Fprintf(b, "    $ %s\n", hostio.ShellJoin(c))
 	}
 	for _, wr := range a.Writes {
 		fmt.Fprintf(b, "    write %s < %s\n", wr.Path, wr.Value)

@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
 )
@@ -166,7 +166,7 @@ func (o *Options) fill() {
 // already run, so a daemon reuses one Executor for its whole life. It is safe
 // for use by one pass at a time.
 type Executor struct {
-	Runner  probes.Runner
+	Runner  hostio.Runner
 	Sysfs   SysfsApplier
 	LVMConf LVMConfApplier
 	Files   FileApplier
@@ -203,7 +203,7 @@ type stuckState struct {
 // New returns an Executor running commands through r. Appliers for sysfs,
 // lvm.conf and wipes are set on the fields; an action whose applier is
 // missing fails with a clear error.
-func New(r probes.Runner, opts Options) *Executor {
+func New(r hostio.Runner, opts Options) *Executor {
 	opts.fill()
 	return &Executor{
 		Runner:      r,
@@ -419,7 +419,7 @@ func (e *Executor) attempts(ctx context.Context, log hclog.Logger, a plan.Action
 		}
 		e.applied(a)
 		err := e.apply(ctx, a, res)
-		var refused *RefusedError
+		var refused *hostio.RefusedError
 		switch {
 		case errors.As(err, &refused):
 			res.Status, res.Detail = Refused, err.Error()
@@ -636,7 +636,7 @@ func (e *Executor) runCommands(ctx context.Context, a plan.Action, res *Result) 
 						continue
 					}
 					if aerr := e.run(ctx, rest, res); aerr != nil {
-						e.Log.Error("reactivation after a failed maintenance change failed", "object", a.Object, "command", probes.ShellJoin(rest), "err", aerr)
+						e.Log.Error("reactivation after a failed maintenance change failed", "object", a.Object, "command", hostio.ShellJoin(rest), "err", aerr)
 					}
 				}
 			}
@@ -647,11 +647,11 @@ func (e *Executor) runCommands(ctx context.Context, a plan.Action, res *Result) 
 }
 
 func (e *Executor) run(ctx context.Context, argv []string, res *Result) error {
-	if err := ValidateArgv(argv); err != nil {
-		return &RefusedError{Reason: err.Error()}
+	if err := hostio.ValidateArgv(argv); err != nil {
+		return &hostio.RefusedError{Reason: err.Error()}
 	}
 	res.Commands = append(res.Commands, argv)
-	c := probes.Cmd{Name: argv[0], Args: argv[1:]}
+	c := hostio.Cmd{Name: argv[0], Args: argv[1:]}
 	r, err := e.Runner.Run(ctx, c)
 	if err != nil {
 		return err

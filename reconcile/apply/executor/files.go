@@ -3,11 +3,12 @@ package executor
 import (
 	"context"
 	"fmt"
-	"github.com/keel-storage/keel/reconcile/atomicfile"
-	"github.com/keel-storage/keel/reconcile/plan"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/keel-storage/keel/reconcile/atomicfile"
+	"github.com/keel-storage/keel/reconcile/plan"
 )
 
 // DirFiles returns a FileApplier that writes each file under root ("/" on

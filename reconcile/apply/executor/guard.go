@@ -11,72 +11,14 @@ import (
 
 	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/plan"
 )
-
-// RefusedError is a safety refusal: the action was not run and will not be
-// forced. The planner or the caller turns it into a finding.
-type RefusedError struct {
-	Reason string
-}
-
-func (e *RefusedError) Error() string { return e.Reason }
-
-// allowed lists the programs an action may run. Anything else is refused:
-// actions are argv lists built by the planner, and this stops a bug (or a
-// hostile configuration) from turning one into something else.
-var allowed = map[string]bool{
-	"lvm": true, "lvcreate": true, "lvchange": true, "lvconvert": true, "lvextend": true,
-	"lvresize": true, "lvremove": true, "lvrename": true, "pvcreate": true, "pvmove": true,
-	"pvchange": true, "vgcreate": true, "vgchange": true, "vgextend": true, "vgreduce": true,
-	"dmsetup": true, "blkdiscard": true, "udevadm": true, "make-bcache": true, "pvscan": true,
-}
-
-// Allowlisted is a probes.Runner that refuses, with a *RefusedError, any
-// command ValidateArgv refuses, and runs the others through Runner. It is
-// the runner keel hands to the parts of an action that run commands
-// themselves (the safe removal's lvchange, lvrename and lvremove), so that
-// every mutating command passes the same allowlist as the planner's.
-type Allowlisted struct {
-	Runner probes.Runner
-}
-
-// Run validates c and runs it.
-func (a Allowlisted) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
-	if err := ValidateArgv(c.Argv()); err != nil {
-		return probes.Result{ExitCode: -1}, &RefusedError{Reason: err.Error()}
-	}
-	return a.Runner.Run(ctx, c)
-}
-
-// ValidateArgv checks that argv names a known program (a bare name or an
-// absolute path to one) and that no argument contains a NUL or newline.
-func ValidateArgv(argv []string) error {
-	if len(argv) == 0 {
-		return fmt.Errorf("empty command")
-	}
-	name := argv[0]
-	if strings.ContainsRune(name, '/') {
-		if !path.IsAbs(name) || path.Clean(name) != name {
-			return fmt.Errorf("command %q: not a bare name or a clean absolute path", name)
-		}
-		name = path.Base(name)
-	}
-	if !allowed[name] {
-		return fmt.Errorf("command %q is not one keel runs", argv[0])
-	}
-	for _, a := range argv[1:] {
-		if strings.ContainsAny(a, "\x00\n") {
-			return fmt.Errorf("command %s: argument %q contains a NUL or newline", argv[0], a)
-		}
-	}
-	return nil
-}
 
 // guard runs the safety checks of an action before anything is applied.
 func (e *Executor) guard(ctx context.Context, a plan.Action) error {
 	for _, argv := range a.Commands {
-		if err := ValidateArgv(argv); err != nil {
+		if err := hostio.ValidateArgv(argv); err != nil {
 			return err
 		}
 	}
@@ -213,7 +155,7 @@ func (e *Executor) checkBlank(ctx context.Context, a plan.Action) error {
 // signature returns the first signature type blkid finds on dev in
 // low-level probing mode ("" when there is none).
 func (e *Executor) signature(ctx context.Context, dev string) (string, error) {
-	c := probes.Cmd{Name: "blkid", Args: []string{"-p", "-o", "export", dev}}
+	c := hostio.Cmd{Name: "blkid", Args: []string{"-p", "-o", "export", dev}}
 	r, err := e.Runner.Run(ctx, c)
 	if err != nil {
 		return "", fmt.Errorf("pv %s: signature check: %w", dev, err)
@@ -253,7 +195,7 @@ func parseBlkidType(out []byte) string {
 
 // pvVG returns the VG an existing PV belongs to ("" for an orphan).
 func (e *Executor) pvVG(ctx context.Context, dev string) (string, error) {
-	c := probes.Cmd{Name: "pvs", Args: []string{"--noheadings", "-o", "vg_name", dev}}
+	c := hostio.Cmd{Name: "pvs", Args: []string{"--noheadings", "-o", "vg_name", dev}}
 	r, err := e.Runner.Run(ctx, c)
 	if err != nil {
 		return "", fmt.Errorf("pv %s: %w", dev, err)
@@ -273,7 +215,7 @@ func (e *Executor) openLVs(ctx context.Context, object string) ([]string, error)
 	if vg == "" || pool == "" {
 		return nil, fmt.Errorf("object %q is not vg/lv", object)
 	}
-	c := probes.Cmd{Name: "lvs", Args: []string{"--reportformat", "json", "-o", "lv_name,pool_lv,lv_device_open", vg}}
+	c := hostio.Cmd{Name: "lvs", Args: []string{"--reportformat", "json", "-o", "lv_name,pool_lv,lv_device_open", vg}}
 	r, err := e.Runner.Run(ctx, c)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/rogpeppe/go-internal/txtar"
 )
@@ -207,12 +207,12 @@ func TestParseErrors(t *testing.T) {
 
 // cannedRunner answers every command with one result and records the argv.
 type cannedRunner struct {
-	res  probes.Result
-	ran  []probes.Cmd
+	res  hostio.Result
+	ran  []hostio.Cmd
 	seen []byte // the candidate lvmconfig was shown
 }
 
-func (r *cannedRunner) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
+func (r *cannedRunner) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
 	r.ran = append(r.ran, c)
 	if len(c.Args) > 0 && strings.HasPrefix(c.Args[0], "LVM_SYSTEM_DIR=") {
 		r.seen, _ = os.ReadFile(filepath.Join(strings.TrimPrefix(c.Args[0], "LVM_SYSTEM_DIR="), "lvm.conf"))
@@ -220,7 +220,7 @@ func (r *cannedRunner) Run(_ context.Context, c probes.Cmd) (probes.Result, erro
 	return r.res, nil
 }
 
-func captured(t *testing.T, name string) probes.Result {
+func captured(t *testing.T, name string) hostio.Result {
 	t.Helper()
 	read := func(ext string) []byte {
 		b, err := os.ReadFile(filepath.Join("testdata", name+ext))
@@ -230,7 +230,7 @@ func captured(t *testing.T, name string) probes.Result {
 		return b
 	}
 	rc, _ := strconv.Atoi(strings.TrimSpace(string(read(".rc"))))
-	return probes.Result{Stdout: read(".out"), Stderr: read(".err"), ExitCode: rc}
+	return hostio.Result{Stdout: read(".out"), Stderr: read(".err"), ExitCode: rc}
 }
 
 // stockFile writes the stock file into a temporary directory.

@@ -3,6 +3,7 @@ package lvmconf
 import (
 	"context"
 	"fmt"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"os"
@@ -10,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/keel-storage/keel/probes"
 )
 
 // DefaultPath is where LVM reads its configuration.
@@ -26,7 +26,7 @@ type Writer struct {
 	// Path is the file (DefaultPath on a host).
 	Path string
 	// Runner runs lvmconfig --validate on the candidate.
-	Runner probes.Runner
+	Runner hostio.Runner
 	// Log receives one line per rewrite; nil logs nothing.
 	Log hclog.Logger
 }
@@ -97,6 +97,6 @@ func (w *Writer) validate(ctx context.Context, candidate []byte) error {
 
 // ValidateCmd is the argv that validates the lvm.conf in dir:
 // env LVM_SYSTEM_DIR=dir lvmconfig --validate (no shell involved).
-func ValidateCmd(dir string) probes.Cmd {
-	return probes.Cmd{Name: "env", Args: []string{"LVM_SYSTEM_DIR=" + dir, "lvmconfig", "--validate"}}
+func ValidateCmd(dir string) hostio.Cmd {
+	return hostio.Cmd{Name: "env", Args: []string{"LVM_SYSTEM_DIR=" + dir, "lvmconfig", "--validate"}}
 }

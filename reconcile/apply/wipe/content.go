@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
@@ -52,8 +52,8 @@ func (s Signature) String() string {
 
 // blkidCmd is the low-level probe of one device: -p reads the superblocks
 // and partition table from the device itself (no cache), as wipefs does.
-func blkidCmd(path string) probes.Cmd {
-	return probes.Cmd{Name: "blkid", Args: []string{"-p", "-o", "export", path}}
+func blkidCmd(path string) hostio.Cmd {
+	return hostio.Cmd{Name: "blkid", Args: []string{"-p", "-o", "export", path}}
 }
 
 // Exit statuses of blkid -p (util-linux misc-utils/blkid.c).
@@ -65,7 +65,7 @@ const (
 // ReadSignature probes path with blkid -p through run (a read, like the
 // probes' own commands). It returns nil when the device carries no
 // signature.
-func ReadSignature(ctx context.Context, run probes.Runner, path string) (Signature, error) {
+func ReadSignature(ctx context.Context, run hostio.Runner, path string) (Signature, error) {
 	c := blkidCmd(path)
 	res, err := run.Run(ctx, c)
 	if err != nil {
@@ -98,7 +98,7 @@ func ReadSignature(ctx context.Context, run probes.Runner, path string) (Signatu
 // (lvchange through r.Exec) and deactivated again when refused; targets
 // keel is resuming are skipped (their clearing has begun). A device keel
 // cannot read is refused too: when in doubt, nothing is wiped.
-func (r *Remover) CheckContent(ctx context.Context, run probes.Runner, targets []removal.Target) error {
+func (r *Remover) CheckContent(ctx context.Context, run hostio.Runner, targets []removal.Target) error {
 	var errs []error
 	for _, t := range targets {
 		if t.Resume {
@@ -111,7 +111,7 @@ func (r *Remover) CheckContent(ctx context.Context, run probes.Runner, targets [
 	return errors.Join(errs...)
 }
 
-func (r *Remover) checkContent(ctx context.Context, run probes.Runner, t removal.Target) error {
+func (r *Remover) checkContent(ctx context.Context, run hostio.Runner, t removal.Target) error {
 	if !t.Active {
 		if err := r.command(ctx, "lvchange", "--activate", "y", "--ignoreactivationskip", t.Name()); err != nil {
 			return fmt.Errorf("%w: cannot activate it to read its content: %w", removal.ErrRefused, err)

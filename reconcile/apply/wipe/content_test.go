@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
@@ -25,16 +25,16 @@ type blkidRunner struct {
 	ran  []string
 }
 
-func (b *blkidRunner) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
+func (b *blkidRunner) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
 	b.ran = append(b.ran, c.String())
 	if b.err != nil {
-		return probes.Result{ExitCode: -1}, b.err
+		return hostio.Result{ExitCode: -1}, b.err
 	}
 	dev := c.Args[len(c.Args)-1]
 	if c.Name != "blkid" || !reflect.DeepEqual(c.Args[:len(c.Args)-1], []string{"-p", "-o", "export"}) {
-		return probes.Result{ExitCode: 1, Stderr: []byte("unexpected command")}, nil
+		return hostio.Result{ExitCode: 1, Stderr: []byte("unexpected command")}, nil
 	}
-	return probes.Result{Stdout: b.out[dev], ExitCode: b.code[dev]}, nil
+	return hostio.Result{Stdout: b.out[dev], ExitCode: b.code[dev]}, nil
 }
 
 func readCapture(t *testing.T, name string) []byte {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 
 	"github.com/keel-storage/keel/reconcile/plan/removal"
 	"github.com/keel-storage/keel/reconcile/state"
@@ -71,14 +71,14 @@ type checkingExec struct {
 	failOn string
 }
 
-func (c *checkingExec) Run(ctx context.Context, cmd probes.Cmd) (probes.Result, error) {
+func (c *checkingExec) Run(ctx context.Context, cmd hostio.Cmd) (hostio.Result, error) {
 	argv := cmd.Argv()
 	if c.before != nil {
 		c.before(argv)
 	}
 	if strings.Join(argv, " ") == c.failOn {
 		c.argvs = append(c.argvs, c.failOn)
-		return probes.Result{}, errors.New("injected failure")
+		return hostio.Result{}, errors.New("injected failure")
 	}
 	return c.fakeExec.Run(ctx, cmd)
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
@@ -19,9 +19,9 @@ type fakeExec struct {
 	fail  map[string]error
 }
 
-func (f *fakeExec) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
+func (f *fakeExec) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
 	f.argvs = append(f.argvs, c.String())
-	return probes.Result{}, f.fail[c.Name]
+	return hostio.Result{}, f.fail[c.Name]
 }
 
 // testRemover wipes regular files standing in for the LVs' device nodes.

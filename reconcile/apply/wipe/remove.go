@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/lvm"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
@@ -23,7 +23,7 @@ type DeviceCloser interface {
 type Remover struct {
 	// Exec runs the LVM commands (lvchange, lvrename, lvremove); keel hands
 	// it the executor's allowlisted runner.
-	Exec probes.Runner
+	Exec hostio.Runner
 	// Open opens a device exclusively; nil means OpenBlock.
 	Open func(path string) (DeviceCloser, error)
 	// Limits reads a device's queue limits; nil means ReadQueueLimits("/sys", path).
@@ -55,7 +55,7 @@ type syncer interface{ Sync() error }
 // command runs one LVM command through Exec; a failure or a non-zero exit
 // is an error naming it.
 func (r *Remover) command(ctx context.Context, argv ...string) error {
-	c := probes.Cmd{Name: argv[0], Args: argv[1:]}
+	c := hostio.Cmd{Name: argv[0], Args: argv[1:]}
 	res, err := r.Exec.Run(ctx, c)
 	if err != nil {
 		return err
@@ -139,7 +139,7 @@ func (r *Remover) removeOne(ctx context.Context, t removal.Target) error {
 		log.Warn(n)
 	}
 	run := func(argv ...string) error {
-		log.Info("run", "argv", probes.ShellJoin(argv))
+		log.Info("run", "argv", hostio.ShellJoin(argv))
 		if err := r.command(ctx, argv...); err != nil {
 			return fmt.Errorf("lv %s: %w", t.Name(), err)
 		}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // MemSysFS records sysfs writes and reads them back unchanged.
@@ -64,7 +64,7 @@ func (m *MemSysFS) WriteLog() string {
 
 // StickyFS is a replayed host whose sysfs takes the values written to Sys.
 type StickyFS struct {
-	probes.FS
+	hostio.FS
 	Sys *MemSysFS
 }
 
@@ -90,7 +90,7 @@ func (f StickyFS) ReadFile(name string) ([]byte, error) {
 // CountingRunner counts the commands a replayed probe runs, each taking
 // Delay (cut short when ctx ends) as a live one takes time.
 type CountingRunner struct {
-	probes.Runner
+	hostio.Runner
 	N     atomic.Int64
 	Delay time.Duration
 	// SlowLVM, in nanoseconds, is added to every lvm command while it is
@@ -99,7 +99,7 @@ type CountingRunner struct {
 }
 
 // Run counts c, waits Delay (and SlowLVM for lvm) and replays it.
-func (r *CountingRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
+func (r *CountingRunner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
 	r.N.Add(1)
 	wait := r.Delay
 	if c.Name == "lvm" {
@@ -108,7 +108,7 @@ func (r *CountingRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, 
 	if wait > 0 {
 		select {
 		case <-ctx.Done():
-			return probes.Result{ExitCode: -1}, ctx.Err()
+			return hostio.Result{ExitCode: -1}, ctx.Err()
 		case <-time.After(wait):
 		}
 	}
@@ -118,16 +118,16 @@ func (r *CountingRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, 
 // Replayed returns a source replaying the node snapshot at path whose
 // sysfs keeps writes (made through the returned MemSysFS), and the runner
 // that counts its commands.
-func Replayed(t testing.TB, path string) (probes.Source, *MemSysFS, *CountingRunner) {
+func Replayed(t testing.TB, path string) (hostio.Source, *MemSysFS, *CountingRunner) {
 	t.Helper()
-	snap, err := probes.ReadSnapshotFile(path)
+	snap, err := hostio.ReadSnapshotFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := probes.Replay(snap)
+	src := hostio.Replay(snap)
 	sys := NewMemSysFS()
 	run := &CountingRunner{Runner: src.Runner}
-	return probes.Source{Runner: run, FS: StickyFS{src.FS, sys}}, sys, run
+	return hostio.Source{Runner: run, FS: StickyFS{src.FS, sys}}, sys, run
 }
 
 // NeedRoot fails the test unless it runs as root (it makes root-owned

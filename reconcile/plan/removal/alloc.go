@@ -9,7 +9,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/lvm/units"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // A removal must never raise the data use of a pool under the LV it clears.
@@ -53,7 +53,7 @@ type poolInfo struct {
 }
 
 // stackFromHost builds the stack from a probe pass.
-func stackFromHost(h *probes.Host) stack {
+func stackFromHost(h *model.Host) stack {
 	s := stack{Below: map[string][]string{}, Pool: map[string]string{}, Mapped: map[string]uint64{}, Pools: map[string]poolInfo{}}
 	// A thin LV that shares chunks with a snapshot (as its origin or as the
 	// snapshot) copies a shared chunk on the first write to it, so its
@@ -64,7 +64,7 @@ func stackFromHost(h *probes.Host) stack {
 			shares[key], shares[lv.VG+"/"+lv.Origin] = true, true
 		}
 	}
-	direct := map[string][]probes.SegmentDev{}
+	direct := map[string][]model.SegmentDev{}
 	for key, lv := range h.LVs {
 		for _, seg := range lv.Segments {
 			direct[key] = append(direct[key], seg.Devices...)
@@ -191,7 +191,7 @@ func (o *observed) lvOfPV(pv string) string {
 // is discarded and never zero-filled (with a note when its pool does not
 // zero reused chunks); any other zero-fill is refused when it could
 // allocate in a thin pool below.
-func (o *observed) allocRules(lv *probes.LV, t *Target) error {
+func (o *observed) allocRules(lv *model.LV, t *Target) error {
 	key := lv.VG + "/" + lv.Name
 	if lv.SegType == "thin" {
 		pool := o.stack.Pool[key]

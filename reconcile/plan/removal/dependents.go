@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // refuseDependents refuses an LV that other LVs depend on, whose lvremove
@@ -16,7 +16,7 @@ import (
 // the prompt). Zeroing it first would also destroy what they read from it.
 // A thin LV with thin snapshots is not refused: thin snapshots share the
 // pool's blocks, not the origin LV, and outlive it.
-func (o *observed) refuseDependents(lv *probes.LV) error {
+func (o *observed) refuseDependents(lv *model.LV) error {
 	roles := strings.Split(lv.Role, ",")
 	// An external origin also shows 'o' in lv_attr (seen in the guest:
 	// "ori-------", role public,origin,extthinorigin); the attribute only

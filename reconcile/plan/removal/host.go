@@ -4,25 +4,25 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/state"
 )
 
 // observed is the probed host with what removal derives from it once per
 // plan: what lies under each LV (alloc.go) and the shared VGs (shared.go).
 type observed struct {
-	*probes.Host
+	*model.Host
 	stack  stack
 	shared map[string]SharedVG
 }
 
-func observe(h *probes.Host) *observed {
+func observe(h *model.Host) *observed {
 	return &observed{Host: h, stack: stackFromHost(h), shared: SharedVGs(h)}
 }
 
 // hasTag reports whether lv carries the LVM tag tag (the raw lv_tags field,
 // comma-separated).
-func hasTag(lv *probes.LV, tag string) bool {
+func hasTag(lv *model.LV, tag string) bool {
 	for _, t := range strings.Split(lv.Fields.Get("lv_tags"), ",") {
 		if strings.TrimSpace(t) == tag {
 			return true
@@ -33,14 +33,14 @@ func hasTag(lv *probes.LV, tag string) bool {
 
 // created is lv's creation time (lv_time), zero when LVM reported none or
 // keel cannot parse it: state.Judge then cannot tell the LV from another.
-func created(lv *probes.LV) time.Time {
+func created(lv *model.LV) time.Time {
 	t, _ := state.ParseLVTime(lv.Fields.Get("lv_time"))
 	return t
 }
 
 // pvDMName is the device-mapper name of pv's device when it is a dm device
 // (an LV), from its sysfs queue entry; "" otherwise.
-func (o *observed) pvDMName(pv *probes.PV) string {
+func (o *observed) pvDMName(pv *model.PV) string {
 	if pv.Device == "" {
 		return ""
 	}

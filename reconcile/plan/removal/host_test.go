@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // The node snapshots in reconcile/apply/wipe/testdata (kept beside the
@@ -26,13 +28,13 @@ func recorded(t *testing.T, name string) *observed {
 }
 
 // snapshotHost probes the node snapshot at path.
-func snapshotHost(t *testing.T, path string) *probes.Host {
+func snapshotHost(t *testing.T, path string) *model.Host {
 	t.Helper()
-	s, err := probes.ReadSnapshotFile(path)
+	s, err := hostio.ReadSnapshotFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := probes.Probe(context.Background(), probes.Replay(s))
+	h, err := probes.Probe(context.Background(), hostio.Replay(s))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package removal
 import (
 	"fmt"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/state"
 )
 
@@ -11,7 +11,7 @@ import (
 // not the one its absent entry was written for (state.Judge): a reused
 // name, or an LV keel cannot tell from one. A removal asked for by name on
 // the command line is the operator's own decision and is not judged.
-func (r Request) identity(name string, lv *probes.LV) error {
+func (r Request) identity(name string, lv *model.LV) error {
 	if !r.RequireAbsent {
 		return nil
 	}
@@ -19,7 +19,7 @@ func (r Request) identity(name string, lv *probes.LV) error {
 }
 
 // judge applies state.Judge to lv under name with the request's records.
-func (r Request) judge(name string, lv *probes.LV) error {
+func (r Request) judge(name string, lv *model.LV) error {
 	if r.Held != "" {
 		return fmt.Errorf("lv %s: %w: keel's state cannot be read (%s); nothing is removed for absent until it can", name, ErrRefused, r.Held)
 	}

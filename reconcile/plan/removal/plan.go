@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/lvm"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/state"
 )
 
@@ -115,7 +115,7 @@ func AbsentNames(decl Declared) []string {
 // there is any. Requested names that are already gone are skipped when
 // RequireAbsent is set (the desired state already holds) and refused
 // otherwise.
-func Plan(h *probes.Host, decl Declared, req Request) ([]Target, error) {
+func Plan(h *model.Host, decl Declared, req Request) ([]Target, error) {
 	mode := req.Mode
 	if mode == "" {
 		mode = ModeZeroOut
@@ -220,7 +220,7 @@ func Plan(h *probes.Host, decl Declared, req Request) ([]Target, error) {
 // refuseKind refuses LVs that must never be wiped by name: pools, VDO LVs
 // (removing one takes its pool along), hidden sub-LVs, PVs of stacked VGs
 // and open LVs.
-func (o *observed) refuseKind(lv *probes.LV) error {
+func (o *observed) refuseKind(lv *model.LV) error {
 	switch {
 	case lv.Hidden:
 		return fmt.Errorf("%w: is a hidden sub-LV", ErrRefused)
@@ -268,7 +268,7 @@ func (o *observed) onVDO(vg string) bool {
 	return false
 }
 
-func (o *observed) target(lv *probes.LV, orig string, mode Mode) Target {
+func (o *observed) target(lv *model.LV, orig string, mode Mode) Target {
 	t := Target{VG: lv.VG, LV: orig, Active: lv.Active, Size: lv.Size, Mode: mode, UUID: lv.UUID, Created: created(lv)}
 	vdo := o.onVDO(lv.VG)
 	gives := vdo || lv.SegType == "thin"

@@ -7,42 +7,42 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // testHost is a host with a VG on a disk, a thin pool in it, a VDO LV that
 // is the PV of a stacked VG, and a few LVs in each. The PVs on LVs are dm
 // devices (Queues gives their dm names); no pool's space is known.
-func testHost() *probes.Host {
-	lv := func(vg, name, seg string, mod func(*probes.LV)) *probes.LV {
-		l := &probes.LV{VG: vg, Name: name, FullName: vg + "/" + name, SegType: seg, Active: true, Size: 1 << 30,
+func testHost() *model.Host {
+	lv := func(vg, name, seg string, mod func(*model.LV)) *model.LV {
+		l := &model.LV{VG: vg, Name: name, FullName: vg + "/" + name, SegType: seg, Active: true, Size: 1 << 30,
 			DMName: strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(name, "-", "--"), DataPercent: -1}
 		if mod != nil {
 			mod(l)
 		}
 		return l
 	}
-	lvs := []*probes.LV{
+	lvs := []*model.LV{
 		lv("vdolab", "vpool", "vdo-pool", nil),
-		lv("vdolab", "vpool_vdata", "linear", func(l *probes.LV) { l.Hidden = true }),
-		lv("vdolab", "vdolv", "vdo", func(l *probes.LV) { l.Open = true }),
+		lv("vdolab", "vpool_vdata", "linear", func(l *model.LV) { l.Hidden = true }),
+		lv("vdolab", "vdolv", "vdo", func(l *model.LV) { l.Open = true }),
 		lv("vdolab", "tpool", "thin-pool", nil),
 		lv("vdolab", "thin-1", "thin", nil),
 		lv("vdolab", "plain", "linear", nil),
-		lv("vdolab", "busy", "linear", func(l *probes.LV) { l.Open = true }),
-		lv("vdolab", "del-old", "linear", func(l *probes.LV) { l.Fields.Set("lv_tags", Tag) }),
+		lv("vdolab", "busy", "linear", func(l *model.LV) { l.Open = true }),
+		lv("vdolab", "del-old", "linear", func(l *model.LV) { l.Fields.Set("lv_tags", Tag) }),
 		lv("vdolab", "del-foreign", "linear", nil),
-		lv("vdolab", "pvlv", "linear", func(l *probes.LV) { l.Open = true }),
+		lv("vdolab", "pvlv", "linear", func(l *model.LV) { l.Open = true }),
 		lv("vms", "vm-100-disk-0", "linear", nil),
-		lv("vms", "vm-101-disk-0", "linear", func(l *probes.LV) { l.Active = false }),
+		lv("vms", "vm-101-disk-0", "linear", func(l *model.LV) { l.Active = false }),
 		lv("vms", "del-vm-102-disk-0", "linear", nil),
 		lv("other", "data", "linear", nil),
 	}
-	h := &probes.Host{LVs: map[string]*probes.LV{}, PVs: map[string]*probes.PV{
+	h := &model.Host{LVs: map[string]*model.LV{}, PVs: map[string]*model.PV{
 		"/dev/vdb":          {Name: "/dev/vdb", VG: "vdolab", Device: "vdb"},
 		"/dev/vdolab/vdolv": {Name: "/dev/vdolab/vdolv", VG: "vms", Device: "dm-3"},
 		"/dev/vdolab/pvlv":  {Name: "/dev/vdolab/pvlv", VG: "", Device: "dm-9"},
-	}, Queues: map[string]*probes.Queue{
+	}, Queues: map[string]*model.Queue{
 		"vdb":  {Device: "vdb"},
 		"dm-3": {Device: "dm-3", DMName: "vdolab-vdolv"},
 		"dm-9": {Device: "dm-9", DMName: "vdolab-pvlv"},

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // SharedVG says why a VG is shared between hosts. An LV of such a VG that
@@ -39,7 +39,7 @@ func (s SharedVG) Remedy(vg, lv string) string {
 // entry has "shared 1" (pve-storage's "vgname" and "shared" options). When
 // storage.cfg exists but could not be parsed, every VG counts as shared:
 // keel cannot tell which ones are.
-func SharedVGs(h *probes.Host) map[string]SharedVG {
+func SharedVGs(h *model.Host) map[string]SharedVG {
 	out := map[string]SharedVG{}
 	names := slices.Sorted(maps.Keys(h.VGs))
 	for _, name := range names {

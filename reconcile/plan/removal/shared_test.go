@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // probes/testdata/snapshots/pve.txtar has a Proxmox lvm storage on vdovg
@@ -48,7 +48,7 @@ func TestSharedVGsLVMLockd(t *testing.T) {
 // A storage.cfg keel cannot parse leaves no VG known to be local.
 func TestSharedVGsUnreadableStorageCfg(t *testing.T) {
 	h := snapshotHost(t, "../../../probes/testdata/snapshots/pve.txtar")
-	h.Proxmox = &probes.Proxmox{Errors: []string{"storage.cfg: line 3: option before any storage"}}
+	h.Proxmox = &model.Proxmox{Errors: []string{"storage.cfg: line 3: option before any storage"}}
 	got := SharedVGs(h)
 	if len(got) != len(h.VGs) || !strings.Contains(got["vdovg"].Why, "could not be read") {
 		t.Fatalf("got %v", got)

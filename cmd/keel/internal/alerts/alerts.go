@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/plan"
 )
 
@@ -113,7 +113,7 @@ type Hook struct {
 	Argv    []string
 	Timeout time.Duration // per run; default 10s
 	// Runner runs the hook; nil means probes.ExecRunner.
-	Runner probes.Runner
+	Runner hostio.Runner
 }
 
 // Validate checks the hook's argv.
@@ -149,11 +149,11 @@ func (h Hook) Run(ctx context.Context, ts []Transition) error {
 func (h Hook) one(ctx context.Context, tr Transition, timeout time.Duration) error {
 	in, _ := json.Marshal(tr) // plain data: cannot fail
 	f := tr.Finding
-	c := probes.Cmd{Name: h.Argv[0], Args: h.Argv[1:], Timeout: timeout, Stdin: append(in, '\n'),
+	c := hostio.Cmd{Name: h.Argv[0], Args: h.Argv[1:], Timeout: timeout, Stdin: append(in, '\n'),
 		Env: []string{"KEEL_ALERT=" + string(tr.Kind), "KEEL_FINDING_ID=" + string(f.ID), "KEEL_OBJECT=" + f.Object,
 			"KEEL_SEVERITY=" + f.Severity.String(), "KEEL_MESSAGE=" + f.Message,
 			"KEEL_EXPECTED=" + f.Expected, "KEEL_OBSERVED=" + f.Observed, "KEEL_REMEDY=" + f.Remedy}}
-	var r probes.Runner = probes.ExecRunner{}
+	var r hostio.Runner = hostio.ExecRunner{}
 	if h.Runner != nil {
 		r = h.Runner
 	}

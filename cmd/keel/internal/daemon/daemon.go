@@ -22,7 +22,7 @@ import (
 	"github.com/keel-storage/keel/cmd/keel/internal/notify"
 	"github.com/keel-storage/keel/cmd/keel/internal/uevent"
 	"github.com/keel-storage/keel/cmd/keel/internal/watch"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/converge"
@@ -631,7 +631,7 @@ func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, h
 			early.wait()
 			early = nil
 		}
-		var h *probes.Host
+		var h *model.Host
 		if earlySys != nil {
 			h = earlySys.wait()
 		}
@@ -646,7 +646,7 @@ func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, h
 		earlySys.cancel() // not a bcache-only change after all
 		earlySys.wait()
 	}
-	var h *probes.Host
+	var h *model.Host
 	if early != nil {
 		h = early.wait() // nil when it failed: the pass probes again
 	}
@@ -658,14 +658,14 @@ func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, h
 type earlyProbe struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-	host   *probes.Host
+	host   *model.Host
 }
 
 // startProbe runs probe (Agent.Probe, or Agent.SysfsProbe) in the
 // background. Its host is kept when it succeeded, or, with sysfs set (a
 // SysfsProbe always reports the LVM commands it did not run), whenever
 // it was not cancelled.
-func startProbe(ctx context.Context, probe func(context.Context) (*probes.Host, error), sysfs bool) *earlyProbe {
+func startProbe(ctx context.Context, probe func(context.Context) (*model.Host, error), sysfs bool) *earlyProbe {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &earlyProbe{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -679,7 +679,7 @@ func startProbe(ctx context.Context, probe func(context.Context) (*probes.Host, 
 }
 
 // wait returns the probed host once the probe ends (nil when it failed).
-func (p *earlyProbe) wait() *probes.Host {
+func (p *earlyProbe) wait() *model.Host {
 	<-p.done
 	p.cancel()
 	return p.host
@@ -708,7 +708,7 @@ func (d *Daemon) load(files []schema.File, readErr error) error {
 // pass runs passes until the host converges (Converge; the first plans
 // against h when it is not nil) and publishes the outcome; it returns the
 // one-line status.
-func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
+func (d *Daemon) pass(ctx context.Context, why string, h *model.Host) string {
 	start := time.Now()
 	cpu0 := cpuNow()
 	audit := d.audit()

@@ -3,10 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"github.com/keel-storage/keel/reconcile/apply/executor"
-	"github.com/keel-storage/keel/reconcile/converge"
-	"github.com/keel-storage/keel/reconcile/converge/convergetest"
-	"github.com/keel-storage/keel/reconcile/plan"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,17 +12,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/reconcile/apply/executor"
+	"github.com/keel-storage/keel/reconcile/converge"
+	"github.com/keel-storage/keel/reconcile/converge/convergetest"
+	"github.com/keel-storage/keel/reconcile/plan"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/alerts"
 	"github.com/keel-storage/keel/cmd/keel/internal/testsock"
-	"github.com/keel-storage/keel/probes"
 )
 
 // The daemon against a node snapshot recorded in the test guest: READY
 // after the first pass, a textfile, config.invalid with the last good
 // state kept, SIGHUP reload, STOPPING on cancel.
 func TestDaemonLifecycle(t *testing.T) {
-	snap, err := probes.ReadSnapshotFile("../../../../probes/testdata/snapshots/orphan-pv.txtar")
+	snap, err := hostio.ReadSnapshotFile("../../../../probes/testdata/snapshots/orphan-pv.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestDaemonLifecycle(t *testing.T) {
 		return string(recv())
 	}
 
-	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: probes.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
+	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
 	hup := make(chan os.Signal, 1)
 	var logs strings.Builder
 	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Info}),
@@ -369,11 +370,11 @@ func bcacheCue(wb int) string {
 
 // panicRunner panics on the next `left` commands it is asked to run.
 type panicRunner struct {
-	probes.Runner
+	hostio.Runner
 	left atomic.Int32
 }
 
-func (r *panicRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
+func (r *panicRunner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
 	if r.left.Add(-1) >= 0 {
 		panic("injected: " + c.String())
 	}
@@ -386,7 +387,7 @@ func (r *panicRunner) Run(ctx context.Context, c probes.Cmd) (probes.Result, err
 // runner of mutating commands (lvmconfig --validate of the lvm.conf edit
 // the new state asks for), on the daemon's own goroutine.
 func TestDaemonRecoversPanic(t *testing.T) {
-	snap, err := probes.ReadSnapshotFile("../../../../probes/testdata/snapshots/orphan-pv.txtar")
+	snap, err := hostio.ReadSnapshotFile("../../../../probes/testdata/snapshots/orphan-pv.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +399,7 @@ func TestDaemonRecoversPanic(t *testing.T) {
 	prom := filepath.Join(t.TempDir(), "keel.prom")
 	sock, recv := testsock.Listen(t)
 	t.Setenv("NOTIFY_SOCKET", sock)
-	src := probes.Replay(snap)
+	src := hostio.Replay(snap)
 	run := &panicRunner{Runner: src.Runner}
 	lvmConf := filepath.Join(t.TempDir(), "lvm.conf")
 	if err := os.WriteFile(lvmConf, []byte("devices {\n\tscan_lvs = 0\n}\n"), 0o644); err != nil {
@@ -487,11 +488,11 @@ type recordingRunner struct {
 	cmds []string
 }
 
-func (r *recordingRunner) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
+func (r *recordingRunner) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cmds = append(r.cmds, c.String())
-	return probes.Result{}, nil
+	return hostio.Result{}, nil
 }
 
 // changes is what a daemon's first pass did to the host.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/testsock"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/converge"
 )
 
@@ -26,7 +26,7 @@ func floodValid(mib int) string {
 // (STATUS notifications after READY) and the last STATUS.
 func flood(t *testing.T, write func(cfg string)) (*converge.Loop, int, string) {
 	t.Helper()
-	snap, err := probes.ReadSnapshotFile("../../../../probes/testdata/snapshots/orphan-pv.txtar")
+	snap, err := hostio.ReadSnapshotFile("../../../../probes/testdata/snapshots/orphan-pv.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func flood(t *testing.T, write func(cfg string)) (*converge.Loop, int, string) {
 	}
 	sock, recv := testsock.Listen(t)
 	t.Setenv("NOTIFY_SOCKET", sock)
-	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: probes.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
+	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
 	d := &Daemon{Loop: a, Log: hclog.NewNullLogger(), Textfile: filepath.Join(t.TempDir(), "keel.prom"),
 		NoUevents: true, Reload: make(chan os.Signal), Debounce: 20 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())

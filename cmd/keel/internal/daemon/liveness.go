@@ -6,20 +6,20 @@ import (
 	"sync"
 	"time"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
-// Liveness is a probes.Runner that keeps count of the commands running
+// Liveness is a hostio.Runner that keeps count of the commands running
 // through it, so that the daemon can tell a long pass that advances from
 // a hung one. Every command has a timeout (its own, or the runner's), so a
 // pass advances while its commands end or run within their timeouts: a
 // PV that answers slowly makes a pass long, not hung. A command past its
 // timeout (a child in uninterruptible sleep that the kill cannot end), or a
 // pass that runs no command and ends none for a whole watchdog interval,
-// is hung. The in-process dm ioctls of probes.DMRunner are served behind
+// is hung. The in-process dm ioctls of hostio.DMRunner are served behind
 // this runner, so they count as commands too.
 type Liveness struct {
-	Inner probes.Runner
+	Inner hostio.Runner
 	// Timeout is Inner's own per-command timeout (for commands that set
 	// none); zero means none.
 	Timeout time.Duration
@@ -31,20 +31,13 @@ type Liveness struct {
 }
 
 // Run runs c through Inner and keeps count.
-func (l *Liveness) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
+func (l *Liveness) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
 	defer l.begin(c)()
 	return l.Inner.Run(ctx, c)
 }
 
-// RunStream runs c through Inner with consume (probes.Streamer) and keeps
-// count.
-func (l *Liveness) RunStream(ctx context.Context, c probes.Cmd, consume func(next func() ([]byte, bool))) (probes.Result, error) {
-	defer l.begin(c)()
-	return probes.RunStream(ctx, l.Inner, c, consume)
-}
-
 // begin counts c as running and returns what counts it ended.
-func (l *Liveness) begin(c probes.Cmd) (end func()) {
+func (l *Liveness) begin(c hostio.Cmd) (end func()) {
 	var deadline time.Time
 	if t := cmp.Or(c.Timeout, l.Timeout); t > 0 {
 		deadline = time.Now().Add(t)

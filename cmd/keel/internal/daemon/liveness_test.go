@@ -10,16 +10,16 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/alerts"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // stuckRunner runs every command until release is closed, whatever its
 // context says: a child in uninterruptible sleep, which no kill ends.
 type stuckRunner struct{ release chan struct{} }
 
-func (r stuckRunner) Run(context.Context, probes.Cmd) (probes.Result, error) {
+func (r stuckRunner) Run(context.Context, hostio.Cmd) (hostio.Result, error) {
 	<-r.release
-	return probes.Result{}, nil
+	return hostio.Result{}, nil
 }
 
 func TestLivenessAdvanced(t *testing.T) {
@@ -31,7 +31,7 @@ func TestLivenessAdvanced(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() {
-		_, _ = l.Run(context.Background(), probes.Cmd{Name: "lvm", Args: []string{"fullreport"}})
+		_, _ = l.Run(context.Background(), hostio.Cmd{Name: "lvm", Args: []string{"fullreport"}})
 		close(done)
 	}()
 	for {
@@ -82,7 +82,7 @@ func TestKeepAliveAcrossAGap(t *testing.T) {
 	d.passing.Store(true)
 	// A command every 100ms (an interval and a quarter), for 1.5 s.
 	for range 15 {
-		_, _ = d.Liveness.Run(ctx, probes.Cmd{Name: "lvm", Args: []string{"version"}})
+		_, _ = d.Liveness.Run(ctx, hostio.Cmd{Name: "lvm", Args: []string{"version"}})
 		time.Sleep(100 * time.Millisecond)
 	}
 	d.passing.Store(false)
@@ -103,8 +103,8 @@ func TestKeepAliveAcrossAGap(t *testing.T) {
 // quickRunner ends every command at once.
 type quickRunner struct{}
 
-func (quickRunner) Run(context.Context, probes.Cmd) (probes.Result, error) {
-	return probes.Result{}, nil
+func (quickRunner) Run(context.Context, hostio.Cmd) (hostio.Result, error) {
+	return hostio.Result{}, nil
 }
 
 // A pass whose command runs within its timeout keeps the watchdog pinged;
@@ -124,7 +124,7 @@ func TestKeepAliveWhilePassing(t *testing.T) {
 		t.Errorf("no pass running: %d pings, want 0", n)
 	}
 	d.passing.Store(true)
-	go func() { _, _ = d.Liveness.Run(ctx, probes.Cmd{Name: "lvm", Args: []string{"fullreport"}}) }()
+	go func() { _, _ = d.Liveness.Run(ctx, hostio.Cmd{Name: "lvm", Args: []string{"fullreport"}}) }()
 	time.Sleep(200 * time.Millisecond)
 	within := pings.Load()
 	if within < 3 {
@@ -142,13 +142,12 @@ func TestKeepAliveWhilePassing(t *testing.T) {
 // streamRunner streams one output, calling inside while consume runs.
 type streamRunner struct{ inside func() }
 
-func (streamRunner) Run(context.Context, probes.Cmd) (probes.Result, error) {
-	return probes.Result{}, errors.New("not streamed")
-}
-
-func (r streamRunner) RunStream(_ context.Context, _ probes.Cmd, consume func(next func() ([]byte, bool))) (probes.Result, error) {
-	consume(func() ([]byte, bool) { r.inside(); return []byte("out"), true })
-	return probes.Result{Stdout: []byte("out")}, nil
+func (r streamRunner) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
+	if c.Consume == nil {
+		return hostio.Result{}, errors.New("not streamed")
+	}
+	c.Consume(func() ([]byte, bool) { r.inside(); return []byte("out"), true })
+	return hostio.Result{Stdout: []byte("out")}, nil
 }
 
 // TestLivenessStreams: a streamed command goes through to the runner
@@ -162,9 +161,10 @@ func TestLivenessStreams(t *testing.T) {
 		l.mu.Unlock()
 	}}}
 	var got []byte
-	res, err := probes.RunStream(context.Background(), l, probes.Cmd{Name: "lvm"}, func(next func() ([]byte, bool)) { got, _ = next() })
+	c := hostio.Cmd{Name: "lvm", Consume: func(next func() ([]byte, bool)) { got, _ = next() }}
+	res, err := l.Run(context.Background(), c)
 	if err != nil || string(res.Stdout) != "out" || string(got) != "out" {
-		t.Fatalf("RunStream: %q, consume %q, %v", res.Stdout, got, err)
+		t.Fatalf("Run: %q, consume %q, %v", res.Stdout, got, err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/cmd/keel/internal/uevent"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // The change signal: what tells the daemon that LVM or device-mapper state
@@ -182,7 +182,7 @@ func (d *Daemon) pollMetadata(ctx context.Context, tick <-chan time.Time, stamp 
 // the poll's first tick after the start sees every PV as new and starts a
 // full pass with nothing changed, in every daemon start, at a cost that
 // grows with the number of LVs (docs/benchmark-history.md has the figures).
-func (d *Daemon) offerBaseline(ctx context.Context, h *probes.Host) {
+func (d *Daemon) offerBaseline(ctx context.Context, h *model.Host) {
 	// Once, after the first pass that probed: later, the poll has stamped
 	// every PV it knows, and only PVs new to it count as changed.
 	if d.Stamp == nil || d.Seqnos == nil || h == nil || !d.baselined.CompareAndSwap(false, true) {
@@ -249,7 +249,7 @@ func (d *Daemon) restamp(prev map[string]string, devs []string, stamp StampFunc)
 }
 
 // notePVs keeps the PV devices of a probed host for pollMetadata.
-func (d *Daemon) notePVs(h *probes.Host) {
+func (d *Daemon) notePVs(h *model.Host) {
 	if h == nil {
 		return
 	}
@@ -265,7 +265,7 @@ func (d *Daemon) notePVs(h *probes.Host) {
 // VGs' sizes and PVs, the PVs' free space, and each LV's size, attributes
 // and tags, hashed. It
 // goes on the `pass done` line, so a log shows whether a pass saw a change.
-func lvmDigest(h *probes.Host) string {
+func lvmDigest(h *model.Host) string {
 	if h == nil {
 		return ""
 	}

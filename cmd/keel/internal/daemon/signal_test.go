@@ -12,7 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/uevent"
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/converge"
 )
 
@@ -179,25 +180,25 @@ func TestPollMetadata(t *testing.T) {
 func TestDaemonPassesOnMetadataChange(t *testing.T) {
 	for _, c := range []struct {
 		name      string
-		seqnos    func(h *probes.Host) map[string]uint64 // nil: no Seqnos
-		firstSeen int                                    // passes at the first poll
+		seqnos    func(h *model.Host) map[string]uint64 // nil: no Seqnos
+		firstSeen int                                   // passes at the first poll
 	}{
 		{"no seqnos", nil, 1},
-		{"seqnos agree", func(h *probes.Host) map[string]uint64 {
+		{"seqnos agree", func(h *model.Host) map[string]uint64 {
 			m := map[string]uint64{}
 			for name, vg := range h.VGs {
 				m[name] = vg.Seqno
 			}
 			return m
 		}, 0},
-		{"a vg committed since", func(h *probes.Host) map[string]uint64 {
+		{"a vg committed since", func(h *model.Host) map[string]uint64 {
 			m := map[string]uint64{}
 			for name, vg := range h.VGs {
 				m[name] = vg.Seqno + 1
 			}
 			return m
 		}, 1},
-		{"a vg new since", func(h *probes.Host) map[string]uint64 {
+		{"a vg new since", func(h *model.Host) map[string]uint64 {
 			m := map[string]uint64{"newvg": 1}
 			for name, vg := range h.VGs {
 				m[name] = vg.Seqno
@@ -209,14 +210,14 @@ func TestDaemonPassesOnMetadataChange(t *testing.T) {
 	}
 }
 
-func metadataChange(t *testing.T, seqnos func(h *probes.Host) map[string]uint64, firstSeen int) {
-	snap, err := probes.ReadSnapshotFile("../../../../examples/nodes/vdo-on-bcache.txtar")
+func metadataChange(t *testing.T, seqnos func(h *model.Host) map[string]uint64, firstSeen int) {
+	snap, err := hostio.ReadSnapshotFile("../../../../examples/nodes/vdo-on-bcache.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "desired.cue"), []byte("lvm: scanLVs: true\n"), 0o644)
-	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: probes.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
+	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
 	h, err := a.Probe(context.Background())
 	if err != nil || len(h.PVs) == 0 || len(h.VGs) == 0 {
 		t.Fatalf("the snapshot's PVs and VGs: %v (%d, %d)", err, len(h.PVs), len(h.VGs))

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/spec"
@@ -48,15 +50,15 @@ func desiredFiles(t *testing.T) []string {
 	return append(out, p)
 }
 
-func hosts(t *testing.T) map[string]*probes.Host {
+func hosts(t *testing.T) map[string]*model.Host {
 	t.Helper()
 	snaps, _ := filepath.Glob("../../../../examples/nodes/*.txtar")
 	if len(snaps) == 0 {
 		t.Fatal("no bundled node snapshots")
 	}
-	out := map[string]*probes.Host{}
+	out := map[string]*model.Host{}
 	for _, s := range snaps {
-		src, err := probes.NodeSource(s, time.Minute)
+		src, err := hostio.NodeSource(s, time.Minute, hostio.LiveOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

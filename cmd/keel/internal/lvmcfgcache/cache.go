@@ -38,6 +38,7 @@ import (
 
 	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // format is bumped whenever the key's inputs or the entry's encoding change.
@@ -49,7 +50,7 @@ const suffix = ".out"
 // Runner runs commands through Inner and answers probes.LVMConfigCmd from
 // Dir when its key matches.
 type Runner struct {
-	Inner probes.Runner
+	Inner hostio.Runner
 	// Dir holds the entries; it is made on the first store.
 	Dir string
 	// Root is the file system root of the inputs ("/" on a host; a test's
@@ -63,8 +64,10 @@ type Runner struct {
 }
 
 // Run answers c from the cache when c is lvmconfig's probe command and
-// nothing it reads changed; any other command goes to Inner.
-func (r *Runner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
+// nothing it reads changed; any other command goes to Inner, streaming
+// (Cmd.Consume) included. lvmconfig's answer, cached or not, reaches
+// c.Consume whole: its output is small, and it is what the cache keeps.
+func (r *Runner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
 	want := probes.LVMConfigCmd()
 	if c.String() != want.String() || len(c.Env) > 0 || c.Stdin != nil {
 		return r.Inner.Run(ctx, c)
@@ -72,31 +75,23 @@ func (r *Runner) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) {
 	key, err := r.key(c.Name)
 	if err == nil {
 		if out, ok := r.get(key); ok {
-			return probes.Result{Stdout: out}, nil
+			c.ConsumeWhole(out)
+			return hostio.Result{Stdout: out}, nil
 		}
 	}
-	res, runErr := r.Inner.Run(ctx, c)
+	below := c
+	below.Consume = nil
+	res, runErr := r.Inner.Run(ctx, below)
 	if err == nil && runErr == nil && res.ExitCode == 0 && len(res.Stderr) == 0 {
 		if after, err := r.key(c.Name); err == nil && after == key {
 			_ = r.put(key, res.Stdout) // a cache that cannot be written only costs time
 		}
 	}
+	if runErr == nil {
+		c.ConsumeWhole(res.Stdout)
+	}
 	return res, runErr
 }
-
-// RunStream runs c with consume (probes.Streamer): the lvmconfig command
-// as Run answers it, any other through Inner.
-func (r *Runner) RunStream(ctx context.Context, c probes.Cmd, consume func(next func() ([]byte, bool))) (probes.Result, error) {
-	if c.String() == probes.LVMConfigCmd().String() {
-		return probes.RunStream(ctx, runFunc(r.Run), c, consume)
-	}
-	return probes.RunStream(ctx, r.Inner, c, consume)
-}
-
-// runFunc is a probes.Runner made of its Run.
-type runFunc func(context.Context, probes.Cmd) (probes.Result, error)
-
-func (f runFunc) Run(ctx context.Context, c probes.Cmd) (probes.Result, error) { return f(ctx, c) }
 
 // path is p under Root.
 func (r *Runner) path(p string) string { return filepath.Join(r.Root, p) }
@@ -112,7 +107,7 @@ func (r *Runner) key(name string) (string, error) {
 	}
 	lookPath := r.LookPath
 	if lookPath == nil {
-		lookPath = probes.LookPath
+		lookPath = hostio.LookPath
 	}
 	var env []string
 	sysDir := "/etc/lvm"
@@ -219,7 +214,7 @@ func Dir(cacheDir string) string {
 // ForNode returns src with its lvmconfig answered from the cache when src
 // reads the live host (node is "": probes.NodeSource) and the cache is on;
 // a replayed snapshot is returned as it is.
-func ForNode(src probes.Source, node string, o Options) probes.Source {
+func ForNode(src hostio.Source, node string, o Options) hostio.Source {
 	dir := Dir(o.CacheDir)
 	if node != "" || dir == "" {
 		return src

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/hostio"
 )
 
 // fakeLVM answers lvmconfig with the bytes of lvm.conf under root, as a
@@ -20,13 +21,13 @@ type fakeLVM struct {
 	during func() // runs while "lvmconfig" runs
 }
 
-func (f *fakeLVM) Run(_ context.Context, c probes.Cmd) (probes.Result, error) {
+func (f *fakeLVM) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
 	f.runs++
 	if f.during != nil {
 		f.during()
 	}
 	b, _ := os.ReadFile(filepath.Join(f.root, "etc/lvm/lvm.conf"))
-	return probes.Result{Stdout: append([]byte(c.String()+"\n"), b...), Stderr: []byte(f.stderr), ExitCode: f.exit}, nil
+	return hostio.Result{Stdout: append([]byte(c.String()+"\n"), b...), Stderr: []byte(f.stderr), ExitCode: f.exit}, nil
 }
 
 type host struct {
@@ -140,7 +141,7 @@ func TestStoredOnlyWhenClean(t *testing.T) {
 
 func TestOtherCommandsAndForeignEntries(t *testing.T) {
 	h := newHost(t)
-	other := probes.Cmd{Name: "lvmconfig", Args: []string{"--validate"}}
+	other := hostio.Cmd{Name: "lvmconfig", Args: []string{"--validate"}}
 	for range 2 {
 		before := h.lvm.runs
 		if _, err := h.r.Run(context.Background(), other); err != nil || h.lvm.runs != before+1 {
@@ -167,39 +168,38 @@ func TestOtherCommandsAndForeignEntries(t *testing.T) {
 	}
 }
 
-// streamingLVM is fakeLVM that can stream (probes.Streamer) and counts
-// how often it did.
+// streamingLVM is fakeLVM that streams (Cmd.Consume) and counts how often
+// it did.
 type streamingLVM struct {
 	*fakeLVM
 	streamed int
 }
 
-func (s *streamingLVM) RunStream(ctx context.Context, c probes.Cmd, consume func(next func() ([]byte, bool))) (probes.Result, error) {
-	s.streamed++
-	res, err := s.Run(ctx, c)
-	consume(func() ([]byte, bool) { return res.Stdout, true })
+func (s *streamingLVM) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
+	res, err := s.fakeLVM.Run(ctx, c)
+	if c.Consume != nil {
+		s.streamed++
+		c.Consume(func() ([]byte, bool) { return res.Stdout, true })
+	}
 	return res, err
 }
 
-// TestRunStream: the cache passes streaming on to the runner below it for
+// TestRunStream: the cache passes streaming (Cmd.Consume) on to the runner below it for
 // every command but lvmconfig, which it answers as Run does, consume
 // getting the answer.
 func TestRunStream(t *testing.T) {
 	h := newHost(t)
 	inner := &streamingLVM{fakeLVM: h.lvm}
 	h.r.Inner = inner
-	var r probes.Runner = h.r
-	if _, ok := r.(probes.Streamer); !ok {
-		t.Fatal("the cache's Runner is no probes.Streamer")
-	}
-	stream := func(c probes.Cmd) string {
+	stream := func(c hostio.Cmd) string {
 		var got []byte
-		if _, err := h.r.RunStream(context.Background(), c, func(next func() ([]byte, bool)) { got, _ = next() }); err != nil {
+		c.Consume = func(next func() ([]byte, bool)) { got, _ = next() }
+		if _, err := h.r.Run(context.Background(), c); err != nil {
 			t.Fatal(err)
 		}
 		return string(got)
 	}
-	report := probes.Cmd{Name: "lvm", Args: []string{"fullreport"}}
+	report := hostio.Cmd{Name: "lvm", Args: []string{"fullreport"}}
 	if got := stream(report); inner.streamed != 1 || got != report.String()+"\ndevices { scan_lvs = 0 }\n" {
 		t.Fatalf("report: streamed %d times below, consume got %q", inner.streamed, got)
 	}

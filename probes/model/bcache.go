@@ -1,0 +1,42 @@
+package model
+
+// Bcache is one bcache backing device, keyed by its backing_dev_uuid.
+type Bcache struct {
+	UUID    string `json:"uuid"`    // backing_dev_uuid
+	Device  string `json:"device"`  // bcacheN, informative only: it changes between boots
+	Backing string `json:"backing"` // kernel name of the backing device (backing_dev_name)
+	// BackingByID are the /dev/disk/by-id names of the backing device, sorted.
+	BackingByID []string `json:"backingByID"`
+	CacheSet    string   `json:"cacheSet"` // UUID of the attached cache set, "" when detached
+	// CacheMode is the selected mode: writethrough, writeback, writearound or none.
+	CacheMode             string `json:"cacheMode"`
+	SequentialCutoff      uint64 `json:"sequentialCutoff"` // bytes
+	WritebackPercent      int    `json:"writebackPercent"`
+	WritebackDelay        int    `json:"writebackDelay"`       // seconds
+	WritebackRunning      bool   `json:"writebackRunning"`     // writeback_running
+	WritebackRate         uint64 `json:"writebackRate"`        // bytes/s as read
+	WritebackRateMinimum  uint64 `json:"writebackRateMinimum"` // sectors/s
+	State                 string `json:"state"`                // no cache, clean, dirty, inconsistent
+	DirtyData             uint64 `json:"dirtyData"`            // bytes
+	Running               bool   `json:"running"`
+	Label                 string `json:"label"`
+	ReadaheadCachePolicy  string `json:"readaheadCachePolicy"`
+	StopWhenCacheSetFails string `json:"stopWhenCacheSetFails"`
+	// Tunables holds every file read from the bcache directory, raw and trimmed.
+	Tunables map[string]string `json:"tunables"`
+	Errors   []string          `json:"errors"`
+}
+
+// CacheSet is a bcache cache set from /sys/fs/bcache/<uuid>.
+type CacheSet struct {
+	UUID                      string   `json:"uuid"`
+	CongestedReadThresholdUS  uint64   `json:"congestedReadThresholdUS"`
+	CongestedWriteThresholdUS uint64   `json:"congestedWriteThresholdUS"`
+	JournalDelayMS            uint64   `json:"journalDelayMS"`
+	ErrorsMode                string   `json:"errorsMode"` // errors: unregister or panic
+	Synchronous               bool     `json:"synchronous"`
+	CacheDevices              []string `json:"cacheDevices"` // kernel names of the cache devices
+	// Tunables holds every file read from the set directory, raw and trimmed.
+	Tunables map[string]string `json:"tunables"`
+	Errors   []string          `json:"errors"`
+}

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package probes
-
-import "os"
-
-// outputFile gives nil off Linux: command output goes through a pipe.
-func outputFile(string) *os.File { return nil }
