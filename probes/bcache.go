@@ -25,33 +25,6 @@ var cacheSetFiles = []string{
 	"io_error_limit", "journal_delay_ms", "synchronous", "tree_depth",
 }
 
-// Hprint formats v as the kernel's bch_hprint (drivers/md/bcache/util.c)
-// does, the form bcache's sysfs reads back sizes and rates in: divide by
-// 1024 at least once and while the quotient has more than three digits, and
-// print one decimal digit taken from the last remainder, truncated, with
-// units k, M, G, T, P, E, Z, Y; e.g. 0 → "0.0k", 4194304 → "4.0M".
-func Hprint(v int64) string {
-	const units = "?kMGTPEZY"
-	q := uint64(v)
-	if v < 0 {
-		q = uint64(-v)
-	}
-	u, t := 0, uint64(0)
-	for {
-		u++
-		t = q & 1023
-		q >>= 10
-		if q < 1000 {
-			break
-		}
-	}
-	sign := ""
-	if v < 0 {
-		sign = "-"
-	}
-	return fmt.Sprintf("%s%d.%d%c", sign, q, t*10/1024, units[u])
-}
-
 // parseHumanBytes parses bcache's bch_hprint output ("4.0M", "0.0k", "512").
 func parseHumanBytes(s string) (uint64, error) {
 	s = strings.TrimSpace(s)

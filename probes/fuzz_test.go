@@ -378,7 +378,7 @@ func FuzzParseSysfs(f *testing.F) {
 			// bch_hprint of the value parses back to at most the value, and
 			// short of it by less than a tenth of the printed unit plus one
 			// unit below it (the print truncates to one decimal).
-			p := Hprint(int64(hn))
+			p := model.Hprint(int64(hn))
 			back, err := parseHumanBytes(p)
 			unit := uint64(1) << (10 * (strings.IndexByte("?kMGTPEZY", p[len(p)-1])))
 			if err != nil || back > hn+1 || hn-min(hn, back) > unit/10+unit>>10+1 {

@@ -51,13 +51,6 @@ const (
 	devMapperPrefix = "/dev/mapper/"
 )
 
-// UdevRulePaths are keel's generated udev rules files, read by every pass so
-// the planner can judge them: the rule that lets LVM scan keel's LVs as PVs
-// (68 sorts before lvm2's 69-dm-lvm.rules, which reads LVM_PVSCAN_ON_LVS)
-// and the rule that sets bcache tunables at registration (70 sorts after
-// bcache-tools' 69-bcache.rules, which registers the devices).
-var UdevRulePaths = []string{"/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules", "/etc/udev/rules.d/70-keel-bcache.rules"}
-
 // queueFiles are read from /sys/block/<dev>/queue/.
 var queueFiles = []string{"rotational", "logical_block_size", "physical_block_size", "write_zeroes_max_bytes",
 	"discard_max_bytes", "discard_max_hw_bytes", "discard_granularity"}
@@ -382,7 +375,7 @@ func probeHostFiles(fsys hostio.FS, h *model.Host) {
 // probeKeelFiles reads the files keel generates. A file a replayed snapshot
 // did not record (captured before keel read it) is unknown, not missing.
 func probeKeelFiles(fsys hostio.FS, h *model.Host) {
-	for _, p := range UdevRulePaths {
+	for _, p := range model.UdevRulePaths {
 		f := &model.KeelFile{Path: p}
 		switch b, err := fsys.ReadFile(p); {
 		case err == nil:

@@ -101,7 +101,7 @@ func TestReplayAllSnapshots(t *testing.T) {
 			// lack them: the pass must call them unknown, and re-recording
 			// adds exactly those reads.
 			re := rec.Snapshot(snap.Host, snap.Version, snap.Time)
-			for _, p := range UdevRulePaths {
+			for _, p := range model.UdevRulePaths {
 				if _, ok := snap.Files[hostio.OpFile+p]; ok {
 					continue
 				}

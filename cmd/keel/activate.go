@@ -15,6 +15,7 @@ import (
 	"github.com/keel-storage/keel/cmd/keel/internal/logging"
 	"github.com/keel-storage/keel/cmd/keel/internal/notify"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/shell"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/converge"
@@ -153,7 +154,7 @@ func activateReplay(configs []string, node string, stdout, stderr io.Writer) int
 		case runnable[s.VG]:
 			fmt.Fprintf(stdout, "%-8s vg %s (depth %d): %s\n", "activate", s.VG, s.Depth, s.Reason)
 			for _, c := range s.Commands {
-				fmt.Fprintf(stdout, "         $ %s\n", hostio.ShellJoin(c))
+				fmt.Fprintf(stdout, "         $ %s\n", shell.Join(c))
 			}
 		default:
 			fmt.Fprintf(stdout, "%-8s vg %s (depth %d): %s\n", "blocked", s.VG, s.Depth, s.Reason)

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/probes/shell"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/converge"
@@ -125,7 +126,7 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 		fmt.Fprintln(w, line)
 		if dryRun && r.Status == executor.Planned {
 			for _, c := range r.Action.Commands {
-				fmt.Fprintf(w, "          $ %s\n", hostio.ShellJoin(c))
+				fmt.Fprintf(w, "          $ %s\n", shell.Join(c))
 			}
 			for _, s := range r.Action.Writes {
 				fmt.Fprintf(w, "          %s <- %s\n", s.Path, s.Value)

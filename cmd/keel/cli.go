@@ -13,6 +13,7 @@ import (
 
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/probes/shell"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -301,7 +302,7 @@ func requireRoot(name string, args []string, alternative string, stderr io.Write
 		return true
 	}
 	fmt.Fprintf(stderr, "keel %s: changes the host and must run as root (effective uid %d): run 'sudo %s', or %s\n",
-		name, euid, hostio.ShellJoin(append([]string{"keel", name}, args...)), alternative)
+		name, euid, shell.Join(append([]string{"keel", name}, args...)), alternative)
 	return false
 }
 

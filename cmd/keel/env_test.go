@@ -21,9 +21,6 @@ var envReaders = map[string]map[string]bool{
 // files still allowed to read the environment. Each entry is a debt, not a
 // rule: the lead empties the list once the moves of issue 34 are merged.
 var envAllowed = map[string]string{
-	// KEEL_DM_IOCTL and KEEL_LOG_LEVEL: helper P hands them in from
-	// cmd/keel as part of splitting probes.
-	"probes/source.go": "KEEL_DM_IOCTL, KEEL_LOG_LEVEL",
 	// KEEL_SKIP_ROOT_TESTS: the switch of root-only tests, which issue 34
 	// (tests pass as any user) replaces.
 	"reconcile/converge/convergetest/convergetest.go": "KEEL_SKIP_ROOT_TESTS",

@@ -14,6 +14,7 @@ import (
 	"github.com/keel-storage/keel/lvm/vdo"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/shell"
 )
 
 // recommendOpts are the parsed flags of keel recommend.
@@ -398,7 +399,7 @@ func writeRecommendation(w io.Writer, r recommendation) error {
 		}
 	} else {
 		fmt.Fprintln(&b, "\nCreate (one command, LVM picks the PVs):")
-		fmt.Fprintf(&b, "  %s\n", hostio.ShellJoin(r.LVCreate))
+		fmt.Fprintf(&b, "  %s\n", shell.Join(r.LVCreate))
 	}
 	if r.Split != nil {
 		s := r.Split
@@ -407,14 +408,14 @@ func writeRecommendation(w io.Writer, r recommendation) error {
 		fmt.Fprintf(&b, "  middle  LE %6d .. %-6d %5d extents  slow PV: the slabs\n", s.Middle.First, s.Middle.Last, s.Middle.Count)
 		fmt.Fprintf(&b, "  tail    LE %6d .. %-6d %5d extents  fast PV: recovery journal, slab summary\n", s.Tail.First, s.Tail.Last, s.Tail.Count)
 		for _, cmd := range r.SplitCmds {
-			fmt.Fprintf(&b, "  %s\n", hostio.ShellJoin(cmd))
+			fmt.Fprintf(&b, "  %s\n", shell.Join(cmd))
 		}
 	}
 	if r.Grow != nil {
 		g := r.Grow
 		fmt.Fprintf(&b, "\nGrow by %s (adds %s; every extend is at least %s, one slab):\n", sz(g.RequestedBytes), sz(g.AddedBytes), sz(g.MinStepBytes))
 		for _, cmd := range r.GrowCmds {
-			fmt.Fprintf(&b, "  %s\n", hostio.ShellJoin(cmd))
+			fmt.Fprintf(&b, "  %s\n", shell.Join(cmd))
 		}
 		fmt.Fprintf(&b, "  afterwards: %d slabs, journal and summary in LE %d .. %d, on the fast PV\n", g.After.Slabs, g.Tail.First, g.Tail.Last)
 	}

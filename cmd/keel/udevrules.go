@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/activation"
@@ -79,7 +78,7 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 				drift++
 			}
 		}
-		for _, p := range probes.UdevRulePaths {
+		for _, p := range model.UdevRulePaths {
 			if kf := h.KeelFiles[p]; kf != nil && kf.Unknown != "" {
 				fmt.Fprintf(stderr, "keel udev-rules: %s: not judged: %s\n", p, kf.Unknown)
 			}

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/keel-storage/keel/probes/shell"
 )
 
 // Cmd is one command invocation. Name and Args form the argv; they never go
@@ -306,3 +308,6 @@ func MissingCommand(err error) (string, bool) {
 	}
 	return "", false
 }
+
+// Shell renders c for a person (shell.Join).
+func (c Cmd) Shell() string { return shell.Join(c.Argv()) }

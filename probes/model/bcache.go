@@ -1,5 +1,7 @@
 package model
 
+import "fmt"
+
 // Bcache is one bcache backing device, keyed by its backing_dev_uuid.
 type Bcache struct {
 	UUID    string `json:"uuid"`    // backing_dev_uuid
@@ -39,4 +41,31 @@ type CacheSet struct {
 	// Tunables holds every file read from the set directory, raw and trimmed.
 	Tunables map[string]string `json:"tunables"`
 	Errors   []string          `json:"errors"`
+}
+
+// Hprint formats v as the kernel's bch_hprint (drivers/md/bcache/util.c)
+// does, the form bcache's sysfs reads back sizes and rates in: divide by
+// 1024 at least once and while the quotient has more than three digits, and
+// print one decimal digit taken from the last remainder, truncated, with
+// units k, M, G, T, P, E, Z, Y; e.g. 0 → "0.0k", 4194304 → "4.0M".
+func Hprint(v int64) string {
+	const units = "?kMGTPEZY"
+	q := uint64(v)
+	if v < 0 {
+		q = uint64(-v)
+	}
+	u, t := 0, uint64(0)
+	for {
+		u++
+		t = q & 1023
+		q >>= 10
+		if q < 1000 {
+			break
+		}
+	}
+	sign := ""
+	if v < 0 {
+		sign = "-"
+	}
+	return fmt.Sprintf("%s%d.%d%c", sign, q, t*10/1024, units[u])
 }

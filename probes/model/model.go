@@ -282,3 +282,10 @@ type PVEStorage struct {
 	// Options holds every option line as key → value.
 	Options map[string]string `json:"options"`
 }
+
+// UdevRulePaths are keel's generated udev rules files, read by every pass so
+// the planner can judge them: the rule that lets LVM scan keel's LVs as PVs
+// (68 sorts before lvm2's 69-dm-lvm.rules, which reads LVM_PVSCAN_ON_LVS)
+// and the rule that sets bcache tunables at registration (70 sorts after
+// bcache-tools' 69-bcache.rules, which registers the devices).
+var UdevRulePaths = []string{"/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules", "/etc/udev/rules.d/70-keel-bcache.rules"}

@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/lvm"
-	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/probes/shell"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -203,7 +203,7 @@ func (p Plan) Blocked() []string {
 		case Waiting:
 			out = append(out, s.Reason)
 		case Activate:
-			out = append(out, fmt.Sprintf("vg %s: not active yet (%s)", s.VG, hostio.ShellLines(s.Commands)))
+			out = append(out, fmt.Sprintf("vg %s: not active yet (%s)", s.VG, shell.Lines(s.Commands)))
 		}
 	}
 	return out

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/lvm"
-	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema/spec"
 )
@@ -17,8 +16,8 @@ import (
 // reads LVM_PVSCAN_ON_LVS; the bcache rule sorts after bcache-tools'
 // 69-bcache.rules, which registers the devices.
 var (
-	PVScanRule = probes.UdevRulePaths[0]
-	BcacheRule = probes.UdevRulePaths[1]
+	PVScanRule = model.UdevRulePaths[0]
+	BcacheRule = model.UdevRulePaths[1]
 )
 
 // RulesDir is the directory of both rules files.

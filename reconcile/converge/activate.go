@@ -11,6 +11,7 @@ import (
 
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/probes/shell"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/plan"
@@ -161,7 +162,7 @@ func (l *Loop) runActivation(ctx context.Context, order activation.Plan, runs ma
 	}
 	for _, a := range acts {
 		runs[strings.Join(a.Commands[0], " ")]++
-		l.Log.Info("activating", "vg", a.Object, "command", hostio.ShellJoin(a.Commands[0]), "why", a.Summary)
+		l.Log.Info("activating", "vg", a.Object, "command", shell.Join(a.Commands[0]), "why", a.Summary)
 	}
 	rep, err := l.Exec.Apply(ctx, acts, nil, executor.Mode{Partial: true, Once: true}, nil)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/converge/convergetest"
@@ -213,7 +214,7 @@ type ruleFS struct {
 }
 
 func (f ruleFS) ReadFile(name string) ([]byte, error) {
-	if slices.Contains(probes.UdevRulePaths, name) {
+	if slices.Contains(model.UdevRulePaths, name) {
 		return os.ReadFile(filepath.Join(f.dir, name))
 	}
 	return f.FS.ReadFile(name)

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema/spec"
 )
@@ -85,7 +84,7 @@ func (p *planner) planBcache(name string, want spec.Bcache) {
 		}
 	}
 	if v := want.SequentialCutoff; v != nil {
-		add("sequential_cutoff", dir+"sequential_cutoff", v, b.Tunables["sequential_cutoff"], probes.Hprint(*v))
+		add("sequential_cutoff", dir+"sequential_cutoff", v, b.Tunables["sequential_cutoff"], model.Hprint(*v))
 	}
 	if v := want.WritebackPercent; v != nil {
 		add("writeback_percent", dir+"writeback_percent", v, strconv.Itoa(b.WritebackPercent), strconv.FormatInt(*v, 10))
@@ -93,7 +92,7 @@ func (p *planner) planBcache(name string, want spec.Bcache) {
 	// With writeback_percent above 0 the kernel's rate controller moves
 	// writeback_rate itself, so a different reading is not drift.
 	if v := want.WritebackRate; v != nil && b.WritebackPercent == 0 {
-		add("writeback_rate", dir+"writeback_rate", v, b.Tunables["writeback_rate"], probes.Hprint(*v*512))
+		add("writeback_rate", dir+"writeback_rate", v, b.Tunables["writeback_rate"], model.Hprint(*v*512))
 	}
 	if v := want.WritebackRateMinimum; v != nil {
 		add("writeback_rate_minimum", dir+"writeback_rate_minimum", v, strconv.FormatUint(b.WritebackRateMinimum, 10), strconv.FormatInt(*v, 10))

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/probes/shell"
 )
 
 // phaseResume puts the resumption of an interrupted pvmove before every
@@ -111,7 +111,7 @@ func abortCommand(src []string) string {
 	if len(src) == 0 {
 		return "pvmove --abort"
 	}
-	return hostio.ShellJoin([]string{"pvmove", "--abort", src[0]})
+	return shell.Join([]string{"pvmove", "--abort", src[0]})
 }
 
 func orNone(s []string) string {
@@ -175,9 +175,9 @@ func (p *planner) planPvmoveOrphan(lv *model.LV) {
 	remedy := shellAnd(cmds)
 	switch {
 	case !isError:
-		remedy = hostio.ShellJoin([]string{"lvs", "-a", "-o", "+segtype,devices", lv.FullName}) + " to see what it maps, then remove it only if nothing needs it"
+		remedy = shell.Join([]string{"lvs", "-a", "-o", "+segtype,devices", lv.FullName}) + " to see what it maps, then remove it only if nothing needs it"
 	case heldOpen:
-		remedy = "stop what holds " + hostio.ShellJoin([]string{"/dev/mapper/" + lv.DMName}) + " open (fuser -v on it names it), then " + remedy
+		remedy = "stop what holds " + shell.Join([]string{"/dev/mapper/" + lv.DMName}) + " open (fuser -v on it names it), then " + remedy
 	}
 	key := p.add(Finding{ID: VGPVMoveOrphan, Object: lv.FullName, Message: msg,
 		Expected: "no pvmove LV left", Observed: observed, Remedy: remedy})

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/lvm/units"
-	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/probes/shell"
 )
 
 // isTailRegion tells the recovery journal and slab summary (the last 32832
@@ -83,7 +83,7 @@ func (p *planner) checkSplit(object string, o observedVDO, fastPaths []string) {
 	}
 	remedy := ""
 	if dest != "" {
-		remedy = "live: " + hostio.ShellLines(cmds)
+		remedy = "live: " + shell.Lines(cmds)
 	} else {
 		missing := (need - best) * o.extent
 		remedy = fmt.Sprintf("the fast PVs lack %s (%d extents) of free space for the %d extents holding the journal: add fast space, then pvmove",

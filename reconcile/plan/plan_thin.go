@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/keel-storage/keel/lvm/units"
-	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/probes/shell"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -103,7 +103,7 @@ func (p *planner) planMissingThin(vgName, name string, want spec.ThinPool, phase
 		f.Message = fmt.Sprintf("the creation of thin pool %s stopped before it ended: %s is still the plain LV lvm2 makes first (the pool's metadata area, zeroed)", object, object)
 		f.Observed = fmt.Sprintf("%s LV of %s with tag %s", lv.SegType, units.FormatSize(lv.Size), CreateTag)
 		cmds = append(cmds, []string{"lvremove", "-y", object})
-		f.Remedy = hostio.ShellJoin(cmds[0])
+		f.Remedy = shell.Join(cmds[0])
 		if want.Size.IsSet() {
 			// The whole sequence keel runs (create: true), as typed.
 			f.Remedy = shellAnd([][]string{cmds[0], thinCreateArgs(vgName, name, want), {"lvchange", "--deltag", CreateTag, object}})

@@ -10,8 +10,8 @@ import (
 
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/lvm/vdo"
-	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/probes/shell"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -522,7 +522,7 @@ func (p *planner) vdoSettingsRemedy(pool, vdoLV, settings string) string {
 func shellAnd(cmds [][]string) string {
 	out := make([]string, len(cmds))
 	for i, c := range cmds {
-		out[i] = hostio.ShellJoin(c)
+		out[i] = shell.Join(c)
 	}
 	return strings.Join(out, " && ")
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/keel-storage/keel/lvm/units"
-	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/shell"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"io"
 	"strings"
@@ -90,7 +90,7 @@ func (pr PlanReport) WriteText(w io.Writer) error {
 
 func writeSteps(b *strings.Builder, a plan.Action) {
 	for _, c := range a.Commands {
-		fmt.Fprintf(b, "    $ %s\n", hostio.ShellJoin(c))
+		fmt.Fprintf(b, "    $ %s\n", shell.Join(c))
 	}
 	for _, wr := range a.Writes {
 		fmt.Fprintf(b, "    write %s < %s\n", wr.Path, wr.Value)

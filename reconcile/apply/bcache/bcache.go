@@ -26,7 +26,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/plan"
 )
 
@@ -77,9 +77,9 @@ func Expected(attr, want string) (string, error) {
 	}
 	switch attr {
 	case "sequential_cutoff":
-		return probes.Hprint(n), nil
+		return model.Hprint(n), nil
 	case "writeback_rate":
-		return probes.Hprint(n << 9), nil // sectors written, bytes read
+		return model.Hprint(n << 9), nil // sectors written, bytes read
 	}
 	return want, nil
 }

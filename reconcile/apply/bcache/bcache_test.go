@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keel-storage/keel/probes"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/plan"
 )
 
@@ -36,12 +36,12 @@ func TestHprintMatchesKernel(t *testing.T) {
 		{2048 << 9, "bcache-writeback_rate-2048.txt"},
 		{1024 << 9, "bcache-default-writeback_rate.txt"},
 	} {
-		if got, want := probes.Hprint(tc.v), read(t, tc.file); got != want {
+		if got, want := model.Hprint(tc.v), read(t, tc.file); got != want {
 			t.Errorf("probes.Hprint(%d) = %q, kernel printed %q", tc.v, got, want)
 		}
 	}
 	for v, want := range map[int64]string{1023: "0.9k", 1024 * 1000: "0.9M", 1024 * 1024 * 999: "999.0M", -2048: "-2.0k"} {
-		if got := probes.Hprint(v); got != want {
+		if got := model.Hprint(v); got != want {
 			t.Errorf("probes.Hprint(%d) = %q, want %q", v, got, want)
 		}
 	}

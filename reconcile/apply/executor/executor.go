@@ -31,6 +31,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/shell"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
 )
@@ -636,7 +637,7 @@ func (e *Executor) runCommands(ctx context.Context, a plan.Action, res *Result) 
 						continue
 					}
 					if aerr := e.run(ctx, rest, res); aerr != nil {
-						e.Log.Error("reactivation after a failed maintenance change failed", "object", a.Object, "command", hostio.ShellJoin(rest), "err", aerr)
+						e.Log.Error("reactivation after a failed maintenance change failed", "object", a.Object, "command", shell.Join(rest), "err", aerr)
 					}
 				}
 			}

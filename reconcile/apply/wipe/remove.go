@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/shell"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
 )
 
@@ -139,7 +140,7 @@ func (r *Remover) removeOne(ctx context.Context, t removal.Target) error {
 		log.Warn(n)
 	}
 	run := func(argv ...string) error {
-		log.Info("run", "argv", hostio.ShellJoin(argv))
+		log.Info("run", "argv", shell.Join(argv))
 		if err := r.command(ctx, argv...); err != nil {
 			return fmt.Errorf("lv %s: %w", t.Name(), err)
 		}

@@ -1,12 +1,15 @@
-package hostio
+package shell_test
 
 import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/shell"
 )
 
-func TestShellJoin(t *testing.T) {
+func TestJoin(t *testing.T) {
 	for _, c := range []struct {
 		argv []string
 		want string
@@ -16,21 +19,21 @@ func TestShellJoin(t *testing.T) {
 		{[]string{"pvmove", "/dev/sdb:100-200", "/dev/nvme0n1"}, `pvmove /dev/sdb:100-200 /dev/nvme0n1`},
 		{[]string{"echo", "$HOME", "*", "a|b"}, `echo '$HOME' '*' 'a|b'`},
 	} {
-		if got := ShellJoin(c.argv); got != c.want {
-			t.Errorf("ShellJoin(%q) = %s, want %s", c.argv, got, c.want)
+		if got := shell.Join(c.argv); got != c.want {
+			t.Errorf("shell.Join(%q) = %s, want %s", c.argv, got, c.want)
 		}
 	}
-	if got := ShellLines([][]string{{"vgchange", "-ay", "vg"}, {"pvscan", "--cache", "a b"}}); got != `vgchange -ay vg; pvscan --cache 'a b'` {
-		t.Errorf("ShellLines = %s", got)
+	if got := shell.Lines([][]string{{"vgchange", "-ay", "vg"}, {"pvscan", "--cache", "a b"}}); got != `vgchange -ay vg; pvscan --cache 'a b'` {
+		t.Errorf("Lines = %s", got)
 	}
 }
 
-// What ShellJoin prints, typed into a shell, gives the program exactly the
+// What Join prints, typed into a shell, gives the program exactly the
 // argv it was made from.
-func TestShellJoinRoundTrip(t *testing.T) {
+func TestJoinRoundTrip(t *testing.T) {
 	argv := []string{"x", "a b", "it's", "", "$HOME", "`id`", "\\", "a\"b", "*", "~", "tab\there", "!#;&|<>(){}[]?"}
-	line := ShellJoin(append([]string{"printf", `%s\n`}, argv...))
-	res, err := ExecRunner{}.Run(context.Background(), Cmd{Name: "sh", Args: []string{"-c", line}})
+	line := shell.Join(append([]string{"printf", `%s\n`}, argv...))
+	res, err := hostio.ExecRunner{}.Run(context.Background(), hostio.Cmd{Name: "sh", Args: []string{"-c", line}})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("sh -c %s: %v %q", line, err, res.Stderr)
 	}

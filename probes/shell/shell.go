@@ -1,4 +1,7 @@
-package hostio
+// Package shell renders commands for people: the argv keel runs, quoted so
+// that a POSIX shell hands the program exactly that argv. It is pure text,
+// shared by the readers, the planner and the reports.
+package shell
 
 import "strings"
 
@@ -6,11 +9,11 @@ import "strings"
 // word; a word made only of them is printed bare.
 const safeWord = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:+,@%"
 
-// ShellJoin renders argv for a person to read or paste into a POSIX shell:
+// Join renders argv for a person to read or paste into a POSIX shell:
 // plain words stay bare, every other word is single-quoted (an embedded '
 // as '\”), so that the shell hands the program exactly argv. Every
 // command keel prints (plans, remedies, recommendations) goes through it.
-func ShellJoin(argv []string) string {
+func Join(argv []string) string {
 	out := make([]string, len(argv))
 	for i, a := range argv {
 		if a != "" && strings.Trim(a, safeWord) == "" {
@@ -22,15 +25,12 @@ func ShellJoin(argv []string) string {
 	return strings.Join(out, " ")
 }
 
-// ShellLines renders several commands as one line, each ShellJoin'ed and
+// Lines renders several commands as one line, each Join'ed and
 // separated by "; ", as a remedy a person types in one go.
-func ShellLines(cmds [][]string) string {
+func Lines(cmds [][]string) string {
 	lines := make([]string, len(cmds))
 	for i, c := range cmds {
-		lines[i] = ShellJoin(c)
+		lines[i] = Join(c)
 	}
 	return strings.Join(lines, "; ")
 }
-
-// Shell renders c with ShellJoin.
-func (c Cmd) Shell() string { return ShellJoin(c.Argv()) }
