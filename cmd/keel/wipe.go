@@ -72,9 +72,12 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "keel", Output: stderr, Level: hclog.Info})
-	loop := converge.New(configs, converge.Wiring{Source: src, Log: log})
-	loop.SkipOwnerCheck = true // checked above, with keel wipe's own exit status
-	err = loop.Load()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The ownership was checked above, with keel wipe's own exit status.
+	loop := converge.New(configs, converge.Wiring{Source: src, Log: log, SkipOwnerCheck: true,
+		Wipes: wipeProgress(ctx, stderr, log)})
+	err = loop.Load(loop.Read())
 	if err != nil {
 		fmt.Fprintf(stderr, "keel wipe: %s\n", loadErrorText("wipe", configs, err))
 		return exitError
@@ -95,8 +98,6 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	targets, err := loop.PlanWipe(ctx, converge.WipeRequest{Names: names, Mode: mode, Absent: *absent,
 		Act: !*dryRun && *node == "", Replay: *node != ""})
 	if err != nil {
@@ -113,7 +114,6 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 
-	attachProgress(ctx, loop, stderr, log)
 	if err := loop.RunWipe(ctx, targets, step); err != nil {
 		return refused(stderr, err)
 	}
@@ -145,9 +145,9 @@ func describe(t wipe.Target) string {
 	return s
 }
 
-// attachProgress makes the remover draw a bar on a terminal, or log
+// wipeProgress makes the remover draw a bar on a terminal, or log
 // structured progress lines every 10 s otherwise, for each wipe pass.
-func attachProgress(ctx context.Context, r *converge.Loop, stderr io.Writer, log hclog.Logger) {
+func wipeProgress(ctx context.Context, stderr io.Writer, log hclog.Logger) converge.WipeObserver {
 	term := isTerminal(stderr)
 	interval := 10 * time.Second
 	if term {
@@ -155,7 +155,8 @@ func attachProgress(ctx context.Context, r *converge.Loop, stderr io.Writer, log
 	}
 	var mu sync.Mutex
 	stops := map[*wipe.Progress]func(){}
-	r.WipeStarted = func(t wipe.Target, pass wipe.Mode, p *wipe.Progress) {
+	var o converge.WipeObserver
+	o.Started = func(t wipe.Target, pass wipe.Mode, p *wipe.Progress) {
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
@@ -166,7 +167,7 @@ func attachProgress(ctx context.Context, r *converge.Loop, stderr io.Writer, log
 		stops[p] = func() { cancel(); <-done }
 		mu.Unlock()
 	}
-	r.WipeFinished = func(_ wipe.Target, _ wipe.Mode, p *wipe.Progress, _ error) {
+	o.Finished = func(_ wipe.Target, _ wipe.Mode, p *wipe.Progress, _ error) {
 		mu.Lock()
 		stop := stops[p]
 		delete(stops, p)
@@ -175,6 +176,7 @@ func attachProgress(ctx context.Context, r *converge.Loop, stderr io.Writer, log
 			stop()
 		}
 	}
+	return o
 }
 
 func isTerminal(w io.Writer) bool {

@@ -78,10 +78,10 @@ func TestBcachePassRunsNoCommand(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(bcacheCue(40)), 0o644)
 	a, sys, run := mixedHost(t, dir)
-	if err := a.Load(); err != nil {
+	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := a.BcachePass(context.Background())
+	rep, err := a.BcachePass(context.Background(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +102,11 @@ func TestConvergeStopsWhenNothingPending(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(bcacheCue(40)+"volumeGroups: missingvg: pvs: [\"/dev/disk/by-id/nvme-none\"]\n"), 0o644)
 	a, sys, run := mixedHost(t, dir)
-	a.SkipOwnerCheck = true
-	if err := a.Load(); err != nil {
+	a.skipOwnerCheck = true
+	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.Converge(context.Background(), executor.Mode{})
+	res, err := a.Converge(context.Background(), Options{Mode: executor.Mode{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,10 +129,10 @@ func TestConvergeStopsWhenNothingPending(t *testing.T) {
 	perProbe := run.N.Load()
 	run.N.Store(0)
 	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(bcacheCue(30)+"volumeGroups: missingvg: pvs: [\"/dev/disk/by-id/nvme-none\"]\n"), 0o644)
-	if err := a.Load(); err != nil {
+	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Converge(context.Background(), executor.Mode{}); err != nil {
+	if _, err := a.Converge(context.Background(), Options{Mode: executor.Mode{}}); err != nil {
 		t.Fatal(err)
 	}
 	// One probe to plan, one to verify the write: two, not three.
@@ -141,8 +141,8 @@ func TestConvergeStopsWhenNothingPending(t *testing.T) {
 	}
 }
 
-// ConvergeFrom plans its first pass against the host it is given.
-func TestConvergeFromGivenHost(t *testing.T) {
+// Converge plans its first pass against the host it is given.
+func TestConvergeGivenHost(t *testing.T) {
 	snap, err := probes.ReadSnapshotFile("../../probes/testdata/snapshots/mixed.txtar")
 	if err != nil {
 		t.Fatal(err)
@@ -154,14 +154,14 @@ func TestConvergeFromGivenHost(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(bcacheCue(40)), 0o644)
 	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: probes.Source{Runner: failingRunner{}, FS: probes.DirFS(t.TempDir())}})
-	a.SkipOwnerCheck = true
-	if err := a.Load(); err != nil {
+	a.skipOwnerCheck = true
+	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Converge(context.Background(), executor.Mode{DryRun: true}); err == nil {
+	if _, err := a.Converge(context.Background(), Options{Mode: executor.Mode{DryRun: true}}); err == nil {
 		t.Fatal("a pass on a host that cannot be probed succeeded")
 	}
-	res, err := a.ConvergeFrom(context.Background(), h, executor.Mode{DryRun: true})
+	res, err := a.Converge(context.Background(), Options{Host: h, Mode: executor.Mode{DryRun: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestConvergeFromGivenHost(t *testing.T) {
 
 func TestMaybeBcacheOnly(t *testing.T) {
 	a := New([]string{"/etc/keel"}, Wiring{StateDir: t.TempDir(), Source: probes.Source{Runner: failingRunner{}}})
-	a.SkipOwnerCheck = true
+	a.skipOwnerCheck = true
 	files := func(texts ...string) []schema.File {
 		var fs []schema.File
 		for i, s := range texts {
@@ -182,7 +182,7 @@ func TestMaybeBcacheOnly(t *testing.T) {
 		return fs
 	}
 	lvm := "lvm: scanLVs: true\n"
-	if err := a.LoadFiles(files(bcacheCue(40), lvm), nil); err != nil {
+	if err := a.Load(files(bcacheCue(40), lvm), nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -285,7 +285,7 @@ func ruleLoop(t *testing.T, wb int) (*Loop, *convergetest.MemSysFS, *convergetes
 	u := &udevRunner{Runner: src.Runner, sys: sys}
 	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys, FileRoot: root, Runner: u,
 		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
-	if err := a.Load(); err != nil {
+	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}
 	return a, sys, run, u, root
@@ -298,7 +298,7 @@ func ruleLoop(t *testing.T, wb int) (*Loop, *convergetest.MemSysFS, *convergetes
 // busy udevd would hold the tunables up to the reload's 5 s.
 func TestBcachePassWritesTheRuleFirst(t *testing.T) {
 	a, _, run, u, root := ruleLoop(t, 40)
-	rep, err := a.BcachePass(context.Background())
+	rep, err := a.BcachePass(context.Background(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestBcachePassWritesTheRuleFirst(t *testing.T) {
 // (e2e/underfire, 2026-12-03: 8 s).
 func TestBcachePassRewritesWhatTheOldRuleSetBack(t *testing.T) {
 	a, sys, _, u, _ := ruleLoop(t, 40)
-	rep, err := a.BcachePass(context.Background())
+	rep, err := a.BcachePass(context.Background(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestBcachePassRewritesWhatTheOldRuleSetBack(t *testing.T) {
 	// When nothing set it back, it is written once.
 	a, sys, _, u, _ = ruleLoop(t, 40)
 	u.landed = true
-	if _, err := a.BcachePass(context.Background()); err != nil {
+	if _, err := a.BcachePass(context.Background(), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(sys.Writes) != 1 {
@@ -365,10 +365,9 @@ func TestBcachePassPreemptedWhileUdevSettles(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	g := NewGate(cancel)
-	a.Gate = g
 	preempted := false
 	u.onSettle = func() { preempted = g.Preempt() }
-	rep, err := a.BcachePass(ctx)
+	rep, err := a.BcachePass(ctx, Options{Gate: g})
 	if !preempted || !errors.Is(err, ErrPreempted) {
 		t.Fatalf("preempted %v, err %v: want the settle preempted and ErrPreempted", preempted, err)
 	}

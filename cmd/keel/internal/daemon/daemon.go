@@ -81,6 +81,9 @@ type Daemon struct {
 
 	tracker *alerts.Tracker
 	metrics *alerts.Metrics
+	// wipeStarted and wipeAlive wake publishWipes and keepAliveWhileWiping
+	// when a safe removal starts.
+	wipeStarted, wipeAlive chan struct{}
 	// levels are the fill levels of the last pass that probed.
 	levels []plan.Level
 	// wipeTextfile is the textfile path publishWipes writes to while a
@@ -120,7 +123,8 @@ func (t trigger) finish() {
 }
 
 // Run loads the desired state, starts its watches, tells systemd it is
-// ready, passes once and then serves triggers until ctx ends.
+// ready, passes once and then serves triggers until ctx ends. The loop
+// must have been wired with WipeObserver.
 func (d *Daemon) Run(ctx context.Context) error {
 	if d.Resync <= 0 {
 		d.Resync = time.Hour
@@ -134,8 +138,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.Debounce <= 0 {
 		d.Debounce = 20 * time.Millisecond
 	}
-	d.tracker = alerts.NewTracker()
-	d.metrics = alerts.NewMetrics()
+	d.init()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d.publishWipeProgress(ctx)
@@ -170,7 +173,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go d.keepAliveWhilePassing(ctx, iv, notify.Watchdog)
 	}
 	notify.Ready("first pass running")
-	summary := d.busy(func() string { return d.safePass(ctx, "start") })
+	summary := d.busy(func() string { return d.safePass(ctx, "start", nil) })
 	notify.Status(summary)
 	d.Log.Info("keel running", "status", summary)
 
@@ -298,8 +301,7 @@ func (d *Daemon) startServing(ctx context.Context, t trigger, preemptible bool) 
 	}
 	go func() {
 		defer cancel()
-		d.Loop.Gate = s.gate // only this goroutine runs the Loop
-		h := serveHooks{fast: &s.fastOwed}
+		h := serveHooks{fast: &s.fastOwed, gate: s.gate}
 		if t.hup {
 			h.loaded = func() {
 				notify.Ready("desired state read again; passing")
@@ -373,30 +375,50 @@ func drain(t trigger, queued <-chan trigger) trigger {
 	}
 }
 
-// publishWipeProgress publishes the progress of safe removals as metrics
-// while they run (publishWipes).
-func (d *Daemon) publishWipeProgress(ctx context.Context) {
-	wipes := make(chan struct{}, 1)
-	alive := make(chan struct{}, 1)
-	d.Loop.WipeStarted = func(t wipe.Target, _ wipe.Mode, p *wipe.Progress) {
-		d.wipeTextfile.Store(d.textfile()) // read here, on the pass's goroutine
-		d.metrics.WipeStarted(t.VG, t.LV, func() (uint64, uint64, float64) {
-			s := p.Stat()
-			return s.Done, s.Total, s.Rate
-		})
-		select {
-		case wipes <- struct{}{}:
-		default: // publishWipes is awake already
-		}
-		select {
-		case alive <- struct{}{}:
-		default: // keepAliveWhileWiping is awake already
-		}
+// init makes what both WipeObserver and Run use.
+func (d *Daemon) init() {
+	if d.metrics != nil {
+		return
 	}
-	d.Loop.WipeFinished = func(t wipe.Target, _ wipe.Mode, _ *wipe.Progress, _ error) { d.metrics.WipeFinished(t.VG, t.LV) }
-	go d.publishWipes(ctx, wipes, 5*time.Second)
+	d.tracker = alerts.NewTracker()
+	d.metrics = alerts.NewMetrics()
+	d.wipeStarted = make(chan struct{}, 1)
+	d.wipeAlive = make(chan struct{}, 1)
+}
+
+// WipeObserver is what the loop must be wired with (converge.Wiring.Wipes)
+// so that the daemon publishes the progress of safe removals as metrics
+// and keeps the watchdog pinged while their bytes advance. Call it before
+// Run, on the goroutine that calls Run.
+func (d *Daemon) WipeObserver() converge.WipeObserver {
+	d.init()
+	metrics, wipes, alive := d.metrics, d.wipeStarted, d.wipeAlive
+	return converge.WipeObserver{
+		Started: func(t wipe.Target, _ wipe.Mode, p *wipe.Progress) {
+			d.wipeTextfile.Store(d.textfile()) // read here, on the pass's goroutine
+			metrics.WipeStarted(t.VG, t.LV, func() (uint64, uint64, float64) {
+				s := p.Stat()
+				return s.Done, s.Total, s.Rate
+			})
+			select {
+			case wipes <- struct{}{}:
+			default: // publishWipes is awake already
+			}
+			select {
+			case alive <- struct{}{}:
+			default: // keepAliveWhileWiping is awake already
+			}
+		},
+		Finished: func(t wipe.Target, _ wipe.Mode, _ *wipe.Progress, _ error) { metrics.WipeFinished(t.VG, t.LV) },
+	}
+}
+
+// publishWipeProgress publishes the progress of safe removals as metrics
+// while they run (publishWipes), as WipeObserver reports them.
+func (d *Daemon) publishWipeProgress(ctx context.Context) {
+	go d.publishWipes(ctx, d.wipeStarted, 5*time.Second)
 	if iv := notify.WatchdogInterval(); iv > 0 {
-		go d.keepAliveWhileWiping(ctx, alive, iv, notify.Watchdog)
+		go d.keepAliveWhileWiping(ctx, d.wipeAlive, iv, notify.Watchdog)
 	}
 }
 
@@ -550,15 +572,15 @@ func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string, h ser
 		d.Loop.Restore(prev, fmt.Errorf("keel crashed working on it (%w); the last good desired state is back in force", err))
 		d.metrics.Reload(false, time.Now())
 		d.Log.Error("config.invalid: the last good desired state is back in force", "finding", converge.ConfigInvalidID, "err", err)
-		return d.safePass(ctx, why+" (last good desired state)")
+		return d.safePass(ctx, why+" (last good desired state)", h.gate)
 	}
 	return "last pass failed (see the log): " + err.Error()
 }
 
 // safePass is pass with a panic recovered (see recovered).
-func (d *Daemon) safePass(ctx context.Context, why string) string {
+func (d *Daemon) safePass(ctx context.Context, why string, gate *converge.Gate) string {
 	var status string
-	if err := d.recovered(why, func() { status = d.pass(ctx, why, nil) }); err != nil {
+	if err := d.recovered(why, func() { status = d.pass(ctx, why, converge.Options{Gate: gate}) }); err != nil {
 		return "last pass failed (see the log): " + err.Error()
 	}
 	return status
@@ -585,6 +607,8 @@ type serveHooks struct {
 	loaded func()
 	// fast is set while the fast path is owed and not yet run to its end.
 	fast *atomic.Bool
+	// gate, when set, lets a newer trigger preempt the serve's passes.
+	gate *converge.Gate
 }
 
 // owe records whether the fast path is still owed.
@@ -634,7 +658,7 @@ func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, h
 			h = earlySys.wait()
 		}
 		start := time.Now()
-		rep, err := d.Loop.BcachePassOn(ctx, h)
+		rep, err := d.Loop.BcachePass(ctx, converge.Options{Host: h, Gate: hooks.gate})
 		d.Log.Info("bcache fast path", "why", why, "converged", rep.Count(executor.Converged), "took", converge.Since(start), "err", err)
 		if !errors.Is(err, converge.ErrPreempted) {
 			hooks.owe(false)
@@ -648,7 +672,7 @@ func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, h
 	if early != nil {
 		h = early.wait() // nil when it failed: the pass probes again
 	}
-	return d.pass(ctx, why, h)
+	return d.pass(ctx, why, converge.Options{Host: h, Gate: hooks.gate})
 }
 
 // earlyProbe is a full probe running while the daemon loads the desired
@@ -659,7 +683,7 @@ type earlyProbe struct {
 	host   *probes.Host
 }
 
-// startProbe runs probe (Agent.Probe, or Agent.SysfsProbe) in the
+// startProbe runs probe (Loop.Probe, or Loop.SysfsProbe) in the
 // background. Its host is kept when it succeeded, or, with sysfs set (a
 // SysfsProbe always reports the LVM commands it did not run), whenever
 // it was not cancelled.
@@ -683,11 +707,11 @@ func (p *earlyProbe) wait() *probes.Host {
 	return p.host
 }
 
-// load loads the desired state from files read by Agent.Read (readErr is
+// load loads the desired state from files read by Loop.Read (readErr is
 // Read's error); on error the last good one stays.
 func (d *Daemon) load(files []schema.File, readErr error) error {
 	start := time.Now()
-	err := d.Loop.LoadFiles(files, readErr)
+	err := d.Loop.Load(files, readErr)
 	d.metrics.Reload(err == nil, time.Now())
 	if err != nil {
 		var invalid *schema.Error
@@ -704,13 +728,14 @@ func (d *Daemon) load(files []schema.File, readErr error) error {
 }
 
 // pass runs passes until the host converges (Converge; the first plans
-// against h when it is not nil) and publishes the outcome; it returns the
-// one-line status.
-func (d *Daemon) pass(ctx context.Context, why string, h *probes.Host) string {
+// against o.Host when it is set, o.Gate may preempt them) and publishes
+// the outcome; it returns the one-line status.
+func (d *Daemon) pass(ctx context.Context, why string, o converge.Options) string {
 	start := time.Now()
 	cpu0 := cpuNow()
 	audit := d.audit()
-	res, err := d.Loop.ConvergeFrom(ctx, h, executor.Mode{DryRun: audit})
+	o.Mode = executor.Mode{DryRun: audit}
+	res, err := d.Loop.Converge(ctx, o)
 	statuses := map[string]int{}
 	for _, r := range res.Report.Results {
 		statuses[string(r.Status)]++

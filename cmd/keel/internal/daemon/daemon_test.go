@@ -350,15 +350,14 @@ func bcacheDaemon(t *testing.T) (cfg string, sys *convergetest.MemSysFS, run *co
 	cfg = filepath.Join(dir, "b.cue")
 	os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
 	src, sys, run := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
-	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys,
-		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
-	a.SkipOwnerCheck = true
 	sock, recv := testsock.Listen(t)
 	t.Setenv("NOTIFY_SOCKET", sock)
 	logs = &strings.Builder{}
-	d = &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: logs}, Level: hclog.Debug}),
+	d = &Daemon{Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: logs}, Level: hclog.Debug}),
 		NoUevents: true, Debounce: 10 * time.Millisecond}
-	a.Log = d.Log
+	d.Loop = converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys,
+		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1},
+		SkipOwnerCheck: true, Log: d.Log, Wipes: d.WipeObserver()})
 	return cfg, sys, run, d, recv, logs
 }
 
@@ -520,8 +519,7 @@ func firstPass(t *testing.T, desired string, audit bool) changes {
 	}
 	root, state := t.TempDir(), t.TempDir()
 	a := converge.New([]string{dir}, converge.Wiring{Source: src, Runner: run, SysFS: sys, LVMConfPath: lvmConf,
-		FileRoot: root, StateDir: state, Options: executor.Options{MaxAttempts: 1}})
-	a.SkipOwnerCheck = true
+		FileRoot: root, StateDir: state, Options: executor.Options{MaxAttempts: 1}, SkipOwnerCheck: true})
 	prom := filepath.Join(t.TempDir(), "keel.prom")
 	sock, recv := testsock.Listen(t)
 	t.Setenv("NOTIFY_SOCKET", sock)
@@ -608,8 +606,7 @@ func TestDaemonAuditNoFastPath(t *testing.T) {
 	os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
 	src, sys, _ := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
 	a := converge.New([]string{dir}, converge.Wiring{Source: src, SysFS: sys, Runner: &recordingRunner{},
-		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), StateDir: t.TempDir()})
-	a.SkipOwnerCheck = true
+		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), StateDir: t.TempDir(), SkipOwnerCheck: true})
 	sock, recv := testsock.Listen(t)
 	t.Setenv("NOTIFY_SOCKET", sock)
 	var logs strings.Builder
