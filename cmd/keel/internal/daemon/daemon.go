@@ -78,6 +78,11 @@ type Daemon struct {
 	// through: while a pass runs, the watchdog is pinged as long as its
 	// commands advance (keepAliveWhilePassing).
 	Liveness *Liveness
+	// Notify sends READY, STATUS, RELOADING, STOPPING and WATCHDOG; its
+	// zero value sends them to systemd.
+	Notify notify.Sender
+	// Watch watches a directory (watch.Watch when nil).
+	Watch WatchFunc
 
 	tracker *alerts.Tracker
 	metrics *alerts.Metrics
@@ -100,6 +105,10 @@ type Daemon struct {
 	baseline   map[string]string
 	baselined  atomic.Bool // offerBaseline ran
 }
+
+// WatchFunc watches the files of dir that match: the signature of
+// watch.Watch.
+type WatchFunc func(ctx context.Context, dir string, match func(string) bool, o watch.Options, onChange func(watch.Sum), onErr func(error)) error
 
 type trigger struct {
 	reload bool
@@ -126,6 +135,29 @@ func (t trigger) finish() {
 // ready, passes once and then serves triggers until ctx ends. The loop
 // must have been wired with WipeObserver.
 func (d *Daemon) Run(ctx context.Context) error {
+	d.setDefaults()
+	d.init()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d.publishWipeProgress(ctx)
+	triggers, stop := d.listen(ctx)
+	defer stop()
+
+	// READY as soon as keel listens: the first pass can be long (a pool to
+	// create, a wipe), and until READY systemd holds keel to
+	// TimeoutStartSec, while WatchdogSec is armed only after it.
+	if iv := notify.WatchdogInterval(); iv > 0 && d.Liveness != nil {
+		go d.keepAliveWhilePassing(ctx, iv, d.Notify.Watchdog)
+	}
+	_ = d.Notify.Ready("first pass running")
+	summary := d.busy(func() string { return d.safePass(ctx, "start", nil) })
+	_ = d.Notify.Status(summary)
+	d.Log.Info("keel running", "status", summary)
+	return d.serveTriggers(ctx, triggers)
+}
+
+// setDefaults fills in the periods left zero.
+func (d *Daemon) setDefaults() {
 	if d.Resync <= 0 {
 		d.Resync = time.Hour
 	}
@@ -138,10 +170,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.Debounce <= 0 {
 		d.Debounce = 20 * time.Millisecond
 	}
-	d.init()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	d.publishWipeProgress(ctx)
+}
+
+// listen starts the sources of triggers (the file watches, kernel uevents,
+// the metadata poll) and reads the desired state. It returns the queue
+// they send to and the function that stops what must be stopped.
+func (d *Daemon) listen(ctx context.Context) (chan trigger, func()) {
 	triggers := make(chan trigger, 64)
 	trySend := func(t trigger) bool {
 		select {
@@ -157,26 +191,28 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// starts is either in what it reads or a change the watch reports.
 	d.startWatches(ctx, send)
 	d.load(d.Loop.Read())
+	var stops []func()
 	if stop := d.startUevents(ctx, trySend); stop != nil {
-		defer stop()
+		stops = append(stops, stop)
 	}
 	if d.Stamp != nil || d.PoolKey != nil {
 		poll := time.NewTicker(d.Poll)
-		defer poll.Stop()
+		stops = append(stops, poll.Stop)
 		go d.pollMetadata(ctx, poll.C, d.Stamp, send)
 	}
-
-	// READY as soon as keel listens: the first pass can be long (a pool to
-	// create, a wipe), and until READY systemd holds keel to
-	// TimeoutStartSec, while WatchdogSec is armed only after it.
-	if iv := notify.WatchdogInterval(); iv > 0 && d.Liveness != nil {
-		go d.keepAliveWhilePassing(ctx, iv, notify.Watchdog)
+	return triggers, func() {
+		for _, stop := range stops {
+			stop()
+		}
 	}
-	notify.Ready("first pass running")
-	summary := d.busy(func() string { return d.safePass(ctx, "start", nil) })
-	notify.Status(summary)
-	d.Log.Info("keel running", "status", summary)
+}
 
+// serveTriggers feeds the scheduler every event (a trigger from the queue,
+// a SIGHUP, the resync, the end of a serve) and carries its decisions out,
+// until ctx ends. One trigger is served at a time, on its own goroutine
+// (cur), so that triggers are still taken while it runs; the loop itself
+// pings the watchdog while no serve runs.
+func (d *Daemon) serveTriggers(ctx context.Context, triggers chan trigger) error {
 	var wd <-chan time.Time
 	if iv := notify.WatchdogInterval(); iv > 0 {
 		t := time.NewTicker(iv)
@@ -185,97 +221,79 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	resync := time.NewTicker(d.Resync)
 	defer resync.Stop()
-	// One trigger is served at a time, on its own goroutine (cur), so that
-	// the loop can still take triggers while it runs: they wait in pending,
-	// folded into one, and a changed desired state, a SIGHUP or a bcache
-	// registration preempts a pass that is still only reading the host
-	// (converge.Gate), at most maxPreemptions times in a row, so that a
-	// steady stream of triggers cannot starve full passes.
+	sched := scheduler{debounce: d.Debounce}
 	var cur *serving
-	var pending *trigger
-	preempted := 0
-	begin := func(t trigger) {
-		cur = d.startServing(ctx, t, preempted < maxPreemptions)
-	}
 	for {
 		var ended <-chan string
 		if cur != nil {
 			ended = cur.done
 		}
+		var dec decision
+		var t trigger
 		select {
 		case <-ctx.Done():
 			if cur != nil {
 				<-cur.done
 			}
-			notify.Stopping()
+			_ = d.Notify.Stopping()
 			return ctx.Err()
 		case <-wd:
-			if cur == nil {
-				notify.Watchdog() // from the loop itself: a hung loop stops the pings
+			if sched.idle() {
+				_ = d.Notify.Watchdog() // from the loop itself: a hung loop stops the pings
 			} // while a pass runs, keepAliveWhilePassing pings as its commands advance
+			continue
 		case <-d.Reload:
-			notify.Reloading()
-			t := trigger{reload: true, hup: true, why: "SIGHUP"}
-			if cur != nil {
-				pending = fold(pending, t)
-				d.preempt(cur, t)
-				continue
-			}
-			begin(t)
-		case t := <-triggers:
+			_ = d.Notify.Reloading()
+			t = trigger{reload: true, hup: true, why: "SIGHUP"}
+			dec = sched.add(t, fromSignal)
+		case t = <-triggers:
 			d.Log.Debug("trigger", "why", t.why)
-			if cur != nil {
-				pending = fold(pending, t)
-				d.preempt(cur, t)
-				continue
-			}
-			if !d.debounce(ctx, t) {
-				continue
-			}
-			begin(drain(t, triggers))
+			dec = sched.add(t, fromQueue)
 		case <-resync.C:
-			t := trigger{why: "resync"}
-			if cur != nil {
-				pending = fold(pending, t)
-				continue
-			}
-			begin(t)
+			t = trigger{why: "resync"}
+			dec = sched.add(t, fromResync)
 		case status := <-ended:
-			done := cur
+			dec = d.ended(&sched, cur, status)
 			cur = nil
-			if done.gate.Preempted() {
-				// Served again after what preempted it, with it.
-				preempted++
-				d.Log.Info("pass preempted before it changed anything", "why", done.t.why, "by", pending.why)
-				t := done.t
-				t.hup = t.hup && !done.reloaded.Load()
-				// A reload it made may have taken in a bcache-only change
-				// that the next load no longer sees as one (same files):
-				// the fast path it did not finish is still owed.
-				t.fast = t.fast || done.fastOwed.Load()
-				pending = fold(&t, *pending)
-			} else {
-				preempted = 0
-				if done.t.hup && !done.reloaded.Load() {
-					notify.Ready(status) // it failed before its reload
-				} else {
-					notify.Status(status)
-				}
-				done.t.finish()
-			}
-			if pending != nil {
-				t := drain(*pending, triggers)
-				pending = nil
-				begin(t)
+		}
+		if dec.preempt && cur.gate.Preempt() {
+			d.Log.Debug("preempting the pass", "why", cur.t.why, "by", t.why)
+		}
+		if dec.settle > 0 && !sleep(ctx, dec.settle) {
+			continue // ctx ended: the next turn stops
+		}
+		if dec.drain {
+			drain(&sched, triggers)
+		}
+		if dec.start {
+			if t, preemptible, ok := sched.next(); ok {
+				cur = d.startServing(ctx, t, preemptible)
 			}
 		}
 	}
 }
 
-// maxPreemptions bounds the passes preempted in a row (Run).
-const maxPreemptions = 3
+// ended tells the scheduler that cur ended with status, and tells systemd
+// and the trigger's waiters, unless it was preempted: then it is served
+// again after what preempted it, with it.
+func (d *Daemon) ended(sched *scheduler, cur *serving, status string) decision {
+	e, dec := sched.ended(outcome{preempted: cur.gate.Preempted(), reloaded: cur.reloaded.Load(), fastOwed: cur.fastOwed.Load()})
+	switch {
+	case e.preempted:
+		d.Log.Info("pass preempted before it changed anything", "why", cur.t.why, "by", e.by)
+	case e.ready:
+		_ = d.Notify.Ready(status) // it failed before its reload
+	default:
+		_ = d.Notify.Status(status)
+	}
+	if e.finish != nil {
+		e.finish.finish()
+	}
+	return dec
+}
 
-// serving is a trigger being served on its own goroutine.
+// serving is a trigger being served on its own goroutine. Run reads its
+// fields once done has received, or through their synchronisation.
 type serving struct {
 	t    trigger
 	gate *converge.Gate
@@ -292,7 +310,7 @@ type serving struct {
 }
 
 // startServing serves t on a goroutine; preemptible gives its pass a gate
-// that a newer trigger may close (preempt).
+// that a newer trigger may close (Gate.Preempt).
 func (d *Daemon) startServing(ctx context.Context, t trigger, preemptible bool) *serving {
 	passCtx, cancel := context.WithCancel(ctx)
 	s := &serving{t: t, done: make(chan string, 1)}
@@ -304,39 +322,13 @@ func (d *Daemon) startServing(ctx context.Context, t trigger, preemptible bool) 
 		h := serveHooks{fast: &s.fastOwed, gate: s.gate}
 		if t.hup {
 			h.loaded = func() {
-				notify.Ready("desired state read again; passing")
+				_ = d.Notify.Ready("desired state read again; passing")
 				s.reloaded.Store(true)
 			}
 		}
 		s.done <- d.busy(func() string { return d.serve(passCtx, t.reload, t.fast, t.why, h) })
 	}()
 	return s
-}
-
-// preempt cancels the pass being served when t asks for something
-// promptly (a changed desired state, a SIGHUP, a bcache registration) and
-// the pass has not begun to change the host.
-func (d *Daemon) preempt(s *serving, t trigger) {
-	if s.gate == nil || !(t.reload || t.fast) {
-		return
-	}
-	if s.gate.Preempt() {
-		d.Log.Debug("preempting the pass", "why", s.t.why, "by", t.why)
-	}
-}
-
-// fold merges t into p (nil: t alone): reload, fast and hup if either
-// asks, every waiter, p's reason.
-func fold(p *trigger, t trigger) *trigger {
-	if p == nil {
-		return &t
-	}
-	m := *p
-	m.reload = m.reload || t.reload
-	m.fast = m.fast || t.fast
-	m.hup = m.hup || t.hup
-	m.done = append(append([]chan struct{}(nil), m.done...), t.done...)
-	return &m
 }
 
 // busy runs a pass (fn) with passing set, for keepAliveWhilePassing.
@@ -346,13 +338,8 @@ func (d *Daemon) busy(fn func() string) string {
 	return fn()
 }
 
-// debounce lets a burst of triggers settle: it waits Debounce (50ms for a
-// fast trigger) and reports false when ctx ended meanwhile.
-func (d *Daemon) debounce(ctx context.Context, t trigger) bool {
-	wait := d.Debounce
-	if t.fast {
-		wait = 50 * time.Millisecond
-	}
+// sleep waits for wait and reports false when ctx ended meanwhile.
+func sleep(ctx context.Context, wait time.Duration) bool {
 	select {
 	case <-ctx.Done():
 		return false
@@ -361,16 +348,15 @@ func (d *Daemon) debounce(ctx context.Context, t trigger) bool {
 	}
 }
 
-// drain folds every trigger queued behind t into it, so that a burst is
-// one pass: it reloads if any asked to, and takes the fast path if any
-// asked to. The reason stays t's.
-func drain(t trigger, queued <-chan trigger) trigger {
+// drain folds every trigger queued into the scheduler's pending one, so
+// that a burst is one pass.
+func drain(s *scheduler, queued <-chan trigger) {
 	for {
 		select {
-		case t2 := <-queued:
-			t = *fold(&t, t2)
+		case t := <-queued:
+			s.queued(t)
 		default:
-			return t
+			return
 		}
 	}
 }
@@ -418,7 +404,7 @@ func (d *Daemon) WipeObserver() converge.WipeObserver {
 func (d *Daemon) publishWipeProgress(ctx context.Context) {
 	go d.publishWipes(ctx, d.wipeStarted, 5*time.Second)
 	if iv := notify.WatchdogInterval(); iv > 0 {
-		go d.keepAliveWhileWiping(ctx, d.wipeAlive, iv, notify.Watchdog)
+		go d.keepAliveWhileWiping(ctx, d.wipeAlive, iv, d.Notify.Watchdog)
 	}
 }
 
@@ -536,8 +522,12 @@ func configWatch(paths []string) (string, func(string) bool) {
 // value the first time the watch is established.
 func (d *Daemon) watch(ctx context.Context, dir string, match func(string) bool, started chan<- struct{}, fire func()) {
 	var once sync.Once
+	w := d.Watch
+	if w == nil {
+		w = watch.Watch
+	}
 	for ctx.Err() == nil {
-		err := watch.Watch(ctx, dir, match, watch.Options{Debounce: 100 * time.Millisecond,
+		err := w(ctx, dir, match, watch.Options{Debounce: 100 * time.Millisecond,
 			Started: func() { once.Do(func() { started <- struct{}{} }) }},
 			func(watch.Sum) { fire() },
 			func(err error) { d.Log.Warn("watch", "dir", dir, "err", err); fire() })
