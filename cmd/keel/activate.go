@@ -65,7 +65,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	}
 	src := hostio.Live("/", time.Minute, liveOptions())
 	loop := converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log})
-	if err := loop.Load(); err != nil {
+	if err := loop.Load(loop.Read()); err != nil {
 		fmt.Fprintf(stderr, "keel activate: %s\n", loadErrorText("activate", configs, err))
 		return exitError
 	}

@@ -76,13 +76,13 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	}
 	src = withLVMConfigCache(src, *node) // above the command log: a cached answer ran nothing
 	a := converge.New(configs, converge.Wiring{Source: src, Runner: runner, Log: log})
-	if err := a.Load(); err != nil {
+	if err := a.Load(a.Read()); err != nil {
 		fmt.Fprintf(stderr, "keel apply: %s\n", loadErrorText("apply", configs, err))
 		return exitError
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := a.Converge(ctx, executor.Mode{Maintenance: *maint, DryRun: *dryRun, Retry: true})
+	res, err := a.Converge(ctx, converge.Options{Mode: executor.Mode{Maintenance: *maint, DryRun: *dryRun, Retry: true}})
 	if err != nil {
 		fmt.Fprintf(stderr, "keel apply: %v\n", err)
 		return exitError

@@ -90,14 +90,14 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	// Above the command log and the watchdog's count: an lvmconfig answered
 	// from the cache ran nothing.
 	src = withLVMConfigCache(src, "")
-	a := converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log})
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	d := &daemon.Daemon{Loop: a, Log: log, LVMConfPath: *lvmConf, Resync: *resync, Textfile: *textfile,
+	d := &daemon.Daemon{Log: log, LVMConfPath: *lvmConf, Resync: *resync, Textfile: *textfile,
 		NoUevents: *noUevents, Reload: hup, Audit: *audit, Liveness: live, Poll: *poll}
+	d.Loop = converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log, Wipes: d.WipeObserver()})
 	if *poll > 0 {
 		d.Stamp = func(dev string) (string, error) { return probes.MetadataStamp(src.FS, dev) }
 		d.Seqnos = func(ctx context.Context) (map[string]uint64, error) { return probes.VGSeqnos(ctx, src) }

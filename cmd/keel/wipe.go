@@ -65,9 +65,12 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "keel", Output: stderr, Level: hclog.Info})
-	loop := converge.New(configs, converge.Wiring{Source: src, Log: log})
-	loop.SkipOwnerCheck = true // checked above, with keel wipe's own exit status
-	err = loop.Load()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The ownership was checked above, with keel wipe's own exit status.
+	loop := converge.New(configs, converge.Wiring{Source: src, Log: log, SkipOwnerCheck: true,
+		Wipes: wipeProgress(ctx, stderr, log)})
+	err = loop.Load(loop.Read())
 	if err != nil {
 		fmt.Fprintf(stderr, "keel wipe: %s\n", loadErrorText("wipe", configs, err))
 		return exitError
@@ -88,8 +91,6 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	targets, err := loop.PlanWipe(ctx, converge.WipeRequest{Names: names, Mode: mode, Absent: *absent,
 		Act: !*dryRun && *node == "", Replay: *node != ""})
 	if err != nil {
@@ -106,7 +107,6 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 
-	attachProgress(ctx, loop, stderr, log)
 	if err := loop.RunWipe(ctx, targets, step); err != nil {
 		return refused(stderr, err)
 	}
@@ -138,9 +138,9 @@ func describe(t removal.Target) string {
 	return s
 }
 
-// attachProgress makes the remover draw a bar on a terminal, or log
+// wipeProgress makes the remover draw a bar on a terminal, or log
 // structured progress lines every 10 s otherwise, for each wipe pass.
-func attachProgress(ctx context.Context, r *converge.Loop, stderr io.Writer, log hclog.Logger) {
+func wipeProgress(ctx context.Context, stderr io.Writer, log hclog.Logger) converge.WipeObserver {
 	term := isTerminal(stderr)
 	interval := 10 * time.Second
 	if term {
@@ -148,7 +148,8 @@ func attachProgress(ctx context.Context, r *converge.Loop, stderr io.Writer, log
 	}
 	var mu sync.Mutex
 	stops := map[*wipe.Progress]func(){}
-	r.WipeStarted = func(t removal.Target, pass removal.Mode, p *wipe.Progress) {
+	var o converge.WipeObserver
+	o.Started = func(t removal.Target, pass removal.Mode, p *wipe.Progress) {
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
@@ -159,7 +160,7 @@ func attachProgress(ctx context.Context, r *converge.Loop, stderr io.Writer, log
 		stops[p] = func() { cancel(); <-done }
 		mu.Unlock()
 	}
-	r.WipeFinished = func(_ removal.Target, _ removal.Mode, p *wipe.Progress, _ error) {
+	o.Finished = func(_ removal.Target, _ removal.Mode, p *wipe.Progress, _ error) {
 		mu.Lock()
 		stop := stops[p]
 		delete(stops, p)
@@ -168,6 +169,7 @@ func attachProgress(ctx context.Context, r *converge.Loop, stderr io.Writer, log
 			stop()
 		}
 	}
+	return o
 }
 
 func isTerminal(w io.Writer) bool {

@@ -70,7 +70,7 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 		ran := 0
 		if err != nil {
 			probeErr = err
-			l.Log.Warn("probe failed; retrying", "err", err)
+			l.log.Warn("probe failed; retrying", "err", err)
 		} else {
 			probeErr, out.Host = nil, h
 			order, cerr := activation.Compute(l.desired, h)
@@ -121,12 +121,12 @@ func (l *Loop) applyLive(ctx context.Context, h *model.Host) int {
 	if len(acts) == 0 {
 		return 0
 	}
-	rep, err := l.Exec.Apply(ctx, acts, res.Findings, executor.Mode{Partial: true}, l.verifyFull)
+	rep, err := l.exec.Apply(ctx, acts, res.Findings, executor.Mode{Partial: true}, l.verifyFull)
 	if err != nil {
-		l.Log.Warn("re-applying lvm.conf and bcache tunables", "err", err)
+		l.log.Warn("re-applying lvm.conf and bcache tunables", "err", err)
 	}
 	for _, r := range rep.Results {
-		l.Log.Info("boot action", "id", r.Action.ID, "status", string(r.Status), "detail", r.Detail)
+		l.log.Info("boot action", "id", r.Action.ID, "status", string(r.Status), "detail", r.Detail)
 	}
 	return rep.Count(executor.Converged)
 }
@@ -162,15 +162,15 @@ func (l *Loop) runActivation(ctx context.Context, order activation.Plan, runs ma
 	}
 	for _, a := range acts {
 		runs[strings.Join(a.Commands[0], " ")]++
-		l.Log.Info("activating", "vg", a.Object, "command", shell.Join(a.Commands[0]), "why", a.Summary)
+		l.log.Info("activating", "vg", a.Object, "command", shell.Join(a.Commands[0]), "why", a.Summary)
 	}
-	rep, err := l.Exec.Apply(ctx, acts, nil, executor.Mode{Partial: true, Once: true}, nil)
+	rep, err := l.exec.Apply(ctx, acts, nil, executor.Mode{Partial: true, Once: true}, nil)
 	if err != nil {
-		l.Log.Warn("activation interrupted", "err", err)
+		l.log.Warn("activation interrupted", "err", err)
 	}
 	for _, r := range rep.Results {
 		if r.Status != executor.Converged {
-			l.Log.Warn("activation command failed", "vg", r.Action.Object, "status", string(r.Status), "detail", r.Detail)
+			l.log.Warn("activation command failed", "vg", r.Action.Object, "status", string(r.Status), "detail", r.Detail)
 		}
 	}
 	return len(acts)
@@ -184,14 +184,14 @@ func (l *Loop) SyncRules(ctx context.Context, h *model.Host) ([]string, error) {
 	if l.desired == nil {
 		return nil, ErrNoDesiredState
 	}
-	files, err := activation.Rules(l.desired, h, LinkResolver(l.Source.FS))
+	files, err := activation.Rules(l.desired, h, LinkResolver(l.source.FS))
 	if err != nil {
 		return nil, fmt.Errorf("udev rules: %w", err)
 	}
-	for _, d := range activation.Compare(files, l.Source.FS.ReadFile) {
-		l.Log.Warn("udev rule drift", "finding", plan.UdevRuleID(d.File.Path), "file", d.File.Path, "message", d.Message())
+	for _, d := range activation.Compare(files, l.source.FS.ReadFile) {
+		l.log.Warn("udev rule drift", "finding", plan.UdevRuleID(d.File.Path), "file", d.File.Path, "message", d.Message())
 	}
-	return installRules(ctx, l.Exec, files, l.fileRoot)
+	return installRules(ctx, l.exec, files, l.fileRoot)
 }
 
 // InstallRules writes each rules file whose content under root differs

@@ -4,7 +4,7 @@
 // sysfs alone (Loop.BcachePass), keel activate brings the declared stack up
 // at boot (Loop.Activate), and keel wipe and absent LVs remove LVs safely
 // (Loop.Wipe). Every mutating command goes through the executor and its
-// argv allowlist, through one probes.Runner, and every action is verified
+// argv allowlist, through one hostio.Runner, and every action is verified
 // against a fresh reading of the host, never against what keel remembers.
 //
 // The loop loads the desired state too, keeping the last good one when a new
@@ -45,26 +45,27 @@ import (
 // StateDirectory=keel): the checkpoints of safe removals in progress.
 const DefaultStateDir = "/var/lib/keel"
 
-// Loop holds one host's desired state and executor across passes.
+// Loop holds one host's desired state and executor across passes. What it
+// is wired to is fixed by New for its whole life; what one pass may do
+// (dry run, preemption, a host probed beforehand) is given to that pass
+// (Options). A Loop runs one job at a time: its methods are not safe for
+// concurrent use, except Probe and SysfsProbe, which read only the host.
 type Loop struct {
-	// Configs are the desired-state paths (-c); none means schema.DefaultPath.
-	Configs []string
-	// Source is what probes read (the live host, or a snapshot replay).
-	Source hostio.Source
-	// Exec applies actions; its stuck and destructive-once state lives as
+	// configs are the desired-state paths (-c); none means schema.DefaultPath.
+	configs []string
+	// source is what probes read (the live host, or a snapshot replay).
+	source hostio.Source
+	// exec applies actions; its stuck and destructive-once state lives as
 	// long as the Loop.
-	Exec *executor.Executor
-	Log  hclog.Logger
-	// SkipOwnerCheck disables the root-ownership check of the desired
-	// state (tests only).
-	SkipOwnerCheck bool
-	// WipeStarted and WipeFinished, when set, see each safe removal's
-	// progress (the daemon publishes it as metrics, keel wipe draws a bar).
-	WipeStarted  func(t removal.Target, pass removal.Mode, p *wipe.Progress)
-	WipeFinished func(t removal.Target, pass removal.Mode, p *wipe.Progress, err error)
-	// State is keel's persisted memory (reconcile/state): the LVs bound to
+	exec *executor.Executor
+	log  hclog.Logger
+	// skipOwnerCheck disables the ownership check of the desired state.
+	skipOwnerCheck bool
+	// wipes sees each safe removal's progress.
+	wipes WipeObserver
+	// state is keel's persisted memory (reconcile/state): the LVs bound to
 	// absent names, when keel first saw each name.
-	State statefile.Store
+	state statefile.Store
 
 	// runner runs the safe removal's commands, behind the executor's argv
 	// allowlist like every other mutating command.
@@ -83,12 +84,18 @@ type Loop struct {
 	lastPlan plan.Result
 	// mem is keel's state as loaded for the current pass.
 	mem plan.Memory
-	// Gate, when set, is the gate of the pass being run: passes apply
-	// nothing once it preempted them (the daemon sets it per trigger).
-	Gate *Gate
 }
 
-// Wiring is what New needs besides the configuration paths.
+// WipeObserver sees each safe removal's progress: the daemon publishes it
+// as metrics, keel wipe draws a bar. Either function may be nil. They run
+// on the goroutine of the pass that removes.
+type WipeObserver struct {
+	Started  func(t removal.Target, pass removal.Mode, p *wipe.Progress)
+	Finished func(t removal.Target, pass removal.Mode, p *wipe.Progress, err error)
+}
+
+// Wiring is what New needs besides the configuration paths: everything
+// fixed for the loop's life.
 type Wiring struct {
 	Source      hostio.Source
 	Runner      hostio.Runner // mutating commands; nil means Source.Runner
@@ -99,6 +106,25 @@ type Wiring struct {
 	StatePath   string        // keel's state file; "" means state.json in StateDir
 	Options     executor.Options
 	Log         hclog.Logger
+	// SkipOwnerCheck disables the ownership check of the desired state
+	// (tests, and keel wipe, which checks it itself).
+	SkipOwnerCheck bool
+	// Wipes sees each safe removal's progress.
+	Wipes WipeObserver
+}
+
+// Options are one job's choices: a pass, a convergence, a bcache fast path.
+type Options struct {
+	// Mode is the executor's mode (dry run, maintenance, retry). The bcache
+	// fast path always applies partially and ignores it.
+	Mode executor.Mode
+	// Gate, when set, lets the caller preempt the job while it only reads
+	// the host (the daemon gives one per trigger).
+	Gate *Gate
+	// Host, when set, is a probe the caller took after the event that asked
+	// for the job, planned against instead of probing first: a full Probe
+	// for Converge, a SysfsProbe for BcachePass.
+	Host *model.Host
 }
 
 // New wires a Loop: the executor runs commands through w.Runner, writes
@@ -123,11 +149,11 @@ func New(configs []string, w Wiring) *Loop {
 	if w.StatePath == "" {
 		w.StatePath = filepath.Join(w.StateDir, "state.json")
 	}
-	l := &Loop{Configs: configs, Source: w.Source, Log: w.Log, runner: hostio.Allowlisted{Runner: w.Runner},
-		stateDir: w.StateDir, State: statefile.Store{Path: w.StatePath}}
+	l := &Loop{configs: configs, source: w.Source, log: w.Log, runner: hostio.Allowlisted{Runner: w.Runner},
+		stateDir: w.StateDir, state: statefile.Store{Path: w.StatePath}, skipOwnerCheck: w.SkipOwnerCheck, wipes: w.Wipes}
 	ex := executor.New(w.Runner, w.Options)
 	ex.Log = w.Log.Named("executor")
-	ex.Records = actionRecords{store: l.State}
+	ex.Records = actionRecords{store: l.state}
 	ex.VGLockHeld = executor.LVMLockHeld(plan.SuspendedLockDir)
 	sysfs := bcache.Applier(w.SysFS)
 	ex.Sysfs = func(ctx context.Context, act plan.Action) error {
@@ -156,35 +182,31 @@ func New(configs []string, w Wiring) *Loop {
 	ex.Files = executor.DirFiles(root)
 	l.fileRoot = root
 	ex.Wipe = l.wipeAbsent
-	l.Exec = ex
+	l.exec = ex
 	return l
 }
 
 // Desired returns the desired state in force (nil before the first valid load).
 func (l *Loop) Desired() *spec.Config { return l.desired }
 
-// Load reads and validates the desired state. When it is invalid, or not
-// owned by root, the previous one stays in force and the error is returned
-// (and kept as a config.invalid finding until a valid one loads).
-func (l *Loop) Load() error {
-	return l.LoadFiles(l.Read())
-}
-
 // Read checks the ownership of the desired-state files and reads them.
 func (l *Loop) Read() ([]schema.File, error) {
-	if !l.SkipOwnerCheck {
-		if err := CheckOwnership(l.paths()); err != nil {
+	if !l.skipOwnerCheck {
+		if err := CheckOwnership(l.Paths()); err != nil {
 			return nil, err
 		}
 	}
-	return schema.ReadFiles(l.paths()...)
+	return schema.ReadFiles(l.Paths()...)
 }
 
-// LoadFiles is Load for files returned by Read (readErr is Read's error,
-// which counts as an invalid desired state). A panic while the files are
-// evaluated is an invalid desired state too: it is logged with its stack
-// and the last good state stays in force.
-func (l *Loop) LoadFiles(files []schema.File, readErr error) error {
+// Load validates and loads files returned by Read (readErr is Read's
+// error, which counts as an invalid desired state): loop.Load(loop.Read()).
+// When they are invalid, or not owned by root, the previous desired state
+// stays in force and the error is returned (and kept as a config.invalid
+// finding until a valid one loads). A panic while the files are evaluated
+// is an invalid desired state too: it is logged with its stack and the
+// last good state stays in force.
+func (l *Loop) Load(files []schema.File, readErr error) error {
 	err := readErr
 	if err == nil {
 		var d *schema.Desired
@@ -202,7 +224,7 @@ func (l *Loop) LoadFiles(files []schema.File, readErr error) error {
 func (l *Loop) evaluate(files []schema.File) (d *schema.Desired, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			l.Log.Error("panic while evaluating the desired state", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			l.log.Error("panic while evaluating the desired state", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			d, err = nil, fmt.Errorf("keel could not evaluate it (panic: %v); please report this", r)
 		}
 	}()
@@ -214,7 +236,7 @@ func (l *Loop) evaluate(files []schema.File) (d *schema.Desired, err error) {
 
 // setInvalid keeps err as the config.invalid finding.
 func (l *Loop) setInvalid(err error) {
-	where := strings.Join(l.paths(), ",")
+	where := strings.Join(l.Paths(), ",")
 	l.configError = &plan.Finding{ID: plan.ConfigInvalid, Severity: plan.Error, Object: where,
 		Message:  "the desired state does not validate; the last good one stays in force",
 		Observed: oneLine(err.Error()), Remedy: "fix it (keel vet shows every problem with its position)"}
@@ -243,10 +265,8 @@ func (l *Loop) Restore(s InForce, why error) {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func (l *Loop) paths() []string { return schema.Paths(l.Configs) }
-
 // Paths returns the desired-state paths the loop reads.
-func (l *Loop) Paths() []string { return l.paths() }
+func (l *Loop) Paths() []string { return schema.Paths(l.configs) }
 
 // CheckOwnership refuses desired-state files (and their directories) not
 // owned by root or writable by anyone but their owner: whoever can write
@@ -283,8 +303,8 @@ func CheckOwnership(paths []string) error {
 // is being loaded.
 func (l *Loop) Probe(ctx context.Context) (*model.Host, error) {
 	start := time.Now()
-	h, err := probes.Probe(ctx, l.Source)
-	l.Log.Debug("probe", "took", Since(start), "err", err)
+	h, err := probes.Probe(ctx, l.source)
+	l.log.Debug("probe", "took", Since(start), "err", err)
 	return h, err
 }
 
@@ -304,7 +324,7 @@ func (l *Loop) plan(ctx context.Context) (*model.Host, plan.Result, error) {
 func (l *Loop) planOn(h *model.Host) plan.Result {
 	start := time.Now()
 	res := plan.PlanWith(l.desired, h, l.mem)
-	l.Log.Debug("plan", "took", Since(start), "actions", len(res.Actions), "findings", len(res.Findings))
+	l.log.Debug("plan", "took", Since(start), "actions", len(res.Actions), "findings", len(res.Findings))
 	return res
 }
 
@@ -350,19 +370,14 @@ func (r PassResult) Worst() (plan.Severity, bool) {
 	return w, len(r.Findings) > 0
 }
 
-// ErrNoDesiredState is returned by Pass before any desired state loaded.
+// ErrNoDesiredState is returned by a pass before any desired state loaded.
 var ErrNoDesiredState = errors.New("no valid desired state loaded")
 
-// Pass probes, plans and applies once. An error means the pass could not
-// run (no desired state, probe failed); the result is still filled in as
-// far as it got.
-func (l *Loop) Pass(ctx context.Context, m executor.Mode) (PassResult, error) {
-	return l.pass(ctx, nil, m)
-}
-
-// pass is Pass planning against h when h is not nil: a probe the caller
-// took after the event that asked for this pass, never an older one.
-func (l *Loop) pass(ctx context.Context, h *model.Host, m executor.Mode) (PassResult, error) {
+// pass probes (unless o.Host is set), plans and applies once. An error
+// means the pass could not run (no desired state, probe failed); the
+// result is still filled in as far as it got.
+func (l *Loop) pass(ctx context.Context, o Options) (PassResult, error) {
+	h, m := o.Host, o.Mode
 	out := PassResult{Pending: -1}
 	if l.configError != nil {
 		out.Findings = append(out.Findings, *l.configError)
@@ -389,11 +404,11 @@ func (l *Loop) pass(ctx context.Context, h *model.Host, m executor.Mode) (PassRe
 	start := time.Now()
 	var rep executor.Report
 	var err error
-	if !l.Gate.apply(func() { rep, err = l.Exec.Apply(ctx, actions, res.Findings, m, l.verifyFull) }) {
+	if !o.Gate.apply(func() { rep, err = l.exec.Apply(ctx, actions, res.Findings, m, l.verifyFull) }) {
 		return out, ErrPreempted
 	}
 	if len(actions) > 0 {
-		l.Log.Debug("apply", "took", Since(start), "actions", len(actions), "converged", rep.Count(executor.Converged))
+		l.log.Debug("apply", "took", Since(start), "actions", len(actions), "converged", rep.Count(executor.Converged))
 	}
 	out.Report = rep
 	if err != nil {
@@ -466,20 +481,17 @@ const MaxPasses = 5
 
 // Converge runs passes until one converges no action (nothing more became
 // possible), at most MaxPasses. A dry run is one pass. The results of every
-// pass are concatenated; the findings are those of the last pass.
-func (l *Loop) Converge(ctx context.Context, m executor.Mode) (PassResult, error) {
-	return l.ConvergeFrom(ctx, nil, m)
-}
-
-// ConvergeFrom is Converge whose first pass plans against h (nil: probe
-// first). h must be a probe taken after the event that asked for the
-// passes (the daemon probes while it loads a changed desired state), so the
-// plan is still made against what the host reports, never against memory.
-func (l *Loop) ConvergeFrom(ctx context.Context, h *model.Host, m executor.Mode) (PassResult, error) {
+// pass are concatenated; the findings are those of the last pass. Only the
+// first pass plans against o.Host: o.Host must be a probe taken after the
+// event that asked for the passes (the daemon probes while it loads a
+// changed desired state), so the plan is still made against what the host
+// reports, never against memory.
+func (l *Loop) Converge(ctx context.Context, o Options) (PassResult, error) {
 	var all PassResult
+	m := o.Mode
 	for i := 0; i < MaxPasses; i++ {
-		res, err := l.pass(ctx, h, m)
-		h = nil
+		res, err := l.pass(ctx, o)
+		o.Host = nil
 		converged := res.Report.Count(executor.Converged)
 		res.Report.Results = append(all.Report.Results, res.Report.Results...)
 		all = res
@@ -518,7 +530,7 @@ func (l *Loop) planBcache(ctx context.Context) (*model.Host, plan.Result) {
 	start := time.Now()
 	h, _ := l.SysfsProbe(ctx)
 	res := plan.Plan(&spec.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
-	l.Log.Debug("bcache sysfs probe and plan", "took", Since(start), "actions", len(res.Actions))
+	l.log.Debug("bcache sysfs probe and plan", "took", Since(start), "actions", len(res.Actions))
 	return h, res
 }
 
@@ -527,8 +539,8 @@ func (l *Loop) planBcache(ctx context.Context) (*model.Host, plan.Result) {
 // desired state loads. Its error is always set (no LVM command ran).
 func (l *Loop) SysfsProbe(ctx context.Context) (*model.Host, error) {
 	start := time.Now()
-	h, err := probes.Probe(ctx, hostio.Source{Runner: sysfsOnly{}, FS: l.Source.FS})
-	l.Log.Debug("sysfs probe", "took", Since(start))
+	h, err := probes.Probe(ctx, hostio.Source{Runner: sysfsOnly{}, FS: l.source.FS})
+	l.log.Debug("sysfs probe", "took", Since(start))
 	return h, err
 }
 
@@ -538,14 +550,10 @@ func (l *Loop) SysfsProbe(ctx context.Context) (*model.Host, error) {
 // seconds on a busy host), plans the declared bcache devices alone, and
 // writes their tunables at once. Each write is verified the same way, by
 // reading sysfs again and planning the bcache part again; the full pass
-// that follows sees everything else.
-func (l *Loop) BcachePass(ctx context.Context) (executor.Report, error) {
-	return l.BcachePassOn(ctx, nil)
-}
-
-// BcachePassOn is BcachePass planning against h, a SysfsProbe taken after
-// the event that asked for it (nil: read sysfs now).
-func (l *Loop) BcachePassOn(ctx context.Context, h *model.Host) (executor.Report, error) {
+// that follows sees everything else. o.Host, when set, is a SysfsProbe
+// taken after the event that asked for the fast path; o.Mode is not used.
+func (l *Loop) BcachePass(ctx context.Context, o Options) (executor.Report, error) {
+	h := o.Host
 	if l.desired == nil || len(l.desired.Bcache) == 0 {
 		return executor.Report{}, nil
 	}
@@ -573,7 +581,7 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *model.Host) (executor.Report
 	}
 	var rep executor.Report
 	var err error
-	if !l.Gate.apply(func() { rep, err = l.Exec.Apply(ctx, acts, res.Findings, executor.Mode{Partial: true}, l.verifyBcache) }) {
+	if !o.Gate.apply(func() { rep, err = l.exec.Apply(ctx, acts, res.Findings, executor.Mode{Partial: true}, l.verifyBcache) }) {
 		return executor.Report{}, ErrPreempted
 	}
 	if err != nil || !converged(rep, bcacheRuleAction) {
@@ -582,15 +590,15 @@ func (l *Loop) BcachePassOn(ctx context.Context, h *model.Host) (executor.Report
 	// The gate is open while udev reloads and settles: a newer trigger
 	// may preempt the wait, and serves the change again.
 	again, findings := l.afterRuleWrite(ctx)
-	if l.Gate.Preempted() {
+	if o.Gate.Preempted() {
 		return rep, ErrPreempted
 	}
 	if len(again) == 0 {
 		return rep, nil
 	}
-	l.Log.Info("bcache tunables set back by a uevent udev ran with the old rule: writing them again", "actions", len(again))
+	l.log.Info("bcache tunables set back by a uevent udev ran with the old rule: writing them again", "actions", len(again))
 	var rep2 executor.Report
-	if !l.Gate.apply(func() { rep2, err = l.Exec.Apply(ctx, again, findings, executor.Mode{Partial: true}, l.verifyBcache) }) {
+	if !o.Gate.apply(func() { rep2, err = l.exec.Apply(ctx, again, findings, executor.Mode{Partial: true}, l.verifyBcache) }) {
 		return rep, ErrPreempted
 	}
 	rep.Results = append(rep.Results, rep2.Results...)
@@ -641,9 +649,9 @@ func (l *Loop) afterRuleWrite(ctx context.Context) ([]plan.Action, []plan.Findin
 		case c.Args[0] == "settle":
 			// udevd's queue was not empty in time: usual under a
 			// flood of uevents or over a slow device.
-			l.Log.Debug("udev's queue did not empty after the bcache rule's write", "err", err)
+			l.log.Debug("udev's queue did not empty after the bcache rule's write", "err", err)
 		default:
-			l.Log.Warn("udev did not reload its rules after the bcache rule's write", "cmd", c.String(), "err", err)
+			l.log.Warn("udev did not reload its rules after the bcache rule's write", "cmd", c.String(), "err", err)
 		}
 	}
 	_, res := l.planBcache(ctx)

@@ -59,7 +59,7 @@ func TestInvalidConfigKeepsLastGood(t *testing.T) {
 	f := filepath.Join(dir, "desired.cue")
 	os.WriteFile(f, []byte("lvm: scanLVs: false\n"), 0o644)
 	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: hostio.Source{Runner: failingRunner{}, FS: hostio.DirFS(t.TempDir())}})
-	if err := a.Load(); err != nil {
+	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}
 	good := a.Desired()
@@ -67,13 +67,13 @@ func TestInvalidConfigKeepsLastGood(t *testing.T) {
 		t.Fatalf("loaded %+v", good)
 	}
 	os.WriteFile(f, []byte("lvm: scanLVs: 7\n"), 0o644)
-	if err := a.Load(); err == nil {
+	if err := a.Load(a.Read()); err == nil {
 		t.Fatal("invalid desired state loaded")
 	}
 	if a.Desired() != good {
 		t.Fatal("the last good desired state was replaced")
 	}
-	res, err := a.Pass(context.Background(), executor.Mode{DryRun: true})
+	res, err := a.pass(context.Background(), Options{Mode: executor.Mode{DryRun: true}})
 	if err == nil {
 		t.Fatal("pass without a host succeeded")
 	}
@@ -82,17 +82,17 @@ func TestInvalidConfigKeepsLastGood(t *testing.T) {
 		t.Fatalf("findings %+v", res.Findings)
 	}
 	os.WriteFile(f, []byte("lvm: scanLVs: true\n"), 0o644)
-	if err := a.Load(); err != nil || !*a.Desired().LVM.ScanLVs {
+	if err := a.Load(a.Read()); err != nil || !*a.Desired().LVM.ScanLVs {
 		t.Fatalf("valid desired state not loaded: %v", err)
 	}
-	if res, _ := a.Pass(context.Background(), executor.Mode{DryRun: true}); len(res.Findings) != 0 {
+	if res, _ := a.pass(context.Background(), Options{Mode: executor.Mode{DryRun: true}}); len(res.Findings) != 0 {
 		t.Fatalf("config.invalid kept after a valid load: %+v", res.Findings)
 	}
 }
 
 func TestPassWithoutDesiredState(t *testing.T) {
 	a := New(nil, Wiring{StateDir: t.TempDir(), Source: hostio.Source{Runner: failingRunner{}}})
-	if _, err := a.Pass(context.Background(), executor.Mode{DryRun: true}); !errors.Is(err, ErrNoDesiredState) {
+	if _, err := a.pass(context.Background(), Options{Mode: executor.Mode{DryRun: true}}); !errors.Is(err, ErrNoDesiredState) {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -112,10 +112,10 @@ func TestBcachePass(t *testing.T) {
 `), 0o644)
 	sys := convergetest.NewMemSysFS()
 	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap), SysFS: sys, Options: executor.Options{MaxAttempts: 1}})
-	if err := a.Load(); err != nil {
+	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := a.BcachePass(context.Background())
+	rep, err := a.BcachePass(context.Background(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,10 +142,10 @@ func TestUnparsableFilterRefused(t *testing.T) {
 	broken := "devices {\n\tglobal_filter = [ \"r|/dev/zd.*\" ]\n}\n"
 	os.WriteFile(conf, []byte(broken), 0o644)
 	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap), LVMConfPath: conf})
-	if err := a.Load(); err != nil {
+	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.Pass(context.Background(), executor.Mode{})
+	res, err := a.pass(context.Background(), Options{Mode: executor.Mode{}})
 	if err != nil {
 		t.Fatal(err)
 	}

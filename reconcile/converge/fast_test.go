@@ -81,10 +81,10 @@ func TestBcachePassRunsNoCommand(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(bcacheCue(40)), 0o644)
 	a, sys, run := mixedHost(t, dir)
-	if err := a.Load(); err != nil {
+	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := a.BcachePass(context.Background())
+	rep, err := a.BcachePass(context.Background(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +105,11 @@ func TestConvergeStopsWhenNothingPending(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(bcacheCue(40)+"volumeGroups: missingvg: pvs: [\"/dev/disk/by-id/nvme-none\"]\n"), 0o644)
 	a, sys, run := mixedHost(t, dir)
-	a.SkipOwnerCheck = true
-	if err := a.Load(); err != nil {
+	a.skipOwnerCheck = true
+	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.Converge(context.Background(), executor.Mode{})
+	res, err := a.Converge(context.Background(), Options{Mode: executor.Mode{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,10 +132,10 @@ func TestConvergeStopsWhenNothingPending(t *testing.T) {
 	perProbe := run.N.Load()
 	run.N.Store(0)
 	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(bcacheCue(30)+"volumeGroups: missingvg: pvs: [\"/dev/disk/by-id/nvme-none\"]\n"), 0o644)
-	if err := a.Load(); err != nil {
+	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Converge(context.Background(), executor.Mode{}); err != nil {
+	if _, err := a.Converge(context.Background(), Options{Mode: executor.Mode{}}); err != nil {
 		t.Fatal(err)
 	}
 	// One probe to plan, one to verify the write: two, not three.
@@ -144,8 +144,8 @@ func TestConvergeStopsWhenNothingPending(t *testing.T) {
 	}
 }
 
-// ConvergeFrom plans its first pass against the host it is given.
-func TestConvergeFromGivenHost(t *testing.T) {
+// Converge plans its first pass against the host it is given.
+func TestConvergeGivenHost(t *testing.T) {
 	snap, err := hostio.ReadSnapshotFile("../../probes/testdata/snapshots/mixed.txtar")
 	if err != nil {
 		t.Fatal(err)
@@ -157,14 +157,14 @@ func TestConvergeFromGivenHost(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "b.cue"), []byte(bcacheCue(40)), 0o644)
 	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: hostio.Source{Runner: failingRunner{}, FS: hostio.DirFS(t.TempDir())}})
-	a.SkipOwnerCheck = true
-	if err := a.Load(); err != nil {
+	a.skipOwnerCheck = true
+	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Converge(context.Background(), executor.Mode{DryRun: true}); err == nil {
+	if _, err := a.Converge(context.Background(), Options{Mode: executor.Mode{DryRun: true}}); err == nil {
 		t.Fatal("a pass on a host that cannot be probed succeeded")
 	}
-	res, err := a.ConvergeFrom(context.Background(), h, executor.Mode{DryRun: true})
+	res, err := a.Converge(context.Background(), Options{Host: h, Mode: executor.Mode{DryRun: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestConvergeFromGivenHost(t *testing.T) {
 
 func TestMaybeBcacheOnly(t *testing.T) {
 	a := New([]string{"/etc/keel"}, Wiring{StateDir: t.TempDir(), Source: hostio.Source{Runner: failingRunner{}}})
-	a.SkipOwnerCheck = true
+	a.skipOwnerCheck = true
 	files := func(texts ...string) []schema.File {
 		var fs []schema.File
 		for i, s := range texts {
@@ -185,7 +185,7 @@ func TestMaybeBcacheOnly(t *testing.T) {
 		return fs
 	}
 	lvm := "lvm: scanLVs: true\n"
-	if err := a.LoadFiles(files(bcacheCue(40), lvm), nil); err != nil {
+	if err := a.Load(files(bcacheCue(40), lvm), nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -288,7 +288,7 @@ func ruleLoop(t *testing.T, wb int) (*Loop, *convergetest.MemSysFS, *convergetes
 	u := &udevRunner{Runner: src.Runner, sys: sys}
 	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys, FileRoot: root, Runner: u,
 		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
-	if err := a.Load(); err != nil {
+	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}
 	return a, sys, run, u, root
@@ -301,7 +301,7 @@ func ruleLoop(t *testing.T, wb int) (*Loop, *convergetest.MemSysFS, *convergetes
 // would hold the tunables up to the reload's 5 s.
 func TestBcachePassWritesTheRuleFirst(t *testing.T) {
 	a, _, run, u, root := ruleLoop(t, 40)
-	rep, err := a.BcachePass(context.Background())
+	rep, err := a.BcachePass(context.Background(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestBcachePassWritesTheRuleFirst(t *testing.T) {
 // Otherwise the old value stays until a later event runs the new rule.
 func TestBcachePassRewritesWhatTheOldRuleSetBack(t *testing.T) {
 	a, sys, _, u, _ := ruleLoop(t, 40)
-	rep, err := a.BcachePass(context.Background())
+	rep, err := a.BcachePass(context.Background(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestBcachePassRewritesWhatTheOldRuleSetBack(t *testing.T) {
 	// When nothing set it back, it is written once.
 	a, sys, _, u, _ = ruleLoop(t, 40)
 	u.landed = true
-	if _, err := a.BcachePass(context.Background()); err != nil {
+	if _, err := a.BcachePass(context.Background(), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(sys.Writes) != 1 {
@@ -367,10 +367,9 @@ func TestBcachePassPreemptedWhileUdevSettles(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	g := NewGate(cancel)
-	a.Gate = g
 	preempted := false
 	u.onSettle = func() { preempted = g.Preempt() }
-	rep, err := a.BcachePass(ctx)
+	rep, err := a.BcachePass(ctx, Options{Gate: g})
 	if !preempted || !errors.Is(err, ErrPreempted) {
 		t.Fatalf("preempted %v, err %v: want the settle preempted and ErrPreempted", preempted, err)
 	}

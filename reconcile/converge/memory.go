@@ -20,9 +20,9 @@ func (l *Loop) absentNames() []string { return removal.AbsentNames(l.declared())
 // is one).
 func (l *Loop) records(seeing bool) (*state.State, error) {
 	if seeing {
-		return l.State.LoadSeeing(l.absentNames(), time.Now())
+		return l.state.LoadSeeing(l.absentNames(), time.Now())
 	}
-	return l.State.Load()
+	return l.state.Load()
 }
 
 // loadMemory reads keel's state before a plan and, unless dryRun, records
@@ -36,7 +36,7 @@ func (l *Loop) loadMemory(dryRun bool) plan.Memory {
 	}
 	st, err := l.records(!dryRun)
 	if err != nil {
-		l.Log.Error("keel's state cannot be read: removals are held", "err", err)
+		l.log.Error("keel's state cannot be read: removals are held", "err", err)
 		return plan.Memory{Held: err.Error(), Today: today}
 	}
 	return plan.Memory{Absent: st.Absent, Today: today}
@@ -116,18 +116,18 @@ func (l *Loop) settleRemovals(h *model.Host, dryRun bool) {
 		return
 	}
 	now := time.Now()
-	st, err := l.State.Update(func(st *state.State) error {
+	st, err := l.state.Update(func(st *state.State) error {
 		for _, g := range done {
 			st.Removed(g.name, g.uuid, now)
 		}
 		return nil
 	})
 	if err != nil {
-		l.Log.Error("removals finished by lvremove could not be recorded", "err", err)
+		l.log.Error("removals finished by lvremove could not be recorded", "err", err)
 		return
 	}
 	for _, g := range done {
-		l.Log.Info("removal finished before keel could record it: recorded now", "lv", g.name, "uuid", g.uuid)
+		l.log.Info("removal finished before keel could record it: recorded now", "lv", g.name, "uuid", g.uuid)
 	}
 	l.mem.Absent = st.Absent
 }

@@ -40,7 +40,7 @@ func TestPassUsesState(t *testing.T) {
 
 	t.Run("dry run: first sight planned, nothing written", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "state.json")
-		res, err := newAgent(t, p).Pass(context.Background(), executor.Mode{DryRun: true})
+		res, err := newAgent(t, p).pass(context.Background(), Options{Mode: executor.Mode{DryRun: true}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestPassUsesState(t *testing.T) {
 	t.Run("act: first sight recorded before planning", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "state.json")
 		before := time.Now()
-		if _, err := newAgent(t, p).Pass(context.Background(), executor.Mode{}); err != nil {
+		if _, err := newAgent(t, p).pass(context.Background(), Options{Mode: executor.Mode{}}); err != nil {
 			t.Fatal(err)
 		}
 		st, err := statefile.Store{Path: p}.Load()
@@ -73,7 +73,7 @@ func TestPassUsesState(t *testing.T) {
 		if err := (statefile.Store{Path: p}).Save(st); err != nil {
 			t.Fatal(err)
 		}
-		res, err := newAgent(t, p).Pass(context.Background(), executor.Mode{})
+		res, err := newAgent(t, p).pass(context.Background(), Options{Mode: executor.Mode{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestPassUsesState(t *testing.T) {
 		if err := os.WriteFile(p, []byte("{\"version\": 1, \"absent\": {"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		res, err := newAgent(t, p).Pass(context.Background(), executor.Mode{})
+		res, err := newAgent(t, p).pass(context.Background(), Options{Mode: executor.Mode{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +124,7 @@ func TestPassSettlesFinishedRemovals(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := replayLoop(t, snap, cue, p)
-		if _, err := a.Pass(context.Background(), executor.Mode{DryRun: dry}); err != nil {
+		if _, err := a.pass(context.Background(), Options{Mode: executor.Mode{DryRun: dry}}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := statefile.Store{Path: p}.Load()
@@ -160,8 +160,8 @@ func replayLoop(t *testing.T, snap *hostio.Snapshot, cue []byte, statePath strin
 	}
 	a := New([]string{dir}, Wiring{Source: hostio.Replay(snap), StatePath: statePath,
 		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), FileRoot: t.TempDir()})
-	a.SkipOwnerCheck = true
-	if err := a.Load(); err != nil {
+	a.skipOwnerCheck = true
+	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}
 	return a

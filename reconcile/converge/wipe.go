@@ -67,8 +67,8 @@ func (l *Loop) PlanWipe(ctx context.Context, req WipeRequest) ([]removal.Target,
 // step bytes (0: the default) and removed. Its LVM
 // commands go through the executor's argv allowlist.
 func (l *Loop) RunWipe(ctx context.Context, targets []removal.Target, step uint64) error {
-	rm := &wipe.Remover{Exec: l.runner, Step: step, Log: l.Log.Named("wipe"),
-		Started: l.WipeStarted, Finished: l.WipeFinished,
+	rm := &wipe.Remover{Exec: l.runner, Step: step, Log: l.log.Named("wipe"),
+		Started: l.wipes.Started, Finished: l.wipes.Finished,
 		Journal: wipe.DirJournal(filepath.Join(l.stateDir, "wipe"))}
 	if err := rm.Check(targets); err != nil {
 		return err
@@ -76,12 +76,12 @@ func (l *Loop) RunWipe(ctx context.Context, targets []removal.Target, step uint6
 	// A PV label, a RAID member or another layer's signature on an LV says
 	// something lives on it: refused (blkid -p, read through the probes'
 	// runner like every other reading).
-	if err := rm.CheckContent(ctx, l.Source.Runner, targets); err != nil {
+	if err := rm.CheckContent(ctx, l.source.Runner, targets); err != nil {
 		return err
 	}
 	// Each target is bound to its name in keel's state before its first
 	// change, and its removal recorded after its lvremove.
-	return wipe.RemoveRecorded(ctx, rm, l.State, targets, time.Now)
+	return wipe.RemoveRecorded(ctx, rm, l.state, targets, time.Now)
 }
 
 // wipeAbsent is the executor's wipe applier: it plans the one LV of s again

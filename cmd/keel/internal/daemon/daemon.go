@@ -80,9 +80,17 @@ type Daemon struct {
 	// through: while a pass runs, the watchdog is pinged as long as its
 	// commands advance (keepAliveWhilePassing).
 	Liveness *Liveness
+	// Notify sends READY, STATUS, RELOADING, STOPPING and WATCHDOG; its
+	// zero value sends them to systemd.
+	Notify notify.Sender
+	// Watch watches a directory (watch.Watch when nil).
+	Watch WatchFunc
 
 	tracker *alerts.Tracker
 	metrics *alerts.Metrics
+	// wipeStarted and wipeAlive wake publishWipes and keepAliveWhileWiping
+	// when a safe removal starts.
+	wipeStarted, wipeAlive chan struct{}
 	// levels are the fill levels of the last pass that probed.
 	levels []plan.Level
 	// wipeTextfile is the textfile path publishWipes writes to while a
@@ -99,6 +107,10 @@ type Daemon struct {
 	baseline   map[string]string
 	baselined  atomic.Bool // offerBaseline ran
 }
+
+// WatchFunc watches the files of dir that match: the signature of
+// watch.Watch.
+type WatchFunc func(ctx context.Context, dir string, match func(string) bool, o watch.Options, onChange func(watch.Sum), onErr func(error)) error
 
 type trigger struct {
 	reload bool
@@ -122,8 +134,32 @@ func (t trigger) finish() {
 }
 
 // Run loads the desired state, starts its watches, tells systemd it is
-// ready, passes once and then serves triggers until ctx ends.
+// ready, passes once and then serves triggers until ctx ends. The loop
+// must have been wired with WipeObserver.
 func (d *Daemon) Run(ctx context.Context) error {
+	d.setDefaults()
+	d.init()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d.publishWipeProgress(ctx)
+	triggers, stop := d.listen(ctx)
+	defer stop()
+
+	// READY as soon as keel listens: the first pass can be long (a pool to
+	// create, a wipe), and until READY systemd holds keel to
+	// TimeoutStartSec, while WatchdogSec is armed only after it.
+	if iv := notify.WatchdogInterval(); iv > 0 && d.Liveness != nil {
+		go d.keepAliveWhilePassing(ctx, iv, d.Notify.Watchdog)
+	}
+	_ = d.Notify.Ready("first pass running")
+	summary := d.busy(func() string { return d.safePass(ctx, "start", nil) })
+	_ = d.Notify.Status(summary)
+	d.Log.Info("keel running", "status", summary)
+	return d.serveTriggers(ctx, triggers)
+}
+
+// setDefaults fills in the periods left zero.
+func (d *Daemon) setDefaults() {
 	if d.Resync <= 0 {
 		d.Resync = time.Hour
 	}
@@ -136,11 +172,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.Debounce <= 0 {
 		d.Debounce = 20 * time.Millisecond
 	}
-	d.tracker = alerts.NewTracker()
-	d.metrics = alerts.NewMetrics()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	d.publishWipeProgress(ctx)
+}
+
+// listen starts the sources of triggers (the file watches, kernel uevents,
+// the metadata poll) and reads the desired state. It returns the queue
+// they send to and the function that stops what must be stopped.
+func (d *Daemon) listen(ctx context.Context) (chan trigger, func()) {
 	triggers := make(chan trigger, 64)
 	trySend := func(t trigger) bool {
 		select {
@@ -156,26 +193,28 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// starts is either in what it reads or a change the watch reports.
 	d.startWatches(ctx, send)
 	d.load(d.Loop.Read())
+	var stops []func()
 	if stop := d.startUevents(ctx, trySend); stop != nil {
-		defer stop()
+		stops = append(stops, stop)
 	}
 	if d.Stamp != nil || d.PoolKey != nil {
 		poll := time.NewTicker(d.Poll)
-		defer poll.Stop()
+		stops = append(stops, poll.Stop)
 		go d.pollMetadata(ctx, poll.C, d.Stamp, send)
 	}
-
-	// READY as soon as keel listens: the first pass can be long (a pool to
-	// create, a wipe), and until READY systemd holds keel to
-	// TimeoutStartSec, while WatchdogSec is armed only after it.
-	if iv := notify.WatchdogInterval(); iv > 0 && d.Liveness != nil {
-		go d.keepAliveWhilePassing(ctx, iv, notify.Watchdog)
+	return triggers, func() {
+		for _, stop := range stops {
+			stop()
+		}
 	}
-	notify.Ready("first pass running")
-	summary := d.busy(func() string { return d.safePass(ctx, "start") })
-	notify.Status(summary)
-	d.Log.Info("keel running", "status", summary)
+}
 
+// serveTriggers feeds the scheduler every event (a trigger from the queue,
+// a SIGHUP, the resync, the end of a serve) and carries its decisions out,
+// until ctx ends. One trigger is served at a time, on its own goroutine
+// (cur), so that triggers are still taken while it runs; the loop itself
+// pings the watchdog while no serve runs.
+func (d *Daemon) serveTriggers(ctx context.Context, triggers chan trigger) error {
 	var wd <-chan time.Time
 	if iv := notify.WatchdogInterval(); iv > 0 {
 		t := time.NewTicker(iv)
@@ -184,97 +223,79 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	resync := time.NewTicker(d.Resync)
 	defer resync.Stop()
-	// One trigger is served at a time, on its own goroutine (cur), so that
-	// the loop can still take triggers while it runs: they wait in pending,
-	// folded into one, and a changed desired state, a SIGHUP or a bcache
-	// registration preempts a pass that is still only reading the host
-	// (converge.Gate), at most maxPreemptions times in a row, so that a
-	// steady stream of triggers cannot starve full passes.
+	sched := scheduler{debounce: d.Debounce}
 	var cur *serving
-	var pending *trigger
-	preempted := 0
-	begin := func(t trigger) {
-		cur = d.startServing(ctx, t, preempted < maxPreemptions)
-	}
 	for {
 		var ended <-chan string
 		if cur != nil {
 			ended = cur.done
 		}
+		var dec decision
+		var t trigger
 		select {
 		case <-ctx.Done():
 			if cur != nil {
 				<-cur.done
 			}
-			notify.Stopping()
+			_ = d.Notify.Stopping()
 			return ctx.Err()
 		case <-wd:
-			if cur == nil {
-				notify.Watchdog() // from the loop itself: a hung loop stops the pings
+			if sched.idle() {
+				_ = d.Notify.Watchdog() // from the loop itself: a hung loop stops the pings
 			} // while a pass runs, keepAliveWhilePassing pings as its commands advance
+			continue
 		case <-d.Reload:
-			notify.Reloading()
-			t := trigger{reload: true, hup: true, why: "SIGHUP"}
-			if cur != nil {
-				pending = fold(pending, t)
-				d.preempt(cur, t)
-				continue
-			}
-			begin(t)
-		case t := <-triggers:
+			_ = d.Notify.Reloading()
+			t = trigger{reload: true, hup: true, why: "SIGHUP"}
+			dec = sched.add(t, fromSignal)
+		case t = <-triggers:
 			d.Log.Debug("trigger", "why", t.why)
-			if cur != nil {
-				pending = fold(pending, t)
-				d.preempt(cur, t)
-				continue
-			}
-			if !d.debounce(ctx, t) {
-				continue
-			}
-			begin(drain(t, triggers))
+			dec = sched.add(t, fromQueue)
 		case <-resync.C:
-			t := trigger{why: "resync"}
-			if cur != nil {
-				pending = fold(pending, t)
-				continue
-			}
-			begin(t)
+			t = trigger{why: "resync"}
+			dec = sched.add(t, fromResync)
 		case status := <-ended:
-			done := cur
+			dec = d.ended(&sched, cur, status)
 			cur = nil
-			if done.gate.Preempted() {
-				// Served again after what preempted it, with it.
-				preempted++
-				d.Log.Info("pass preempted before it changed anything", "why", done.t.why, "by", pending.why)
-				t := done.t
-				t.hup = t.hup && !done.reloaded.Load()
-				// A reload it made may have taken in a bcache-only change
-				// that the next load no longer sees as one (same files):
-				// the fast path it did not finish is still owed.
-				t.fast = t.fast || done.fastOwed.Load()
-				pending = fold(&t, *pending)
-			} else {
-				preempted = 0
-				if done.t.hup && !done.reloaded.Load() {
-					notify.Ready(status) // it failed before its reload
-				} else {
-					notify.Status(status)
-				}
-				done.t.finish()
-			}
-			if pending != nil {
-				t := drain(*pending, triggers)
-				pending = nil
-				begin(t)
+		}
+		if dec.preempt && cur.gate.Preempt() {
+			d.Log.Debug("preempting the pass", "why", cur.t.why, "by", t.why)
+		}
+		if dec.settle > 0 && !sleep(ctx, dec.settle) {
+			continue // ctx ended: the next turn stops
+		}
+		if dec.drain {
+			drain(&sched, triggers)
+		}
+		if dec.start {
+			if t, preemptible, ok := sched.next(); ok {
+				cur = d.startServing(ctx, t, preemptible)
 			}
 		}
 	}
 }
 
-// maxPreemptions bounds the passes preempted in a row (Run).
-const maxPreemptions = 3
+// ended tells the scheduler that cur ended with status, and tells systemd
+// and the trigger's waiters, unless it was preempted: then it is served
+// again after what preempted it, with it.
+func (d *Daemon) ended(sched *scheduler, cur *serving, status string) decision {
+	e, dec := sched.ended(outcome{preempted: cur.gate.Preempted(), reloaded: cur.reloaded.Load(), fastOwed: cur.fastOwed.Load()})
+	switch {
+	case e.preempted:
+		d.Log.Info("pass preempted before it changed anything", "why", cur.t.why, "by", e.by)
+	case e.ready:
+		_ = d.Notify.Ready(status) // it failed before its reload
+	default:
+		_ = d.Notify.Status(status)
+	}
+	if e.finish != nil {
+		e.finish.finish()
+	}
+	return dec
+}
 
-// serving is a trigger being served on its own goroutine.
+// serving is a trigger being served on its own goroutine. Run reads its
+// fields once done has received, or through their synchronisation.
 type serving struct {
 	t    trigger
 	gate *converge.Gate
@@ -291,7 +312,7 @@ type serving struct {
 }
 
 // startServing serves t on a goroutine; preemptible gives its pass a gate
-// that a newer trigger may close (preempt).
+// that a newer trigger may close (Gate.Preempt).
 func (d *Daemon) startServing(ctx context.Context, t trigger, preemptible bool) *serving {
 	passCtx, cancel := context.WithCancel(ctx)
 	s := &serving{t: t, done: make(chan string, 1)}
@@ -300,43 +321,16 @@ func (d *Daemon) startServing(ctx context.Context, t trigger, preemptible bool) 
 	}
 	go func() {
 		defer cancel()
-		d.Loop.Gate = s.gate // only this goroutine runs the Loop
-		h := serveHooks{fast: &s.fastOwed}
+		h := serveHooks{fast: &s.fastOwed, gate: s.gate}
 		if t.hup {
 			h.loaded = func() {
-				notify.Ready("desired state read again; passing")
+				_ = d.Notify.Ready("desired state read again; passing")
 				s.reloaded.Store(true)
 			}
 		}
 		s.done <- d.busy(func() string { return d.serve(passCtx, t.reload, t.fast, t.why, h) })
 	}()
 	return s
-}
-
-// preempt cancels the pass being served when t asks for something
-// promptly (a changed desired state, a SIGHUP, a bcache registration) and
-// the pass has not begun to change the host.
-func (d *Daemon) preempt(s *serving, t trigger) {
-	if s.gate == nil || !(t.reload || t.fast) {
-		return
-	}
-	if s.gate.Preempt() {
-		d.Log.Debug("preempting the pass", "why", s.t.why, "by", t.why)
-	}
-}
-
-// fold merges t into p (nil: t alone): reload, fast and hup if either
-// asks, every waiter, p's reason.
-func fold(p *trigger, t trigger) *trigger {
-	if p == nil {
-		return &t
-	}
-	m := *p
-	m.reload = m.reload || t.reload
-	m.fast = m.fast || t.fast
-	m.hup = m.hup || t.hup
-	m.done = append(append([]chan struct{}(nil), m.done...), t.done...)
-	return &m
 }
 
 // busy runs a pass (fn) with passing set, for keepAliveWhilePassing.
@@ -346,13 +340,8 @@ func (d *Daemon) busy(fn func() string) string {
 	return fn()
 }
 
-// debounce lets a burst of triggers settle: it waits Debounce (50ms for a
-// fast trigger) and reports false when ctx ended meanwhile.
-func (d *Daemon) debounce(ctx context.Context, t trigger) bool {
-	wait := d.Debounce
-	if t.fast {
-		wait = 50 * time.Millisecond
-	}
+// sleep waits for wait and reports false when ctx ended meanwhile.
+func sleep(ctx context.Context, wait time.Duration) bool {
 	select {
 	case <-ctx.Done():
 		return false
@@ -361,44 +350,63 @@ func (d *Daemon) debounce(ctx context.Context, t trigger) bool {
 	}
 }
 
-// drain folds every trigger queued behind t into it, so that a burst is
-// one pass: it reloads if any asked to, and takes the fast path if any
-// asked to. The reason stays t's.
-func drain(t trigger, queued <-chan trigger) trigger {
+// drain folds every trigger queued into the scheduler's pending one, so
+// that a burst is one pass.
+func drain(s *scheduler, queued <-chan trigger) {
 	for {
 		select {
-		case t2 := <-queued:
-			t = *fold(&t, t2)
+		case t := <-queued:
+			s.queued(t)
 		default:
-			return t
+			return
 		}
 	}
 }
 
-// publishWipeProgress publishes the progress of safe removals as metrics
-// while they run (publishWipes).
-func (d *Daemon) publishWipeProgress(ctx context.Context) {
-	wipes := make(chan struct{}, 1)
-	alive := make(chan struct{}, 1)
-	d.Loop.WipeStarted = func(t removal.Target, _ removal.Mode, p *wipe.Progress) {
-		d.wipeTextfile.Store(d.textfile()) // read here, on the pass's goroutine
-		d.metrics.WipeStarted(t.VG, t.LV, func() (uint64, uint64, float64) {
-			s := p.Stat()
-			return s.Done, s.Total, s.Rate
-		})
-		select {
-		case wipes <- struct{}{}:
-		default: // publishWipes is awake already
-		}
-		select {
-		case alive <- struct{}{}:
-		default: // keepAliveWhileWiping is awake already
-		}
+// init makes what both WipeObserver and Run use.
+func (d *Daemon) init() {
+	if d.metrics != nil {
+		return
 	}
-	d.Loop.WipeFinished = func(t removal.Target, _ removal.Mode, _ *wipe.Progress, _ error) { d.metrics.WipeFinished(t.VG, t.LV) }
-	go d.publishWipes(ctx, wipes, 5*time.Second)
+	d.tracker = alerts.NewTracker()
+	d.metrics = alerts.NewMetrics()
+	d.wipeStarted = make(chan struct{}, 1)
+	d.wipeAlive = make(chan struct{}, 1)
+}
+
+// WipeObserver is what the loop must be wired with (converge.Wiring.Wipes)
+// so that the daemon publishes the progress of safe removals as metrics
+// and keeps the watchdog pinged while their bytes advance. Call it before
+// Run, on the goroutine that calls Run.
+func (d *Daemon) WipeObserver() converge.WipeObserver {
+	d.init()
+	metrics, wipes, alive := d.metrics, d.wipeStarted, d.wipeAlive
+	return converge.WipeObserver{
+		Started: func(t removal.Target, _ removal.Mode, p *wipe.Progress) {
+			d.wipeTextfile.Store(d.textfile()) // read here, on the pass's goroutine
+			metrics.WipeStarted(t.VG, t.LV, func() (uint64, uint64, float64) {
+				s := p.Stat()
+				return s.Done, s.Total, s.Rate
+			})
+			select {
+			case wipes <- struct{}{}:
+			default: // publishWipes is awake already
+			}
+			select {
+			case alive <- struct{}{}:
+			default: // keepAliveWhileWiping is awake already
+			}
+		},
+		Finished: func(t removal.Target, _ removal.Mode, _ *wipe.Progress, _ error) { metrics.WipeFinished(t.VG, t.LV) },
+	}
+}
+
+// publishWipeProgress publishes the progress of safe removals as metrics
+// while they run (publishWipes), as WipeObserver reports them.
+func (d *Daemon) publishWipeProgress(ctx context.Context) {
+	go d.publishWipes(ctx, d.wipeStarted, 5*time.Second)
 	if iv := notify.WatchdogInterval(); iv > 0 {
-		go d.keepAliveWhileWiping(ctx, alive, iv, notify.Watchdog)
+		go d.keepAliveWhileWiping(ctx, d.wipeAlive, iv, d.Notify.Watchdog)
 	}
 }
 
@@ -516,8 +524,12 @@ func configWatch(paths []string) (string, func(string) bool) {
 // value the first time the watch is established.
 func (d *Daemon) watch(ctx context.Context, dir string, match func(string) bool, started chan<- struct{}, fire func()) {
 	var once sync.Once
+	w := d.Watch
+	if w == nil {
+		w = watch.Watch
+	}
 	for ctx.Err() == nil {
-		err := watch.Watch(ctx, dir, match, watch.Options{Debounce: 100 * time.Millisecond,
+		err := w(ctx, dir, match, watch.Options{Debounce: 100 * time.Millisecond,
 			Started: func() { once.Do(func() { started <- struct{}{} }) }},
 			func(watch.Sum) { fire() },
 			func(err error) { d.Log.Warn("watch", "dir", dir, "err", err); fire() })
@@ -552,15 +564,15 @@ func (d *Daemon) serve(ctx context.Context, reload, fast bool, why string, h ser
 		d.Loop.Restore(prev, fmt.Errorf("keel crashed working on it (%w); the last good desired state is back in force", err))
 		d.metrics.Reload(false, time.Now())
 		d.Log.Error("config.invalid: the last good desired state is back in force", "finding", plan.ConfigInvalid, "err", err)
-		return d.safePass(ctx, why+" (last good desired state)")
+		return d.safePass(ctx, why+" (last good desired state)", h.gate)
 	}
 	return "last pass failed (see the log): " + err.Error()
 }
 
 // safePass is pass with a panic recovered (see recovered).
-func (d *Daemon) safePass(ctx context.Context, why string) string {
+func (d *Daemon) safePass(ctx context.Context, why string, gate *converge.Gate) string {
 	var status string
-	if err := d.recovered(why, func() { status = d.pass(ctx, why, nil) }); err != nil {
+	if err := d.recovered(why, func() { status = d.pass(ctx, why, converge.Options{Gate: gate}) }); err != nil {
 		return "last pass failed (see the log): " + err.Error()
 	}
 	return status
@@ -587,6 +599,8 @@ type serveHooks struct {
 	loaded func()
 	// fast is set while the fast path is owed and not yet run to its end.
 	fast *atomic.Bool
+	// gate, when set, lets a newer trigger preempt the serve's passes.
+	gate *converge.Gate
 }
 
 // owe records whether the fast path is still owed.
@@ -636,7 +650,7 @@ func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, h
 			h = earlySys.wait()
 		}
 		start := time.Now()
-		rep, err := d.Loop.BcachePassOn(ctx, h)
+		rep, err := d.Loop.BcachePass(ctx, converge.Options{Host: h, Gate: hooks.gate})
 		d.Log.Info("bcache fast path", "why", why, "converged", rep.Count(executor.Converged), "took", converge.Since(start), "err", err)
 		if !errors.Is(err, converge.ErrPreempted) {
 			hooks.owe(false)
@@ -650,7 +664,7 @@ func (d *Daemon) serveOnce(ctx context.Context, reload, fast bool, why string, h
 	if early != nil {
 		h = early.wait() // nil when it failed: the pass probes again
 	}
-	return d.pass(ctx, why, h)
+	return d.pass(ctx, why, converge.Options{Host: h, Gate: hooks.gate})
 }
 
 // earlyProbe is a full probe running while the daemon loads the desired
@@ -661,7 +675,7 @@ type earlyProbe struct {
 	host   *model.Host
 }
 
-// startProbe runs probe (Agent.Probe, or Agent.SysfsProbe) in the
+// startProbe runs probe (Loop.Probe, or Loop.SysfsProbe) in the
 // background. Its host is kept when it succeeded, or, with sysfs set (a
 // SysfsProbe always reports the LVM commands it did not run), whenever
 // it was not cancelled.
@@ -685,11 +699,11 @@ func (p *earlyProbe) wait() *model.Host {
 	return p.host
 }
 
-// load loads the desired state from files read by Agent.Read (readErr is
+// load loads the desired state from files read by Loop.Read (readErr is
 // Read's error); on error the last good one stays.
 func (d *Daemon) load(files []schema.File, readErr error) error {
 	start := time.Now()
-	err := d.Loop.LoadFiles(files, readErr)
+	err := d.Loop.Load(files, readErr)
 	d.metrics.Reload(err == nil, time.Now())
 	if err != nil {
 		var invalid *schema.Error
@@ -706,13 +720,14 @@ func (d *Daemon) load(files []schema.File, readErr error) error {
 }
 
 // pass runs passes until the host converges (Converge; the first plans
-// against h when it is not nil) and publishes the outcome; it returns the
-// one-line status.
-func (d *Daemon) pass(ctx context.Context, why string, h *model.Host) string {
+// against o.Host when it is set, o.Gate may preempt them) and publishes
+// the outcome; it returns the one-line status.
+func (d *Daemon) pass(ctx context.Context, why string, o converge.Options) string {
 	start := time.Now()
 	cpu0 := cpuNow()
 	audit := d.audit()
-	res, err := d.Loop.ConvergeFrom(ctx, h, executor.Mode{DryRun: audit})
+	o.Mode = executor.Mode{DryRun: audit}
+	res, err := d.Loop.Converge(ctx, o)
 	statuses := map[string]int{}
 	for _, r := range res.Report.Results {
 		statuses[string(r.Status)]++

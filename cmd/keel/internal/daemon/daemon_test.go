@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/keel-storage/keel/probes/hostio"
@@ -20,89 +21,89 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/alerts"
-	"github.com/keel-storage/keel/cmd/keel/internal/testsock"
 )
 
 // The daemon against a node snapshot recorded in the test guest: READY
 // after the first pass, a textfile, config.invalid with the last good
 // state kept, SIGHUP reload, STOPPING on cancel.
 func TestDaemonLifecycle(t *testing.T) {
-	snap, err := hostio.ReadSnapshotFile("../../../../probes/testdata/snapshots/orphan-pv.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "desired.cue")
-	// scan_lvs=0 is what the snapshot's host has: nothing to do.
-	os.WriteFile(cfg, []byte("lvm: scanLVs: false\n"), 0o644)
-	prom := filepath.Join(t.TempDir(), "keel.prom")
-
-	sock, recv := testsock.Listen(t)
-	t.Setenv("NOTIFY_SOCKET", sock)
-	next := func() string {
-		t.Helper()
-		return string(recv())
-	}
-
-	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
-	hup := make(chan os.Signal, 1)
-	var logs strings.Builder
-	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Info}),
-		Textfile: prom, NoUevents: true, Reload: hup, Debounce: 20 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-
-	if got := next(); got != "READY=1\nSTATUS=first pass running" {
-		t.Fatalf("first notification %q", got)
-	}
-	if got := next(); !strings.HasPrefix(got, "STATUS=0 actions converged, 0 stuck") {
-		t.Fatalf("first notification %q", got)
-	}
-	b, _ := os.ReadFile(prom)
-	if !strings.Contains(string(b), "keel_config_last_reload_successful 1") || !strings.Contains(string(b), "keel_reconcile_errors_total 0") {
-		t.Fatalf("textfile:\n%s", b)
-	}
-
-	// An invalid desired state: reported, last good kept.
-	os.WriteFile(cfg, []byte("lvm: scanLVs: 7\n"), 0o644)
-	if got := next(); !strings.Contains(got, "1 error") {
-		t.Fatalf("after invalid config: %q", got)
-	}
-	if a.Desired() == nil || *a.Desired().LVM.ScanLVs {
-		t.Fatal("last good desired state not kept")
-	}
-	b, _ = os.ReadFile(prom)
-	if !strings.Contains(string(b), "keel_config_last_reload_successful 0") || !strings.Contains(string(b), `keel_finding_active{id="config.invalid"`) {
-		t.Fatalf("textfile:\n%s", b)
-	}
-
-	// Fixed, then SIGHUP: RELOADING, then READY with the finding cleared.
-	os.WriteFile(cfg, []byte("lvm: scanLVs: false\n"), 0o644)
-	if got := next(); !strings.Contains(got, "0 error") {
-		t.Fatalf("after fix: %q", got)
-	}
-	hup <- os.Interrupt
-	if got := next(); !strings.HasPrefix(got, "RELOADING=1\nMONOTONIC_USEC=") {
-		t.Fatalf("reload: %q", got)
-	}
-	if got := next(); !strings.HasPrefix(got, "READY=1") {
-		t.Fatalf("after reload: %q", got)
-	}
-	if got := next(); !strings.Contains(got, "0 error") {
-		t.Fatalf("after the reload's pass: %q", got)
-	}
-	cancel()
-	if got := next(); got != "STOPPING=1" {
-		t.Fatalf("stop: %q", got)
-	}
-	<-done
-	l := logs.String()
-	for _, want := range []string{"config.invalid", "finding raised: finding=config.invalid", "finding cleared: finding=config.invalid"} {
-		if !strings.Contains(l, want) {
-			t.Errorf("log lacks %q:\n%s", want, l)
+	synctest.Test(t, func(t *testing.T) {
+		snap, err := hostio.ReadSnapshotFile("../../../../probes/testdata/snapshots/orphan-pv.txtar")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "desired.cue")
+		// scan_lvs=0 is what the snapshot's host has: nothing to do.
+		os.WriteFile(cfg, []byte("lvm: scanLVs: false\n"), 0o644)
+		prom := filepath.Join(t.TempDir(), "keel.prom")
+
+		hup := make(chan os.Signal, 1)
+		var logs strings.Builder
+		d := &Daemon{Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Info}),
+			Textfile: prom, NoUevents: true, Reload: hup, Debounce: 20 * time.Millisecond}
+		recv, w := wire(t, d, []string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap),
+			LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
+		a := d.Loop
+		next := func() string {
+			t.Helper()
+			return string(recv())
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+
+		if got := next(); got != "READY=1\nSTATUS=first pass running" {
+			t.Fatalf("first notification %q", got)
+		}
+		if got := next(); !strings.HasPrefix(got, "STATUS=0 actions converged, 0 stuck") {
+			t.Fatalf("first notification %q", got)
+		}
+		b, _ := os.ReadFile(prom)
+		if !strings.Contains(string(b), "keel_config_last_reload_successful 1") || !strings.Contains(string(b), "keel_reconcile_errors_total 0") {
+			t.Fatalf("textfile:\n%s", b)
+		}
+
+		// An invalid desired state: reported, last good kept.
+		w.write(t, cfg, "lvm: scanLVs: 7\n")
+		if got := next(); !strings.Contains(got, "1 error") {
+			t.Fatalf("after invalid config: %q", got)
+		}
+		if a.Desired() == nil || *a.Desired().LVM.ScanLVs {
+			t.Fatal("last good desired state not kept")
+		}
+		b, _ = os.ReadFile(prom)
+		if !strings.Contains(string(b), "keel_config_last_reload_successful 0") || !strings.Contains(string(b), `keel_finding_active{id="config.invalid"`) {
+			t.Fatalf("textfile:\n%s", b)
+		}
+
+		// Fixed, then SIGHUP: RELOADING, then READY with the finding cleared.
+		w.write(t, cfg, "lvm: scanLVs: false\n")
+		if got := next(); !strings.Contains(got, "0 error") {
+			t.Fatalf("after fix: %q", got)
+		}
+		hup <- os.Interrupt
+		if got := next(); !strings.HasPrefix(got, "RELOADING=1\nMONOTONIC_USEC=") {
+			t.Fatalf("reload: %q", got)
+		}
+		if got := next(); !strings.HasPrefix(got, "READY=1") {
+			t.Fatalf("after reload: %q", got)
+		}
+		if got := next(); !strings.Contains(got, "0 error") {
+			t.Fatalf("after the reload's pass: %q", got)
+		}
+		cancel()
+		if got := next(); got != "STOPPING=1" {
+			t.Fatalf("stop: %q", got)
+		}
+		<-done
+		l := logs.String()
+		for _, want := range []string{"config.invalid", "finding raised: finding=config.invalid", "finding cleared: finding=config.invalid"} {
+			if !strings.Contains(l, want) {
+				t.Errorf("log lacks %q:\n%s", want, l)
+			}
+		}
+	})
 }
 
 // syncWriter serializes writes from the daemon's goroutines.
@@ -132,86 +133,90 @@ func TestKeepFindingsOnFailedPass(t *testing.T) {
 // While a safe removal runs the textfile is rewritten on a timer; once it
 // ends (and before any starts) nothing is written: no idle wake-up.
 func TestPublishWipesOnlyWhileWiping(t *testing.T) {
-	d := &Daemon{Log: hclog.NewNullLogger(), metrics: alerts.NewMetrics()}
-	path := filepath.Join(t.TempDir(), "keel.prom")
-	d.wipeTextfile.Store(path)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	started := make(chan struct{}, 1)
-	go d.publishWipes(ctx, started, 10*time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
-	if _, err := os.Stat(path); err == nil {
-		t.Fatal("textfile written before any removal started")
-	}
-	d.metrics.WipeStarted("vg", "lv", func() (uint64, uint64, float64) { return 5, 10, 1 })
-	started <- struct{}{}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		b, _ := os.ReadFile(path)
-		if strings.Contains(string(b), "keel_wipe") {
-			break
+	synctest.Test(t, func(t *testing.T) {
+		d := &Daemon{Log: hclog.NewNullLogger(), metrics: alerts.NewMetrics()}
+		path := filepath.Join(t.TempDir(), "keel.prom")
+		d.wipeTextfile.Store(path)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		started := make(chan struct{}, 1)
+		go d.publishWipes(ctx, started, 10*time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
+		if _, err := os.Stat(path); err == nil {
+			t.Fatal("textfile written before any removal started")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no wipe progress in the textfile:\n%s", b)
+		d.metrics.WipeStarted("vg", "lv", func() (uint64, uint64, float64) { return 5, 10, 1 })
+		started <- struct{}{}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			b, _ := os.ReadFile(path)
+			if strings.Contains(string(b), "keel_wipe") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no wipe progress in the textfile:\n%s", b)
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	d.metrics.WipeFinished("vg", "lv")
-	time.Sleep(30 * time.Millisecond) // the loop notices the end
-	os.Remove(path)
-	time.Sleep(50 * time.Millisecond)
-	if _, err := os.Stat(path); err == nil {
-		t.Fatal("textfile rewritten after the removal ended")
-	}
+		d.metrics.WipeFinished("vg", "lv")
+		time.Sleep(30 * time.Millisecond) // the loop notices the end
+		os.Remove(path)
+		time.Sleep(50 * time.Millisecond)
+		if _, err := os.Stat(path); err == nil {
+			t.Fatal("textfile rewritten after the removal ended")
+		}
+	})
 }
 
 // The daemon serves a change of bcache tunables only by the fast path
 // before its full pass, and any other change by a full pass alone.
 func TestDaemonBcacheOnlyChange(t *testing.T) {
-	cfg, sys, run, d, recv, logs := bcacheDaemon(t)
-	run.Delay = 100 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	if got := string(recv()); got != "READY=1\nSTATUS=first pass running" {
-		t.Fatalf("first notification %q", got)
-	}
-	if got := string(recv()); !strings.HasPrefix(got, "STATUS=1 actions converged") {
-		t.Fatalf("first notification %q", got)
-	}
-	os.WriteFile(cfg, []byte(bcacheCue(30)), 0o644)
-	if got := string(recv()); !strings.HasPrefix(got, "STATUS=0 actions converged") {
-		t.Fatalf("after the bcache change: %q", got) // the fast path converged it; the pass found nothing
-	}
-	os.WriteFile(cfg, []byte(bcacheCue(30)+"lvm: scanLVs: false\n"), 0o644)
-	if got := string(recv()); !strings.HasPrefix(got, "STATUS=") {
-		t.Fatalf("after the lvm change: %q", got)
-	}
-	cancel()
-	recv() // STOPPING=1
-	<-done
-	writes := sys.WriteLog()
-	if writes != "/sys/block/bcache0/bcache/writeback_percent=40 /sys/block/bcache0/bcache/writeback_percent=30" {
-		t.Fatalf("writes %q", writes)
-	}
-	l := logs.String()
-	if n := strings.Count(l, "bcache fast path: why=\"desired state changed\" converged=1"); n != 1 {
-		t.Errorf("%d fast paths for the bcache change, want 1:\n%s", n, l)
-	}
-	if n := strings.Count(l, "bcache fast path"); n != 1 {
-		t.Errorf("the lvm change took the fast path:\n%s", l)
-	}
-	// Its plan used the sysfs read made while the desired state loaded:
-	// only the verification read sysfs again.
-	if n := strings.Count(l, "bcache sysfs probe and plan"); n != 1 {
-		t.Errorf("%d sysfs reads in the fast path, want 1 (the verification):\n%s", n, l)
-	}
-	if strings.Contains(l, "context canceled") {
-		t.Errorf("a probe was started for the bcache change and cancelled:\n%s", l)
-	}
-	if !strings.Contains(l, "the change touches bcache devices only") {
-		t.Errorf("log:\n%s", l)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		cfg, sys, run, d, recv, logs, w := bcacheDaemon(t)
+		run.Delay = 100 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		if got := string(recv()); got != "READY=1\nSTATUS=first pass running" {
+			t.Fatalf("first notification %q", got)
+		}
+		if got := string(recv()); !strings.HasPrefix(got, "STATUS=1 actions converged") {
+			t.Fatalf("first notification %q", got)
+		}
+		w.write(t, cfg, bcacheCue(30))
+		if got := string(recv()); !strings.HasPrefix(got, "STATUS=0 actions converged") {
+			t.Fatalf("after the bcache change: %q", got) // the fast path converged it; the pass found nothing
+		}
+		w.write(t, cfg, bcacheCue(30)+"lvm: scanLVs: false\n")
+		if got := string(recv()); !strings.HasPrefix(got, "STATUS=") {
+			t.Fatalf("after the lvm change: %q", got)
+		}
+		cancel()
+		recv() // STOPPING=1
+		<-done
+		writes := sys.WriteLog()
+		if writes != "/sys/block/bcache0/bcache/writeback_percent=40 /sys/block/bcache0/bcache/writeback_percent=30" {
+			t.Fatalf("writes %q", writes)
+		}
+		l := logs.String()
+		if n := strings.Count(l, "bcache fast path: why=\"desired state changed\" converged=1"); n != 1 {
+			t.Errorf("%d fast paths for the bcache change, want 1:\n%s", n, l)
+		}
+		if n := strings.Count(l, "bcache fast path"); n != 1 {
+			t.Errorf("the lvm change took the fast path:\n%s", l)
+		}
+		// Its plan used the sysfs read made while the desired state loaded:
+		// only the verification read sysfs again.
+		if n := strings.Count(l, "bcache sysfs probe and plan"); n != 1 {
+			t.Errorf("%d sysfs reads in the fast path, want 1 (the verification):\n%s", n, l)
+		}
+		if strings.Contains(l, "context canceled") {
+			t.Errorf("a probe was started for the bcache change and cancelled:\n%s", l)
+		}
+		if !strings.Contains(l, "the change touches bcache devices only") {
+			t.Errorf("log:\n%s", l)
+		}
+	})
 }
 
 // A bcache change made while a pass reads a slow PV is applied at once:
@@ -221,12 +226,12 @@ func TestDaemonBcacheOnlyChange(t *testing.T) {
 // slow pass to end: a pass over a PV whose every I/O is slow takes as long
 // as all its reads (e2e/underfire; docs/reliability.md).
 func TestDaemonBcacheChangeDuringSlowPass(t *testing.T) {
-	t.Run("pass", func(t *testing.T) { bcacheChangeDuringSlowPass(t, false) })
+	t.Run("pass", func(t *testing.T) { synctest.Test(t, func(t *testing.T) { bcacheChangeDuringSlowPass(t, false) }) })
 	// The SIGHUP's serve itself takes the fast path (a bcache change read
 	// with it) before its slow full pass: the gate shuts while the fast
-	// path applies and opens again after it; a gate left shut from the
-	// fast path on would hold the change until the resync.
-	t.Run("after a fast path", func(t *testing.T) { bcacheChangeDuringSlowPass(t, true) })
+	// path applies and opens again after it (e2e/underfire: shut from the
+	// fast path on, the change waited 2m45s).
+	t.Run("after a fast path", func(t *testing.T) { synctest.Test(t, func(t *testing.T) { bcacheChangeDuringSlowPass(t, true) }) })
 }
 
 // A bcache-only change that a SIGHUP's reload reads, and whose own file
@@ -235,37 +240,39 @@ func TestDaemonBcacheChangeDuringSlowPass(t *testing.T) {
 // the last load), yet still owes the fast path: otherwise the change waits
 // for the full pass over the slow PV (e2e/underfire; docs/reliability.md).
 func TestDaemonFastPathOwedAfterPreemption(t *testing.T) {
-	b := runBcacheDaemon(t)
-	cfg, sys, recv, logs, hup := b.cfg, b.sys, b.recv, b.logs, b.hup
-	const slow = 4 * time.Second
-	b.run.SlowLVM.Store(int64(slow))
-	// The fast path's first sysfs read waits until the file's own event
-	// (100 ms of debounce) has preempted the serve.
-	release := sys.HoldNextRead()
-	defer release()
-	changed := time.Now()
-	os.WriteFile(cfg, []byte(bcacheCue(30)), 0o644)
-	hup <- os.Interrupt
-	time.AfterFunc(600*time.Millisecond, release)
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.HasSuffix(sys.WriteLog(), "writeback_percent=30") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	took := time.Since(changed)
-	b.cancel()
-	for !strings.Contains(string(recv()), "STOPPING=1") {
-	}
-	<-b.done
-	l := logs.String()
-	if !strings.HasSuffix(sys.WriteLog(), "writeback_percent=30") {
-		t.Fatalf("the change was not applied within 15 s: writes %q\n%s", sys.WriteLog(), l)
-	}
-	if !strings.Contains(l, "pass preempted before it changed anything") {
-		t.Fatalf("no preemption: the test did not set up its race\n%s", l)
-	}
-	if took >= slow {
-		t.Errorf("the change was applied %v after it was written, by the full pass over the slow PV (%v per lvm command), not by the fast path it was owed\n%s", took, slow, l)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		b := runBcacheDaemon(t)
+		cfg, sys, recv, logs, hup := b.cfg, b.sys, b.recv, b.logs, b.hup
+		const slow = 4 * time.Second
+		b.run.SlowLVM.Store(int64(slow))
+		// The fast path's first sysfs read waits until the file's own event
+		// (100 ms of debounce) has preempted the serve.
+		release := sys.HoldNextRead()
+		defer release()
+		changed := time.Now()
+		b.w.write(t, cfg, bcacheCue(30))
+		hup <- os.Interrupt
+		time.AfterFunc(600*time.Millisecond, release)
+		deadline := time.Now().Add(15 * time.Second)
+		for !strings.HasSuffix(sys.WriteLog(), "writeback_percent=30") && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		took := time.Since(changed)
+		b.cancel()
+		for !strings.Contains(string(recv()), "STOPPING=1") {
+		}
+		<-b.done
+		l := logs.String()
+		if !strings.HasSuffix(sys.WriteLog(), "writeback_percent=30") {
+			t.Fatalf("the change was not applied within 15 s: writes %q\n%s", sys.WriteLog(), l)
+		}
+		if !strings.Contains(l, "pass preempted before it changed anything") {
+			t.Fatalf("no preemption: the test did not set up its race\n%s", l)
+		}
+		if took >= slow {
+			t.Errorf("the change was applied %v after it was written, by the full pass over the slow PV (%v per lvm command), not by the fast path it was owed\n%s", took, slow, l)
+		}
+	})
 }
 
 func bcacheChangeDuringSlowPass(t *testing.T, fastFirst bool) {
@@ -274,7 +281,7 @@ func bcacheChangeDuringSlowPass(t *testing.T, fastFirst bool) {
 	const slow = 4 * time.Second
 	b.run.SlowLVM.Store(int64(slow))
 	if fastFirst {
-		os.WriteFile(cfg, []byte(bcacheCue(35)), 0o644)
+		b.w.write(t, cfg, bcacheCue(35))
 	}
 	hup <- os.Interrupt // a pass over the slow PV
 	recv()              // RELOADING=1
@@ -285,7 +292,7 @@ func bcacheChangeDuringSlowPass(t *testing.T, fastFirst bool) {
 	}
 	time.Sleep(300 * time.Millisecond)
 	changed := time.Now()
-	os.WriteFile(cfg, []byte(bcacheCue(30)), 0o644)
+	b.w.write(t, cfg, bcacheCue(30))
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.HasSuffix(sys.WriteLog(), "writeback_percent=30") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -322,6 +329,7 @@ type runningBcacheDaemon struct {
 	recv   func() []byte
 	logs   *strings.Builder
 	hup    chan os.Signal
+	w      *fakeWatches
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -331,7 +339,7 @@ func runBcacheDaemon(t *testing.T) runningBcacheDaemon {
 	t.Helper()
 	b := runningBcacheDaemon{hup: make(chan os.Signal, 1), done: make(chan error, 1)}
 	var d *Daemon
-	b.cfg, b.sys, b.run, d, b.recv, b.logs = bcacheDaemon(t)
+	b.cfg, b.sys, b.run, d, b.recv, b.logs, b.w = bcacheDaemon(t)
 	d.Reload = b.hup
 	var ctx context.Context
 	ctx, b.cancel = context.WithCancel(context.Background())
@@ -346,22 +354,19 @@ func runBcacheDaemon(t *testing.T) runningBcacheDaemon {
 // bcacheDaemon is a daemon over the mixed snapshot (one bcache device)
 // with b.cue declaring its writeback_percent 40, sd_notify to recv, and its
 // log (debug) in logs.
-func bcacheDaemon(t *testing.T) (cfg string, sys *convergetest.MemSysFS, run *convergetest.CountingRunner, d *Daemon, recv func() []byte, logs *strings.Builder) {
+func bcacheDaemon(t *testing.T) (cfg string, sys *convergetest.MemSysFS, run *convergetest.CountingRunner, d *Daemon, recv func() []byte, logs *strings.Builder, w *fakeWatches) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg = filepath.Join(dir, "b.cue")
 	os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
 	src, sys, run := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
-	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys,
-		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
-	a.SkipOwnerCheck = true
-	sock, recv := testsock.Listen(t)
-	t.Setenv("NOTIFY_SOCKET", sock)
 	logs = &strings.Builder{}
-	d = &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: logs}, Level: hclog.Debug}),
+	d = &Daemon{Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: logs}, Level: hclog.Debug}),
 		NoUevents: true, Debounce: 10 * time.Millisecond}
-	a.Log = d.Log
-	return cfg, sys, run, d, recv, logs
+	recv, w = wire(t, d, []string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys,
+		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1},
+		SkipOwnerCheck: true, Log: d.Log})
+	return cfg, sys, run, d, recv, logs, w
 }
 
 func bcacheCue(wb int) string {
@@ -387,98 +392,99 @@ func (r *panicRunner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, err
 // runner of mutating commands (lvmconfig --validate of the lvm.conf edit
 // the new state asks for), on the daemon's own goroutine.
 func TestDaemonRecoversPanic(t *testing.T) {
-	snap, err := hostio.ReadSnapshotFile("../../../../probes/testdata/snapshots/orphan-pv.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "desired.cue")
-	if err := os.WriteFile(cfg, []byte("lvm: scanLVs: false\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	prom := filepath.Join(t.TempDir(), "keel.prom")
-	sock, recv := testsock.Listen(t)
-	t.Setenv("NOTIFY_SOCKET", sock)
-	src := hostio.Replay(snap)
-	run := &panicRunner{Runner: src.Runner}
-	lvmConf := filepath.Join(t.TempDir(), "lvm.conf")
-	if err := os.WriteFile(lvmConf, []byte("devices {\n\tscan_lvs = 0\n}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: src, Runner: run, LVMConfPath: lvmConf})
-	var logs strings.Builder
-	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Info}),
-		Textfile: prom, NoUevents: true, Debounce: 10 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	if got := string(recv()); got != "READY=1\nSTATUS=first pass running" {
-		t.Fatalf("first notification %q", got)
-	}
-	if got := string(recv()); !strings.HasPrefix(got, "STATUS=0 actions converged") {
-		t.Fatalf("first notification %q", got)
-	}
-
-	run.left.Store(1) // the next mutating command panics
-	if err := os.WriteFile(cfg, []byte("lvm: scanLVs: true\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := string(recv()); !strings.Contains(got, "1 error") {
-		t.Fatalf("after the panicking pass: %q", got)
-	}
-	if a.Desired() == nil || *a.Desired().LVM.ScanLVs {
-		t.Fatal("the last good desired state is not back in force")
-	}
-	b, _ := os.ReadFile(prom)
-	for _, want := range []string{"keel_panics_total 1", `keel_finding_active{id="config.invalid"`, "keel_config_last_reload_successful 0"} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("textfile lacks %q:\n%s", want, b)
+	synctest.Test(t, func(t *testing.T) {
+		snap, err := hostio.ReadSnapshotFile("../../../../probes/testdata/snapshots/orphan-pv.txtar")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	cancel()
-	recv() // STOPPING=1
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run: %v", err)
-	}
-	if l := logs.String(); !strings.Contains(l, "panic in a pass, recovered") || !strings.Contains(l, "injected: env LVM_SYSTEM_DIR=") || !strings.Contains(l, "goroutine") {
-		t.Errorf("log lacks the panic and its stack:\n%s", l)
-	}
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "desired.cue")
+		if err := os.WriteFile(cfg, []byte("lvm: scanLVs: false\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		prom := filepath.Join(t.TempDir(), "keel.prom")
+		src := hostio.Replay(snap)
+		run := &panicRunner{Runner: src.Runner}
+		lvmConf := filepath.Join(t.TempDir(), "lvm.conf")
+		if err := os.WriteFile(lvmConf, []byte("devices {\n\tscan_lvs = 0\n}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var logs strings.Builder
+		d := &Daemon{Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Info}),
+			Textfile: prom, NoUevents: true, Debounce: 10 * time.Millisecond}
+		recv, w := wire(t, d, []string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: src, Runner: run, LVMConfPath: lvmConf})
+		a := d.Loop
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		if got := string(recv()); got != "READY=1\nSTATUS=first pass running" {
+			t.Fatalf("first notification %q", got)
+		}
+		if got := string(recv()); !strings.HasPrefix(got, "STATUS=0 actions converged") {
+			t.Fatalf("first notification %q", got)
+		}
+
+		run.left.Store(1) // the next mutating command panics
+		w.write(t, cfg, "lvm: scanLVs: true\n")
+		if got := string(recv()); !strings.Contains(got, "1 error") {
+			t.Fatalf("after the panicking pass: %q", got)
+		}
+		if a.Desired() == nil || *a.Desired().LVM.ScanLVs {
+			t.Fatal("the last good desired state is not back in force")
+		}
+		b, _ := os.ReadFile(prom)
+		for _, want := range []string{"keel_panics_total 1", `keel_finding_active{id="config.invalid"`, "keel_config_last_reload_successful 0"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("textfile lacks %q:\n%s", want, b)
+			}
+		}
+		cancel()
+		recv() // STOPPING=1
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run: %v", err)
+		}
+		if l := logs.String(); !strings.Contains(l, "panic in a pass, recovered") || !strings.Contains(l, "injected: env LVM_SYSTEM_DIR=") || !strings.Contains(l, "goroutine") {
+			t.Errorf("log lacks the panic and its stack:\n%s", l)
+		}
+	})
 }
 
 // While a removal's bytes advance the watchdog is pinged; when they stop,
 // so do the pings (a stalled device gets keel restarted), and after the
 // removal ends nothing pings from here.
 func TestKeepAliveWhileWiping(t *testing.T) {
-	d := &Daemon{Log: hclog.NewNullLogger(), metrics: alerts.NewMetrics()}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var pings atomic.Int32
-	started := make(chan struct{}, 1)
-	go d.keepAliveWhileWiping(ctx, started, 10*time.Millisecond, func() error { pings.Add(1); return nil })
-	var done atomic.Uint64
-	d.metrics.WipeStarted("vg", "lv", func() (uint64, uint64, float64) { return done.Load(), 1 << 30, 1 })
-	started <- struct{}{}
-	for i := 0; i < 10; i++ { // advancing: pings
+	synctest.Test(t, func(t *testing.T) {
+		d := &Daemon{Log: hclog.NewNullLogger(), metrics: alerts.NewMetrics()}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var pings atomic.Int32
+		started := make(chan struct{}, 1)
+		go d.keepAliveWhileWiping(ctx, started, 10*time.Millisecond, func() error { pings.Add(1); return nil })
+		var done atomic.Uint64
+		d.metrics.WipeStarted("vg", "lv", func() (uint64, uint64, float64) { return done.Load(), 1 << 30, 1 })
+		started <- struct{}{}
+		for i := 0; i < 10; i++ { // advancing: pings
+			done.Add(1 << 20)
+			time.Sleep(15 * time.Millisecond)
+		}
+		if n := pings.Load(); n < 3 {
+			t.Fatalf("%d pings while the wipe advanced", n)
+		}
+		time.Sleep(30 * time.Millisecond) // settle the last tick after the last advance
+		stalled := pings.Load()
+		time.Sleep(100 * time.Millisecond) // stalled: no pings
+		if n := pings.Load(); n != stalled {
+			t.Fatalf("%d pings while the wipe stalled", n-stalled)
+		}
+		d.metrics.WipeFinished("vg", "lv")
+		time.Sleep(30 * time.Millisecond)
+		ended := pings.Load()
 		done.Add(1 << 20)
-		time.Sleep(15 * time.Millisecond)
-	}
-	if n := pings.Load(); n < 3 {
-		t.Fatalf("%d pings while the wipe advanced", n)
-	}
-	time.Sleep(30 * time.Millisecond) // settle the last tick after the last advance
-	stalled := pings.Load()
-	time.Sleep(100 * time.Millisecond) // stalled: no pings
-	if n := pings.Load(); n != stalled {
-		t.Fatalf("%d pings while the wipe stalled", n-stalled)
-	}
-	d.metrics.WipeFinished("vg", "lv")
-	time.Sleep(30 * time.Millisecond)
-	ended := pings.Load()
-	done.Add(1 << 20)
-	time.Sleep(50 * time.Millisecond)
-	if n := pings.Load(); n != ended {
-		t.Fatalf("%d pings after the wipe ended", n-ended)
-	}
+		time.Sleep(50 * time.Millisecond)
+		if n := pings.Load(); n != ended {
+			t.Fatalf("%d pings after the wipe ended", n-ended)
+		}
+	})
 }
 
 // recordingRunner is the runner of mutating commands: it records every
@@ -521,13 +527,10 @@ func firstPass(t *testing.T, desired string, audit bool) changes {
 		t.Fatal(err)
 	}
 	root, state := t.TempDir(), t.TempDir()
-	a := converge.New([]string{dir}, converge.Wiring{Source: src, Runner: run, SysFS: sys, LVMConfPath: lvmConf,
-		FileRoot: root, StateDir: state, Options: executor.Options{MaxAttempts: 1}})
-	a.SkipOwnerCheck = true
 	prom := filepath.Join(t.TempDir(), "keel.prom")
-	sock, recv := testsock.Listen(t)
-	t.Setenv("NOTIFY_SOCKET", sock)
-	d := &Daemon{Loop: a, Log: hclog.NewNullLogger(), Textfile: prom, NoUevents: true, Audit: audit}
+	d := &Daemon{Log: hclog.NewNullLogger(), Textfile: prom, NoUevents: true, Audit: audit}
+	recv, _ := wire(t, d, []string{dir}, converge.Wiring{Source: src, Runner: run, SysFS: sys, LVMConfPath: lvmConf,
+		FileRoot: root, StateDir: state, Options: executor.Options{MaxAttempts: 1}, SkipOwnerCheck: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -571,7 +574,8 @@ const bcacheBody = "bcache: b0: {\n\tbacking: \"a67c2e52-040c-493e-99e7-8498486c
 // pass unverified on a replayed host, so the bcache write has its own state.)
 func TestDaemonAuditChangesNothing(t *testing.T) {
 	for _, desired := range []string{auditDesired, bcacheBody} {
-		conv := firstPass(t, desired, false)
+		var conv changes
+		synctest.Test(t, func(t *testing.T) { conv = firstPass(t, desired, false) })
 		if len(conv.cmds) == 0 && conv.sysfs == "" && !conv.lvmConf {
 			t.Fatalf("converging %q: the recording sees no change", desired)
 		}
@@ -583,10 +587,12 @@ func TestDaemonAuditChangesNothing(t *testing.T) {
 			want = append(want, `keel_finding_active{id="lv.absent",lv="thin1",object="vg0/thin1",severity="info",vg="vg0"} 1`,
 				`keel_thin_data_used_ratio{lv="tp",vg="vg0"} 0`, `keel_thin_data_alert_threshold_ratio{lv="tp",vg="vg0"} 0.85`)
 		}
-		for name, run := range map[string]changes{
-			"--audit":            firstPass(t, desired, true),
-			`agent.mode "audit"`: firstPass(t, desired+"agent: mode: \"audit\"\n", false),
-		} {
+		runs := map[string]changes{}
+		synctest.Test(t, func(t *testing.T) {
+			runs["--audit"] = firstPass(t, desired, true)
+			runs[`agent.mode "audit"`] = firstPass(t, desired+"agent: mode: \"audit\"\n", false)
+		})
+		for name, run := range runs {
 			if len(run.cmds) != 0 || run.sysfs != "" || run.lvmConf || len(run.files) != 0 {
 				t.Errorf("%s: commands %q, sysfs writes %q, lvm.conf rewritten %v, files %q", name, run.cmds, run.sysfs, run.lvmConf, run.files)
 			}
@@ -605,36 +611,35 @@ func TestDaemonAuditChangesNothing(t *testing.T) {
 // In audit mode a change of bcache tunables takes no fast path: the full
 // pass reports the drift and nothing writes sysfs.
 func TestDaemonAuditNoFastPath(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "b.cue")
-	os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
-	src, sys, _ := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
-	a := converge.New([]string{dir}, converge.Wiring{Source: src, SysFS: sys, Runner: &recordingRunner{},
-		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), StateDir: t.TempDir()})
-	a.SkipOwnerCheck = true
-	sock, recv := testsock.Listen(t)
-	t.Setenv("NOTIFY_SOCKET", sock)
-	var logs strings.Builder
-	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Debug}),
-		NoUevents: true, Debounce: 10 * time.Millisecond, Audit: true}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	recv() // READY
-	if got := string(recv()); !strings.HasPrefix(got, "STATUS=audit mode, nothing changed; 0 actions converged") {
-		t.Fatalf("first pass: %q", got)
-	}
-	os.WriteFile(cfg, []byte(bcacheCue(30)), 0o644)
-	if got := string(recv()); !strings.Contains(got, "1 warning") {
-		t.Fatalf("after the bcache change: %q", got)
-	}
-	cancel()
-	recv() // STOPPING=1
-	<-done
-	if w := sys.WriteLog(); w != "" {
-		t.Errorf("audit mode wrote sysfs: %q", w)
-	}
-	if l := logs.String(); strings.Contains(l, "bcache fast path") || !strings.Contains(l, "the change touches bcache devices only") {
-		t.Errorf("log:\n%s", l)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "b.cue")
+		os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
+		src, sys, _ := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
+		var logs strings.Builder
+		d := &Daemon{Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Debug}),
+			NoUevents: true, Debounce: 10 * time.Millisecond, Audit: true}
+		recv, w := wire(t, d, []string{dir}, converge.Wiring{Source: src, SysFS: sys, Runner: &recordingRunner{},
+			LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), StateDir: t.TempDir(), SkipOwnerCheck: true})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		recv() // READY
+		if got := string(recv()); !strings.HasPrefix(got, "STATUS=audit mode, nothing changed; 0 actions converged") {
+			t.Fatalf("first pass: %q", got)
+		}
+		w.write(t, cfg, bcacheCue(30))
+		if got := string(recv()); !strings.Contains(got, "1 warning") {
+			t.Fatalf("after the bcache change: %q", got)
+		}
+		cancel()
+		recv() // STOPPING=1
+		<-done
+		if w := sys.WriteLog(); w != "" {
+			t.Errorf("audit mode wrote sysfs: %q", w)
+		}
+		if l := logs.String(); strings.Contains(l, "bcache fast path") || !strings.Contains(l, "the change touches bcache devices only") {
+			t.Errorf("log:\n%s", l)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -21,52 +22,54 @@ import (
 // the gap between two of them, and the last event is always followed by a
 // pass that starts after it.
 func TestBlockEventsBounded(t *testing.T) {
-	for _, pass := range []time.Duration{0, 150 * time.Millisecond} {
-		const gap = 100 * time.Millisecond
-		ctx, cancel := context.WithCancel(context.Background())
-		q := make(eventQueue, 1)
-		var mu sync.Mutex
-		var starts, ends []time.Time
-		go blockEvents(ctx, q, gap, func(string) <-chan struct{} {
-			mu.Lock()
-			starts = append(starts, time.Now())
-			mu.Unlock()
-			done := make(chan struct{})
-			time.AfterFunc(pass, func() {
+	synctest.Test(t, func(t *testing.T) {
+		for _, pass := range []time.Duration{0, 150 * time.Millisecond} {
+			const gap = 100 * time.Millisecond
+			ctx, cancel := context.WithCancel(context.Background())
+			q := make(eventQueue, 1)
+			var mu sync.Mutex
+			var starts, ends []time.Time
+			go blockEvents(ctx, q, gap, func(string) <-chan struct{} {
 				mu.Lock()
-				ends = append(ends, time.Now())
+				starts = append(starts, time.Now())
 				mu.Unlock()
-				close(done)
+				done := make(chan struct{})
+				time.AfterFunc(pass, func() {
+					mu.Lock()
+					ends = append(ends, time.Now())
+					mu.Unlock()
+					close(done)
+				})
+				return done
 			})
-			return done
-		})
-		start := time.Now()
-		var last time.Time // just before the last event: a pass started later saw it
-		for i := 0; i < 1000; i++ {
-			last = time.Now()
-			q.offer("block device change dm-1")
-			time.Sleep(time.Millisecond)
-		}
-		flood := time.Since(start)
-		time.Sleep(3*gap + 2*pass)
-		cancel()
-		mu.Lock()
-		if max := int(flood/(gap+pass)) + 2; len(starts) > max {
-			t.Errorf("pass %v: %d passes for 1000 events in %v, want at most %d", pass, len(starts), flood, max)
-		}
-		if len(starts) < 2 {
-			t.Fatalf("pass %v: %d passes for a flood of %v", pass, len(starts), flood)
-		}
-		if !starts[len(starts)-1].After(last) {
-			t.Errorf("pass %v: the last pass started %v before the last event", pass, last.Sub(starts[len(starts)-1]))
-		}
-		for i := 1; i < len(starts); i++ {
-			if d := starts[i].Sub(ends[i-1]); d < gap-5*time.Millisecond {
-				t.Errorf("pass %v: pass %d started %v after the end of the one before, want at least %v", pass, i, d, gap)
+			start := time.Now()
+			var last time.Time // just before the last event: a pass started later saw it
+			for i := 0; i < 1000; i++ {
+				last = time.Now()
+				q.offer("block device change dm-1")
+				time.Sleep(time.Millisecond)
 			}
+			flood := time.Since(start)
+			time.Sleep(3*gap + 2*pass)
+			cancel()
+			mu.Lock()
+			if max := int(flood/(gap+pass)) + 2; len(starts) > max {
+				t.Errorf("pass %v: %d passes for 1000 events in %v, want at most %d", pass, len(starts), flood, max)
+			}
+			if len(starts) < 2 {
+				t.Fatalf("pass %v: %d passes for a flood of %v", pass, len(starts), flood)
+			}
+			if !starts[len(starts)-1].After(last) {
+				t.Errorf("pass %v: the last pass started %v before the last event", pass, last.Sub(starts[len(starts)-1]))
+			}
+			for i := 1; i < len(starts); i++ {
+				if d := starts[i].Sub(ends[i-1]); d < gap-5*time.Millisecond {
+					t.Errorf("pass %v: pass %d started %v after the end of the one before, want at least %v", pass, i, d, gap)
+				}
+			}
+			mu.Unlock()
 		}
-		mu.Unlock()
-	}
+	})
 }
 
 func TestBlockEvent(t *testing.T) {
@@ -206,7 +209,9 @@ func TestDaemonPassesOnMetadataChange(t *testing.T) {
 			return m
 		}, 1},
 	} {
-		t.Run(c.name, func(t *testing.T) { metadataChange(t, c.seqnos, c.firstSeen) })
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { metadataChange(t, c.seqnos, c.firstSeen) })
+		})
 	}
 }
 
@@ -237,8 +242,10 @@ func metadataChange(t *testing.T, seqnos func(h *model.Host) map[string]uint64, 
 		defer w.mu.Unlock()
 		return w.b.String()
 	}
+	sender, _ := notes(t)
 	d := &Daemon{Loop: a, Log: hclog.New(&hclog.LoggerOptions{Output: w, Level: hclog.Info}),
-		NoUevents: true, Resync: time.Hour, Poll: 20 * time.Millisecond, Stamp: f.stamp}
+		NoUevents: true, Resync: time.Hour, Poll: 20 * time.Millisecond, Stamp: f.stamp,
+		Notify: sender, Watch: newFakeWatches().watch}
 	if seqnos != nil {
 		d.Seqnos = func(context.Context) (map[string]uint64, error) { return seqnos(h), nil }
 	}

@@ -16,31 +16,55 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-func send(state string) error {
+// Sender sends the notifications: to systemd when Send is nil (the zero
+// Sender), else to Send, which sees each message as systemd would.
+type Sender struct {
+	Send func(state string) error
+}
+
+func (s Sender) send(state string) error {
+	if s.Send != nil {
+		return s.Send(state)
+	}
 	_, err := daemon.SdNotify(false, state)
 	return err
 }
 
 // Ready says the service is up, with a status line.
-func Ready(status string) error {
-	return send(daemon.SdNotifyReady + "\nSTATUS=" + oneLine(status))
+func (s Sender) Ready(status string) error {
+	return s.send(daemon.SdNotifyReady + "\nSTATUS=" + oneLine(status))
 }
 
 // Status updates the status line.
-func Status(status string) error { return send("STATUS=" + oneLine(status)) }
+func (s Sender) Status(status string) error { return s.send("STATUS=" + oneLine(status)) }
 
 // Reloading says a reload has begun (Type=notify-reload wants the
 // monotonic timestamp with it); call Ready when it is done.
-func Reloading() error {
-	return send(daemon.SdNotifyReloading + "\n" + daemon.SdNotifyMonotonicUsec())
+func (s Sender) Reloading() error {
+	return s.send(daemon.SdNotifyReloading + "\n" + daemon.SdNotifyMonotonicUsec())
 }
 
 // Stopping says the service is shutting down.
-func Stopping() error { return send(daemon.SdNotifyStopping) }
+func (s Sender) Stopping() error { return s.send(daemon.SdNotifyStopping) }
 
 // Watchdog pings the watchdog. Call it from the reconcile loop itself, so
 // a hung loop stops the pings and systemd restarts the service.
-func Watchdog() error { return send(daemon.SdNotifyWatchdog) }
+func (s Sender) Watchdog() error { return s.send(daemon.SdNotifyWatchdog) }
+
+// Ready says the service is up, with a status line, to systemd.
+func Ready(status string) error { return Sender{}.Ready(status) }
+
+// Status updates the status line systemd shows.
+func Status(status string) error { return Sender{}.Status(status) }
+
+// Reloading tells systemd a reload has begun.
+func Reloading() error { return Sender{}.Reloading() }
+
+// Stopping tells systemd the service is shutting down.
+func Stopping() error { return Sender{}.Stopping() }
+
+// Watchdog pings systemd's watchdog.
+func Watchdog() error { return Sender{}.Watchdog() }
 
 // WatchdogInterval returns how often to ping (half of WatchdogSec), or 0
 // when the watchdog is off.
