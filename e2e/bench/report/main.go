@@ -478,7 +478,7 @@ func (r *report) scale() {
 	r.p("the full report (since 6bc698b the 23 LV and 31 segment fields keel reads; `lv_all` and `seg_all`\n")
 	r.p("gave 103 and 55, and the synthetic hosts and captures parsed here still carry them all) with a\n")
 	r.p("decoder for that one JSON shape instead of `encoding/json`: row keys are interned, the rows of a\n")
-	r.p("subreport share one key list and index (`probes.Fields`, not a map per row), and their values\n")
+	r.p("subreport share one key list and index (`model.Fields`, not a map per row), and their values\n")
 	r.p("share strings and offset arrays a few dozen rows at a time; a test and a fuzz target hold it to\n")
 	r.p("`encoding/json`'s result. Every field of the report is kept (`LV.Fields`, `Segment.Fields`, printed by\n")
 	r.p("`keel status --format json` as the maps were). The older `BenchmarkPlan` and `BenchmarkProbePlan`\n")
