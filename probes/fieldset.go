@@ -4,10 +4,10 @@ import "github.com/keel-storage/keel/probes/model"
 
 // fieldSet reads a fixed list of fields from rows, finding where each is
 // once per row shape (the rows of a subreport share one) instead of one
-// map lookup per field and row: at 2,000 thin LVs building the objects
-// from the decoded report, most of what keel check does after lvm
-// fullreport exits, took a third less time (BenchmarkBuildObjectsScale:
-// 2.2 ms to 1.45 ms natively; docs/benchmark-history.md).
+// map lookup per field and row: building the objects from the decoded
+// report is most of what keel check does after lvm fullreport exits, and
+// this takes a third less time (BenchmarkBuildObjectsScale;
+// docs/benchmark-history.md).
 type fieldSet struct {
 	names []string
 	keys  *model.FieldKeys

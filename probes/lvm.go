@@ -16,12 +16,11 @@ import (
 
 // fullReportCmd is the one LVM report of a probe pass. It names the LV and
 // segment fields keel reads (reportLVFields, reportSegFields) instead of
-// asking for every one (lv_all, seg_all, as snapshots recorded before
-// 2026-12-04 did: legacyReportCmd): those rows are the thousands, and at
-// 2,000 thin LVs in the TCG guest the whole sets made a 7.9 MB report that
-// LVM took about 1.5 s to write, against 2.5 MB and about 1.05 s for the
-// fields keel reads (docs/benchmark-history.md). VG, PV and PV-segment
-// rows are few and are still asked for whole.
+// asking for every one (lv_all, seg_all, as older snapshots did:
+// legacyReportCmd): those rows are the thousands, and the whole sets make
+// a report several times larger that LVM takes markedly longer to write
+// (docs/benchmark-history.md has the figures). VG, PV and PV-segment rows
+// are few and are still asked for whole.
 var fullReportCmd = hostio.Cmd{Name: "lvm", Args: []string{"fullreport", "--reportformat", "json", "--units", "b", "--nosuffix", "--all",
 	"--configreport", "vg", "-o", "vg_all",
 	"--configreport", "pv", "-o", "pv_all,vg_name",

@@ -20,11 +20,10 @@ func Read(control, kind, dev string) ([]byte, error) {
 
 // IoctlCaller returns a Caller that issues the ioctls on fd, doubling the
 // buffer (from libdevmapper's 16 KiB) while the kernel reports it full. Its
-// calls share one buffer: a `dmsetup status` of 55 devices allocated 55
-// buffers of 16 KiB, about 1 MB at each 30 s poll of the idle daemon
-// (PoolStatusKey), and the runtime collected every 60 s instead of only
-// the collection it forces every 2 minutes (gctrace in the guest,
-// docs/benchmark-history.md).
+// calls share one buffer: with a buffer per call, each poll of the idle
+// daemon (PoolStatusKey) allocated 16 KiB per device, enough for the
+// runtime to collect more often than the collection it forces every 2
+// minutes (docs/benchmark-history.md).
 func IoctlCaller(fd uintptr) Caller {
 	var buf []byte
 	return func(req uint32, version [3]uint32, name string, flags uint32, payload []byte) ([]byte, error) {
