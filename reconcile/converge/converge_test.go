@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-storage/keel/internal/testenv"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/converge/convergetest"
@@ -15,7 +16,7 @@ import (
 )
 
 func TestCheckOwnership(t *testing.T) {
-	convergetest.NeedRoot(t) // root-owned files, and a chown to another user
+	testenv.NeedRoot(t, "root-owned files, and a chown to another user")
 	dir := t.TempDir()
 	f := filepath.Join(dir, "desired.cue")
 	must := func(err error) {
