@@ -40,7 +40,7 @@ func stock(t testing.TB) []byte {
 // devices section with its marker comment and filter (the heredoc below is
 // that branch's output, indentation included); `--typeconfig full
 // devices/scan_lvs` prints scan_lvs=0, so the scan_lvs branch does not run.
-func pveShaped(t *testing.T) []byte {
+func pveShaped(t testing.TB) []byte {
 	return append(stock(t), []byte("devices {\n"+
 		"     # added by pve-manager to avoid scanning ZFS zvols and Ceph rbds\n"+
 		"     global_filter=[\"r|/dev/zd.*|\",\"r|/dev/rbd.*|\",\"r|/dev/nbd.*|\"]\n"+
