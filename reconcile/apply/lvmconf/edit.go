@@ -245,13 +245,11 @@ func filterOf(src []byte, a assignment) ([]string, error) {
 		if v.kind != tString {
 			return nil, &FilterError{raw, fmt.Sprintf("%s is not a string", v.text)}
 		}
-		if strings.Contains(v.text, `\`) {
-			return nil, &FilterError{raw, "escaped characters keel does not interpret"}
-		}
-		if err := CheckEntry(v.text); err != nil {
+		e := unescape(v.text)
+		if err := CheckEntry(e); err != nil {
 			return nil, &FilterError{raw, err.Error()}
 		}
-		out = append(out, v.text)
+		out = append(out, e)
 	}
 	return out, nil
 }
@@ -266,9 +264,33 @@ func boolText(b bool) string {
 func listText(entries []string) string {
 	q := make([]string, len(entries))
 	for i, e := range entries {
-		q[i] = strconv.Quote(e)
+		q[i] = quote(e)
 	}
 	return "[ " + strings.Join(q, ", ") + " ]"
+}
+
+// quote writes s as an lvm.conf string LVM reads back as s: libdevmapper
+// unescapes only \" and \\ (dm_unescape_double_quotes) and keeps every
+// other byte, so Go's escapes (strconv.Quote's \t, \x7f) would reach
+// LVM's regex engine as other patterns.
+func quote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// unescape reads an lvm.conf string's content as LVM does: \" and \\
+// stand for " and \, any other backslash is kept.
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\') {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 type edit struct {

@@ -303,3 +303,23 @@ func TestWriterLeavesFileAloneWhenInvalid(t *testing.T) {
 		t.Fatal("backup written for a rejected candidate")
 	}
 }
+
+// An entry is written as LVM reads it back: libdevmapper unescapes only \"
+// and \\ (dm_unescape_double_quotes), so a control character goes in as
+// it is, not as a Go escape LVM would read as other characters, and a
+// backslash is doubled; keel reads the file back the same way.
+func TestEditWritesEntriesAsLVMReadsThem(t *testing.T) {
+	entries := []string{"r|\x7f/dev/nbd[0-9]+$|", "r|^/dev/vd[a-z]\\.|", "r|\t|", "a|.*|"}
+	out, changed, err := Edit([]byte("devices {\n}\n"), plan.LVMConfChange{GlobalFilter: entries})
+	if err != nil || !changed {
+		t.Fatalf("changed %v err %v", changed, err)
+	}
+	want := "devices {\n\tglobal_filter = [ \"r|\x7f/dev/nbd[0-9]+$|\", \"r|^/dev/vd[a-z]\\\\.|\", \"r|\t|\", \"a|.*|\" ]\n}\n"
+	if string(out) != want {
+		t.Fatalf("wrote %q, want %q", out, want)
+	}
+	v, err := Read(out)
+	if err != nil || !slicesEqual(v.GlobalFilter, entries) {
+		t.Fatalf("read back %q, %v; want %q", v.GlobalFilter, err, entries)
+	}
+}
