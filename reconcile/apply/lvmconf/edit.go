@@ -101,7 +101,7 @@ func tokenize(src []byte) ([]token, error) {
 			i++
 		default:
 			j := i
-			for j < len(src) && strings.IndexByte(" \t\r\n#\"{}[]=,", src[j]) < 0 {
+			for j < len(src) && wordByte(src[j]) {
 				j++
 			}
 			toks = append(toks, token{tWord, i, j, string(src[i:j])})
@@ -110,6 +110,9 @@ func tokenize(src []byte) ([]token, error) {
 	}
 	return toks, nil
 }
+
+// wordByte reports whether c continues a word (a name or a number).
+func wordByte(c byte) bool { return strings.IndexByte(" \t\r\n#\"{}[]=,", c) < 0 }
 
 // assignment is one "key = value" inside a section.
 type assignment struct {
@@ -369,7 +372,13 @@ func Edit(src []byte, ch plan.LVMConfChange) ([]byte, bool, error) {
 	sort.Slice(edits, func(i, j int) bool { return edits[i].start > edits[j].start })
 	out := append([]byte(nil), src...)
 	for _, e := range edits {
-		out = append(out[:e.start], append([]byte(e.text), out[e.end:]...)...)
+		text := e.text
+		// A string or list ends itself; a number put in its place would
+		// run into a word right after it ("x"y = 1 becoming 0y = 1).
+		if e.end < len(out) && wordByte(out[e.end]) && wordByte(text[len(text)-1]) {
+			text += " "
+		}
+		out = append(out[:e.start], append([]byte(text), out[e.end:]...)...)
 	}
 	return out, true, nil
 }

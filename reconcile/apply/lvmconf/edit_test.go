@@ -323,3 +323,16 @@ func TestEditWritesEntriesAsLVMReadsThem(t *testing.T) {
 		t.Fatalf("read back %q, %v; want %q", v.GlobalFilter, err, entries)
 	}
 }
+
+// A number put in place of a string or a list that a word follows without
+// a space stays apart from that word.
+func TestEditKeepsValueApartFromNextWord(t *testing.T) {
+	src := []byte("devices { scan_lvs=\"x\"y = 1 use_devicesfile=[1]z=2 }\n")
+	out, _, err := Edit(src, plan.LVMConfChange{ScanLVs: ptr(false), UseDevicesFile: ptr(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "devices { scan_lvs=0 y = 1 use_devicesfile=0 z=2 }\n"; string(out) != want {
+		t.Fatalf("wrote %q, want %q", out, want)
+	}
+}

@@ -110,6 +110,8 @@ func requested(ch plan.LVMConfChange) map[string]bool {
 
 // skeleton is src with the value of every assignment of a requested
 // setting replaced by a marker naming the setting: what Edit must keep.
+// A space right after a value is left out: Edit adds one where its value
+// would otherwise run into a word that follows.
 func skeleton(src []byte, p *parsed, req map[string]bool) string {
 	var b strings.Builder
 	at := 0
@@ -120,6 +122,9 @@ func skeleton(src []byte, p *parsed, req map[string]bool) string {
 		b.Write(src[at:a.valStart])
 		b.WriteString("\x00" + a.path + "\x00")
 		at = a.valEnd
+		if at < len(src) && src[at] == ' ' {
+			at++
+		}
 	}
 	b.Write(src[at:])
 	return b.String()
