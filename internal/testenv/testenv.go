@@ -1,6 +1,10 @@
 // Package testenv is what keel's tests share about the place they run in:
-// whether a test that needs root may run, and whether golden files are
-// checked or rewritten. Only tests import it.
+// whether a test that needs root may run, whether golden files are checked
+// or rewritten, and the umask. Only tests import it.
+//
+// Importing it sets the umask to 022, root's: keel refuses a desired state
+// its group or others can write, so a test's files must not take the group
+// write bit from a user's umask of 002 (user private groups).
 //
 // Every test binary of the module imports it (TestEveryTestImportsTestenv)
 // so that each accepts the one -update flag and `go test ./... -update`
@@ -11,8 +15,11 @@ package testenv
 import (
 	"flag"
 	"os"
+	"syscall"
 	"testing"
 )
+
+func init() { syscall.Umask(0o022) }
 
 var update = flag.Bool("update", false, "rewrite every golden file (and testscript output) from what the code produces now")
 
