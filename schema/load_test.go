@@ -3,7 +3,6 @@ package schema
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,12 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-storage/keel/internal/testenv"
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/lvm/vdo"
 	"github.com/keel-storage/keel/schema/spec"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/bad")
 
 const badDir = "testdata/bad"
 
@@ -189,7 +187,7 @@ func TestBadCorpus(t *testing.T) {
 				}
 			}
 			g := goldenName(c)
-			if *update {
+			if testenv.Update() {
 				if err := os.WriteFile(g, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}

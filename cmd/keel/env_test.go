@@ -17,13 +17,12 @@ var envReaders = map[string]map[string]bool{
 	"syscall": {"Getenv": true, "Environ": true},
 }
 
-// envAllowed lists, by file (slash path from the module root), the library
-// files still allowed to read the environment. Each entry is a debt, not a
-// rule: the lead empties the list once the moves of issue 34 are merged.
+// envAllowed lists, by file (slash path from the module root), the files
+// outside package main allowed to read the environment, each with why.
 var envAllowed = map[string]string{
-	// KEEL_SKIP_ROOT_TESTS: the switch of root-only tests, which issue 34
-	// (tests pass as any user) replaces.
-	"reconcile/converge/convergetest/convergetest.go": "KEEL_SKIP_ROOT_TESTS",
+	// KEEL_ROOT_TESTS: whether a root-only test may skip. Test support,
+	// imported by tests alone (TestLayers), never by keel itself.
+	"internal/testenv/testenv.go": "KEEL_ROOT_TESTS",
 }
 
 // TestEnvironmentReadOnlyInMain holds that only main packages read the

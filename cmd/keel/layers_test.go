@@ -56,7 +56,7 @@ var layers = []layer{
 	{pkgs: []string{"reconcile/state/statefile"}, may: []string{"reconcile/state", "reconcile/atomicfile"}},
 	{pkgs: []string{"reconcile/apply/..."}, may: cat(leafLayer, modelLayer, specLayer, plannerLayer, []string{"probes/...", "reconcile/atomicfile", "reconcile/state/statefile"})},
 	// Test support: what tests share, never imported by keel's code.
-	{pkgs: []string{"reconcile/report/reporttest", "reconcile/converge/convergetest"}, may: []string{"..."}},
+	{pkgs: testSupport, may: []string{"..."}},
 	{pkgs: []string{"reconcile/converge"}, may: []string{"lvm/...", "schema/...", "probes/...", "reconcile/..."}},
 	{pkgs: []string{"cmd/..."}, may: []string{"..."}},
 	{pkgs: []string{"packaging/..."}, may: []string{"lvm/...", "schema/...", "probes/...", "reconcile/..."}},
@@ -70,7 +70,7 @@ var impure = []string{"os", "os/exec", "os/signal", "syscall", "net", "io/ioutil
 var wallClock = []string{"Now", "Since", "Until", "Sleep", "After", "Tick", "NewTimer", "NewTicker", "AfterFunc"}
 
 // testSupport packages may be imported only by tests.
-var testSupport = []string{"reconcile/report/reporttest", "reconcile/converge/convergetest"}
+var testSupport = []string{"reconcile/report/reporttest", "reconcile/converge/convergetest", "internal/testenv"}
 
 func cat(lists ...[]string) []string { return slices.Concat(lists...) }
 

@@ -3,18 +3,17 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var updateRecommend = flag.Bool("update-recommend", false, "rewrite testdata/recommend/*.golden")
+	"github.com/keel-storage/keel/internal/testenv"
+)
 
 // Golden output of keel recommend. The numbers in them are checked against
 // measured layouts in lvm/vdo's tests; here the golden files pin the
-// presentation. Run `go test ./cmd/keel -run Recommend -update-recommend`
+// presentation. Run `go test ./cmd/keel -run Recommend -update`
 // after an intended change and review the diff.
 func TestRecommendGolden(t *testing.T) {
 	tests := []struct {
@@ -51,7 +50,7 @@ func TestRecommendGolden(t *testing.T) {
 				got += "--- stderr\n" + stderr.String()
 			}
 			path := filepath.Join("testdata", "recommend", tt.name+".golden")
-			if *updateRecommend {
+			if testenv.Update() {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -62,7 +61,7 @@ func TestRecommendGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v (run with -update-recommend to create it)", err)
+				t.Fatalf("%v (run with -update to create it)", err)
 			}
 			if got != string(want) {
 				t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)

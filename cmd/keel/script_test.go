@@ -2,13 +2,13 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
+	"github.com/keel-storage/keel/internal/testenv"
 	"github.com/keel-storage/keel/schema"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -37,10 +37,6 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// updateScripts rewrites the scripts' cmp files from what keel prints now
-// (go test ./cmd/keel -run TestScripts -update); review the diff.
-var updateScripts = flag.Bool("update", false, "rewrite the testdata/script files' expected output")
-
 // TestScripts runs every testdata/script/*.txtar. Each command adds its own
 // scripts as <command>_*.txtar. $EXAMPLES is the repository's examples
 // directory.
@@ -53,7 +49,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		UpdateScripts:       *updateScripts,
+		UpdateScripts:       testenv.Update(), // go test ./cmd/keel -run TestScripts -update; review the diff
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"exits": exitsCmd,
 		},

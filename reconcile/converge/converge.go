@@ -268,10 +268,15 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // Paths returns the desired-state paths the loop reads.
 func (l *Loop) Paths() []string { return schema.Paths(l.configs) }
 
-// CheckOwnership refuses desired-state files (and their directories) not
-// owned by root or writable by anyone but their owner: whoever can write
-// them can make keel run storage commands as root.
-func CheckOwnership(paths []string) error {
+// CheckOwnership refuses desired-state files (and their directories) owned
+// by anyone but root or the user keel runs as, or writable by anyone but
+// their owner: whoever can write them can make keel run storage commands
+// with its rights. Run as root, keel takes root's files only; run as a
+// user (a read-only --node run), also that user's own.
+func CheckOwnership(paths []string) error { return checkOwnership(paths, os.Geteuid()) }
+
+// checkOwnership is CheckOwnership for keel running as euid.
+func checkOwnership(paths []string, euid int) error {
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
@@ -287,8 +292,11 @@ func CheckOwnership(paths []string) error {
 			if err != nil {
 				return fmt.Errorf("desired state %s: %w", f, err)
 			}
-			if sys, ok := fi.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 {
-				return fmt.Errorf("desired state %s: owned by uid %d, not root; refusing it", f, sys.Uid)
+			if sys, ok := fi.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != euid {
+				if euid == 0 {
+					return fmt.Errorf("desired state %s: owned by uid %d, not root; refusing it", f, sys.Uid)
+				}
+				return fmt.Errorf("desired state %s: owned by uid %d, neither root nor keel's user (uid %d); refusing it", f, sys.Uid, euid)
 			}
 			if fi.Mode().Perm()&0o022 != 0 {
 				return fmt.Errorf("desired state %s: mode %v is writable by group or others; refusing it", f, fi.Mode().Perm())

@@ -14,38 +14,6 @@ import (
 	"github.com/keel-storage/keel/reconcile/plan"
 )
 
-func TestCheckOwnership(t *testing.T) {
-	convergetest.NeedRoot(t) // root-owned files, and a chown to another user
-	dir := t.TempDir()
-	f := filepath.Join(dir, "desired.cue")
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("setup: %v", err)
-		}
-	}
-	must(os.Chmod(dir, 0o755))
-	must(os.WriteFile(f, []byte("lvm: scanLVs: false\n"), 0o644))
-	must(os.Chmod(f, 0o644)) // whatever the umask made of it
-	if err := CheckOwnership([]string{dir}); err != nil {
-		t.Fatal(err)
-	}
-	must(os.Chmod(f, 0o666))
-	if err := CheckOwnership([]string{dir}); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
-		t.Fatalf("world-writable accepted: %v", err)
-	}
-	must(os.Chmod(f, 0o644))
-	must(os.Chown(f, 1000, 1000))
-	if err := CheckOwnership([]string{f}); err == nil || !strings.Contains(err.Error(), "not root") {
-		t.Fatalf("non-root owner accepted: %v", err)
-	}
-	must(os.Chmod(dir, 0o777))
-	must(os.Chown(f, 0, 0))
-	if err := CheckOwnership([]string{dir}); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
-		t.Fatalf("a world-writable directory accepted: %v", err)
-	}
-}
-
 // failingRunner answers every probe command with an error, so a pass
 // cannot get past the probe.
 type failingRunner struct{}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-storage/keel/internal/testenv"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
@@ -24,9 +25,6 @@ import (
 // replayed through the same probe code as a live host. KEEL_SNAPSHOT_DIR
 // points the tests at a fresh capture before it is committed.
 var snapshotDir = cmp.Or(os.Getenv("KEEL_SNAPSHOT_DIR"), "../../probes/testdata/snapshots")
-
-// updateGolden rewrites the golden files instead of comparing with them.
-var updateGolden = os.Getenv("KEEL_UPDATE_GOLDEN") == "1"
 
 // ownSnapshotDir holds the captures of the planner's own e2e tests
 // (e2e/check with KEEL_CHECK_SNAPSHOT_DIR set): states the fixture capture
@@ -458,7 +456,7 @@ func checkInvariants(t *testing.T, r Result) {
 }
 
 // golden compares what write produces with testdata/golden/name, or
-// rewrites the file when KEEL_UPDATE_GOLDEN=1.
+// rewrites the file under go test -update.
 func golden(t *testing.T, name string, write func(w io.Writer) error) {
 	t.Helper()
 	var b bytes.Buffer
@@ -466,7 +464,7 @@ func golden(t *testing.T, name string, write func(w io.Writer) error) {
 		t.Fatal(err)
 	}
 	path := filepath.Join("testdata", "golden", name)
-	if updateGolden {
+	if testenv.Update() {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -477,10 +475,10 @@ func golden(t *testing.T, name string, write func(w io.Writer) error) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (regenerate with KEEL_UPDATE_GOLDEN=1)", err)
+		t.Fatalf("%v (regenerate with go test -update)", err)
 	}
 	if !bytes.Equal(b.Bytes(), want) {
-		t.Errorf("%s differs from the golden file (KEEL_UPDATE_GOLDEN=1 to accept):\n%s", name, lineDiff(string(want), b.String()))
+		t.Errorf("%s differs from the golden file (go test -update to accept):\n%s", name, lineDiff(string(want), b.String()))
 	}
 }
 

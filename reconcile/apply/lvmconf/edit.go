@@ -101,7 +101,7 @@ func tokenize(src []byte) ([]token, error) {
 			i++
 		default:
 			j := i
-			for j < len(src) && strings.IndexByte(" \t\r\n#\"{}[]=,", src[j]) < 0 {
+			for j < len(src) && wordByte(src[j]) {
 				j++
 			}
 			toks = append(toks, token{tWord, i, j, string(src[i:j])})
@@ -110,6 +110,9 @@ func tokenize(src []byte) ([]token, error) {
 	}
 	return toks, nil
 }
+
+// wordByte reports whether c continues a word (a name or a number).
+func wordByte(c byte) bool { return strings.IndexByte(" \t\r\n#\"{}[]=,", c) < 0 }
 
 // assignment is one "key = value" inside a section.
 type assignment struct {
@@ -245,13 +248,11 @@ func filterOf(src []byte, a assignment) ([]string, error) {
 		if v.kind != tString {
 			return nil, &FilterError{raw, fmt.Sprintf("%s is not a string", v.text)}
 		}
-		if strings.Contains(v.text, `\`) {
-			return nil, &FilterError{raw, "escaped characters keel does not interpret"}
-		}
-		if err := CheckEntry(v.text); err != nil {
+		e := unescape(v.text)
+		if err := CheckEntry(e); err != nil {
 			return nil, &FilterError{raw, err.Error()}
 		}
-		out = append(out, v.text)
+		out = append(out, e)
 	}
 	return out, nil
 }
@@ -266,9 +267,33 @@ func boolText(b bool) string {
 func listText(entries []string) string {
 	q := make([]string, len(entries))
 	for i, e := range entries {
-		q[i] = strconv.Quote(e)
+		q[i] = quote(e)
 	}
 	return "[ " + strings.Join(q, ", ") + " ]"
+}
+
+// quote writes s as an lvm.conf string LVM reads back as s: libdevmapper
+// unescapes only \" and \\ (dm_unescape_double_quotes) and keeps every
+// other byte, so Go's escapes (strconv.Quote's \t, \x7f) would reach
+// LVM's regex engine as other patterns.
+func quote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// unescape reads an lvm.conf string's content as LVM does: \" and \\
+// stand for " and \, any other backslash is kept.
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\') {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 type edit struct {
@@ -347,7 +372,13 @@ func Edit(src []byte, ch plan.LVMConfChange) ([]byte, bool, error) {
 	sort.Slice(edits, func(i, j int) bool { return edits[i].start > edits[j].start })
 	out := append([]byte(nil), src...)
 	for _, e := range edits {
-		out = append(out[:e.start], append([]byte(e.text), out[e.end:]...)...)
+		text := e.text
+		// A string or list ends itself; a number put in its place would
+		// run into a word right after it ("x"y = 1 becoming 0y = 1).
+		if e.end < len(out) && wordByte(out[e.end]) && wordByte(text[len(text)-1]) {
+			text += " "
+		}
+		out = append(out[:e.start], append([]byte(text), out[e.end:]...)...)
 	}
 	return out, true, nil
 }

@@ -40,7 +40,7 @@ func stock(t testing.TB) []byte {
 // devices section with its marker comment and filter (the heredoc below is
 // that branch's output, indentation included); `--typeconfig full
 // devices/scan_lvs` prints scan_lvs=0, so the scan_lvs branch does not run.
-func pveShaped(t *testing.T) []byte {
+func pveShaped(t testing.TB) []byte {
 	return append(stock(t), []byte("devices {\n"+
 		"     # added by pve-manager to avoid scanning ZFS zvols and Ceph rbds\n"+
 		"     global_filter=[\"r|/dev/zd.*|\",\"r|/dev/rbd.*|\",\"r|/dev/nbd.*|\"]\n"+
@@ -301,5 +301,38 @@ func TestWriterLeavesFileAloneWhenInvalid(t *testing.T) {
 	}
 	if _, err := os.Stat(path + BackupSuffix); !os.IsNotExist(err) {
 		t.Fatal("backup written for a rejected candidate")
+	}
+}
+
+// An entry is written as LVM reads it back: libdevmapper unescapes only \"
+// and \\ (dm_unescape_double_quotes), so a control character goes in as
+// it is, not as a Go escape LVM would read as other characters, and a
+// backslash is doubled; keel reads the file back the same way.
+func TestEditWritesEntriesAsLVMReadsThem(t *testing.T) {
+	entries := []string{"r|\x7f/dev/nbd[0-9]+$|", "r|^/dev/vd[a-z]\\.|", "r|\t|", "a|.*|"}
+	out, changed, err := Edit([]byte("devices {\n}\n"), plan.LVMConfChange{GlobalFilter: entries})
+	if err != nil || !changed {
+		t.Fatalf("changed %v err %v", changed, err)
+	}
+	want := "devices {\n\tglobal_filter = [ \"r|\x7f/dev/nbd[0-9]+$|\", \"r|^/dev/vd[a-z]\\\\.|\", \"r|\t|\", \"a|.*|\" ]\n}\n"
+	if string(out) != want {
+		t.Fatalf("wrote %q, want %q", out, want)
+	}
+	v, err := Read(out)
+	if err != nil || !slicesEqual(v.GlobalFilter, entries) {
+		t.Fatalf("read back %q, %v; want %q", v.GlobalFilter, err, entries)
+	}
+}
+
+// A number put in place of a string or a list that a word follows without
+// a space stays apart from that word.
+func TestEditKeepsValueApartFromNextWord(t *testing.T) {
+	src := []byte("devices { scan_lvs=\"x\"y = 1 use_devicesfile=[1]z=2 }\n")
+	out, _, err := Edit(src, plan.LVMConfChange{ScanLVs: ptr(false), UseDevicesFile: ptr(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "devices { scan_lvs=0 y = 1 use_devicesfile=0 z=2 }\n"; string(out) != want {
+		t.Fatalf("wrote %q, want %q", out, want)
 	}
 }

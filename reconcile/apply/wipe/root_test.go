@@ -11,21 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-storage/keel/internal/testenv"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
 	"golang.org/x/sys/unix"
 )
-
-// needRoot fails the test unless it runs as root; KEEL_SKIP_ROOT_TESTS=1
-// skips it explicitly instead.
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Getenv("KEEL_SKIP_ROOT_TESTS") == "1" {
-		t.Skip("KEEL_SKIP_ROOT_TESTS=1: root-only loop-device test skipped")
-	}
-	if os.Geteuid() != 0 {
-		t.Fatal("this test needs root (loop devices); run as root or set KEEL_SKIP_ROOT_TESTS=1")
-	}
-}
 
 // loopDevice attaches a file of size bytes filled with random data to a
 // free loop device and detaches it when the test ends.
@@ -74,7 +63,7 @@ func readDev(t *testing.T, dev string) []byte {
 }
 
 func TestRootLoopZeroOutAndDiscard(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "loop devices")
 	for _, mode := range []removal.Mode{removal.ModeZeroOut, removal.ModeDiscard} {
 		t.Run(string(mode), func(t *testing.T) {
 			const size = 24 << 20
@@ -118,7 +107,7 @@ func TestRootLoopZeroOutAndDiscard(t *testing.T) {
 }
 
 func TestRootOpenBlockRefusesRegularFile(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "loop devices")
 	f := filepath.Join(t.TempDir(), "plain")
 	if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)

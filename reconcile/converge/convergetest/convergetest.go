@@ -6,7 +6,6 @@ package convergetest
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -128,17 +127,4 @@ func Replayed(t testing.TB, path string) (hostio.Source, *MemSysFS, *CountingRun
 	sys := NewMemSysFS()
 	run := &CountingRunner{Runner: src.Runner}
 	return hostio.Source{Runner: run, FS: StickyFS{src.FS, sys}}, sys, run
-}
-
-// NeedRoot fails the test unless it runs as root (it makes root-owned
-// files, loop devices); KEEL_SKIP_ROOT_TESTS=1 skips it explicitly instead,
-// so that a test never passes silently without having run.
-func NeedRoot(t testing.TB) {
-	t.Helper()
-	if os.Getenv("KEEL_SKIP_ROOT_TESTS") == "1" {
-		t.Skip("KEEL_SKIP_ROOT_TESTS=1: root-only test skipped")
-	}
-	if os.Geteuid() != 0 {
-		t.Fatal("this test needs root; run as root or set KEEL_SKIP_ROOT_TESTS=1")
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keel-storage/keel/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -95,23 +96,15 @@ func TestParseRejects(t *testing.T) {
 	}
 }
 
-// cannotRun fails the test (a kernel uevent socket, and root to write a
-// uevent file, are what keel's daemon has on every node), unless
-// KEEL_SKIP_ROOT_TESTS=1 says this host is known to lack them.
-func cannotRun(t *testing.T, what string, err error) {
-	t.Helper()
-	if os.Getenv("KEEL_SKIP_ROOT_TESTS") == "1" {
-		t.Skipf("KEEL_SKIP_ROOT_TESTS=1: %s: %v", what, err)
-	}
-	t.Fatalf("%s: %v (run as root, or set KEEL_SKIP_ROOT_TESTS=1 to skip)", what, err)
-}
-
 // On a host with a uevent socket (this one has one even without
 // device-mapper), asking the kernel to resend a device's event must arrive.
+// A kernel uevent socket, and root to write a uevent file, are what keel's
+// daemon has on every node: as root, lacking either fails the test.
 func TestListenReceives(t *testing.T) {
+	testenv.NeedRoot(t, "writing a uevent file")
 	l, err := Listen()
 	if err != nil {
-		cannotRun(t, "no uevent socket", err)
+		t.Fatalf("no uevent socket: %v", err)
 	}
 	defer l.Close()
 	trigger := "/sys/devices/virtual/mem/null/uevent"
@@ -121,7 +114,7 @@ func TestListenReceives(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx, func(e Event) { got <- e }, func(error) {}) }()
 	if err := os.WriteFile(trigger, []byte("change"), 0); err != nil {
-		cannotRun(t, "cannot trigger a uevent", err)
+		t.Fatalf("cannot trigger a uevent: %v", err)
 	}
 	for {
 		select {
@@ -142,9 +135,10 @@ func TestListenReceives(t *testing.T) {
 // A message a process (not the kernel) sends to the uevent group is dropped:
 // only the kernel's own events reach keel.
 func TestListenIgnoresProcessSenders(t *testing.T) {
+	testenv.NeedRoot(t, "sending to the uevent group, writing a uevent file")
 	l, err := Listen()
 	if err != nil {
-		cannotRun(t, "no uevent socket", err)
+		t.Fatalf("no uevent socket: %v", err)
 	}
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -153,16 +147,16 @@ func TestListenIgnoresProcessSenders(t *testing.T) {
 	go l.Run(ctx, func(e Event) { got <- e }, func(error) {})
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_KOBJECT_UEVENT)
 	if err != nil {
-		cannotRun(t, "no uevent socket to send from", err)
+		t.Fatalf("no uevent socket to send from: %v", err)
 	}
 	defer unix.Close(fd)
 	spoof := "add@/devices/virtual/block/bcache99\x00ACTION=add\x00DEVPATH=/devices/virtual/block/bcache99\x00SUBSYSTEM=block\x00DEVNAME=bcache99\x00SEQNUM=1\x00"
 	if err := unix.Sendto(fd, []byte(spoof), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: 1}); err != nil {
-		cannotRun(t, "cannot send to the uevent group (needs CAP_NET_ADMIN)", err)
+		t.Fatalf("cannot send to the uevent group (needs CAP_NET_ADMIN): %v", err)
 	}
 	// A kernel event after it: once it arrives, the spoofed one was read.
 	if err := os.WriteFile("/sys/devices/virtual/mem/null/uevent", []byte("change"), 0); err != nil {
-		cannotRun(t, "cannot trigger a uevent", err)
+		t.Fatalf("cannot trigger a uevent: %v", err)
 	}
 	for {
 		select {
@@ -186,7 +180,7 @@ func TestListenIgnoresProcessSenders(t *testing.T) {
 func TestRunEndsOnCancel(t *testing.T) {
 	l, err := Listen()
 	if err != nil {
-		cannotRun(t, "no uevent socket", err)
+		t.Fatalf("no uevent socket: %v", err)
 	}
 	defer l.Close()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,57 @@
+// Package testenv is what keel's tests share about the place they run in:
+// whether a test that needs root may run, whether golden files are checked
+// or rewritten, and the umask. Only tests import it.
+//
+// Importing it sets the umask to 022, root's: keel refuses a desired state
+// its group or others can write, so a test's files must not take the group
+// write bit from a user's umask of 002 (user private groups).
+//
+// Every test binary of the module imports it (TestEveryTestImportsTestenv)
+// so that each accepts the one -update flag and `go test ./... -update`
+// rewrites every golden file; a binary without the flag would fail with
+// "flag provided but not defined".
+package testenv
+
+import (
+	"flag"
+	"os"
+	"syscall"
+	"testing"
+)
+
+func init() { syscall.Umask(0o022) }
+
+var update = flag.Bool("update", false, "rewrite every golden file (and testscript output) from what the code produces now")
+
+// Update reports whether the test run was asked to rewrite its golden files
+// (go test -update) instead of comparing against them.
+func Update() bool { return *update }
+
+// RootTestsVar is the environment variable that makes a test needing root
+// fail instead of skipping when the tests do not run as root; CI sets it to
+// RootTestsRequired (make test with CI set), so that a CI run that lost
+// root cannot pass by skipping.
+const RootTestsVar = "KEEL_ROOT_TESTS"
+
+// RootTestsRequired is the value of RootTestsVar that requires root.
+const RootTestsRequired = "require"
+
+// NeedRoot skips t unless the tests run as root, or fails it when
+// RootTestsVar asks for root tests; why names what needs root (loop
+// devices, a uevent file), for the message.
+func NeedRoot(t testing.TB, why string) {
+	t.Helper()
+	needRoot(t, why, os.Geteuid(), os.Getenv(RootTestsVar))
+}
+
+func needRoot(t testing.TB, why string, euid int, mode string) {
+	t.Helper()
+	if euid == 0 {
+		return
+	}
+	if mode == RootTestsRequired {
+		t.Fatalf("needs root (%s), and %s=%s requires root tests to run; effective uid %d", why, RootTestsVar, mode, euid)
+		return
+	}
+	t.Skipf("needs root (%s); effective uid %d (%s=%s makes this a failure)", why, euid, RootTestsVar, RootTestsRequired)
+}
