@@ -13,12 +13,12 @@ import (
 	"github.com/keel-storage/keel/e2e/guest"
 )
 
-// dmScript builds each stack and runs the probes package's guest test
+// dmScript builds each stack and runs probes/hostio's guest test
 // (TestDMIoctlGuest) on it: the in-process device-mapper ioctls must print
 // what dmsetup table, dmsetup status and dmsetup message <vdo> 0 stats
 // print, byte for byte.
 const dmScript = prelude + `cmp_dm() { # cmp_dm NAME
-	KEEL_DM_GUEST_OUT="$OUT/dm/$1" /mnt/host/probes.test -test.run '^TestDMIoctlGuest$' -test.v -test.count 1 \
+	KEEL_DM_GUEST_OUT="$OUT/dm/$1" /mnt/host/hostio.test -test.run '^TestDMIoctlGuest$' -test.v -test.count 1 \
 		>"$OUT/dm-$1.log" 2>&1 || { cat "$OUT/dm-$1.log"; echo "dm ioctl $1 differs"; exit 1; }
 	grep -q '^--- PASS: TestDMIoctlGuest' "$OUT/dm-$1.log" || { cat "$OUT/dm-$1.log"; exit 1; }
 	echo "dm ioctl $1: identical"
@@ -51,18 +51,18 @@ exit 0
 // the raw ioctl replies) to probes/testdata/dmioctl for the unit tests.
 func TestDMIoctlMatchesDmsetup(t *testing.T) {
 	root := guest.RepoRoot(t)
-	bin := filepath.Join(t.TempDir(), "probes.test")
-	build := exec.Command("go", "test", "-c", "-o", bin, "./probes")
+	bin := filepath.Join(t.TempDir(), "hostio.test")
+	build := exec.Command("go", "test", "-c", "-o", bin, "./probes/hostio")
 	build.Dir = root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go test -c ./probes: %v\n%s", err, out)
+		t.Fatalf("go test -c ./probes/hostio: %v\n%s", err, out)
 	}
 	testBin, err := os.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := runStacks(t, dmScript, map[string][]byte{"probes.test": testBin})
+	r := runStacks(t, dmScript, map[string][]byte{"hostio.test": testBin})
 	stacksSeen := map[string]bool{}
 	for _, f := range r.Files() {
 		if rest, ok := strings.CutPrefix(filepath.ToSlash(f), "dm/"); ok && strings.HasSuffix(rest, "/dmsetup.out") {
