@@ -91,7 +91,7 @@ type recordedError struct {
 	notExist bool
 }
 
-func (e *recordedError) Error() string        { return e.msg }
+func (e *recordedError) Error() string { return e.msg }
 func (e *recordedError) Is(target error) bool {
 	switch target {
 	case fs.ErrNotExist:
