@@ -75,7 +75,7 @@ func fuzzSeeds(tb testing.TB, target string) [][]byte {
 			for _, k := range sortedKeys(s.Files) {
 				r := s.Files[k]
 				switch {
-				case r.Path == storageCfgPath || r.Path == meminfoPath || r.Path == cpuOnlinePath:
+				case r.Path == DefaultPVEStorageCfg || r.Path == meminfoPath || r.Path == cpuOnlinePath:
 					seeds = append([][]byte{r.Data}, seeds...)
 				case r.Op == hostio.OpFile && strings.HasPrefix(r.Path, "/sys/"):
 					seeds = append(seeds, r.Data)

@@ -213,7 +213,7 @@ func TestSysfsValues(t *testing.T) {
 // TestStorageCfg parses the guest's storage.cfg with a thin storage using the
 // saferemove options of the pve-storage blkdiscard patch appended.
 func TestStorageCfg(t *testing.T) {
-	cfg := append(recordedFile(t, "pve", "file"+storageCfgPath), []byte(`
+	cfg := append(recordedFile(t, "pve", "file"+DefaultPVEStorageCfg), []byte(`
 lvmthin: thinstore
 	thinpool tp
 	vgname thinvg

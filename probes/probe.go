@@ -39,7 +39,6 @@ func LVMConfigCmd() hostio.Cmd { return lvmConfigCmd }
 // Files and directories the probe reads.
 const (
 	lvmConfPath     = "/etc/lvm/lvm.conf"
-	storageCfgPath  = "/etc/pve/storage.cfg"
 	sysBlock        = "/sys/block"
 	sysClassBlock   = "/sys/class/block"
 	sysFsBcache     = "/sys/fs/bcache"
@@ -147,6 +146,11 @@ func (p *panics) catch(what string) {
 // non-nil only when a core command (lvm fullreport, dmsetup table or
 // status) failed or ctx ended, and the Host is still returned.
 func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
+	return ProbeWith(ctx, src, Options{})
+}
+
+// ProbeWith is Probe with the settings of the desired state (opt).
+func ProbeWith(ctx context.Context, src hostio.Source, opt Options) (*model.Host, error) {
 	h := &model.Host{PVs: map[string]*model.PV{}, VGs: map[string]*model.VG{}, LVs: map[string]*model.LV{}, VDOPools: map[string]*model.VDOPool{},
 		ThinPools: map[string]*model.ThinPool{}, Bcache: map[string]*model.Bcache{}, CacheSets: map[string]*model.CacheSet{},
 		Queues: map[string]*model.Queue{}, ByID: map[string][]string{}, DM: map[string]*model.DMDevice{}, KeelFiles: map[string]*model.KeelFile{}}
@@ -184,6 +188,7 @@ func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
 		defer crashed.catch("sysfs and host files")
 		sys = readSysfs(src.FS)
 		probeHostFiles(src.FS, h)
+		ProbeProxmox(src, h, opt)
 		probeKeelFiles(src.FS, h)
 	}()
 	// Invariant: lvm fullreport, the longest command, is started last. The
@@ -360,15 +365,6 @@ func probeHostFiles(fsys hostio.FS, h *model.Host) {
 		note(meminfoPath, err)
 	} else {
 		h.Memory = m
-	}
-	if b, err := fsys.ReadFile(storageCfgPath); err != nil {
-		if !isNotExist(err) {
-			note(storageCfgPath, err)
-		}
-	} else if p, err := parseStorageCfg(b); err != nil {
-		h.Proxmox = &model.Proxmox{Errors: []string{err.Error()}}
-	} else {
-		h.Proxmox = p
 	}
 }
 

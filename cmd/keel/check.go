@@ -99,6 +99,15 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 	if err := <-probeDone; err != nil {
 		return loadedHost{}, nil, err
 	}
+	if l.cfg != nil {
+		// The probe started before the desired state named its
+		// storage.cfg: that part is read again at the configured path (a
+		// replay keeps the path its snapshot recorded).
+		opt := probes.Options{PVEStorageCfg: l.cfg.Proxmox.StorageConfig}
+		if l.host.PVEStorageCfg != opt.PVEStorageCfg {
+			probes.ProbeProxmox(l.src, l.host, opt)
+		}
+	}
 	return l, nil, nil
 }
 

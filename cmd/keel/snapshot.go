@@ -12,6 +12,7 @@ import (
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/schema"
 )
 
 // runSnapshot records a probe pass. Exit 0 when written (even if some
@@ -20,12 +21,15 @@ import (
 // live pass or the replay of the written snapshot failed, or when the two
 // models differ; nothing is written then.
 func runSnapshot(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("snapshot", "keel snapshot [-o FILE] [--node SNAPSHOT] [--timeout D] [-v] [--verify]",
+	fs := newFlags("snapshot", "keel snapshot [-c PATH] [-o FILE] [--node SNAPSHOT] [--timeout D] [-v] [--verify]",
 		"Records one probe pass of this host (every command keel runs and file it reads, with their",
 		"output) into a txtar node snapshot, for bug reports and for --node in the other commands.",
-		"Objects that could not be probed are recorded with their errors.",
+		"Objects that could not be probed are recorded with their errors. With -c, the pass reads",
+		"what that desired state points at (proxmox.storageConfig) instead of the default paths.",
 		"Exit status: 0 written, 2 could not record or write it (bad flags, write error), or with",
 		"--verify: the pass failed or its replay differs (then nothing is written).")
+	var configs multiFlag
+	fs.Var(&configs, "c", "desired-state `PATH` whose settings the pass follows (file or directory; repeatable; default none)")
 	out := fs.String("o", "", "write the snapshot to `FILE` (default standard output)")
 	node := fs.String("node", "", "re-record from the node `SNAPSHOT` instead of the live host")
 	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout")
@@ -42,9 +46,18 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel snapshot: %v\n", err)
 		return exitError
 	}
+	var opt probes.Options
+	if len(configs) > 0 {
+		cfg, err := desiredCache().Load(schema.NewLoader(), schema.Paths(configs)...)
+		if err != nil {
+			fmt.Fprintf(stderr, "keel snapshot: %s\n", loadErrorText("snapshot", configs, err))
+			return exitError
+		}
+		opt.PVEStorageCfg = cfg.Proxmox.StorageConfig
+	}
 	rec := hostio.NewRecorder(src)
 	start := time.Now()
-	h, perr := probes.Probe(context.Background(), rec.Source())
+	h, perr := probes.ProbeWith(context.Background(), rec.Source(), opt)
 	if *verbose {
 		printTimings(stderr, time.Since(start), rec.Timings())
 	}
@@ -58,6 +71,11 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel snapshot: warning: %v\n", perr)
 	}
 	snap := rec.Snapshot(h.Hostname, Version, time.Now())
+	if h.PVEStorageCfg != probes.DefaultPVEStorageCfg {
+		// Its replay reads the same storage.cfg, whatever desired state
+		// it is judged against.
+		snap.PVEStorageCfg = h.PVEStorageCfg
+	}
 	data, err := snap.MarshalText()
 	if err != nil {
 		fmt.Fprintf(stderr, "keel snapshot: %v\n", err)

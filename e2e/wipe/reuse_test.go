@@ -4,7 +4,6 @@ package wipe_test
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,20 +43,10 @@ func TestWipeReuse(t *testing.T) {
 			t.Log(line)
 		}
 	}
-	if dir := os.Getenv("KEEL_WIPE_SNAPSHOT_DIR"); dir != "" {
-		// Keep the captures for reconcile/apply/wipe/testdata (the dependents
-		// tests of reconcile/plan/removal, the content tests of wipe).
-		for _, name := range []string{"node-deps.txtar", "blkid-pvhold.txt", "blkid-fsdisk.txt", "state-1.json", "state-2.json"} {
-			b, err := r.File("reuse/" + name)
-			if err != nil {
-				t.Error(err)
-				continue
-			}
-			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	// Keep the captures for reconcile/apply/wipe/testdata (the dependents
+	// tests of reconcile/plan/removal, the content tests of wipe).
+	keepCaptures(t, r, "KEEL_WIPE_SNAPSHOT_DIR", "reuse",
+		"node-deps.txtar", "blkid-pvhold.txt", "blkid-fsdisk.txt", "state-1.json", "state-2.json")
 	// The scenario exits with its number of failures; each must-pass step
 	// prints an "ok:" line, so a scenario that stopped early cannot pass.
 	r.RequireOK(t)

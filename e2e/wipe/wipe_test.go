@@ -8,6 +8,7 @@ package wipe_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,12 +33,7 @@ func TestWipeScenario(t *testing.T) {
 		Script:  string(script),
 		Timeout: 20 * time.Minute,
 	})
-	t.Logf("guest wall time %s", r.Wall)
-	for _, line := range strings.Split(r.Output, "\n") {
-		if strings.HasPrefix(line, "ok: ") || strings.HasPrefix(line, "FAIL: ") {
-			t.Log(line)
-		}
-	}
+	logVerdicts(t, r)
 	// The scenario exits with its number of failures; each must-pass step
 	// prints an "ok:" line, so a scenario that ran nothing cannot pass.
 	r.RequireOK(t)
@@ -60,4 +56,37 @@ func lib(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// keepCaptures copies the files a scenario left in its output directory
+// (sub, under the share's out/) into the directory the environment
+// variable env names, for the host tests' testdata; nothing without it.
+func keepCaptures(t *testing.T, r *guest.Result, env, sub string, names ...string) {
+	t.Helper()
+	dir := os.Getenv(env)
+	if dir == "" {
+		return
+	}
+	for _, name := range names {
+		b, err := r.File(sub + "/" + name)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// logVerdicts logs the guest's wall time and the scenario's ok: and FAIL:
+// lines.
+func logVerdicts(t *testing.T, r *guest.Result) {
+	t.Helper()
+	t.Logf("guest wall time %s", r.Wall)
+	for _, line := range strings.Split(r.Output, "\n") {
+		if strings.HasPrefix(line, "ok: ") || strings.HasPrefix(line, "FAIL: ") {
+			t.Log(line)
+		}
+	}
 }

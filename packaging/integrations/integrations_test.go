@@ -525,6 +525,26 @@ func TestUnitsOrderGuestStart(t *testing.T) {
 	}
 }
 
+// keel.service and keel-activate.service start after pve-cluster.service
+// (pmxcfs mounts /etc/pve, where storage.cfg lives), ordered only: neither
+// pulls it in, so the units still start where it does not exist.
+func TestUnitsAfterPVECluster(t *testing.T) {
+	after := regexp.MustCompile(`(?m)^After=.*\bpve-cluster\.service\b`)
+	pulls := regexp.MustCompile(`(?m)^(Wants|Requires|Requisite|BindsTo)=.*\bpve-cluster\.service\b`)
+	for _, name := range []string{"keel.service", "keel-activate.service"} {
+		b, err := os.ReadFile("../systemd/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !after.Match(b) {
+			t.Errorf("%s: not After=pve-cluster.service", name)
+		}
+		if pulls.Match(b) {
+			t.Errorf("%s: pulls pve-cluster.service in; it must only be ordered after it", name)
+		}
+	}
+}
+
 // keel.service may write what keel run writes: lvm.conf, its udev rules,
 // its state and node_exporter's textfile directory; the alerts hook may
 // reach the network. keel-check.service skips itself while keel.service

@@ -35,6 +35,11 @@ type Snapshot struct {
 	Host    string    // host name at recording time
 	Version string    // keel version that recorded it
 	Time    time.Time // recording time, UTC
+	// PVEStorageCfg is the path of Proxmox VE's storage.cfg the recorded
+	// pass read (the desired state's proxmox.storageConfig); "" when the
+	// pass read the default path. A replay reads the same path
+	// (Source.PVEStorageCfg), whatever desired state it is judged against.
+	PVEStorageCfg string
 	// Commands maps Cmd.String() to its record.
 	Commands map[string]CmdRecord
 	// Files maps an access key (operation, path, and offset for ReadAt) to its record.
@@ -79,14 +84,25 @@ func (r FileRecord) describe() string {
 }
 
 // recordedError replays an error recorded in a snapshot with its original
-// text; a recorded missing file still matches fs.ErrNotExist.
+// text; a recorded missing file still matches fs.ErrNotExist, and an access
+// that a replay could not answer still matches ErrNotRecorded.
 type recordedError struct {
 	msg      string
 	notExist bool
 }
 
-func (e *recordedError) Error() string        { return e.msg }
-func (e *recordedError) Is(target error) bool { return e.notExist && target == fs.ErrNotExist }
+func (e *recordedError) Error() string { return e.msg }
+func (e *recordedError) Is(target error) bool {
+	switch target {
+	case fs.ErrNotExist:
+		return e.notExist
+	case ErrNotRecorded:
+		// Recorded while re-recording a replay that lacked the access
+		// (keel snapshot --node): still not looked at.
+		return strings.HasSuffix(e.msg, " "+ErrNotRecorded.Error())
+	}
+	return false
+}
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
@@ -174,6 +190,9 @@ func (s *Snapshot) MarshalText() ([]byte, error) {
 	ar := &txtar.Archive{}
 	ar.Comment = fmt.Appendf(nil, "keel node snapshot\nhost: %s\nkeel: %s\ntime: %s\ncommands: %d\nfiles: %d\n",
 		s.Host, s.Version, s.Time.UTC().Format(time.RFC3339), len(s.Commands), len(s.Files))
+	if s.PVEStorageCfg != "" {
+		ar.Comment = fmt.Appendf(ar.Comment, "pve-storage-cfg: %s\n", s.PVEStorageCfg)
+	}
 	var cmds []txtar.File
 	for _, rec := range s.Commands {
 		dir := "cmd/" + cmdSlug(rec.Argv) + "/"
@@ -264,6 +283,8 @@ func ParseSnapshotRaw(data []byte) (*Snapshot, error) {
 			s.Host = v
 		case "keel":
 			s.Version = v
+		case "pve-storage-cfg":
+			s.PVEStorageCfg = v
 		case "time":
 			t, err := time.Parse(time.RFC3339, v)
 			if err != nil {

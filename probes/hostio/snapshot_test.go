@@ -174,3 +174,53 @@ func TestSnapshotUnknownPVLink(t *testing.T) {
 		t.Errorf("replayed readlink [unknown]: %v, want not-exist", err)
 	}
 }
+
+// The storage.cfg path a pass read survives the text form, and a replay
+// reads it whatever its caller asks; a snapshot without one names none. A
+// file access the snapshot lacks is ErrNotRecorded, not a missing file.
+func TestSnapshotPVEStorageCfg(t *testing.T) {
+	s := &Snapshot{Host: "n1", Version: "v", Time: time.Unix(0, 0), Commands: map[string]CmdRecord{}, Files: map[string]FileRecord{},
+		PVEStorageCfg: "/etc/keel-pve/storage.cfg"}
+	b, err := s.MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("\npve-storage-cfg: /etc/keel-pve/storage.cfg\n")) {
+		t.Fatalf("header lacks the path:\n%s", b)
+	}
+	back, err := ParseSnapshot(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Replay(back).PVEStorageCfg; got != "/etc/keel-pve/storage.cfg" {
+		t.Fatalf("replay reads %q", got)
+	}
+	s.PVEStorageCfg = ""
+	if b, err = s.MarshalText(); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("pve-storage-cfg")) {
+		t.Fatalf("a default path is written:\n%s", b)
+	}
+	_, err = Replay(back).FS.ReadDir("/etc/pve")
+	if !errors.Is(err, ErrNotRecorded) || errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("unrecorded access: %v", err)
+	}
+	// Re-recorded from the replay (keel snapshot --node), it is still
+	// an access nobody made.
+	rec := NewRecorder(Replay(back))
+	if _, err := rec.Source().FS.ReadDir("/etc/pve"); err == nil {
+		t.Fatal("unrecorded access answered")
+	}
+	b, err = rec.Snapshot("n1", "v", time.Unix(0, 0)).MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseSnapshot(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = Replay(again).FS.ReadDir("/etc/pve"); !errors.Is(err, ErrNotRecorded) {
+		t.Fatalf("re-recorded: %v", err)
+	}
+}

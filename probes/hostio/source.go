@@ -2,6 +2,7 @@ package hostio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -18,6 +19,11 @@ type Source struct {
 	// device to be resumed before it takes it for stuck (suspended.go):
 	// zero for a replay, whose devices never change.
 	SuspendWait time.Duration
+	// PVEStorageCfg, when set, is the path of Proxmox VE's storage.cfg that
+	// every pass over this Source reads, whatever path its caller asks for:
+	// a replay sets the path its snapshot recorded, since only that file's
+	// reading is in it.
+	PVEStorageCfg string
 }
 
 // LiveOptions configure the DMRunner of a live Source. The library reads
@@ -68,7 +74,7 @@ func NewRecorder(inner Source) *Recorder {
 
 // Source returns the recording Source to probe through.
 func (r *Recorder) Source() Source {
-	return Source{Runner: recRunner{r}, FS: recFS{r}, SuspendWait: r.inner.SuspendWait}
+	return Source{Runner: recRunner{r}, FS: recFS{r}, SuspendWait: r.inner.SuspendWait, PVEStorageCfg: r.inner.PVEStorageCfg}
 }
 
 // Snapshot returns everything recorded so far, with the given header fields.
@@ -169,7 +175,7 @@ func (f recFS) ReadAt(name string, off int64, n int) ([]byte, error) {
 // access that was not recorded is an error naming it. A command is also
 // found under the argv an older keel recorded it with (Migration.Cmd).
 func Replay(s *Snapshot) Source {
-	return Source{Runner: replayRunner{s}, FS: replayFS{s}}
+	return Source{Runner: replayRunner{s}, FS: replayFS{s}, PVEStorageCfg: s.PVEStorageCfg}
 }
 
 type replayRunner struct{ s *Snapshot }
@@ -198,12 +204,18 @@ func (r replayRunner) Run(_ context.Context, c Cmd) (Result, error) {
 	return rec.Result, nil
 }
 
+// ErrNotRecorded is what a replay returns for a file access its snapshot
+// does not hold: the keel that recorded it did not read that file. A
+// reader added since may take it for "not looked at" where that is what
+// the older keel judged.
+var ErrNotRecorded = errors.New("was not recorded in the snapshot")
+
 type replayFS struct{ s *Snapshot }
 
 func (f replayFS) get(want FileRecord) ([]byte, error) {
 	rec, ok := f.s.Files[want.key()]
 	if !ok {
-		return nil, fmt.Errorf("replay: %s %s was not recorded in the snapshot", want.Op, want.describe())
+		return nil, fmt.Errorf("replay: %s %s %w", want.Op, want.describe(), ErrNotRecorded)
 	}
 	if rec.Error != "" {
 		return nil, &recordedError{msg: rec.Error, notExist: rec.NotExist}

@@ -28,7 +28,13 @@ type Host struct {
 	// partitions included ("sda3"), to those names, sorted.
 	ByID      map[string][]string `json:"byID"`
 	LVMConfig LVMConfig           `json:"lvmConfig"`
-	Proxmox   *Proxmox            `json:"proxmox"` // nil when /etc/pve/storage.cfg does not exist
+	// Proxmox is what keel knows of Proxmox VE here: nil when nothing shows
+	// this host is a Proxmox VE node and no storage.cfg exists.
+	Proxmox *Proxmox `json:"proxmox"`
+	// PVEStorageCfg is the path of Proxmox VE's storage.cfg this pass read
+	// (the desired state's proxmox.storageConfig, or a replayed snapshot's);
+	// kept in node snapshots so that a replay reads the same file.
+	PVEStorageCfg string `json:"pveStorageCfg"`
 	// KeelFiles are the files keel generates and keeps in sync (its udev
 	// rules, UdevRulePaths), as the host has them, by path.
 	KeelFiles map[string]*KeelFile `json:"keelFiles"`
@@ -259,10 +265,21 @@ type KeelFile struct {
 	Unknown string `json:"unknown"`
 }
 
-// Proxmox is what /etc/pve/storage.cfg says.
+// Proxmox is what storage.cfg says, and whether this host is a Proxmox VE
+// node.
 type Proxmox struct {
-	Storages []PVEStorage `json:"storages"`
-	Errors   []string     `json:"errors"`
+	// Node names the file that shows this host is a Proxmox VE node
+	// (pve-manager's dpkg file list, or /etc/pve, pve-cluster's mount
+	// point); "" when only a storage.cfg was found.
+	Node string `json:"node,omitempty"`
+	// Unreadable says why storage.cfg could not be read ("" when it was):
+	// missing on a node whose /etc/pve is not mounted (pmxcfs not started
+	// yet, or restarting), or an error reading it. keel cannot tell then
+	// which VGs a Proxmox storage shares, so it counts every VG shared.
+	Unreadable string       `json:"unreadable,omitempty"`
+	Storages   []PVEStorage `json:"storages"`
+	// Errors are the problems of a storage.cfg that was read but not parsed.
+	Errors []string `json:"errors"`
 }
 
 // PVEStorage is one storage definition of storage.cfg.

@@ -22,6 +22,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -84,6 +85,9 @@ type Loop struct {
 	lastPlan plan.Result
 	// mem is keel's state as loaded for the current pass.
 	mem plan.Memory
+	// pveStorageCfg is the desired state's proxmox.storageConfig, set by
+	// Load: Probe reads it while the daemon loads the next desired state.
+	pveStorageCfg atomic.Pointer[string]
 }
 
 // WipeObserver sees each safe removal's progress: the daemon publishes it
@@ -212,6 +216,7 @@ func (l *Loop) Load(files []schema.File, readErr error) error {
 		var d *schema.Desired
 		if d, err = l.evaluate(files); err == nil {
 			l.desired, l.files = d.Config, files
+			l.pveStorageCfg.Store(&d.Config.Proxmox.StorageConfig)
 			l.configError = nil
 			return nil
 		}
@@ -260,6 +265,9 @@ func (l *Loop) Changed(s InForce) bool { return l.desired != s.desired }
 // plan or apply without crashing.
 func (l *Loop) Restore(s InForce, why error) {
 	l.desired, l.files = s.desired, s.files
+	if s.desired != nil {
+		l.pveStorageCfg.Store(&s.desired.Proxmox.StorageConfig)
+	}
 	l.setInvalid(why)
 }
 
@@ -311,9 +319,19 @@ func checkOwnership(paths []string, euid int) error {
 // is being loaded.
 func (l *Loop) Probe(ctx context.Context) (*model.Host, error) {
 	start := time.Now()
-	h, err := probes.Probe(ctx, l.source)
+	h, err := probes.ProbeWith(ctx, l.source, l.probeOptions())
 	l.log.Debug("probe", "took", Since(start), "err", err)
 	return h, err
+}
+
+// probeOptions are the probe's settings from the desired state in force:
+// the storage.cfg the desired state names (the default before any loaded).
+func (l *Loop) probeOptions() probes.Options {
+	var opt probes.Options
+	if p := l.pveStorageCfg.Load(); p != nil {
+		opt.PVEStorageCfg = *p
+	}
+	return opt
 }
 
 // Since is the time since start, rounded to the millisecond for a log line.
@@ -401,6 +419,11 @@ func (l *Loop) pass(ctx context.Context, o Options) (PassResult, error) {
 			return out, err
 		}
 	} else {
+		if opt := l.probeOptions(); opt.PVEStorageCfg != "" && h.PVEStorageCfg != opt.PVEStorageCfg {
+			// Probed while a desired state that names another storage.cfg
+			// loaded: that part is read again, at the path now in force.
+			probes.ProbeProxmox(l.source, h, opt)
+		}
 		res = l.planOn(h)
 	}
 	out.Host, out.Levels = h, res.Levels

@@ -54,7 +54,7 @@ func (l *Loop) PlanWipe(ctx context.Context, req WipeRequest) ([]removal.Target,
 	if req.Absent && len(names) == 0 {
 		names = removal.AbsentNames(decl)
 	}
-	wr := removal.Request{Names: names, Mode: req.Mode, RequireAbsent: req.Absent}
+	wr := removal.Request{Names: names, Mode: req.Mode, RequireAbsent: req.Absent, Shared: l.desired.SharedVGs()}
 	if !req.Replay {
 		l.wipeMemory(&wr, req.Act)
 	}

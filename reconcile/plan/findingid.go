@@ -65,6 +65,10 @@ const (
 	// not discard removed disks.
 	PVEDiscardOnRemove FindingID = "pve.discard_on_remove"
 
+	// PVEStorageCfgUnreadable is pve.storage_cfg_unreadable: Proxmox VE node
+	// whose storage.cfg cannot be read.
+	PVEStorageCfgUnreadable FindingID = "pve.storage_cfg_unreadable"
+
 	// ReconcileRefused is reconcile.refused: an action was refused by a safety
 	// guard.
 	ReconcileRefused FindingID = "reconcile.refused"

@@ -15,12 +15,17 @@ import (
 // reconcile/apply/wipe acts.
 func (p *planner) absentGuards(vg, name string, lv *model.LV) bool {
 	object := vg + "/" + name
-	if s, ok := removal.SharedVGs(p.h)[vg]; ok {
-		p.add(Finding{ID: LVAbsentShared, Object: object,
+	if s, ok := removal.SharedVGs(p.h, p.d.SharedVGs()...)[vg]; ok {
+		f := Finding{ID: LVAbsentShared, Object: object,
 			Message:  fmt.Sprintf("LV %s is declared absent, but vg %s is shared between nodes (%s): it may be in use on another node, and keel removes it only on the node that owns it", object, vg, s.Why),
 			Expected: "removed on the node that owns it", Observed: "present in shared vg " + vg,
-			Remedy: "on the node that owns it: " + s.Remedy(vg, name) + "; then drop " + name + " from absent",
-		})
+			Remedy: s.WayForward(vg, name),
+		}
+		if s.Unknown {
+			f.Message = fmt.Sprintf("LV %s is declared absent, but keel cannot tell whether vg %s is shared between nodes (%s): it may be in use on another node, so keel holds its removal", object, vg, s.Why)
+			f.Expected, f.Observed = "removed once vg "+vg+" is known to be local", "present in vg "+vg+", which may be shared"
+		}
+		p.add(f)
 		return true
 	}
 	if lv.SegType == "thin" && lv.Pool != "" {

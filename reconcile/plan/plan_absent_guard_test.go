@@ -65,3 +65,50 @@ func TestPlanAbsentGuards(t *testing.T) {
 		}
 	}
 }
+
+// The passes e2e/wipe/sharedcfg.sh recorded, planned against its desired
+// states: a Proxmox VE node before pmxcfs mounted /etc/pve, a VG declared
+// shared, a storage.cfg at the configured path. Each absent LV is held
+// with lv.absent_shared and its way forward, and nothing is planned in it.
+func TestPlanSharedCfg(t *testing.T) {
+	for _, c := range []struct {
+		name, lv, remedy string
+		also             string // another finding key, "" for none
+	}{
+		{"window", "pvesan/vm-201-disk-0", "wait for pve-cluster to mount /etc/pve (systemctl status pve-cluster); keel removes pvesan/vm-201-disk-0 on a later pass if no Proxmox storage shares vg pvesan",
+			"pve.storage_cfg_unreadable@/etc/pve/storage.cfg"},
+		{"declared", "sansh/vm-202-disk-0", "on the node that owns it: lvremove sansh/vm-202-disk-0; then drop vm-202-disk-0 from the absent list of vg sansh", ""},
+		{"custom", "pvecustom/vm-203-disk-0", "on the node that owns it: pvesm free san3:vm-203-disk-0; then drop vm-203-disk-0 from the absent list of vg pvecustom", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := replayHost(t, "sharedcfg-"+c.name)
+			d, err := schema.NewLoader().Load("../../e2e/wipe/sharedcfg-" + c.name + ".cue")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Plan(d.Config, h)
+			got := keys(r.Findings)
+			if c.also != "" && !slices.Contains(got, c.also) {
+				t.Errorf("no %s in %q", c.also, got)
+			}
+			if c.also == "" && slices.ContainsFunc(got, func(k string) bool { return strings.HasPrefix(k, string(PVEStorageCfgUnreadable)) }) {
+				t.Errorf("findings %q", got)
+			}
+			found := false
+			for _, f := range r.Findings {
+				if f.Key() == "lv.absent_shared@"+c.lv {
+					found = true
+					if f.Remedy != c.remedy || f.Severity != Error {
+						t.Errorf("%s: severity %s, remedy %q", f.Key(), f.Severity, f.Remedy)
+					}
+				}
+			}
+			if !found || slices.Contains(got, "lv.absent@"+c.lv) {
+				t.Errorf("findings %q", got)
+			}
+			if len(r.Actions) != 0 {
+				t.Errorf("actions planned: %v", r.Actions)
+			}
+		})
+	}
+}

@@ -412,6 +412,13 @@ func (p *planner) checkProxmox(stacked map[string][]string) {
 	if p.h.Proxmox == nil {
 		return
 	}
+	if pve := p.h.Proxmox; pve.Unreadable != "" {
+		p.add(Finding{ID: PVEStorageCfgUnreadable, Object: p.h.PVEStorageCfg,
+			Message:  fmt.Sprintf("this is a Proxmox VE node (%s) but its storage.cfg could not be read (%s): keel cannot tell which VGs a Proxmox storage shares, so it counts every VG shared and removes no absent LV", pve.Node, pve.Unreadable),
+			Expected: "storage.cfg readable", Observed: pve.Unreadable,
+			Remedy: "systemctl status pve-cluster (its pmxcfs mounts /etc/pve); keel reads storage.cfg again on its next pass",
+		})
+	}
 	storages := append([]model.PVEStorage(nil), p.h.Proxmox.Storages...)
 	sort.SliceStable(storages, func(i, j int) bool { return storages[i].ID < storages[j].ID })
 	for _, s := range storages {

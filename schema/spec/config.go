@@ -6,6 +6,8 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/keel-storage/keel/lvm/units"
@@ -66,10 +68,25 @@ type VolumeGroup struct {
 	PVs []string `json:"pvs"`
 	// Create allows keel to create the VG when its PVs carry no signature.
 	Create bool `json:"create"`
+	// Shared declares that other hosts use the VG (a SAN LUN seen by
+	// several hosts without lvmlockd): its absent LVs are never removed
+	// here, as in a VG LVM or Proxmox VE reports shared.
+	Shared bool `json:"shared"`
 	// Absent lists LVs that must be removed safely (zeroed or discarded first).
 	Absent    []string            `json:"absent,omitempty"`
 	VDOPools  map[string]VDOPool  `json:"vdoPools,omitempty"`
 	ThinPools map[string]ThinPool `json:"thinPools,omitempty"`
+}
+
+// SharedVGs names, sorted, the VGs c declares shared (VolumeGroup.Shared).
+func (c *Config) SharedVGs() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(c.VolumeGroups)) {
+		if c.VolumeGroups[name].Shared {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // VDOPool is an LVM-VDO pool and the VDO LV on top of it. Sizes are
@@ -196,7 +213,8 @@ type Removal struct {
 	Step string `json:"step"`
 }
 
-// Proxmox points at Proxmox VE's storage configuration.
+// Proxmox points at Proxmox VE's storage configuration: the probe reads
+// storage.cfg at StorageConfig (probes.Options.PVEStorageCfg).
 type Proxmox struct {
 	StorageConfig string `json:"storageConfig"`
 }

@@ -16,8 +16,10 @@ type observed struct {
 	shared map[string]SharedVG
 }
 
-func observe(h *model.Host) *observed {
-	return &observed{Host: h, stack: stackFromHost(h), shared: SharedVGs(h)}
+// observe derives them; shared names the VGs the desired state declares
+// shared.
+func observe(h *model.Host, shared ...string) *observed {
+	return &observed{Host: h, stack: stackFromHost(h), shared: SharedVGs(h, shared...)}
 }
 
 // hasTag reports whether lv carries the LVM tag tag (the raw lv_tags field,

@@ -87,6 +87,9 @@ type Request struct {
 	// one its absent entry was written for is not removed (identity.go).
 	Known map[string]state.Absent
 	Held  string
+	// Shared names the VGs the desired state declares shared (shared:
+	// true): refused like a VG LVM or Proxmox VE reports shared.
+	Shared []string
 }
 
 // ErrRefused marks a refusal: nothing was changed.
@@ -123,7 +126,7 @@ func Plan(h *model.Host, decl Declared, req Request) ([]Target, error) {
 	if mode != ModeZeroOut && mode != ModeDiscard {
 		return nil, fmt.Errorf("removal mode %q: %w: must be zeroout or discard", mode, ErrRefused)
 	}
-	o := observe(h)
+	o := observe(h, req.Shared...)
 	var targets []Target
 	seen := map[string]bool{}
 

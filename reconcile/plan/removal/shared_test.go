@@ -54,3 +54,55 @@ func TestSharedVGsUnreadableStorageCfg(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// sharedCfg replays a pass e2e/wipe/sharedcfg.sh recorded in the test guest.
+func sharedCfg(t *testing.T, name string) *model.Host {
+	return snapshotHost(t, "../testdata/snapshots/"+name+".txtar")
+}
+
+// A Proxmox VE node whose /etc/pve is not mounted yet: keel cannot tell
+// which VG a storage shares, so every VG counts as shared and the removal
+// is held with the way forward.
+func TestSharedVGsPVEWindow(t *testing.T) {
+	h := sharedCfg(t, "sharedcfg-window")
+	got := SharedVGs(h)
+	if len(got) != len(h.VGs) || len(got) == 0 {
+		t.Fatalf("shared %v, want every VG of %d", got, len(h.VGs))
+	}
+	if s := got["pvesan"]; !s.Unknown || !strings.Contains(s.Why, "/etc/pve is empty") {
+		t.Fatalf("pvesan: %+v", s)
+	}
+	_, err := Plan(h, Declared{"pvesan": {"vm-201-disk-0"}}, Request{Names: []string{"pvesan/vm-201-disk-0"}, RequireAbsent: true})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "wait for pve-cluster to mount /etc/pve (systemctl status pve-cluster)") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// A VG declared shared in the desired state is refused like one LVM or
+// Proxmox VE reports shared; undeclared, the same LV is removed.
+func TestSharedVGsDeclared(t *testing.T) {
+	h := sharedCfg(t, "sharedcfg-declared")
+	decl := Declared{"sansh": {"vm-202-disk-0"}}
+	req := Request{Names: []string{"sansh/vm-202-disk-0"}, RequireAbsent: true}
+	if targets, err := Plan(h, decl, req); err != nil || len(targets) != 1 {
+		t.Fatalf("undeclared: %v, %v", targets, err)
+	}
+	req.Shared = []string{"sansh"}
+	_, err := Plan(h, decl, req)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "the desired state declares it shared") ||
+		!strings.Contains(err.Error(), "(there: lvremove sansh/vm-202-disk-0)") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// storage.cfg read at the configured path: its "shared 1" storage names
+// the VG, and the remedy goes through that storage.
+func TestSharedVGsConfiguredPath(t *testing.T) {
+	s, ok := SharedVGs(sharedCfg(t, "sharedcfg-custom"))["pvecustom"]
+	if !ok || s.Storage != "san3" || !strings.Contains(s.Why, "/etc/keel-pve/storage.cfg") {
+		t.Fatalf("pvecustom: %+v, %v", s, ok)
+	}
+	if got := s.WayForward("pvecustom", "vm-203-disk-0"); got != "on the node that owns it: pvesm free san3:vm-203-disk-0; then drop vm-203-disk-0 from the absent list of vg pvecustom" {
+		t.Fatalf("way forward %q", got)
+	}
+}
