@@ -185,6 +185,7 @@ func Probe(ctx context.Context, src hostio.Source) (*model.Host, error) {
 		sys = readSysfs(src.FS)
 		probeHostFiles(src.FS, h)
 		probeKeelFiles(src.FS, h)
+		probeGuests(src.FS, h)
 	}()
 	// Invariant: lvm fullreport, the longest command, is started last. The
 	// goroutine started last is the one the scheduler runs first on this P

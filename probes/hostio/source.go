@@ -2,6 +2,7 @@ package hostio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -198,12 +199,17 @@ func (r replayRunner) Run(_ context.Context, c Cmd) (Result, error) {
 	return rec.Result, nil
 }
 
+// ErrNotRecorded is the error of a replayed file access that the snapshot
+// did not record: a snapshot captured by an older keel, which did not read
+// that file. A reader tells it from a missing file, which was recorded.
+var ErrNotRecorded = errors.New("was not recorded in the snapshot")
+
 type replayFS struct{ s *Snapshot }
 
 func (f replayFS) get(want FileRecord) ([]byte, error) {
 	rec, ok := f.s.Files[want.key()]
 	if !ok {
-		return nil, fmt.Errorf("replay: %s %s was not recorded in the snapshot", want.Op, want.describe())
+		return nil, fmt.Errorf("replay: %s %s %w", want.Op, want.describe(), ErrNotRecorded)
 	}
 	if rec.Error != "" {
 		return nil, &recordedError{msg: rec.Error, notExist: rec.NotExist}

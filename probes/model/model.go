@@ -29,6 +29,10 @@ type Host struct {
 	ByID      map[string][]string `json:"byID"`
 	LVMConfig LVMConfig           `json:"lvmConfig"`
 	Proxmox   *Proxmox            `json:"proxmox"` // nil when /etc/pve/storage.cfg does not exist
+	// Guests are the disks the guests' configurations name (Proxmox VE VM
+	// and container configs, libvirt domains); nil when the host has none
+	// of those directories.
+	Guests *Guests `json:"guests,omitempty"`
 	// KeelFiles are the files keel generates and keeps in sync (its udev
 	// rules, UdevRulePaths), as the host has them, by path.
 	KeelFiles map[string]*KeelFile `json:"keelFiles"`
