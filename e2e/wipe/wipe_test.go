@@ -8,6 +8,7 @@ package wipe_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,4 +61,52 @@ func lib(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// shareFiles reads the named files of this directory, with wipelib.sh, for
+// a scenario's share.
+func shareFiles(t *testing.T, names ...string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{"wipelib.sh": lib(t)}
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[n] = b
+	}
+	return files
+}
+
+// logVerdicts logs the guest's wall time and the scenario's ok: and FAIL:
+// lines.
+func logVerdicts(t *testing.T, r *guest.Result) {
+	t.Helper()
+	t.Logf("guest wall time %s", r.Wall)
+	for _, line := range strings.Split(r.Output, "\n") {
+		if strings.HasPrefix(line, "ok: ") || strings.HasPrefix(line, "FAIL: ") {
+			t.Log(line)
+		}
+	}
+}
+
+// keepCaptures copies the scenario's outputs OUT/<paths> into the
+// directory KEEL_WIPE_SNAPSHOT_DIR names, when it is set: node snapshots
+// for the host-side tests, taken before any verdict.
+func keepCaptures(t *testing.T, r *guest.Result, paths ...string) {
+	t.Helper()
+	dir := os.Getenv("KEEL_WIPE_SNAPSHOT_DIR")
+	if dir == "" {
+		return
+	}
+	for _, p := range paths {
+		b, err := r.File(p)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
