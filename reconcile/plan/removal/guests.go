@@ -64,7 +64,7 @@ func (u GuestUse) Remedy(vg, lv string) string {
 // node to run it on when the config belongs to another node. Proxmox VE:
 // `qm disk unlink --idlist unusedN` (qm(1): "unlink of unused[n] always
 // causes physical removal") and `pct set --delete unusedN` remove the volume
-// through its storage; an attached disk is unlinked first (qm with --force
+// through its storage; an attached disk is unlinked first (qm with --force 1
 // removes it at once; pct turns a mount point into an unused entry); a
 // disk only a snapshot names goes with the snapshot (qm/pct delsnapshot).
 // libvirt: `virsh detach-disk --persistent` removes the disk from the
@@ -92,7 +92,7 @@ func detach(r model.GuestRef) string {
 	case r.Kind == model.GuestQemu && strings.HasPrefix(r.Key, "unused"):
 		return on + "qm disk unlink " + r.Guest + " --idlist " + r.Key
 	case r.Kind == model.GuestQemu:
-		return on + "qm disk unlink " + r.Guest + " --idlist " + r.Key + " --force"
+		return on + "qm disk unlink " + r.Guest + " --idlist " + r.Key + " --force 1"
 	default:
 		return on + "pct set " + r.Guest + " --delete " + r.Key
 	}

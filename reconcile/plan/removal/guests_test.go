@@ -185,3 +185,23 @@ func TestGuestUsesPaths(t *testing.T) {
 		t.Error("a pool volume of the LV's name is not a use")
 	}
 }
+
+// The command printed for each kind of reference.
+func TestDetachCommands(t *testing.T) {
+	node := "/etc/pve/nodes/pve2/"
+	for _, c := range []struct {
+		r    model.GuestRef
+		want string
+	}{
+		{model.GuestRef{File: node + "qemu-server/105.conf", Kind: model.GuestQemu, Guest: "105", Key: "unused0"}, "on node pve2: qm disk unlink 105 --idlist unused0"},
+		{model.GuestRef{File: "/etc/pve/qemu-server/105.conf", Kind: model.GuestQemu, Guest: "105", Key: "scsi1"}, "qm disk unlink 105 --idlist scsi1 --force 1"},
+		{model.GuestRef{File: node + "qemu-server/105.conf", Kind: model.GuestQemu, Guest: "105", Key: "virtio1", Section: "PENDING"}, "on node pve2: qm set 105 --revert virtio1"},
+		{model.GuestRef{File: node + "lxc/200.conf", Kind: model.GuestLXC, Guest: "200", Key: "mp0"}, "on node pve2: pct set 200 --delete mp0"},
+		{model.GuestRef{File: node + "lxc/200.conf", Kind: model.GuestLXC, Guest: "200", Key: "rootfs", Section: "pre"}, "on node pve2: pct delsnapshot 200 pre"},
+		{model.GuestRef{File: "/run/libvirt/qemu/db.xml", Kind: model.GuestLibvirt, Guest: "db", Key: "source pool"}, "virsh edit db and remove the disk"},
+	} {
+		if got := detach(c.r); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.r, got, c.want)
+		}
+	}
+}
