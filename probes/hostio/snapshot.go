@@ -79,14 +79,24 @@ func (r FileRecord) describe() string {
 }
 
 // recordedError replays an error recorded in a snapshot with its original
-// text; a recorded missing file still matches fs.ErrNotExist.
+// text; a recorded missing file still matches fs.ErrNotExist, and an access
+// a replay could not answer (a snapshot re-recorded from an older one's
+// replay) still matches ErrNotRecorded.
 type recordedError struct {
 	msg      string
 	notExist bool
 }
 
-func (e *recordedError) Error() string        { return e.msg }
-func (e *recordedError) Is(target error) bool { return e.notExist && target == fs.ErrNotExist }
+func (e *recordedError) Error() string { return e.msg }
+func (e *recordedError) Is(target error) bool {
+	switch target {
+	case fs.ErrNotExist:
+		return e.notExist
+	case ErrNotRecorded:
+		return strings.HasSuffix(e.msg, " "+ErrNotRecorded.Error())
+	}
+	return false
+}
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
