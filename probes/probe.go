@@ -190,6 +190,7 @@ func ProbeWith(ctx context.Context, src hostio.Source, opt Options) (*model.Host
 		probeHostFiles(src.FS, h)
 		ProbeProxmox(src, h, opt)
 		probeKeelFiles(src.FS, h)
+		probeGuests(src.FS, h)
 	}()
 	// Invariant: lvm fullreport, the longest command, is started last. The
 	// goroutine started last is the one the scheduler runs first on this P

@@ -79,6 +79,21 @@ func keepCaptures(t *testing.T, r *guest.Result, env, sub string, names ...strin
 	}
 }
 
+// shareFiles reads the named files of this directory, with wipelib.sh, for
+// a scenario's share.
+func shareFiles(t *testing.T, names ...string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{"wipelib.sh": lib(t)}
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[n] = b
+	}
+	return files
+}
+
 // logVerdicts logs the guest's wall time and the scenario's ok: and FAIL:
 // lines.
 func logVerdicts(t *testing.T, r *guest.Result) {

@@ -106,8 +106,20 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if _, err := re.Runner.Run(ctx, Cmd{Name: "lvs"}); err == nil || !strings.Contains(err.Error(), `"lvs" was not recorded`) {
 		t.Errorf("unrecorded command: error %v", err)
 	}
-	if _, err := re.FS.ReadFile("/etc/other"); err == nil || !strings.Contains(err.Error(), "/etc/other was not recorded") {
+	if _, err := re.FS.ReadFile("/etc/other"); err == nil || !strings.Contains(err.Error(), "/etc/other was not recorded") ||
+		!errors.Is(err, ErrNotRecorded) || errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("unrecorded file: error %v", err)
+	}
+	// Re-recorded from the replay, the access still reads as not recorded
+	// (a snapshot re-recorded from an older one), not as a failed read.
+	rerec := NewRecorder(re)
+	_, _ = rerec.Source().FS.ReadDir("/etc/other.d")
+	again := rerec.Snapshot("h1", "v0", snap.Time)
+	if _, err := Replay(again).FS.ReadDir("/etc/other.d"); !errors.Is(err, ErrNotRecorded) {
+		t.Errorf("re-recorded unrecorded dir: error %v, want ErrNotRecorded", err)
+	}
+	if _, err := Replay(back).FS.ReadFile("/nonexistent"); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotRecorded) {
+		t.Errorf("a recorded missing file reads as not recorded: %v", err)
 	}
 	if _, err := re.FS.ReadAt("/dev.img", 0, 4096); err == nil || !strings.Contains(err.Error(), "4096 bytes at 0") {
 		t.Errorf("unrecorded read-at: error %v", err)

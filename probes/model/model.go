@@ -35,6 +35,10 @@ type Host struct {
 	// (the desired state's proxmox.storageConfig, or a replayed snapshot's);
 	// kept in node snapshots so that a replay reads the same file.
 	PVEStorageCfg string `json:"pveStorageCfg"`
+	// Guests are the disks the guests' configurations name (Proxmox VE VM
+	// and container configs, libvirt domains); nil when the host has none
+	// of those directories.
+	Guests *Guests `json:"guests,omitempty"`
 	// KeelFiles are the files keel generates and keeps in sync (its udev
 	// rules, UdevRulePaths), as the host has them, by path.
 	KeelFiles map[string]*KeelFile `json:"keelFiles"`

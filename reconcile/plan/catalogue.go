@@ -48,6 +48,8 @@ var Catalogue = []Rule{
 		"An LV listed in absent exists; keel removes it safely (rename, zero or discard in steps, lvremove)."},
 	{LVAbsentReappeared, Warning, "LV under an absent name is not the one to remove",
 		"An LV exists under an absent name but is not the LV the entry was written for (another UUID after keel removed one, or created after keel first saw the name): a reused name, never wiped."},
+	{LVAbsentReferenced, Error, "LV declared absent is named by a guest's configuration",
+		"A Proxmox VE VM or container config (any node's, snapshot sections and unused disks included) or a libvirt domain names the LV: removing it destroys a disk a guest still has, so keel never does; an unreadable guest configuration holds every removal."},
 	{LVAbsentShared, Error, "LV declared absent is in a VG shared between nodes",
 		"The VG is shared (lvmlockd, clvmd, a Proxmox storage with shared 1, or shared: true in the desired state), or keel cannot tell (a Proxmox VE node whose storage.cfg cannot be read): the LV may be in use on another node, so keel never activates, clears or removes it."},
 	{LVMDevicesFile, Warning, "lvm devices file setting differs",

@@ -47,6 +47,10 @@ const (
 	// not the one to remove.
 	LVAbsentReappeared FindingID = "lv.absent_reappeared"
 
+	// LVAbsentReferenced is lv.absent_referenced: LV declared absent is
+	// named by a guest's configuration.
+	LVAbsentReferenced FindingID = "lv.absent_referenced"
+
 	// LVAbsentShared is lv.absent_shared: LV declared absent is in a VG shared
 	// between nodes.
 	LVAbsentShared FindingID = "lv.absent_shared"

@@ -15,6 +15,16 @@ import (
 // reconcile/apply/wipe acts.
 func (p *planner) absentGuards(vg, name string, lv *model.LV) bool {
 	object := vg + "/" + name
+	// Before the shared VG's rule: its remedy (pvesm free) would destroy a
+	// disk a guest still names.
+	if u := removal.GuestUses(p.h, vg, name); u.Any() {
+		p.add(Finding{ID: LVAbsentReferenced, Object: object,
+			Message:  fmt.Sprintf("LV %s is declared absent, but a guest's configuration names it: %s; keel never removes a disk a guest names", object, u.Where()),
+			Expected: "named by no guest", Observed: "named at " + u.Places(),
+			Remedy: u.Remedy(vg, name),
+		})
+		return true
+	}
 	if s, ok := removal.SharedVGs(p.h, p.d.SharedVGs()...)[vg]; ok {
 		f := Finding{ID: LVAbsentShared, Object: object,
 			Message:  fmt.Sprintf("LV %s is declared absent, but vg %s is shared between nodes (%s): it may be in use on another node, and keel removes it only on the node that owns it", object, vg, s.Why),

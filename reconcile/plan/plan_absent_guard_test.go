@@ -16,19 +16,7 @@ import (
 // tvg/vm-103-disk-0 and vm-104-disk-0 are thin LVs of tvg/pooln, created
 // with -Z n.
 func TestPlanAbsentGuards(t *testing.T) {
-	s, err := hostio.ReadSnapshotFile("../apply/wipe/testdata/node-guard.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := probes.Probe(context.Background(), hostio.Replay(s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := schema.NewLoader().Load("../../e2e/wipe/guard.cue")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := Plan(d.Config, h)
+	r := planCapture(t, "node-guard.txtar", "guard.cue")
 	got := keys(r.Findings)
 	for _, want := range []string{"lv.absent_shared@svg/vm-200-disk-0", "thin.unzeroed_reuse@tvg/pooln",
 		"lv.absent@tvg/vm-102-disk-0", "lv.absent@tvg/vm-103-disk-0", "lv.absent@gvg/old"} {
@@ -111,4 +99,67 @@ func TestPlanSharedCfg(t *testing.T) {
 			}
 		})
 	}
+}
+// The capture of e2e/wipe/guestref.sh after its setup, planned against its
+// desired state: the three absent LVs a guest's configuration names raise
+// lv.absent_referenced naming the file and line, and only vm-107-disk-0,
+// which nothing names, is removed.
+func TestPlanAbsentReferenced(t *testing.T) {
+	r := planCapture(t, "node-guestref.txtar", "guestref.cue")
+	want := map[string]string{
+		"guest-vg/vm-105-disk-0": "/etc/pve/nodes/othernode/qemu-server/105.conf:7 (VM 105 unused0 store:vm-105-disk-0)",
+		"guest-vg/vm-105-disk-1": "/etc/pve/nodes/othernode/qemu-server/105.conf:13 (VM 105 snapshot before-upgrade scsi0 store:vm-105-disk-1)",
+		"guest-vg/kvm-web-disk":  "/etc/libvirt/qemu/web.xml:7 (libvirt domain web source dev /dev/mapper/guest--vg-kvm--web--disk)",
+	}
+	remedy := map[string]string{
+		"guest-vg/vm-105-disk-0": "on node othernode: qm disk unlink 105 --idlist unused0; or keep it: drop vm-105-disk-0 from the absent list of vg guest-vg",
+		"guest-vg/vm-105-disk-1": "on node othernode: qm delsnapshot 105 before-upgrade; or keep it: drop vm-105-disk-1 from the absent list of vg guest-vg",
+		"guest-vg/kvm-web-disk":  "virsh detach-disk web vda --persistent; or keep it: drop kvm-web-disk from the absent list of vg guest-vg",
+	}
+	for _, f := range r.Findings {
+		if f.ID != LVAbsentReferenced {
+			continue
+		}
+		where, ok := want[f.Object]
+		if !ok {
+			t.Errorf("unexpected %s", f.Key())
+			continue
+		}
+		delete(want, f.Object)
+		if !strings.Contains(f.Message, where) || f.Remedy != remedy[f.Object] || f.Severity != Error {
+			t.Errorf("%s: message %q remedy %q severity %v", f.Key(), f.Message, f.Remedy, f.Severity)
+		}
+	}
+	for obj := range want {
+		t.Errorf("no lv.absent_referenced on %s", obj)
+	}
+	var wipes []string
+	for _, a := range r.Actions {
+		if a.Kind == KindWipe {
+			wipes = append(wipes, a.Object)
+		}
+	}
+	if !slices.Equal(wipes, []string{"guest-vg/vm-107-disk-0"}) {
+		t.Errorf("wipes planned %q, want only guest-vg/vm-107-disk-0", wipes)
+	}
+}
+
+// planCapture plans the desired state e2e/wipe/<cue> against the node
+// snapshot reconcile/apply/wipe/testdata/<snapshot> that its scenario
+// recorded.
+func planCapture(t *testing.T, snapshot, cue string) Result {
+	t.Helper()
+	s, err := hostio.ReadSnapshotFile("../apply/wipe/testdata/" + snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := probes.Probe(context.Background(), hostio.Replay(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := schema.NewLoader().Load("../../e2e/wipe/" + cue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Plan(d.Config, h)
 }

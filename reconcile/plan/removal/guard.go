@@ -3,7 +3,7 @@ package removal
 import "fmt"
 
 // applyGuards applies the rules that depend on what surrounds each planned
-// target (shared VGs, the pools below) and returns one refusal per target
+// target (guests that name it, shared VGs, the pools below) and returns one refusal per target
 // that breaks one; it may change a target's mode (a thin LV is discarded).
 func (o *observed) applyGuards(targets []Target) []error {
 	var refusals []error
@@ -16,6 +16,12 @@ func (o *observed) applyGuards(targets []Target) []error {
 		what := "lv " + t.Name()
 		if t.Resume {
 			what = "resume " + t.DelName()
+		}
+		// Before the shared VG's rule: its remedy (pvesm free) would
+		// destroy a disk a guest still names.
+		if err := o.refuseGuests(t.VG, t.LV); err != nil {
+			refusals = append(refusals, fmt.Errorf("%s: %w", what, err))
+			continue
 		}
 		if err := o.refuseShared(t.VG, t.LV); err != nil {
 			refusals = append(refusals, fmt.Errorf("%s: %w", what, err))
