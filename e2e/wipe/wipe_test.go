@@ -8,6 +8,7 @@ package wipe_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,4 +61,66 @@ func lib(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// readFiles returns the named files of this directory by name, for a
+// guest's share.
+func readFiles(t *testing.T, names ...string) map[string][]byte {
+	t.Helper()
+	out := make(map[string][]byte, len(names))
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[n] = b
+	}
+	return out
+}
+
+// logOutcome logs the guest's wall time and every "ok:" / "FAIL:" line of
+// its scenario.
+func logOutcome(t *testing.T, r *guest.Result) {
+	t.Helper()
+	t.Logf("guest wall time %s", r.Wall)
+	for _, line := range strings.Split(r.Output, "\n") {
+		if strings.HasPrefix(line, "ok: ") || strings.HasPrefix(line, "FAIL: ") {
+			t.Log(line)
+		}
+	}
+}
+
+// keepCaptures copies the files sub/<name> the scenario left in its output
+// to the directory the environment variable env names, when it is set: how
+// the host tests' fixtures are re-recorded.
+func keepCaptures(t *testing.T, r *guest.Result, env, sub string, names ...string) {
+	t.Helper()
+	dir := os.Getenv(env)
+	if dir == "" {
+		return
+	}
+	for _, name := range names {
+		b, err := r.File(sub + "/" + name)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// requireLines fails the test unless the scenario exited 0 and printed each
+// of want.
+func requireLines(t *testing.T, r *guest.Result, want ...string) {
+	t.Helper()
+	// The scenario exits with its number of failures; each must-pass step
+	// prints an "ok:" line, so a scenario that stopped early cannot pass.
+	r.RequireOK(t)
+	for _, w := range want {
+		if !strings.Contains(r.Output, w) {
+			t.Errorf("scenario output lacks %q", w)
+		}
+	}
 }
