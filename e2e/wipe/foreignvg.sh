@@ -35,14 +35,15 @@ chmod 755 /etc/keel
 install -m 0644 "$SHARE/foreignvg.cue" /etc/keel/foreignvg.cue
 CFG=/etc/keel/foreignvg.cue
 
-# held NAME FINDING: keel check reports FINDING vmdata, keel apply leaves
-# vmdata/vm-101-disk-0 with its data and creates no thin pool.
+# held NAME FINDING: keel check reports FINDING vmdata (its output is left
+# in CHECKED for the remedy), keel apply leaves vmdata/vm-101-disk-0 with
+# its data and creates no thin pool.
 held() {
 	local name=$1 id=$2 want out rc=0 before
 	want=$(sum vmdata/vm-101-disk-0)
-	out=$("$KEEL" check -c "$CFG" 2>&1) || rc=$?
-	echo "$out" | sed 's/^/    /'
-	if [ "$rc" -eq 1 ] && grep -qE "$id +vmdata" <<<"$out"; then
+	CHECKED=$("$KEEL" check -c "$CFG" 2>&1) || rc=$?
+	echo "$CHECKED" | sed 's/^/    /'
+	if [ "$rc" -eq 1 ] && grep -qE "$id +vmdata" <<<"$CHECKED"; then
 		ok "$name: keel check reports $id vmdata (rc 1)"
 	else
 		fail "$name: keel check rc $rc, no $id vmdata"
@@ -78,8 +79,7 @@ held foreign vg.foreign
 
 # The printed remedy renames the foreign VG out of the way, typed as printed.
 want=$(sum vmdata/vm-101-disk-0)
-out=$("$KEEL" check -c "$CFG" 2>&1)
-remedy=$(grep -oE "vgrename [A-Za-z0-9-]+ vmdata-other" <<<"$out" | head -n 1)
+remedy=$(grep -oE "vgrename [A-Za-z0-9-]+ vmdata-other" <<<"$CHECKED" | head -n 1)
 rc=0
 [ -n "$remedy" ] && { $remedy || rc=$?; }
 out=$("$KEEL" check -c "$CFG" 2>&1)
@@ -116,8 +116,7 @@ echo "    vg_uuid before $u1, now $u2"
 held uuid vg.uuid_changed
 
 # The printed remedy acknowledges the new VG, typed as printed.
-out=$("$KEEL" check -c "$CFG" 2>&1)
-remedy=$(grep -o "keel ack-vg vmdata $u2" <<<"$out" | head -n 1)
+remedy=$(grep -o "keel ack-vg vmdata $u2" <<<"$CHECKED" | head -n 1)
 rc=0
 [ -n "$remedy" ] && { out=$("$KEEL" ${remedy#keel } 2>&1) || rc=$?; }
 echo "$out" | sed 's/^/    /'
