@@ -71,11 +71,14 @@ func (p *planner) inHeldVG(object string) bool {
 // VGSightings returns what keel records of the declared VGs on host
 // (state.State.SeeVGs): in seen, the vg_uuid of each declared VG LVM reports
 // that is not foreign (its first sight, kept when keel has none), and in
-// gone the declared VGs that are not there at all, neither read by LVM nor
-// running in the kernel, so that the VG keel makes or finds next on the
-// declared PVs is recorded afresh. A host whose probe reported errors gives
-// no gone: a VG LVM could not list is not proof it is gone. It is pure; the
-// caller writes the records before it plans, in every mode.
+// gone the declared VGs with create: true that are not there at all,
+// neither read by LVM nor running in the kernel: keel makes them again on
+// blank PVs (vg.create), and the VG it makes is recorded afresh. A VG keel
+// may not create keeps its record while it is gone, so one made again by
+// hand under the name is vg.uuid_changed even when a pass ran in between
+// (the daemon plans on every uevent). A host whose probe reported errors
+// gives no gone: a VG LVM could not list is not proof it is gone. It is
+// pure; the caller writes the records before it plans, in every mode.
 func VGSightings(desired *spec.Config, host *model.Host) (seen map[string]string, gone []string) {
 	if desired == nil || host == nil {
 		return nil, nil
@@ -84,7 +87,7 @@ func VGSightings(desired *spec.Config, host *model.Host) (seen map[string]string
 	for _, name := range slices.Sorted(maps.Keys(desired.VolumeGroups)) {
 		vg := host.VGs[name]
 		if vg == nil {
-			if len(host.Errors) == 0 && !runsInKernel(host, name) {
+			if desired.VolumeGroups[name].Create && len(host.Errors) == 0 && !runsInKernel(host, name) {
 				gone = append(gone, name)
 			}
 			continue

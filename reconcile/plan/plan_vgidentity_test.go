@@ -130,3 +130,19 @@ func TestPlanVGUUIDChanged(t *testing.T) {
 		t.Errorf("acknowledged: findings %q, %d actions", keys(r.Findings), len(r.Actions))
 	}
 }
+
+// A declared VG that is not there is forgotten only when keel may make it
+// again (create: true); otherwise its record stays, so a VG made again by
+// hand is still another UUID.
+func TestVGSightingsGone(t *testing.T) {
+	d, h := foreignInputs(t, "node-foreign.txtar")
+	d.VolumeGroups["made"] = spec.VolumeGroup{PVs: []string{"/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_vgida"}, Create: true}
+	d.VolumeGroups["byhand"] = spec.VolumeGroup{PVs: []string{"/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_vgida"}}
+	if _, gone := VGSightings(d, h); !slices.Equal(gone, []string{"made"}) {
+		t.Errorf("gone %q, want [made]", gone)
+	}
+	h.Errors = append(h.Errors, "lvm fullreport: exit status 5")
+	if _, gone := VGSightings(d, h); len(gone) != 0 {
+		t.Errorf("gone %q on a probe with errors, want none", gone)
+	}
+}

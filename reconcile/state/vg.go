@@ -21,8 +21,8 @@ type VG struct {
 
 // SeeVGs records, for every declared VG name in seen (name -> vg_uuid) that
 // has no record yet, its UUID as first seen now, and drops the record of
-// every name in gone (a declared VG LVM no longer reports at all, so that
-// the next VG keel makes or finds on the declared PVs is recorded afresh).
+// every name in gone (a declared VG that keel may create and that LVM no
+// longer reports at all, so that the VG keel makes is recorded afresh).
 // It reports whether anything changed.
 func (st *State) SeeVGs(seen map[string]string, gone []string, now time.Time) bool {
 	if st.VGs == nil {
