@@ -43,6 +43,7 @@ const (
 	sysClassBlock   = "/sys/class/block"
 	sysFsBcache     = "/sys/fs/bcache"
 	devDiskByID     = "/dev/disk/by-id"
+	devDiskByPath   = "/dev/disk/by-path"
 	cpuOnlinePath   = "/sys/devices/system/cpu/online"
 	meminfoPath     = "/proc/meminfo"
 	hostnamePath    = "/proc/sys/kernel/hostname"
@@ -390,6 +391,7 @@ func probeKeelFiles(fsys hostio.FS, h *model.Host) {
 type sysfsView struct {
 	queues    map[string]*model.Queue
 	byID      map[string][]string // kernel name → by-id names
+	byPath    map[string][]string // kernel name → by-path names
 	bcache    []*model.Bcache
 	cacheSets []*model.CacheSet
 	errors    []string
@@ -423,6 +425,18 @@ func readSysfs(fsys hostio.FS) sysfsView {
 		}
 	} else if !isNotExist(err) {
 		v.errors = append(v.errors, fmt.Sprintf("%s: %v", devDiskByID, err))
+	}
+	// by-path names only serve to match a declared PV path with its device
+	// (removal.MatchPVs); a host or a snapshot without them is judged by
+	// its other names, so an error reading them is not one of the host's.
+	v.byPath = map[string][]string{}
+	if ids, err := fsys.ReadDir(devDiskByPath); err == nil {
+		for _, id := range ids {
+			if t, err := fsys.Readlink(devDiskByPath + "/" + id); err == nil {
+				k := path.Base(t)
+				v.byPath[k] = append(v.byPath[k], id)
+			}
+		}
 	}
 	if sets, err := fsys.ReadDir(sysFsBcache); err == nil {
 		for _, s := range sets {
@@ -573,6 +587,12 @@ func (v *sysfsView) apply(h *model.Host) {
 	h.ByID = map[string][]string{}
 	for k, ids := range v.byID {
 		h.ByID[k] = slices.Sorted(slices.Values(ids))
+	}
+	if len(v.byPath) > 0 {
+		h.ByPath = map[string][]string{}
+		for k, ids := range v.byPath {
+			h.ByPath[k] = slices.Sorted(slices.Values(ids))
+		}
 	}
 	for _, b := range v.bcache {
 		key := b.UUID

@@ -54,7 +54,8 @@ func judge(name string, configs []string, node string, audit bool, timeout time.
 	case audit:
 		return judged{host: l.host, result: plan.Audit(l.host), mode: "audit"}, nil
 	}
-	return judged{host: l.host, result: plan.PlanWith(l.cfg, l.host, checkMemory(node)), mode: "desired"}, nil
+	mem := seeVGs(checkMemory(node), l.cfg, l.host, node)
+	return judged{host: l.host, result: plan.PlanWith(l.cfg, l.host, mem), mode: "desired"}, nil
 }
 
 // loadedHost is a desired state and the host it is to be judged against.

@@ -47,6 +47,7 @@ type command struct {
 // (by name); help and version follow them there. TestCommandTable holds
 // the order and the uniqueness of the names.
 var commands = []command{
+	{name: "ack-vg", summary: "acknowledge another VG under a declared name (vg.uuid_changed): record its vg_uuid", run: runAckVG},
 	{name: "activate", summary: "bring the declared stack up bottom-up at boot (keel-activate.service)", run: runActivate},
 	{name: "apply", summary: "converge the host to the desired state once", run: runApply},
 	{name: "check", summary: "compare the host with the desired state (or audit it) and list findings", run: runCheck},

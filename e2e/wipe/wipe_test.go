@@ -105,3 +105,17 @@ func logVerdicts(t *testing.T, r *guest.Result) {
 		}
 	}
 }
+
+// requireLines fails the test unless the scenario exited 0 and printed each
+// of want.
+func requireLines(t *testing.T, r *guest.Result, want ...string) {
+	t.Helper()
+	// The scenario exits with its number of failures; each must-pass step
+	// prints an "ok:" line, so a scenario that stopped early cannot pass.
+	r.RequireOK(t)
+	for _, w := range want {
+		if !strings.Contains(r.Output, w) {
+			t.Errorf("scenario output lacks %q", w)
+		}
+	}
+}

@@ -26,7 +26,11 @@ type Host struct {
 	DM        map[string]*DMDevice `json:"dm"`        // device-mapper devices by dm name
 	// ByID maps the kernel name of every device /dev/disk/by-id points at,
 	// partitions included ("sda3"), to those names, sorted.
-	ByID      map[string][]string `json:"byID"`
+	ByID map[string][]string `json:"byID"`
+	// ByPath is ByID for /dev/disk/by-path (udev's 60-persistent-storage
+	// rules name a disk by the bus path it hangs off); empty when keel could
+	// not read it.
+	ByPath    map[string][]string `json:"byPath,omitempty"`
 	LVMConfig LVMConfig           `json:"lvmConfig"`
 	// Proxmox is what keel knows of Proxmox VE here: nil when nothing shows
 	// this host is a Proxmox VE node and no storage.cfg exists.
@@ -55,9 +59,9 @@ type Host struct {
 
 // Device returns the kernel name of the block device a /dev path names
 // ("/dev/sda", "/dev/sda3", "/dev/bcache0", "/dev/mapper/NAME",
-// "/dev/disk/by-id/NAME"), as this probe saw the devices in /sys/block and
-// /dev/disk/by-id; "" when it saw none. Paths of LVs ("/dev/vg/lv") are not
-// resolved here.
+// "/dev/disk/by-id/NAME", "/dev/disk/by-path/NAME"), as this probe saw the
+// devices in /sys/block, /dev/disk/by-id and /dev/disk/by-path; "" when it
+// saw none. Paths of LVs ("/dev/vg/lv") are not resolved here.
 func (h *Host) Device(path string) string {
 	rest, ok := strings.CutPrefix(path, "/dev/")
 	if !ok || rest == "" {
@@ -65,6 +69,14 @@ func (h *Host) Device(path string) string {
 	}
 	if id, ok := strings.CutPrefix(rest, "disk/by-id/"); ok {
 		for k, ids := range h.ByID {
+			if slices.Contains(ids, id) {
+				return k
+			}
+		}
+		return ""
+	}
+	if id, ok := strings.CutPrefix(rest, "disk/by-path/"); ok {
+		for k, ids := range h.ByPath {
 			if slices.Contains(ids, id) {
 				return k
 			}

@@ -349,6 +349,7 @@ func (l *Loop) plan(ctx context.Context) (*model.Host, plan.Result, error) {
 // planOn plans the desired state in force against h.
 func (l *Loop) planOn(h *model.Host) plan.Result {
 	start := time.Now()
+	l.seeVGs(h)
 	res := plan.PlanWith(l.desired, h, l.mem)
 	l.log.Debug("plan", "took", Since(start), "actions", len(res.Actions), "findings", len(res.Findings))
 	return res

@@ -58,6 +58,7 @@ func (l *Loop) PlanWipe(ctx context.Context, req WipeRequest) ([]removal.Target,
 	if !req.Replay {
 		l.wipeMemory(&wr, req.Act)
 	}
+	l.wipeVGs(&wr, h, !req.Replay)
 	return removal.Plan(h, decl, wr)
 }
 

@@ -182,6 +182,9 @@ const (
 	// VDOUsage is vdo.usage: VDO pool above the alert level.
 	VDOUsage FindingID = "vdo.usage"
 
+	// VGForeign is vg.foreign: a VG of the declared name on other PVs.
+	VGForeign FindingID = "vg.foreign"
+
 	// VGInactive is vg.inactive: VG has inactive LVs.
 	VGInactive FindingID = "vg.inactive"
 
@@ -191,6 +194,10 @@ const (
 	// VGMissing is vg.missing: VG missing.
 	VGMissing FindingID = "vg.missing"
 
+	// VGPVsDrift is vg.pvs_drift: a declared VG's PVs differ from its
+	// declaration.
+	VGPVsDrift FindingID = "vg.pvs_drift"
+
 	// VGPVMoveInterrupted is vg.pvmove_interrupted: a pvmove in a declared VG
 	// did not finish.
 	VGPVMoveInterrupted FindingID = "vg.pvmove_interrupted"
@@ -198,6 +205,9 @@ const (
 	// VGPVMoveOrphan is vg.pvmove_orphan: a pvmove left its temporary LV
 	// behind.
 	VGPVMoveOrphan FindingID = "vg.pvmove_orphan"
+
+	// VGUUIDChanged is vg.uuid_changed: another VG under a declared name.
+	VGUUIDChanged FindingID = "vg.uuid_changed"
 
 	// VGUnreadable is vg.unreadable: VG unreadable while its LVs run.
 	VGUnreadable FindingID = "vg.unreadable"

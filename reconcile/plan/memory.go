@@ -17,6 +17,10 @@ type Memory struct {
 	// without a record is one keel sees in absent for the first time now:
 	// the caller records it before it plans (state.State.See).
 	Absent map[string]state.Absent
+	// VGs holds keel's record of each declared VG's vg_uuid by name
+	// (state.State.VGs), recorded at first sight (VGSightings); another
+	// UUID under the name holds the VG (vg.uuid_changed).
+	VGs map[string]state.VG
 	// Held, when set, says why keel's records could not be read (a corrupt
 	// or newer state file). No removal is planned while it is set: without
 	// them keel cannot tell a reused name from the LV it was asked to remove.

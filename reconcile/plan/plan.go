@@ -110,6 +110,9 @@ type planner struct {
 	// order once planPvmove has looked for them.
 	lvKeys  []string
 	pvmoves []*model.LV
+	// heldVGs are the declared VGs that are not the declared ones
+	// (vgHeld): no action is planned on them.
+	heldVGs map[string]bool
 }
 
 // sortedLVKeys returns the keys of the host's LVs in order, sorted once per
@@ -174,7 +177,7 @@ func (p *planner) add(f Finding) string {
 
 // act records an action unless in audit mode.
 func (p *planner) act(phase int, a Action) {
-	if p.audit {
+	if p.audit || p.inHeldVG(a.Object) {
 		return
 	}
 	if len(p.h.Suspended) > 0 && !strings.HasPrefix(a.ID, "dm.suspended:") {

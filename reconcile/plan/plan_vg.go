@@ -132,6 +132,9 @@ func (p *planner) planVG(name string, want spec.VolumeGroup) {
 	if vg == nil && p.unreadableVG(name, want) {
 		return // nothing is planned on a VG whose PVs fail
 	}
+	if vg != nil && p.vgHeld(name, want) {
+		return // not the declared VG: findings only
+	}
 	if vg == nil {
 		key := p.add(Finding{ID: VGMissing, Object: name,
 			Message:  fmt.Sprintf("VG %s does not exist", name),

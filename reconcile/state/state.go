@@ -14,7 +14,8 @@ import (
 // Version is the format version this keel writes. A file with a newer
 // version is refused (it was written by a newer keel that may record things
 // this one would drop); an older one is upgraded on the next write.
-const Version = 1
+// Version 2 added VGs: a version 1 file reads as a state with no VG seen yet.
+const Version = 2
 
 // State is the whole file.
 type State struct {
@@ -24,6 +25,9 @@ type State struct {
 	Absent map[string]Absent `json:"absent,omitempty"`
 	// Actions holds the executor's records by action ID.
 	Actions map[string]Action `json:"actions,omitempty"`
+	// VGs holds, by VG name, the identity of each declared VG keel has
+	// seen (vg.go).
+	VGs map[string]VG `json:"vgs,omitempty"`
 }
 
 // Absent is keel's memory of one absent name.
@@ -79,5 +83,5 @@ type Stuck struct {
 
 // New returns an empty state of the current version.
 func New() *State {
-	return &State{Version: Version, Absent: map[string]Absent{}, Actions: map[string]Action{}}
+	return &State{Version: Version, Absent: map[string]Absent{}, Actions: map[string]Action{}, VGs: map[string]VG{}}
 }

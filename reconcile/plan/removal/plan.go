@@ -90,6 +90,12 @@ type Request struct {
 	// Shared names the VGs the desired state declares shared (shared:
 	// true): refused like a VG LVM or Proxmox VE reports shared.
 	Shared []string
+	// PVs are the declared PVs of each declared VG, and VGs keel's record of
+	// each one's vg_uuid (state.State.VGs). Nothing is removed or resumed in
+	// a VG that is not the declared one (VGIdentity); a VG without PVs here
+	// is not judged.
+	PVs map[string][]string
+	VGs map[string]state.VG
 }
 
 // ErrRefused marks a refusal: nothing was changed.
@@ -149,6 +155,9 @@ func Plan(h *model.Host, decl Declared, req Request) ([]Target, error) {
 		if req.judge(lv.VG+"/"+orig, lv) != nil {
 			continue // not keel's to resume: the planner reports it (lv.absent_reappeared)
 		}
+		if req.vgHeld(h, lv.VG+"/"+orig, lv.VG) != nil {
+			continue // not the declared VG: the planner reports it (vg.foreign, vg.uuid_changed)
+		}
 		if err := o.refuseKind(lv); err != nil {
 			return nil, fmt.Errorf("resume %s/%s: %w", lv.VG, lv.Name, err)
 		}
@@ -181,6 +190,10 @@ func Plan(h *model.Host, decl Declared, req Request) ([]Target, error) {
 		absent, declared := decl[vg]
 		if !declared {
 			refusals = append(refusals, fmt.Errorf("lv %s: %w: vg %s is not declared in the desired state", name, ErrRefused, vg))
+			continue
+		}
+		if err := req.vgHeld(h, name, vg); err != nil {
+			refusals = append(refusals, err)
 			continue
 		}
 		if req.RequireAbsent && !slices.Contains(absent, lvName) {

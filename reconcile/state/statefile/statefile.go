@@ -79,6 +79,9 @@ func decode(p string, b []byte) (*state.State, error) {
 	if st.Actions == nil {
 		st.Actions = map[string]state.Action{}
 	}
+	if st.VGs == nil {
+		st.VGs = map[string]state.VG{}
+	}
 	st.Version = state.Version
 	return st, nil
 }

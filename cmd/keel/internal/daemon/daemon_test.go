@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/converge/convergetest"
 	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/reconcile/state/statefile"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/alerts"
@@ -568,7 +570,7 @@ const bcacheBody = "bcache: b0: {\n\tbacking: \"a67c2e52-040c-493e-99e7-8498486c
 
 // In audit mode (keel run --audit, or agent.mode "audit") the daemon runs
 // no mutating command, writes no sysfs attribute, no lvm.conf, no udev
-// rule and no state, and still reports the findings and fill levels. The
+// rule and no state but first sights, and still reports the findings and fill levels. The
 // same desired states without audit change the host: the recording sees
 // changes when there are any. (An lvm.conf edit comes first and ends the
 // pass unverified on a replayed host, so the bcache write has its own state.)
@@ -593,8 +595,21 @@ func TestDaemonAuditChangesNothing(t *testing.T) {
 			runs[`agent.mode "audit"`] = firstPass(t, desired+"agent: mode: \"audit\"\n", false)
 		})
 		for name, run := range runs {
-			if len(run.cmds) != 0 || run.sysfs != "" || run.lvmConf || len(run.files) != 0 {
-				t.Errorf("%s: commands %q, sysfs writes %q, lvm.conf rewritten %v, files %q", name, run.cmds, run.sysfs, run.lvmConf, run.files)
+			// The one file audit writes is keel's state, with first sights
+			// only (a declared VG's vg_uuid): no action record.
+			files := slices.DeleteFunc(slices.Clone(run.files), func(f string) bool {
+				return strings.HasSuffix(f, "/state.json") || strings.HasSuffix(f, "/state.json.lock")
+			})
+			for _, f := range run.files {
+				if !strings.HasSuffix(f, "/state.json") {
+					continue
+				}
+				if st, err := (statefile.Store{Path: f}).Load(); err != nil || len(st.Actions) != 0 {
+					t.Errorf("%s: state %s: %v, actions %v; want first sights only", name, f, err, st)
+				}
+			}
+			if len(run.cmds) != 0 || run.sysfs != "" || run.lvmConf || len(files) != 0 {
+				t.Errorf("%s: commands %q, sysfs writes %q, lvm.conf rewritten %v, files %q", name, run.cmds, run.sysfs, run.lvmConf, files)
 			}
 			if !strings.HasPrefix(run.status, "audit mode, nothing changed; 0 actions converged") {
 				t.Errorf("%s: status %q", name, run.status)
