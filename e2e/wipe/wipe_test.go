@@ -61,3 +61,15 @@ func lib(t *testing.T) []byte {
 	}
 	return b
 }
+
+// verdicts logs the guest's wall time and each "ok:" and "FAIL:" line of
+// its output.
+func verdicts(t *testing.T, r *guest.Result) {
+	t.Helper()
+	t.Logf("guest wall time %s", r.Wall)
+	for _, line := range strings.Split(r.Output, "\n") {
+		if strings.HasPrefix(line, "ok: ") || strings.HasPrefix(line, "FAIL: ") {
+			t.Log(line)
+		}
+	}
+}
