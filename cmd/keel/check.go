@@ -54,7 +54,7 @@ func judge(name string, configs []string, node string, audit bool, timeout time.
 	case audit:
 		return judged{host: l.host, result: plan.Audit(l.host), mode: "audit"}, nil
 	}
-	return judged{host: l.host, result: plan.PlanWith(l.cfg, l.host, checkMemory(node)), mode: "desired"}, nil
+	return judged{host: l.host, result: plan.PlanWith(l.cfg, l.host, checkMemory(l.cfg, node)), mode: "desired"}, nil
 }
 
 // loadedHost is a desired state and the host it is to be judged against.

@@ -331,7 +331,7 @@ func (p *planner) checkActivation(vg string, lowers []string) {
 
 // planAbsent emits a destructive wipe for each LV the desired state lists
 // as absent that still exists (or was already renamed to del-<name>).
-func (p *planner) planAbsent(vg string, absent []string) {
+func (p *planner) planAbsent(vg string, absent []spec.AbsentLV) {
 	mode := p.d.Removal.Mode
 	if mode == "" {
 		mode = "zeroout"
@@ -340,13 +340,14 @@ func (p *planner) planAbsent(vg string, absent []string) {
 	if err != nil || step == 0 {
 		step = 32 << 20
 	}
-	for _, name := range absent {
+	for _, entry := range absent {
+		name := entry.Name
 		object := vg + "/" + name
 		lv := p.h.LVs[object]
 		if lv == nil {
 			lv = p.h.LVs[vg+"/del-"+name]
 		}
-		if lv == nil || p.absentHeld(vg, name, lv) {
+		if lv == nil || p.absentHeld(vg, name, lv, entry.UUID) {
 			continue
 		}
 		if p.absentGuards(vg, name, lv) {
@@ -357,7 +358,7 @@ func (p *planner) planAbsent(vg string, absent []string) {
 			how = "discard" // reconcile/apply/wipe never zero-fills a thin LV
 		}
 		key := p.add(Finding{ID: LVAbsent, Object: object,
-			Message:  fmt.Sprintf("LV %s is declared absent but exists (%s)", object, lv.FullName),
+			Message:  fmt.Sprintf("LV %s is declared absent but exists (%s, uuid %s, created %s)", object, lv.FullName, lv.UUID, lvTime(lv)),
 			Expected: "absent", Observed: "present, " + units.FormatSize(lv.Size),
 			Remedy: fmt.Sprintf("rename to del-%s, %s in steps of %s, lvremove", name, how, units.FormatSize(step)),
 		})

@@ -66,10 +66,54 @@ type VolumeGroup struct {
 	PVs []string `json:"pvs"`
 	// Create allows keel to create the VG when its PVs carry no signature.
 	Create bool `json:"create"`
-	// Absent lists LVs that must be removed safely (zeroed or discarded first).
-	Absent    []string            `json:"absent,omitempty"`
+	// Absent lists LVs that must be removed safely (zeroed or discarded
+	// first), each by name and, when pinned, by lv_uuid.
+	Absent    []AbsentLV          `json:"absent,omitempty"`
 	VDOPools  map[string]VDOPool  `json:"vdoPools,omitempty"`
 	ThinPools map[string]ThinPool `json:"thinPools,omitempty"`
+}
+
+// AbsentLV is one entry of an absent list: an LV name, written as a plain
+// string, or {name, uuid} when the entry pins the one LV it means by its
+// lv_uuid (docs/removal.md, "Pinning").
+type AbsentLV struct {
+	Name string `json:"name"`
+	// UUID is the pinned lv_uuid; "" when the entry pins none.
+	UUID string `json:"uuid,omitempty"`
+}
+
+// UnmarshalJSON reads either form of an absent entry.
+func (a *AbsentLV) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err == nil {
+		*a = AbsentLV{Name: name}
+		return nil
+	}
+	type plain AbsentLV
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fmt.Errorf("absent entry: want a name or {name, uuid}: %w", err)
+	}
+	*a = AbsentLV(p)
+	return nil
+}
+
+// MarshalJSON writes an unpinned entry back as its plain name.
+func (a AbsentLV) MarshalJSON() ([]byte, error) {
+	if a.UUID == "" {
+		return json.Marshal(a.Name)
+	}
+	type plain AbsentLV
+	return json.Marshal(plain(a))
+}
+
+// AbsentNames are the names of the absent entries, in their order.
+func (g VolumeGroup) AbsentNames() []string {
+	out := make([]string, len(g.Absent))
+	for i, a := range g.Absent {
+		out[i] = a.Name
+	}
+	return out
 }
 
 // VDOPool is an LVM-VDO pool and the VDO LV on top of it. Sizes are

@@ -87,6 +87,9 @@ type Request struct {
 	// one its absent entry was written for is not removed (identity.go).
 	Known map[string]state.Absent
 	Held  string
+	// Pins maps an absent name ("vg/lv") whose entry pins an lv_uuid to
+	// that uuid: only the LV with it is removed for the name.
+	Pins map[string]string
 }
 
 // ErrRefused marks a refusal: nothing was changed.
@@ -143,7 +146,7 @@ func Plan(h *model.Host, decl Declared, req Request) ([]Target, error) {
 		if !hasTag(lv, Tag) && !slices.Contains(absent, orig) {
 			continue
 		}
-		if req.judge(lv.VG+"/"+orig, lv) != nil {
+		if !req.resumable(lv.VG+"/"+orig, lv) {
 			continue // not keel's to resume: the planner reports it (lv.absent_reappeared)
 		}
 		if err := o.refuseKind(lv); err != nil {

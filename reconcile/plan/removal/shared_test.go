@@ -35,7 +35,7 @@ func TestSharedVGsLVMLockd(t *testing.T) {
 	if got := o.shared["vdolab"].Why; !strings.Contains(got, "shared or clustered") {
 		t.Fatalf("vdolab: %q", got)
 	}
-	_, err := Plan(o.Host, scenarioDecl, Request{Names: []string{"vms/vm-100-disk-0"}, RequireAbsent: true})
+	_, err := Plan(o.Host, scenarioDecl, Request{Names: []string{"vms/vm-100-disk-0"}, RequireAbsent: true, Known: seen(scenarioDecl)})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "remove it on the node that owns it (there: lvremove vms/vm-100-disk-0)") {
 		t.Fatalf("got %v", err)
 	}
