@@ -19,8 +19,21 @@ func (l *Loop) absentNames() []string { return removal.AbsentNames(l.declared())
 // name it has no record of (written only when there is one). A state read
 // but not written comes back with an error wrapping
 // statefile.ErrUnrecorded; one that cannot be read with a nil state.
+// Each name recorded now is logged: the first sight is the moment an LV
+// under the name must predate, and a first sight taken by a converge pass
+// is one no earlier reading recorded.
 func (l *Loop) records() (*state.State, error) {
-	return l.state.LoadSeeing(l.absentNames(), time.Now())
+	now := time.Now()
+	names := l.absentNames()
+	st, err := l.state.LoadSeeing(names, now)
+	if err == nil && st != nil {
+		for _, n := range names {
+			if st.Absent[n].FirstSeen.Equal(now.UTC()) {
+				l.log.Info("first sight of an absent name recorded", "lv", n, "first_seen", state.Stamp(now))
+			}
+		}
+	}
+	return st, err
 }
 
 // loadMemory reads keel's state before a plan and records the first sight

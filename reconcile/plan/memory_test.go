@@ -38,7 +38,8 @@ func TestPlanWithAbsentIdentity(t *testing.T) {
 		{"no record: held", Memory{}, false, "lv.absent_reappeared", "no record of when it first saw"},
 		{"no record: the remedy pins the uuid", Memory{}, false, "lv.absent_reappeared", `{name: "vm-100-disk-0", uuid: "` + lv.UUID + `"}`},
 		{"first pass (no state to keep): first sight now", Memory{FirstPass: true}, true, "lv.absent", lv.UUID},
-		{"seen after it was created", Memory{Absent: map[string]state.Absent{object: {FirstSeen: after}}}, true, "lv.absent", ""},
+		{"seen after it was created", Memory{Absent: map[string]state.Absent{object: {FirstSeen: after}}}, true, "lv.absent",
+			"keel first saw the name in absent at " + state.Stamp(after)},
 		{"seen before it was created: reused name", Memory{Absent: map[string]state.Absent{object: {FirstSeen: before}}}, false,
 			"lv.absent_reappeared", "keel wipe " + object},
 		{"created in the second keel first saw the name", Memory{Absent: map[string]state.Absent{object: {FirstSeen: created.Add(300 * time.Millisecond)}}}, false,
@@ -66,7 +67,8 @@ func TestPlanWithAbsentIdentity(t *testing.T) {
 		finding FindingID
 		text    string
 	}{
-		{"pinned to it, no record", lv.UUID, Memory{}, true, "lv.absent", lv.UUID},
+		{"pinned to it, no record", lv.UUID, Memory{}, true, "lv.absent", "uuid " + lv.UUID + ", created"},
+		{"pinned to it, said", lv.UUID, Memory{}, true, "lv.absent", "the entry pins this uuid"},
 		{"pinned to it, seen before it was created", lv.UUID, Memory{Absent: map[string]state.Absent{object: {FirstSeen: before}}}, true, "lv.absent", ""},
 		{"pinned to another LV, seen after it was created", "AAAAAA-0000-0000-0000-0000-0000-000000", Memory{Absent: map[string]state.Absent{object: {FirstSeen: after}}}, false,
 			"lv.absent_reappeared", "pins uuid AAAAAA-0000-0000-0000-0000-0000-000000"},

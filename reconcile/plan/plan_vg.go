@@ -8,6 +8,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/lvm/units"
+	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -357,8 +358,15 @@ func (p *planner) planAbsent(vg string, absent []spec.AbsentLV) {
 		if lv.SegType == "thin" {
 			how = "discard" // reconcile/apply/wipe never zero-fills a thin LV
 		}
+		msg := fmt.Sprintf("LV %s is declared absent but exists (%s, uuid %s, created %s)", object, lv.FullName, lv.UUID, lvTime(lv))
+		switch rec, ok := p.mem.Absent[object]; {
+		case entry.UUID != "":
+			msg += "; the entry pins this uuid"
+		case ok && !rec.FirstSeen.IsZero():
+			msg += "; keel first saw the name in absent at " + state.Stamp(rec.FirstSeen)
+		}
 		key := p.add(Finding{ID: LVAbsent, Object: object,
-			Message:  fmt.Sprintf("LV %s is declared absent but exists (%s, uuid %s, created %s)", object, lv.FullName, lv.UUID, lvTime(lv)),
+			Message:  msg,
 			Expected: "absent", Observed: "present, " + units.FormatSize(lv.Size),
 			Remedy: fmt.Sprintf("rename to del-%s, %s in steps of %s, lvremove", name, how, units.FormatSize(step)),
 		})
