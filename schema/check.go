@@ -160,7 +160,8 @@ func (c *checker) names() {
 		for _, name := range slices.Sorted(maps.Keys(g.ThinPools)) {
 			claim(name, "thin pool "+name, "volumeGroups", vg, "thinPools", name)
 		}
-		for i, lv := range g.Absent {
+		for i, a := range g.Absent {
+			lv := a.Name
 			if what, ok := declared[lv]; ok {
 				c.at("names", fmt.Sprintf("vg %s: lv %s is listed as absent but declared as %s", vg, lv, what),
 					"volumeGroups", vg, "absent", i)

@@ -318,3 +318,35 @@ func TestSchemaFormatted(t *testing.T) {
 		t.Errorf("cue fmt --check: %v\n%s", err, out)
 	}
 }
+
+// An absent list mixes plain names and entries that pin an lv_uuid (as lvs
+// prints it); both decode, the plain ones with no uuid, and a name listed
+// pinned is still checked against the VG's declared LVs.
+func TestAbsentPinDecodes(t *testing.T) {
+	dir := t.TempDir()
+	const uuid = "ZvAEH3-vJm7-4aVw-fIBi-wzcn-Km54-6DNv9g"
+	src := `volumeGroups: vms: {
+	pvs: ["/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"]
+	absent: ["vm-101-disk-0", {name: "vm-105-disk-0", uuid: "` + uuid + `"}]
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "pin.cue"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.VolumeGroups["vms"].Absent
+	want := []spec.AbsentLV{{Name: "vm-101-disk-0"}, {Name: "vm-105-disk-0", UUID: uuid}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("absent decoded as %+v, want %+v", got, want)
+	}
+	if names := cfg.VolumeGroups["vms"].AbsentNames(); strings.Join(names, " ") != "vm-101-disk-0 vm-105-disk-0" {
+		t.Errorf("AbsentNames %v", names)
+	}
+	b, err := json.Marshal(got)
+	if err != nil || string(b) != `["vm-101-disk-0",{"name":"vm-105-disk-0","uuid":"`+uuid+`"}]` {
+		t.Errorf("absent encodes as %s (%v)", b, err)
+	}
+}

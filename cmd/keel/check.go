@@ -54,7 +54,7 @@ func judge(name string, configs []string, node string, audit bool, timeout time.
 	case audit:
 		return judged{host: l.host, result: plan.Audit(l.host), mode: "audit"}, nil
 	}
-	mem := seeVGs(checkMemory(node), l.cfg, l.host, node)
+	mem := seeVGs(checkMemory(l.cfg, node), l.cfg, l.host, node)
 	return judged{host: l.host, result: plan.PlanWith(l.cfg, l.host, mem), mode: "desired"}, nil
 }
 

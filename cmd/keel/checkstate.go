@@ -4,22 +4,40 @@ import (
 	"time"
 
 	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
+	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/reconcile/state/statefile"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
-// checkMemory is keel's state as keel check judges absent LVs with: read,
-// never written (check changes nothing). A node snapshot is another host,
-// whose state keel does not have: it is judged as keel would on its first
-// pass there.
-func checkMemory(node string) plan.Memory {
-	today := spec.WaiverDay(time.Now())
-	if node != "" {
-		return plan.Memory{Today: today}
+// checkMemory is keel's state as keel check and keel plan judge absent LVs
+// with. Reading the desired state is when keel first sees its absent
+// names, so their first sight is recorded here too (keel's own memory, not
+// the host's storage: check and plan still change nothing on the host);
+// when the state cannot be written the plan says so (state.unrecorded) and
+// the check goes on. A node snapshot is another host, whose state keel
+// does not have: it is judged as keel would on its first pass there, and
+// nothing is recorded.
+func checkMemory(cfg *spec.Config, node string) plan.Memory {
+	now := time.Now()
+	today := spec.WaiverDay(now)
+	decl := removal.Declared{}
+	for name, vg := range cfg.VolumeGroups {
+		decl[name] = vg.AbsentNames()
 	}
-	st, err := statefile.Store{}.Load()
-	if err != nil {
+	names := removal.AbsentNames(decl)
+	if node != "" {
+		fresh := state.New()
+		fresh.See(names, now)
+		return plan.Memory{Absent: fresh.Absent, Today: today}
+	}
+	st, err := statefile.Store{}.LoadSeeing(names, now)
+	if st == nil {
 		return plan.Memory{Held: err.Error(), Today: today}
 	}
-	return plan.Memory{Absent: st.Absent, Today: today}
+	mem := plan.Memory{Absent: st.Absent, Today: today, StatePath: statefile.DefaultPath}
+	if err != nil {
+		mem.Unrecorded = err.Error()
+	}
+	return mem
 }

@@ -92,7 +92,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	targets, err := loop.PlanWipe(ctx, converge.WipeRequest{Names: names, Mode: mode, Absent: *absent,
-		Act: !*dryRun && *node == "", Replay: *node != ""})
+		Replay: *node != ""})
 	if err != nil {
 		return refused(stderr, err)
 	}

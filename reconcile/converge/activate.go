@@ -58,6 +58,9 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 	if o.Poll <= 0 {
 		o.Poll = time.Second
 	}
+	// keel activate reads the desired state, so it records the first sight
+	// of its absent names too (it removes nothing itself).
+	l.mem = l.loadMemory()
 	runs := map[string]int{}
 	var out Activation
 	var probeErr error

@@ -412,7 +412,7 @@ func (l *Loop) pass(ctx context.Context, o Options) (PassResult, error) {
 	if l.desired == nil {
 		return out, ErrNoDesiredState
 	}
-	l.mem = l.loadMemory(m.DryRun)
+	l.mem = l.loadMemory()
 	var res plan.Result
 	if h == nil {
 		var err error

@@ -15,45 +15,87 @@ import (
 // absentNames are the absent entries ("vg/lv") of the desired state in force.
 func (l *Loop) absentNames() []string { return removal.AbsentNames(l.declared()) }
 
-// records reads keel's state; with seeing set it first records the first
-// sight of every absent name it has no record of (written only when there
-// is one).
-func (l *Loop) records(seeing bool) (*state.State, error) {
-	if seeing {
-		return l.state.LoadSeeing(l.absentNames(), time.Now())
+// records reads keel's state and records the first sight of every absent
+// name it has no record of (written only when there is one). A state read
+// but not written comes back with an error wrapping
+// statefile.ErrUnrecorded; one that cannot be read with a nil state.
+// Each name recorded now is logged: the first sight is the moment an LV
+// under the name must predate, and a first sight taken by a converge pass
+// is one no earlier reading recorded.
+func (l *Loop) records() (*state.State, error) {
+	now := time.Now()
+	names := l.absentNames()
+	st, err := l.state.LoadSeeing(names, now)
+	if err == nil && st != nil {
+		for _, n := range names {
+			if st.Absent[n].FirstSeen.Equal(now.UTC()) {
+				l.log.Info("first sight of an absent name recorded", "lv", n, "first_seen", state.Stamp(now))
+			}
+		}
 	}
-	return l.state.Load()
+	return st, err
 }
 
-// loadMemory reads keel's state before a plan and, unless dryRun, records
-// the first sight of every absent name it has no record of yet (written
-// only when there is one). With no absent name the file is not touched. A
-// state that cannot be read holds every removal (Memory.Held).
-func (l *Loop) loadMemory(dryRun bool) plan.Memory {
+// loadMemory reads keel's state before a plan and records the first sight
+// of every absent name it has no record of yet, in every mode: a dry run
+// and the daemon in audit mode too, since the record is keel's own memory
+// and not the host's storage. Without it, a week of audit recorded
+// nothing, and the first converge pass took "now" as the first sight of a
+// name whose entry was written a week before: a new LV made under a reused
+// VM id in that week was removed. With no absent name the file is not
+// touched. A state that cannot be read holds every removal (Memory.Held);
+// one that cannot be written is said (Memory.Unrecorded, a
+// state.unrecorded finding) and its unrecorded names remove nothing
+// (state.Judge).
+func (l *Loop) loadMemory() plan.Memory {
 	today := spec.WaiverDay(time.Now())
 	if len(l.absentNames()) == 0 {
 		return plan.Memory{Today: today}
 	}
-	st, err := l.records(!dryRun)
-	if err != nil {
+	st, err := l.records()
+	if st == nil {
 		l.log.Error("keel's state cannot be read: removals are held", "err", err)
 		return plan.Memory{Held: err.Error(), Today: today}
 	}
-	return plan.Memory{Absent: st.Absent, Today: today}
+	mem := plan.Memory{Absent: st.Absent, Today: today, StatePath: l.statePath()}
+	if err != nil {
+		l.log.Warn("first sight of absent names not recorded: nothing is removed under them until it is", "err", err)
+		mem.Unrecorded = err.Error()
+	}
+	return mem
+}
+
+// statePath is keel's state file as messages name it.
+func (l *Loop) statePath() string {
+	if l.state.Path == "" {
+		return statefile.DefaultPath
+	}
+	return l.state.Path
 }
 
 // wipeMemory puts keel's state into a removal request: the records it
-// judges absent names by. When the removal will act under the daemon's
-// rule (req.RequireAbsent), it first records the first sight of every
-// absent name it has no record of, as a pass does. A state that cannot be
-// read goes into req.Held: every absent-driven removal and resume is then
-// refused, and a removal by name fails before its first change because it
-// cannot be recorded (wipe.RemoveRecorded).
-func (l *Loop) wipeMemory(req *removal.Request, act bool) {
-	st, err := l.records(act && req.RequireAbsent)
-	if err != nil {
+// judges absent names by. When the removal goes by the daemon's rule
+// (req.RequireAbsent), it first records the first sight of every absent
+// name it has no record of, as a pass does, acting or not. A state that
+// cannot be read goes into req.Held: every absent-driven removal and
+// resume is then refused, and a removal by name fails before its first
+// change because it cannot be recorded (wipe.RemoveRecorded). A name whose
+// first sight could not be written stays without a record and is refused
+// (state.Judge).
+func (l *Loop) wipeMemory(req *removal.Request) {
+	var st *state.State
+	var err error
+	if req.RequireAbsent {
+		st, err = l.records()
+	} else {
+		st, err = l.state.Load()
+	}
+	if st == nil {
 		req.Held = err.Error()
 		return
+	}
+	if err != nil {
+		l.log.Warn("first sight of absent names not recorded: nothing is removed under them until it is", "err", err)
 	}
 	req.Known = st.Absent
 }

@@ -16,9 +16,14 @@ import (
 	"github.com/keel-storage/keel/reconcile/state/statefile"
 )
 
-// The agent loads keel's state before it plans, records first sights only
-// when it acts, and holds removals when the state cannot be read. The host
-// is node-deps.txtar, recorded by e2e/wipe/reuse.sh in the test guest, with
+// The agent loads keel's state before it plans and records first sights in
+// every mode (a dry run, the daemon in audit mode, as keel check and keel
+// plan do): the audit-first rollout of docs/operations.md keeps the first
+// sight from the audit week, so an LV made since under the name (a reused
+// VM id) is kept at the switch to converge. A state that cannot be written
+// is said (state.unrecorded) and removes nothing under the unrecorded
+// name; one that cannot be read holds removals. The host is
+// node-deps.txtar, recorded by e2e/wipe/reuse.sh in the test guest, with
 // vmdata/vm-101-disk-0 declared absent (e2e/wipe/reuse.cue).
 func TestPassUsesState(t *testing.T) {
 	snap, cue := reuseInputs(t)
@@ -37,9 +42,18 @@ func TestPassUsesState(t *testing.T) {
 		}
 		return planned, finding
 	}
+	firstSeen := func(t *testing.T, p string) time.Time {
+		t.Helper()
+		st, err := statefile.Store{Path: p}.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Absent[object].FirstSeen
+	}
 
-	t.Run("dry run: first sight planned, only the VG recorded", func(t *testing.T) {
+	t.Run("dry run: first sight and the VG recorded, removal planned", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "state.json")
+		before := time.Now()
 		res, err := newAgent(t, p).pass(context.Background(), Options{Mode: executor.Mode{DryRun: true}})
 		if err != nil {
 			t.Fatal(err)
@@ -47,14 +61,13 @@ func TestPassUsesState(t *testing.T) {
 		if planned, f := wipeOf(res); !planned || !strings.HasPrefix(f, "lv.absent:") {
 			t.Errorf("wipe planned %v, finding %q; want the removal planned", planned, f)
 		}
-		// The VG's identity is recorded in every mode (vgmemory.go); the
-		// absent name's first sight only when the pass acts.
+		if fs := firstSeen(t, p); fs.Before(before.Add(-time.Second)) || fs.After(time.Now()) {
+			t.Errorf("first sight of %s after a dry run: %v, want this pass", object, fs)
+		}
+		// The VG's identity is recorded in every mode too (vgmemory.go).
 		st, err := statefile.Store{Path: p}.Load()
 		if err != nil {
 			t.Fatal(err)
-		}
-		if _, ok := st.Absent[object]; ok {
-			t.Errorf("a dry run recorded the first sight of %s", object)
 		}
 		if rec := st.VGs["vmdata"]; rec.UUID == "" {
 			t.Errorf("a dry run did not record vmdata's vg_uuid: %+v", st.VGs)
@@ -66,12 +79,65 @@ func TestPassUsesState(t *testing.T) {
 		if _, err := newAgent(t, p).pass(context.Background(), Options{Mode: executor.Mode{}}); err != nil {
 			t.Fatal(err)
 		}
-		st, err := statefile.Store{Path: p}.Load()
+		if fs := firstSeen(t, p); fs.Before(before.Add(-time.Second)) || fs.After(time.Now()) {
+			t.Errorf("first sight of %s: %v, want this pass", object, fs)
+		}
+	})
+	t.Run("audit week, then converge: an LV made in the week is kept", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "state.json")
+		// The audit week's first sight, recorded by a dry-run pass, moved
+		// back to before the LV was made (the LV stands for the reused VM
+		// id's new disk, made during the week).
+		if _, err := newAgent(t, p).pass(context.Background(), Options{Mode: executor.Mode{DryRun: true}}); err != nil {
+			t.Fatal(err)
+		}
+		h, err := probes.Probe(context.Background(), hostio.Replay(snap))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fs := st.Absent[object].FirstSeen; fs.Before(before.Add(-time.Second)) || fs.After(time.Now()) {
-			t.Errorf("first sight of %s: %v, want this pass", object, fs)
+		made, ok := state.ParseLVTime(h.LVs[object].Fields.Get("lv_time"))
+		if !ok {
+			t.Fatalf("%s has no lv_time", object)
+		}
+		if _, err := (statefile.Store{Path: p}).Update(func(st *state.State) error {
+			st.Absent[object] = state.Absent{FirstSeen: made.Add(-24 * time.Hour)}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := newAgent(t, p).pass(context.Background(), Options{Mode: executor.Mode{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if planned, f := wipeOf(res); planned || !strings.HasPrefix(f, "lv.absent_reappeared:") || !strings.Contains(f, "after keel first saw") {
+			t.Errorf("wipe planned %v, finding %q; want lv.absent_reappeared and no removal", planned, f)
+		}
+		if fs := firstSeen(t, p); !fs.Equal(made.Add(-24 * time.Hour)) {
+			t.Errorf("the converge pass moved the first sight to %v", fs)
+		}
+	})
+	t.Run("state unwritable: said, nothing removed under the name", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "state.json")
+		// A lock that cannot be opened stands for a read-only /var/lib/keel:
+		// the state reads (empty) but no first sight can be written.
+		if err := os.Mkdir(p+".lock", 0o700); err != nil {
+			t.Fatal(err)
+		}
+		res, err := newAgent(t, p).pass(context.Background(), Options{Mode: executor.Mode{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if planned, f := wipeOf(res); planned || !strings.HasPrefix(f, "lv.absent_reappeared:") || !strings.Contains(f, "no record") {
+			t.Errorf("wipe planned %v, finding %q; want no removal for the unrecorded name", planned, f)
+		}
+		var said bool
+		for _, f := range res.Findings {
+			if f.ID == plan.StateUnrecorded && f.Object == p && strings.Contains(f.Message, object) {
+				said = true
+			}
+		}
+		if !said {
+			t.Errorf("no state.unrecorded finding for %s in %v", p, res.Findings)
 		}
 	})
 	t.Run("bound to another LV: reported, not planned", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
+	"github.com/keel-storage/keel/reconcile/state"
 )
 
 // WipeRequest is one safe removal: keel wipe's command line, or the action
@@ -22,9 +23,6 @@ type WipeRequest struct {
 	Mode removal.Mode
 	// Absent is the daemon's rule: each name must be in its VG's absent list.
 	Absent bool
-	// Act says the caller will remove what is planned (not a dry run): the
-	// first sight of every absent name is recorded in keel's state first.
-	Act bool
 	// Replay says the host is a node snapshot: keel's state is this host's,
 	// not the snapshot's, so it is not used.
 	Replay bool
@@ -34,9 +32,22 @@ type WipeRequest struct {
 func (l *Loop) declared() removal.Declared {
 	d := make(removal.Declared, len(l.desired.VolumeGroups))
 	for name, vg := range l.desired.VolumeGroups {
-		d[name] = vg.Absent
+		d[name] = vg.AbsentNames()
 	}
 	return d
+}
+
+// pins maps each absent name ("vg/lv") whose entry pins an lv_uuid to it.
+func (l *Loop) pins() map[string]string {
+	out := map[string]string{}
+	for name, vg := range l.desired.VolumeGroups {
+		for _, a := range vg.Absent {
+			if a.UUID != "" {
+				out[name+"/"+a.Name] = a.UUID
+			}
+		}
+	}
+	return out
 }
 
 // PlanWipe probes the host and plans req against the desired state in
@@ -54,9 +65,15 @@ func (l *Loop) PlanWipe(ctx context.Context, req WipeRequest) ([]removal.Target,
 	if req.Absent && len(names) == 0 {
 		names = removal.AbsentNames(decl)
 	}
-	wr := removal.Request{Names: names, Mode: req.Mode, RequireAbsent: req.Absent, Shared: l.desired.SharedVGs()}
-	if !req.Replay {
-		l.wipeMemory(&wr, req.Act)
+	wr := removal.Request{Names: names, Mode: req.Mode, RequireAbsent: req.Absent, Shared: l.desired.SharedVGs(), Pins: l.pins()}
+	if req.Replay {
+		// Judged as on keel's first pass on that host: every absent name
+		// first seen now.
+		fresh := state.New()
+		fresh.See(removal.AbsentNames(decl), time.Now())
+		wr.Known = fresh.Absent
+	} else {
+		l.wipeMemory(&wr)
 	}
 	l.wipeVGs(&wr, h, !req.Replay)
 	return removal.Plan(h, decl, wr)
@@ -89,7 +106,7 @@ func (l *Loop) RunWipe(ctx context.Context, targets []removal.Target, step uint6
 // against a fresh probe (every refusal is checked anew) and removes it.
 func (l *Loop) wipeAbsent(ctx context.Context, s plan.WipeSpec) error {
 	name := s.VG + "/" + s.LV
-	targets, err := l.PlanWipe(ctx, WipeRequest{Names: []string{name}, Mode: removal.Mode(s.Mode), Absent: true, Act: true})
+	targets, err := l.PlanWipe(ctx, WipeRequest{Names: []string{name}, Mode: removal.Mode(s.Mode), Absent: true})
 	if err != nil {
 		return refusal(fmt.Errorf("wipe %s: %w", name, err))
 	}

@@ -66,6 +66,8 @@ var Catalogue = []Rule{
 		"A safety guard stopped an action before anything ran (a signature on a PV, an open LV under a maintenance change, a command keel does not run, an lvm.conf filter keel cannot parse)."},
 	{ReconcileStuck, Error, "an action does not converge",
 		"An action did not converge after every retry, or something keeps undoing it; keel tries it again only when the desired or observed state changes."},
+	{StateUnrecorded, Warning, "the first sight of absent names could not be recorded",
+		"keel records when it first reads each absent name, in every mode (check, plan, audit, dry run, converge), and removes only LVs created before that moment. Its state file could not be written (a read-only /var/lib/keel, a user without write access): nothing is removed under the unrecorded names until a reading that can write records them. The check itself goes on."},
 	{ThinChunkSize, Warning, "thin pool chunk size differs (immutable)",
 		"The chunk size is not the declared one (audit: 1 MiB or larger); it is fixed at creation, so the remedy is a rebuild."},
 	{ThinCreateInterrupted, Warning, "thin pool creation interrupted",

@@ -80,6 +80,10 @@ const (
 	// ReconcileStuck is reconcile.stuck: an action does not converge.
 	ReconcileStuck FindingID = "reconcile.stuck"
 
+	// StateUnrecorded is state.unrecorded: the first sight of absent names
+	// could not be recorded.
+	StateUnrecorded FindingID = "state.unrecorded"
+
 	// ThinChunkSize is thin.chunk_size: thin pool chunk size differs
 	// (immutable).
 	ThinChunkSize FindingID = "thin.chunk_size"

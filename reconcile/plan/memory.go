@@ -2,6 +2,10 @@ package plan
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/state"
@@ -13,14 +17,26 @@ import (
 // reads the state file itself, so planning stays a pure function of its
 // inputs.
 type Memory struct {
-	// Absent holds keel's records by "vg/lv" (state.State.Absent). A name
-	// without a record is one keel sees in absent for the first time now:
-	// the caller records it before it plans (state.State.See).
+	// Absent holds keel's records by "vg/lv" (state.State.Absent). The
+	// caller records the first sight of every absent name before it plans
+	// (statefile.Store.LoadSeeing), in every mode: a name without a record
+	// is one whose first sight could not be written, and nothing is removed
+	// for it (state.Judge).
 	Absent map[string]state.Absent
 	// VGs holds keel's record of each declared VG's vg_uuid by name
 	// (state.State.VGs), recorded at first sight (VGSightings); another
 	// UUID under the name holds the VG (vg.uuid_changed).
 	VGs map[string]state.VG
+	// Unrecorded, when set, says why the first sights could not be written
+	// (a read-only /var/lib/keel, a user who cannot write it): the plan says
+	// so in a state.unrecorded finding and still judges everything else.
+	Unrecorded string
+	// StatePath is keel's state file, the object of state.unrecorded.
+	StatePath string
+	// FirstPass judges a name without a record as seen for the first time
+	// by this plan, after every LV on the host was made: for a caller with
+	// no state of the host to read or write (Plan; a replayed snapshot).
+	FirstPass bool
 	// Held, when set, says why keel's records could not be read (a corrupt
 	// or newer state file). No removal is planned while it is set: without
 	// them keel cannot tell a reused name from the LV it was asked to remove.
@@ -39,25 +55,30 @@ func PlanWith(desired *spec.Config, host *model.Host, mem Memory) Result {
 }
 
 // absentHeld judges lv, found under the absent name vg/name (as itself or
-// renamed to del-<name>), against keel's records. It reports true, after
-// adding the finding that says why, when no removal may be planned for it.
-func (p *planner) absentHeld(vg, name string, lv *model.LV) bool {
+// renamed to del-<name>), against keel's records and the uuid the entry
+// pins ("" for none). It reports true, after adding the finding that says
+// why, when no removal may be planned for it.
+func (p *planner) absentHeld(vg, name string, lv *model.LV, pin string) bool {
 	object := vg + "/" + name
 	if p.mem.Held != "" {
 		p.add(Finding{ID: LVAbsent, Object: object,
-			Message:  fmt.Sprintf("LV %s is declared absent but exists (%s); its removal is held", object, lv.FullName),
+			Message:  fmt.Sprintf("LV %s is declared absent but exists (%s, uuid %s); its removal is held", object, lv.FullName, lv.UUID),
 			Expected: "absent", Observed: "present; keel's state cannot be read: " + p.mem.Held,
 			Remedy: "fix or move away keel's state file (the message names it); keel removes nothing for absent until it reads",
 		})
 		return true
 	}
 	rec, known := p.mem.Absent[object]
+	if !known && p.mem.FirstPass {
+		rec, known = state.Absent{FirstSeen: firstPass}, true
+	}
 	created, _ := state.ParseLVTime(lv.Fields.Get("lv_time"))
-	why := state.Judge(rec, known, state.LV{UUID: lv.UUID, Created: created})
+	why := state.Judge(rec, known, state.LV{UUID: lv.UUID, Created: created}, pin)
 	if why == "" {
 		return false
 	}
-	remedy := fmt.Sprintf("if it is to stay, drop %q from volumeGroups.%s.absent; to remove this LV, run: keel wipe %s", name, vg, object)
+	remedy := fmt.Sprintf("if it is to stay, drop %q from volumeGroups.%s.absent; to remove this LV, pin it there as {name: %q, uuid: %q}, or run: keel wipe %s",
+		name, vg, name, lv.UUID, object)
 	if lv.Name != name {
 		remedy = fmt.Sprintf("if it is to stay, drop %q from volumeGroups.%s.absent; keel did not rename %s, so to remove it run: lvrename %s %s %s && keel wipe %s",
 			name, vg, lv.FullName, vg, lv.Name, name, object)
@@ -69,6 +90,37 @@ func (p *planner) absentHeld(vg, name string, lv *model.LV) bool {
 	})
 	return true
 }
+
+// planUnrecorded says, in one finding, that the first sight of absent
+// names could not be recorded: nothing is removed under them until it is,
+// and until then a later converge pass must not take its own moment as
+// their first sight (an entry written during an audit week would then
+// remove a disk made that week). It never holds anything else.
+func (p *planner) planUnrecorded() {
+	if p.mem.Unrecorded == "" || p.mem.Held != "" {
+		return
+	}
+	var names []string
+	for _, vg := range slices.Sorted(maps.Keys(p.d.VolumeGroups)) {
+		for _, a := range p.d.VolumeGroups[vg].Absent {
+			if _, ok := p.mem.Absent[vg+"/"+a.Name]; !ok {
+				names = append(names, vg+"/"+a.Name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	p.add(Finding{ID: StateUnrecorded, Object: p.mem.StatePath,
+		Message:  fmt.Sprintf("keel could not record when it first saw %s in absent; nothing is removed under them until it can: %s", strings.Join(names, ", "), p.mem.Unrecorded),
+		Expected: "the first sight of every absent name recorded", Observed: "not recorded",
+		Remedy: fmt.Sprintf("let root write %s (keel.service does, or run as root: keel plan), before any LV under these names is made", p.mem.StatePath),
+	})
+}
+
+// firstPass stands for "now" as the first sight of Memory.FirstPass: the
+// planner reads no clock, and every LV it judges was made before it.
+var firstPass = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 func lvTime(lv *model.LV) string {
 	if t := lv.Fields.Get("lv_time"); t != "" {

@@ -31,9 +31,11 @@ type Result struct {
 // differs and what to do. It is a pure function: it runs nothing, reads no
 // file and no clock, and takes every host fact (CPU count, memory, extents)
 // from the observed model. A nil desired state plans nothing; use Audit to
-// judge a host without one.
+// judge a host without one. It has no records of keel's state: an LV
+// under an absent name is judged as on keel's first reading of that host,
+// which sees every absent name for the first time (Memory.FirstPass).
 func Plan(desired *spec.Config, host *model.Host) Result {
-	return plan(desired, host, Memory{})
+	return plan(desired, host, Memory{FirstPass: true})
 }
 
 func plan(desired *spec.Config, host *model.Host, mem Memory) Result {
@@ -47,6 +49,7 @@ func plan(desired *spec.Config, host *model.Host, mem Memory) Result {
 	for _, name := range slices.Sorted(maps.Keys(desired.VolumeGroups)) {
 		p.planVG(name, desired.VolumeGroups[name])
 	}
+	p.planUnrecorded()
 	for _, name := range slices.Sorted(maps.Keys(desired.Bcache)) {
 		p.planBcache(name, desired.Bcache[name])
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/lvm/units"
+	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -334,7 +335,7 @@ func (p *planner) checkActivation(vg string, lowers []string) {
 
 // planAbsent emits a destructive wipe for each LV the desired state lists
 // as absent that still exists (or was already renamed to del-<name>).
-func (p *planner) planAbsent(vg string, absent []string) {
+func (p *planner) planAbsent(vg string, absent []spec.AbsentLV) {
 	mode := p.d.Removal.Mode
 	if mode == "" {
 		mode = "zeroout"
@@ -343,13 +344,14 @@ func (p *planner) planAbsent(vg string, absent []string) {
 	if err != nil || step == 0 {
 		step = 32 << 20
 	}
-	for _, name := range absent {
+	for _, entry := range absent {
+		name := entry.Name
 		object := vg + "/" + name
 		lv := p.h.LVs[object]
 		if lv == nil {
 			lv = p.h.LVs[vg+"/del-"+name]
 		}
-		if lv == nil || p.absentHeld(vg, name, lv) {
+		if lv == nil || p.absentHeld(vg, name, lv, entry.UUID) {
 			continue
 		}
 		if p.absentGuards(vg, name, lv) {
@@ -359,8 +361,15 @@ func (p *planner) planAbsent(vg string, absent []string) {
 		if lv.SegType == "thin" {
 			how = "discard" // reconcile/apply/wipe never zero-fills a thin LV
 		}
+		msg := fmt.Sprintf("LV %s is declared absent but exists (%s, uuid %s, created %s)", object, lv.FullName, lv.UUID, lvTime(lv))
+		switch rec, ok := p.mem.Absent[object]; {
+		case entry.UUID != "":
+			msg += "; the entry pins this uuid"
+		case ok && !rec.FirstSeen.IsZero():
+			msg += "; keel first saw the name in absent at " + state.Stamp(rec.FirstSeen)
+		}
 		key := p.add(Finding{ID: LVAbsent, Object: object,
-			Message:  fmt.Sprintf("LV %s is declared absent but exists (%s)", object, lv.FullName),
+			Message:  msg,
 			Expected: "absent", Observed: "present, " + units.FormatSize(lv.Size),
 			Remedy: fmt.Sprintf("rename to del-%s, %s in steps of %s, lvremove", name, how, units.FormatSize(step)),
 		})

@@ -51,7 +51,7 @@ func findingOf(r Result, key string) *Finding {
 
 func TestPlanForeignVG(t *testing.T) {
 	d, h := foreignInputs(t, "node-foreign.txtar")
-	r := PlanWith(d, h, Memory{})
+	r := PlanWith(d, h, Memory{FirstPass: true})
 	if got := keys(r.Findings); !slices.Equal(got, []string{"vg.foreign@vmdata"}) {
 		t.Errorf("findings %q, want vg.foreign@vmdata alone (no lv.absent, no thin.missing)", got)
 	}
@@ -70,7 +70,7 @@ func TestPlanForeignVG(t *testing.T) {
 	// Declared on the disk it is on, the same host plans the removal and
 	// the pool.
 	d.VolumeGroups["vmdata"] = withPVs(d.VolumeGroups["vmdata"], "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_vgidb")
-	r = PlanWith(d, h, Memory{})
+	r = PlanWith(d, h, Memory{FirstPass: true})
 	for _, want := range []string{"lv.absent:vmdata/vm-101-disk-0", "thin.create:vmdata/tpool"} {
 		if !slices.ContainsFunc(r.Actions, func(a Action) bool { return a.ID == want }) {
 			t.Errorf("on its declared disk: no action %s", want)
@@ -82,7 +82,7 @@ func TestPlanForeignVG(t *testing.T) {
 	// Declared on both disks: the declared VG, changed by hand.
 	d.VolumeGroups["vmdata"] = withPVs(d.VolumeGroups["vmdata"], "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_vgida",
 		"/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_vgidb")
-	r = PlanWith(d, h, Memory{})
+	r = PlanWith(d, h, Memory{FirstPass: true})
 	if f := findingOf(r, "vg.pvs_drift@vmdata"); f == nil || f.Severity != Warning ||
 		!strings.Contains(f.Message, "declared but not PVs of the VG: /dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_vgida") {
 		t.Errorf("drift finding %+v in %q", f, keys(r.Findings))

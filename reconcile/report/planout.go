@@ -18,6 +18,10 @@ type PlanReport struct {
 	// Unremedied lists the keys of findings no action remedies (health
 	// findings, report-only drift in audit mode).
 	Unremedied []string `json:"unremedied"`
+	// observed is what the text shows beside an unremedied finding's key:
+	// the uuid and creation time of an LV kept under an absent name, which
+	// the operator pins to declare its removal (docs/removal.md).
+	observed map[string]string
 }
 
 // NewPlanReport builds the plan view of a planner result.
@@ -37,6 +41,12 @@ func NewPlanReport(host HostInfo, r plan.Result) PlanReport {
 	for _, f := range fs {
 		if !covered[f.Key()] {
 			pr.Unremedied = append(pr.Unremedied, f.Key())
+			if f.ID == plan.LVAbsentReappeared {
+				if pr.observed == nil {
+					pr.observed = map[string]string{}
+				}
+				pr.observed[f.Key()] = f.Observed
+			}
 		}
 	}
 	return pr
@@ -81,6 +91,10 @@ func (pr PlanReport) WriteText(w io.Writer) error {
 	if len(pr.Unremedied) > 0 {
 		fmt.Fprintf(&b, "\nfindings no action clears (see keel check):\n")
 		for _, k := range pr.Unremedied {
+			if o := pr.observed[k]; o != "" {
+				fmt.Fprintf(&b, "  %s (%s)\n", k, o)
+				continue
+			}
 			fmt.Fprintf(&b, "  %s\n", k)
 		}
 	}
@@ -101,8 +115,8 @@ func writeSteps(b *strings.Builder, a plan.Action) {
 		}
 	}
 	if wp := a.Wipe; wp != nil {
-		fmt.Fprintf(b, "    wipe %s/%s: rename to del-%s, %s in steps of at most %s, lvremove\n",
-			wp.VG, wp.LV, wp.LV, wp.Mode, units.FormatSize(wp.StepMax))
+		fmt.Fprintf(b, "    wipe %s/%s (uuid %s): rename to del-%s, %s in steps of at most %s, lvremove\n",
+			wp.VG, wp.LV, wp.UUID, wp.LV, wp.Mode, units.FormatSize(wp.StepMax))
 	}
 	if a.Kind == plan.KindNone {
 		b.WriteString("    (nothing runs)\n")

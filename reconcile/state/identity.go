@@ -41,21 +41,29 @@ func ParseLVTime(s string) (time.Time, bool) {
 
 // Judge decides whether lv, found under an absent name, is the LV the
 // absent entry asks to remove. rec is keel's record of the name; known is
-// false when keel has none (it sees the name for the first time now). It
-// returns "" when the LV may be removed, and otherwise why not:
+// false when keel has none. pin is the lv_uuid the absent entry pins, ""
+// when it pins none. It returns "" when the LV may be removed, and
+// otherwise why not:
 //
 //  1. An LV keel bound to the name (it began to remove it) is removed, unless
 //     keel already finished removing that very LV (it came back, e.g. by
 //     vgcfgrestore): never twice.
-//  2. Once keel bound any LV to the name, every other LV under it is a
+//  2. An entry that pins a uuid means that LV and no other: the LV with the
+//     pinned uuid is removed whatever keel recorded of the name (the desired
+//     state names it exactly), every other LV under the name is kept.
+//  3. Once keel bound any LV to the name, every other LV under it is a
 //     reused name.
-//  3. Otherwise the LV must have been created (lv_time) strictly before the
+//  4. A name keel has no record of is judged by nothing: every caller records
+//     the first sight before it plans, so no record means it could not be
+//     written (a read-only /var/lib/keel, keel check run by a user), and an
+//     absent entry may have been written long before the LV was made (the
+//     audit-first rollout: a week of reading without a record, then a VM id
+//     reused). Nothing is removed for it until its first sight is recorded.
+//  5. Otherwise the LV must have been created (lv_time) strictly before the
 //     second keel first saw the name in absent: an LV made at or after that
 //     moment, or one whose creation time is unknown, was not what the
 //     desired state meant.
-//  4. A name keel sees for the first time now (no record): the LV exists
-//     already, so it predates the absent entry as far as keel can know.
-func Judge(rec Absent, known bool, lv LV) string {
+func Judge(rec Absent, known bool, lv LV, pin string) string {
 	for _, b := range rec.Bound {
 		if b.UUID != lv.UUID {
 			continue
@@ -66,13 +74,20 @@ func Judge(rec Absent, known bool, lv LV) string {
 		return fmt.Sprintf("keel already removed this LV (uuid %s) at %s and it is back; keel never removes an LV twice",
 			lv.UUID, Stamp(b.Removed))
 	}
+	if pin != "" {
+		if lv.UUID == pin {
+			return ""
+		}
+		return fmt.Sprintf("the absent entry pins uuid %s; this LV has uuid %s (created %s)", pin, lv.UUID, Stamp(lv.Created))
+	}
 	if n := len(rec.Bound); n > 0 {
 		last := rec.Bound[n-1]
 		return fmt.Sprintf("a reused name: keel removed the LV with uuid %s under this name (at %s); this is another LV (uuid %s, created %s)",
 			last.UUID, Stamp(last.Started), lv.UUID, Stamp(lv.Created))
 	}
 	if !known || rec.FirstSeen.IsZero() {
-		return ""
+		return fmt.Sprintf("keel has no record of when it first saw the name in absent (its state could not be written), so it cannot tell whether this LV (uuid %s, created %s) was made after the entry",
+			lv.UUID, Stamp(lv.Created))
 	}
 	first := rec.FirstSeen.Truncate(time.Second)
 	switch {

@@ -38,23 +38,30 @@ func TestJudge(t *testing.T) {
 		rec   Absent
 		known bool
 		lv    LV
+		pin   string
 		want  string // "" = may remove; else a substring of the reason
 	}{
-		{"first sight now", Absent{}, false, LV{UUID: "a", Created: before}, ""},
-		{"first sight now, no lv_time", Absent{}, false, LV{UUID: "a"}, ""},
-		{"created before first seen", Absent{FirstSeen: first}, true, LV{UUID: "a", Created: before}, ""},
-		{"created the second before", Absent{FirstSeen: first}, true, LV{UUID: "a", Created: first.Truncate(time.Second).Add(-time.Second)}, ""},
-		{"created in the same second", Absent{FirstSeen: first}, true, LV{UUID: "a", Created: first.Truncate(time.Second)}, "after keel first saw"},
-		{"created after first seen", Absent{FirstSeen: first}, true, LV{UUID: "a", Created: first.Add(time.Hour)}, "a reused name"},
-		{"creation time unknown", Absent{FirstSeen: first}, true, LV{UUID: "a"}, "no creation time"},
-		{"the bound LV, unfinished", bound, true, LV{UUID: "old", Created: before}, ""},
-		{"the bound LV, created after first seen: the binding wins", Absent{FirstSeen: first, Bound: []Binding{{UUID: "x", Started: first}}}, true, LV{UUID: "x", Created: first.Add(time.Hour)}, ""},
-		{"another LV after a binding", bound, true, LV{UUID: "new", Created: before}, "uuid old"},
-		{"another LV after a removal", done, true, LV{UUID: "new", Created: first.Add(time.Hour)}, "a reused name"},
-		{"the removed LV is back", done, true, LV{UUID: "old", Created: before}, "never removes an LV twice"},
+		// No record: the first sight could not be written, and the entry
+		// may predate the LV by a week (the audit-first rollout).
+		{"no record", Absent{}, false, LV{UUID: "a", Created: before}, "", "no record of when it first saw"},
+		{"no record, no lv_time", Absent{}, false, LV{UUID: "a"}, "", "no record"},
+		{"no record, pinned to this LV", Absent{}, false, LV{UUID: "a", Created: before}, "a", ""},
+		{"created after first seen, pinned to this LV", Absent{FirstSeen: first}, true, LV{UUID: "a", Created: first.Add(time.Hour)}, "a", ""},
+		{"created before first seen, pinned to another LV", Absent{FirstSeen: first}, true, LV{UUID: "b", Created: before}, "a", "pins uuid a"},
+		{"the removed LV is back, pinned", done, true, LV{UUID: "old", Created: before}, "old", "never removes an LV twice"},
+		{"created before first seen", Absent{FirstSeen: first}, true, LV{UUID: "a", Created: before}, "", ""},
+		{"created the second before", Absent{FirstSeen: first}, true, LV{UUID: "a", Created: first.Truncate(time.Second).Add(-time.Second)}, "", ""},
+		{"created in the same second", Absent{FirstSeen: first}, true, LV{UUID: "a", Created: first.Truncate(time.Second)}, "", "after keel first saw"},
+		{"created after first seen", Absent{FirstSeen: first}, true, LV{UUID: "a", Created: first.Add(time.Hour)}, "", "a reused name"},
+		{"creation time unknown", Absent{FirstSeen: first}, true, LV{UUID: "a"}, "", "no creation time"},
+		{"the bound LV, unfinished", bound, true, LV{UUID: "old", Created: before}, "", ""},
+		{"the bound LV, created after first seen: the binding wins", Absent{FirstSeen: first, Bound: []Binding{{UUID: "x", Started: first}}}, true, LV{UUID: "x", Created: first.Add(time.Hour)}, "", ""},
+		{"another LV after a binding", bound, true, LV{UUID: "new", Created: before}, "", "uuid old"},
+		{"another LV after a removal", done, true, LV{UUID: "new", Created: first.Add(time.Hour)}, "", "a reused name"},
+		{"the removed LV is back", done, true, LV{UUID: "old", Created: before}, "", "never removes an LV twice"},
 	}
 	for _, c := range cases {
-		got := Judge(c.rec, c.known, c.lv)
+		got := Judge(c.rec, c.known, c.lv, c.pin)
 		switch {
 		case c.want == "" && got != "":
 			t.Errorf("%s: refused (%s), want removable", c.name, got)
@@ -89,7 +96,7 @@ func TestSeeBindRemoved(t *testing.T) {
 	if r := st.Absent["vg/c"]; !r.FirstSeen.Equal(t0) || len(r.Bound) != 1 {
 		t.Errorf("bind of an unseen name: %+v", r)
 	}
-	if got := Judge(st.Absent["vg/a"], true, LV{UUID: "u3", Created: t0.Add(-time.Hour)}); got == "" {
+	if got := Judge(st.Absent["vg/a"], true, LV{UUID: "u3", Created: t0.Add(-time.Hour)}, ""); got == "" {
 		t.Error("an LV with another uuid after a removal was judged removable")
 	}
 }

@@ -32,8 +32,9 @@ type State struct {
 
 // Absent is keel's memory of one absent name.
 type Absent struct {
-	// FirstSeen is when keel first planned against a desired state that
-	// listed the name as absent. An LV created at or after that moment was
+	// FirstSeen is when keel first read a desired state that listed the
+	// name as absent, in any mode that reads one (keel check, keel plan, a
+	// dry run, the daemon in audit or converge, keel activate). An LV created at or after that moment was
 	// made after the name was declared absent (a reused name) and is never
 	// removed for it.
 	FirstSeen time.Time `json:"first_seen"`

@@ -72,8 +72,9 @@ type VolumeGroup struct {
 	// several hosts without lvmlockd): its absent LVs are never removed
 	// here, as in a VG LVM or Proxmox VE reports shared.
 	Shared bool `json:"shared"`
-	// Absent lists LVs that must be removed safely (zeroed or discarded first).
-	Absent    []string            `json:"absent,omitempty"`
+	// Absent lists LVs that must be removed safely (zeroed or discarded
+	// first), each by name and, when pinned, by lv_uuid.
+	Absent    []AbsentLV          `json:"absent,omitempty"`
 	VDOPools  map[string]VDOPool  `json:"vdoPools,omitempty"`
 	ThinPools map[string]ThinPool `json:"thinPools,omitempty"`
 }
@@ -85,6 +86,49 @@ func (c *Config) SharedVGs() []string {
 		if c.VolumeGroups[name].Shared {
 			out = append(out, name)
 		}
+	}
+	return out
+}
+
+// AbsentLV is one entry of an absent list: an LV name, written as a plain
+// string, or {name, uuid} when the entry pins the one LV it means by its
+// lv_uuid (docs/removal.md, "Pinning").
+type AbsentLV struct {
+	Name string `json:"name"`
+	// UUID is the pinned lv_uuid; "" when the entry pins none.
+	UUID string `json:"uuid,omitempty"`
+}
+
+// UnmarshalJSON reads either form of an absent entry.
+func (a *AbsentLV) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err == nil {
+		*a = AbsentLV{Name: name}
+		return nil
+	}
+	type plain AbsentLV
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fmt.Errorf("absent entry: want a name or {name, uuid}: %w", err)
+	}
+	*a = AbsentLV(p)
+	return nil
+}
+
+// MarshalJSON writes an unpinned entry back as its plain name.
+func (a AbsentLV) MarshalJSON() ([]byte, error) {
+	if a.UUID == "" {
+		return json.Marshal(a.Name)
+	}
+	type plain AbsentLV
+	return json.Marshal(plain(a))
+}
+
+// AbsentNames are the names of the absent entries, in their order.
+func (g VolumeGroup) AbsentNames() []string {
+	out := make([]string, len(g.Absent))
+	for i, a := range g.Absent {
+		out[i] = a.Name
 	}
 	return out
 }

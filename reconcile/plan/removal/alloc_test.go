@@ -14,7 +14,7 @@ func TestPlanThinLVIsDiscardedNeverZeroFilled(t *testing.T) {
 	if p := o.stack.Pools["vdolab/tpool"]; p.Kind != "thin" || !p.Zero || p.Chunk != 64<<10 || !p.Known {
 		t.Fatalf("thin pool from the capture: %+v", p)
 	}
-	targets, err := Plan(o.Host, scenarioDecl, Request{Names: []string{"vdolab/thin-1"}, Mode: ModeZeroOut, RequireAbsent: true})
+	targets, err := Plan(o.Host, scenarioDecl, Request{Names: []string{"vdolab/thin-1"}, Mode: ModeZeroOut, RequireAbsent: true, Known: seen(scenarioDecl)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestPlanThinLVIsDiscardedNeverZeroFilled(t *testing.T) {
 
 func TestPlanZeroFillOverVDOAllocatesNothing(t *testing.T) {
 	o := recorded(t, "node-setup.txtar")
-	targets, err := Plan(o.Host, scenarioDecl, Request{Names: []string{"vms/vm-100-disk-0"}, Mode: ModeZeroOut, RequireAbsent: true})
+	targets, err := Plan(o.Host, scenarioDecl, Request{Names: []string{"vms/vm-100-disk-0"}, Mode: ModeZeroOut, RequireAbsent: true, Known: seen(scenarioDecl)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ var guardDecl = Declared{
 
 func TestGuardThinLVs(t *testing.T) {
 	o := recorded(t, "node-guard.txtar")
-	targets, err := Plan(o.Host, guardDecl, Request{Names: []string{"tvg/vm-102-disk-0", "tvg/vm-103-disk-0"}, Mode: ModeZeroOut, RequireAbsent: true})
+	targets, err := Plan(o.Host, guardDecl, Request{Names: []string{"tvg/vm-102-disk-0", "tvg/vm-103-disk-0"}, Mode: ModeZeroOut, RequireAbsent: true, Known: seen(guardDecl)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,14 +64,14 @@ func TestGuardZeroFillOverThinRefused(t *testing.T) {
 	if !pool.Known || pool.Free == 0 || pool.Free >= 512<<20 {
 		t.Fatalf("tvg/gpool %+v", pool)
 	}
-	targets, err := Plan(o.Host, guardDecl, Request{Names: []string{"gvg/old"}, Mode: ModeZeroOut, RequireAbsent: true})
+	targets, err := Plan(o.Host, guardDecl, Request{Names: []string{"gvg/old"}, Mode: ModeZeroOut, RequireAbsent: true, Known: seen(guardDecl)})
 	want := fmt.Sprintf("up to 512M in thin pool tvg/gpool (%s free, so it could fill the pool)", units.FormatSize(pool.Free))
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "lvremove gvg/old") || targets != nil {
 		t.Fatalf("got %v, want %q", err, want)
 	}
 	// removal.mode discard does not get around it: gvg/old is neither thin
 	// nor on VDO, so keel zeroes it anyway, which is the refused fill.
-	_, err = Plan(o.Host, guardDecl, Request{Names: []string{"gvg/old"}, Mode: ModeDiscard, RequireAbsent: true})
+	_, err = Plan(o.Host, guardDecl, Request{Names: []string{"gvg/old"}, Mode: ModeDiscard, RequireAbsent: true, Known: seen(guardDecl)})
 	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("discard asked, zeroed instead: got %v", err)
 	}
@@ -85,7 +85,7 @@ func TestGuardSharedVGRefused(t *testing.T) {
 	if _, ok := o.shared["tvg"]; ok {
 		t.Fatal("tvg (lvmthin local-thin, no shared) counted as shared")
 	}
-	_, err := Plan(o.Host, guardDecl, Request{Names: AbsentNames(guardDecl), RequireAbsent: true})
+	_, err := Plan(o.Host, guardDecl, Request{Names: AbsentNames(guardDecl), RequireAbsent: true, Known: seen(guardDecl)})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "vg svg is shared between nodes: Proxmox storage san has shared 1") ||
 		!strings.Contains(err.Error(), "pvesm free san:vm-200-disk-0") {
 		t.Fatalf("got %v", err)

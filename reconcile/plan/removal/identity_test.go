@@ -27,7 +27,10 @@ func TestPlanIdentityOnRecordedHost(t *testing.T) {
 		want  string // "" = planned; else a refusal containing it
 		bound bool   // the target carries the LV's identity
 	}{
-		{"daemon rule, first sight", Request{RequireAbsent: true}, "", true},
+		{"daemon rule, no record (first sight not written)", Request{RequireAbsent: true}, "no record of when it first saw", false},
+		{"daemon rule, no record, pinned to it", Request{RequireAbsent: true, Pins: map[string]string{name: lv.UUID}}, "", true},
+		{"daemon rule, declared before it existed, pinned to it", Request{RequireAbsent: true, Pins: map[string]string{name: lv.UUID}, Known: map[string]state.Absent{name: {FirstSeen: before}}}, "", true},
+		{"daemon rule, declared after, pinned to another LV", Request{RequireAbsent: true, Pins: map[string]string{name: "AAAAAA-0000-0000-0000-0000-0000-000000"}, Known: map[string]state.Absent{name: {FirstSeen: after}}}, "pins uuid AAAAAA", false},
 		{"daemon rule, declared before it existed", Request{RequireAbsent: true, Known: map[string]state.Absent{name: {FirstSeen: before}}}, "lv.absent_reappeared", false},
 		{"daemon rule, declared after", Request{RequireAbsent: true, Known: map[string]state.Absent{name: {FirstSeen: after}}}, "", true},
 		{"daemon rule, another LV removed under the name", Request{RequireAbsent: true, Known: map[string]state.Absent{name: {FirstSeen: after, Bound: []state.Binding{other}}}}, "keel wipe " + name, false},

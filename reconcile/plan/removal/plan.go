@@ -96,6 +96,9 @@ type Request struct {
 	// is not judged.
 	PVs map[string][]string
 	VGs map[string]state.VG
+	// Pins maps an absent name ("vg/lv") whose entry pins an lv_uuid to
+	// that uuid: only the LV with it is removed for the name.
+	Pins map[string]string
 }
 
 // ErrRefused marks a refusal: nothing was changed.
@@ -152,7 +155,7 @@ func Plan(h *model.Host, decl Declared, req Request) ([]Target, error) {
 		if !hasTag(lv, Tag) && !slices.Contains(absent, orig) {
 			continue
 		}
-		if req.judge(lv.VG+"/"+orig, lv) != nil {
+		if !req.resumable(lv.VG+"/"+orig, lv) {
 			continue // not keel's to resume: the planner reports it (lv.absent_reappeared)
 		}
 		if req.vgHeld(h, lv.VG+"/"+orig, lv.VG) != nil {

@@ -6,8 +6,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/reconcile/state"
 )
 
 // testHost is a host with a VG on a disk, a thin pool in it, a VDO LV that
@@ -16,7 +18,9 @@ import (
 func testHost() *model.Host {
 	lv := func(vg, name, seg string, mod func(*model.LV)) *model.LV {
 		l := &model.LV{VG: vg, Name: name, FullName: vg + "/" + name, SegType: seg, Active: true, Size: 1 << 30,
-			DMName: strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(name, "-", "--"), DataPercent: -1}
+			DMName: strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(name, "-", "--"), DataPercent: -1,
+			UUID: "uuid-" + vg + "-" + name}
+		l.Fields.Set("lv_time", "2026-11-29 23:05:20 +0000")
 		if mod != nil {
 			mod(l)
 		}
@@ -53,6 +57,15 @@ func testHost() *model.Host {
 	return h
 }
 
+// seen is keel's record of every absent name of decl, first seen now (after
+// every LV of the test hosts was made), as a pass records it before it
+// plans.
+func seen(decl Declared) map[string]state.Absent {
+	st := state.New()
+	st.See(AbsentNames(decl), time.Now())
+	return st.Absent
+}
+
 func testConfig() Declared {
 	return Declared{
 		"vdolab": {"plain"},
@@ -82,7 +95,7 @@ func TestPlanRefusals(t *testing.T) {
 		{"vdolab/nosuch", "no such LV", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			targets, err := Plan(testHost(), testConfig(), Request{Names: []string{"vdolab/plain", tc.name}, RequireAbsent: tc.absent})
+			targets, err := Plan(testHost(), testConfig(), Request{Names: []string{"vdolab/plain", tc.name}, RequireAbsent: tc.absent, Known: seen(testConfig())})
 			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want refusal containing %q", err, tc.want)
 			}
@@ -96,7 +109,7 @@ func TestPlanRefusals(t *testing.T) {
 func TestPlanResumesFirstAndPicksModes(t *testing.T) {
 	targets, err := Plan(testHost(), testConfig(), Request{
 		Names: []string{"vms/vm-101-disk-0", "vdolab/thin-1", "vdolab/plain", "vms/vm-100-disk-0"},
-		Mode:  ModeDiscard,
+		Mode:  ModeDiscard, Known: seen(testConfig()),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +151,7 @@ func TestPlanAbsentListIsIdempotent(t *testing.T) {
 	if want := []string{"vdolab/plain", "vms/gone", "vms/vm-100-disk-0", "vms/vm-102-disk-0"}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("AbsentNames = %v, want %v", names, want)
 	}
-	targets, err := Plan(testHost(), cfg, Request{Names: names, RequireAbsent: true})
+	targets, err := Plan(testHost(), cfg, Request{Names: names, RequireAbsent: true, Known: seen(cfg)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestSharedVGsLVMLockd(t *testing.T) {
 	if got := o.shared["vdolab"].Why; !strings.Contains(got, "shared or clustered") {
 		t.Fatalf("vdolab: %q", got)
 	}
-	_, err := Plan(o.Host, scenarioDecl, Request{Names: []string{"vms/vm-100-disk-0"}, RequireAbsent: true})
+	_, err := Plan(o.Host, scenarioDecl, Request{Names: []string{"vms/vm-100-disk-0"}, RequireAbsent: true, Known: seen(scenarioDecl)})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "remove it on the node that owns it (there: lvremove vms/vm-100-disk-0)") {
 		t.Fatalf("got %v", err)
 	}
@@ -72,7 +72,8 @@ func TestSharedVGsPVEWindow(t *testing.T) {
 	if s := got["pvesan"]; !s.Unknown || !strings.Contains(s.Why, "/etc/pve is empty") {
 		t.Fatalf("pvesan: %+v", s)
 	}
-	_, err := Plan(h, Declared{"pvesan": {"vm-201-disk-0"}}, Request{Names: []string{"pvesan/vm-201-disk-0"}, RequireAbsent: true})
+	decl := Declared{"pvesan": {"vm-201-disk-0"}}
+	_, err := Plan(h, decl, Request{Names: []string{"pvesan/vm-201-disk-0"}, RequireAbsent: true, Known: seen(decl)})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "wait for pve-cluster to mount /etc/pve (systemctl status pve-cluster)") {
 		t.Fatalf("got %v", err)
 	}
@@ -83,7 +84,7 @@ func TestSharedVGsPVEWindow(t *testing.T) {
 func TestSharedVGsDeclared(t *testing.T) {
 	h := sharedCfg(t, "sharedcfg-declared")
 	decl := Declared{"sansh": {"vm-202-disk-0"}}
-	req := Request{Names: []string{"sansh/vm-202-disk-0"}, RequireAbsent: true}
+	req := Request{Names: []string{"sansh/vm-202-disk-0"}, RequireAbsent: true, Known: seen(decl)}
 	if targets, err := Plan(h, decl, req); err != nil || len(targets) != 1 {
 		t.Fatalf("undeclared: %v, %v", targets, err)
 	}

@@ -68,7 +68,7 @@ func TestRemovalRefusedInForeignVG(t *testing.T) {
 	}
 	// Declared on the disk it is on, the same removal is planned.
 	targets, err := Plan(h, decl, Request{Names: []string{"vmdata/vm-101-disk-0"}, RequireAbsent: true,
-		PVs: map[string][]string{"vmdata": {diskB}}})
+		PVs: map[string][]string{"vmdata": {diskB}}, Known: seen(decl)})
 	if err != nil || len(targets) != 1 {
 		t.Errorf("on its declared disk: targets %v, err %v; want the removal", targets, err)
 	}
@@ -83,7 +83,7 @@ func TestRemovalRefusedUnderAnotherUUID(t *testing.T) {
 		t.Fatalf("state-uuid.json records %+v, the host has %s: want another UUID", rec, now)
 	}
 	req := Request{Names: []string{"vmdata/vm-101-disk-0"}, RequireAbsent: true,
-		PVs: map[string][]string{"vmdata": {diskA}}, VGs: st.VGs}
+		PVs: map[string][]string{"vmdata": {diskA}}, VGs: st.VGs, Known: seen(Declared{"vmdata": {"vm-101-disk-0"}})}
 	targets, err := Plan(h, Declared{"vmdata": {"vm-101-disk-0"}}, req)
 	if len(targets) != 0 || !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "(vg.uuid_changed)") ||
 		!strings.Contains(err.Error(), "keel ack-vg vmdata "+now) {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -140,17 +141,36 @@ func (s Store) Update(fn func(*state.State) error) (*state.State, error) {
 	return st, nil
 }
 
+// ErrUnrecorded marks first sights LoadSeeing could not write: the state
+// was read, but the file or its directory cannot be written (a read-only
+// file system, a user without write access).
+var ErrUnrecorded = errors.New("first sight not recorded")
+
 // LoadSeeing is Load that also records now as the first sight of every name
 // in absent ("vg/lv") without a record (State.See), writing the file only
-// when there is such a name. Callers that plan to act call it before they
-// plan; a dry run calls Load.
+// when there is such a name. Every mode that reads the desired state calls
+// it before it plans: the record is keel's own memory, not the host's
+// storage, so a dry run, keel check and the daemon in audit mode write it
+// too. A state that cannot be read is an error with a nil state. When it
+// was read but cannot be written, the state as read comes back with an
+// error wrapping ErrUnrecorded: the names stay without a record, and
+// state.Judge removes nothing for them.
 func (s Store) LoadSeeing(absent []string, now time.Time) (*state.State, error) {
 	st, err := s.Load()
-	if err != nil || !st.See(absent, now) {
-		return st, err
+	if err != nil {
+		return nil, err
 	}
-	return s.Update(func(u *state.State) error {
+	probe := *st
+	probe.Absent = maps.Clone(st.Absent)
+	if !probe.See(absent, now) {
+		return st, nil
+	}
+	saved, err := s.Update(func(u *state.State) error {
 		u.See(absent, now)
 		return nil
 	})
+	if err != nil {
+		return st, fmt.Errorf("%w: %w", ErrUnrecorded, err)
+	}
+	return saved, nil
 }

@@ -161,3 +161,41 @@ func TestLoadSeeing(t *testing.T) {
 		t.Errorf("second: %+v %v", st, err)
 	}
 }
+
+// A state that reads but cannot be written (here its lock cannot be
+// opened, as on a read-only file system) comes back as read, with
+// ErrUnrecorded: the new name has no record, and nothing was written.
+func TestLoadSeeingUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "state.json")
+	s := Store{Path: p}
+	if _, err := s.LoadSeeing([]string{"vg/a"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(p+".lock.blocked", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p + ".lock"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p+".lock.blocked", p+".lock"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.LoadSeeing([]string{"vg/a", "vg/b"}, t0.Add(time.Hour))
+	if !errors.Is(err, ErrUnrecorded) || st == nil {
+		t.Fatalf("got %v, %v; want the state read and ErrUnrecorded", st, err)
+	}
+	if _, ok := st.Absent["vg/b"]; ok {
+		t.Error("the unrecorded name has a record in the state returned")
+	}
+	if !st.Absent["vg/a"].FirstSeen.Equal(t0) {
+		t.Errorf("the recorded name lost its record: %+v", st.Absent)
+	}
+	if got, err := s.Load(); err != nil || len(got.Absent) != 1 {
+		t.Errorf("file after the failed write: %+v, %v", got, err)
+	}
+	// Nothing new to record: no write, no error.
+	if _, err := s.LoadSeeing([]string{"vg/a"}, t0.Add(2*time.Hour)); err != nil {
+		t.Errorf("a read with no new name: %v", err)
+	}
+}
