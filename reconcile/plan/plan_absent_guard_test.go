@@ -100,6 +100,7 @@ func TestPlanSharedCfg(t *testing.T) {
 		})
 	}
 }
+
 // The capture of e2e/wipe/guestref.sh after its setup, planned against its
 // desired state: the three absent LVs a guest's configuration names raise
 // lv.absent_referenced naming the file and line, and only vm-107-disk-0,
