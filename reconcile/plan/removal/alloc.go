@@ -179,12 +179,7 @@ func (o *observed) lvOfPV(pv string) string {
 	if dm == "" {
 		return ""
 	}
-	for key, lv := range o.LVs {
-		if lv.DMName == dm {
-			return key
-		}
-	}
-	return ""
+	return o.byDM[dm]
 }
 
 // allocRules applies the allocation rules to t, planned for lv: a thin LV

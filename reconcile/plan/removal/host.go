@@ -14,10 +14,19 @@ type observed struct {
 	*model.Host
 	stack  stack
 	shared map[string]SharedVG
+	// byDM maps an active LV's device-mapper name to its "vg/lv", so that
+	// the LV that is a PV is found without a walk over every LV.
+	byDM map[string]string
 }
 
 func observe(h *model.Host) *observed {
-	return &observed{Host: h, stack: stackFromHost(h), shared: SharedVGs(h)}
+	byDM := make(map[string]string, len(h.LVs))
+	for key, lv := range h.LVs {
+		if lv.DMName != "" {
+			byDM[lv.DMName] = key
+		}
+	}
+	return &observed{Host: h, stack: stackFromHost(h), shared: SharedVGs(h), byDM: byDM}
 }
 
 // hasTag reports whether lv carries the LVM tag tag (the raw lv_tags field,
