@@ -54,7 +54,8 @@ func (l *Loop) PlanWipe(ctx context.Context, req WipeRequest) ([]removal.Target,
 	if req.Absent && len(names) == 0 {
 		names = removal.AbsentNames(decl)
 	}
-	wr := removal.Request{Names: names, Mode: req.Mode, RequireAbsent: req.Absent}
+	wr := removal.Request{Names: names, Mode: req.Mode, RequireAbsent: req.Absent,
+		AllowUnzeroedThinReuse: l.desired.Removal.AllowUnzeroedThinReuse}
 	if !req.Replay {
 		l.wipeMemory(&wr, req.Act)
 	}

@@ -87,6 +87,10 @@ type Request struct {
 	// one its absent entry was written for is not removed (identity.go).
 	Known map[string]state.Absent
 	Held  string
+	// AllowUnzeroedThinReuse is removal.allowUnzeroedThinReuse: remove a
+	// thin LV even when its pool does not zero new chunks (alloc.go);
+	// otherwise that removal is refused.
+	AllowUnzeroedThinReuse bool
 }
 
 // ErrRefused marks a refusal: nothing was changed.
@@ -210,7 +214,7 @@ func Plan(h *model.Host, decl Declared, req Request) ([]Target, error) {
 		}
 		targets = append(targets, o.target(lv, lvName, mode))
 	}
-	refusals = append(refusals, o.applyGuards(targets)...)
+	refusals = append(refusals, o.applyGuards(targets, req)...)
 	if len(refusals) > 0 {
 		return nil, errors.Join(refusals...)
 	}
