@@ -91,3 +91,40 @@ func guardHost(t *testing.T) *model.Host {
 	t.Helper()
 	return replayFile(t, "../apply/wipe/testdata/node-guard.txtar")
 }
+
+// The capture of e2e/wipe/wipemode.sh after its setup, against its desired
+// state (removal.mode discard): vms/vm-100-disk-0 lies on the SSD added to
+// the VG on VDO, so the finding and the action say it is zeroed, as the
+// wipe will do; tvg/vm-103-disk-0 of tvg/pooln (zeroing off) is held.
+func TestPlanAbsentWipeMode(t *testing.T) {
+	h := replayFile(t, "../apply/wipe/testdata/node-wipemode.txtar")
+	d, err := schema.NewLoader().Load("../../e2e/wipe/wipemode.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Plan(d.Config, h)
+	var found int
+	for _, f := range r.Findings {
+		switch f.Key() {
+		case "lv.absent@vms/vm-100-disk-0":
+			found++
+			if f.Remedy != "rename to del-vm-100-disk-0, zeroout in steps of 32M, lvremove" {
+				t.Errorf("remedy %q", f.Remedy)
+			}
+		case "lv.absent_unzeroed_pool@tvg/vm-103-disk-0":
+			found++
+		}
+	}
+	if found != 2 {
+		t.Errorf("findings %q", keys(r.Findings))
+	}
+	var summaries []string
+	for _, a := range r.Actions {
+		if strings.HasPrefix(a.ID, "lv.absent:") {
+			summaries = append(summaries, a.Summary)
+		}
+	}
+	if want := []string{"wipe (zeroout) and remove vms/vm-100-disk-0, as the desired state asks"}; !slices.Equal(summaries, want) {
+		t.Errorf("removals %q, want %q", summaries, want)
+	}
+}

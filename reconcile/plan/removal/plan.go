@@ -312,3 +312,21 @@ func (o *observed) target(lv *model.LV, orig string, mode Mode) Target {
 	// zeroes back into whatever the disk returns for an unmapped block.
 	return t
 }
+
+// Clearing tells, before Plan, how removal clears an LV of a host, so that
+// the planner's findings and actions name the mode the wipe will use.
+type Clearing struct{ o *observed }
+
+// NewClearing reads h once for Clears.
+func NewClearing(h *model.Host) Clearing { return Clearing{o: observe(h)} }
+
+// Clears returns how lv is cleared when mode is asked for: the mode used
+// and whether a discard follows the zero-fill. A thin LV is discarded
+// (allocRules).
+func (c Clearing) Clears(lv *model.LV, mode Mode) (Mode, bool) {
+	if lv.SegType == "thin" {
+		return ModeDiscard, false
+	}
+	t := c.o.target(lv, lv.Name, mode)
+	return t.Mode, t.DiscardAfter
+}
