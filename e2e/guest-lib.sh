@@ -26,7 +26,7 @@ disk() {
 	kind=$(awk -v s="$serial" '$1==s{print $2}' "$SHARE/disks.txt" 2>/dev/null)
 	case $kind in
 	nvme) path=/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_$serial ;;
-	hdd | ssd) path=/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_$serial ;;
+	hdd | ssd | trimkeep) path=/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_$serial ;;
 	vdisk) path=/dev/disk/by-id/virtio-$serial ;;
 	*)
 		echo "disk: no disk with serial $serial (see disks.txt)" >&2

@@ -10,6 +10,9 @@
 #   --nvme SIZE     emulated NVMe          -> /dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_SERIAL
 #   --hdd SIZE      SCSI, 7200 rpm         -> /dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_SERIAL
 #   --ssd SIZE      SCSI, non-rotational   -> /dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_SERIAL
+#   --trimkeep SIZE SCSI, non-rotational, accepts UNMAP and keeps the bytes
+#                   (qemu discard=ignore), as an SSD whose TRIM does not zero
+#                                          -> /dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_SERIAL
 #   --vdisk SIZE    virtio-blk             -> /dev/disk/by-id/virtio-SERIAL
 # In the guest, `disk SERIAL` prints that path (see e2e/guest-lib.sh).
 # Without any disk option the guest gets --nvme 20G --hdd 40G.
@@ -62,7 +65,7 @@ add_disk() { # add_disk KIND SIZE[:SERIAL]
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--nvme | --hdd | --ssd | --vdisk)
+	--nvme | --hdd | --ssd | --trimkeep | --vdisk)
 		[ $# -ge 2 ] || die "$1 needs a size"
 		add_disk "${1#--}" "$2"
 		shift 2
@@ -176,16 +179,18 @@ for i in "${!disk_kinds[@]}"; do
 	kind=${disk_kinds[$i]} size=${disk_sizes[$i]} serial=${disk_serials[$i]}
 	img=$disk_dir/$serial.img
 	[ -e "$img" ] || truncate -s "$size" "$img"
-	qemu_disks+=(-drive "if=none,id=d$i,file=$img,format=raw,cache=unsafe,discard=unmap,aio=threads")
+	discard=unmap
+	[ "$kind" = trimkeep ] && discard=ignore
+	qemu_disks+=(-drive "if=none,id=d$i,file=$img,format=raw,cache=unsafe,discard=$discard,aio=threads")
 	case $kind in
 	nvme) qemu_disks+=(-device "nvme,serial=$serial,drive=d$i") ;;
-	hdd | ssd)
+	hdd | ssd | trimkeep)
 		if [ -z "$scsi" ]; then
 			qemu_disks+=(-device virtio-scsi-pci,id=scsi0)
 			scsi=1
 		fi
 		rate=7200
-		[ "$kind" = ssd ] && rate=1
+		[ "$kind" != hdd ] && rate=1
 		qemu_disks+=(-device "scsi-hd,bus=scsi0.0,drive=d$i,serial=$serial,rotation_rate=$rate")
 		;;
 	vdisk) qemu_disks+=(-device "virtio-blk-pci,drive=d$i,serial=$serial") ;;

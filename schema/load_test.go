@@ -58,7 +58,7 @@ func TestExamplesValid(t *testing.T) {
 		if len(cfg.VolumeGroups) == 0 {
 			t.Errorf("%s: no volume groups decoded", ex)
 		}
-		if cfg.Removal.Mode != "zeroout" || cfg.Removal.Step != "32M" {
+		if cfg.Removal.Mode != "zeroout" || cfg.Removal.Step != "32M" || cfg.Removal.AllowUnzeroedThinReuse {
 			t.Errorf("%s: removal defaults not filled in: %+v", ex, cfg.Removal)
 		}
 	}
@@ -116,6 +116,15 @@ func TestDefaultsFilled(t *testing.T) {
 	}
 	if cfg.VolumeGroups["vg0"].Create {
 		t.Error("create must default to false")
+	}
+	if cfg.Removal.AllowUnzeroedThinReuse {
+		t.Error("removal.allowUnzeroedThinReuse must default to false")
+	}
+	if err := os.WriteFile(f, []byte(src+"removal: allowUnzeroedThinReuse: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = Load(f); err != nil || !cfg.Removal.AllowUnzeroedThinReuse {
+		t.Errorf("removal.allowUnzeroedThinReuse: true not decoded: %+v, %v", cfg.Removal, err)
 	}
 }
 

@@ -46,6 +46,12 @@ const (
 	// SSD is a non-rotational SCSI disk
 	// (/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_SERIAL).
 	SSD Kind = "ssd"
+	// TrimKeep is a non-rotational SCSI disk that accepts UNMAP and keeps
+	// the bytes (qemu discard=ignore): an SSD whose TRIM is a hint and
+	// whose unmapped blocks need not read as zeroes (SBC LBPRZ 0, which
+	// qemu's scsi-hd reports), so a discard is no way to clear it.
+	// (/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_SERIAL).
+	TrimKeep Kind = "trimkeep"
 	// Virtio is a virtio-blk disk (/dev/disk/by-id/virtio-SERIAL).
 	Virtio Kind = "vdisk"
 )

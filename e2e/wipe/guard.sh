@@ -9,7 +9,8 @@
 #     fill could allocate in the thin pool below;
 #   - a thin LV larger than its pool's free space, with data, removed through
 #     absent: the pool's data use goes down, another thin LV is intact; the
-#     pool with zeroing off gets a finding whose remedy works when typed.
+#     removal from the pool with zeroing off is held with a finding whose
+#     remedy works when typed, and then goes through.
 # Also records a node snapshot for the host tests (out/guard/).
 #
 # Run from the repository root with a static keel binary:
@@ -41,8 +42,8 @@ must lvcreate -q -y -V 3G -T tvg/pool -n vm-102-disk-0
 must lvcreate -q -y -V 256M -T tvg/pool -n keep
 must lvcreate -q -y -L 256M -T -c 64K -Z n --errorwhenfull y tvg/pooln
 must lvcreate -q -y -V 128M -T tvg/pooln -n vm-103-disk-0
-# Absent in guard.cue but not removed here: it keeps thin.unzeroed_reuse
-# alive until the remedy is typed.
+# Absent in guard.cue but not removed here: keel check names it after the
+# remedy (lv.absent, no longer held).
 must lvcreate -q -y -V 16M -T tvg/pooln -n vm-104-disk-0
 must dd if=/dev/urandom of=/dev/tvg/vm-102-disk-0 bs=1M count=128 oflag=direct status=none
 must dd if=/dev/urandom of=/dev/tvg/keep bs=1M count=64 oflag=direct status=none
@@ -91,7 +92,7 @@ lvs -a -o vg_name,lv_name,lv_attr,lv_size,data_percent,pool_lv,zero
 # --- findings: what keel check says before anything is removed --------------
 "$KEEL" check -c "$CFG" >"$O/check.txt" 2>&1
 sed 's/^/    /' "$O/check.txt"
-for want in "lv.absent_shared" "lvchange -Z y tvg/pooln" "thin.unzeroed_reuse"; do
+for want in "lv.absent_shared" "lvchange -Z y tvg/pooln" "lv.absent_unzeroed_pool"; do
 	if grep -q -- "$want" "$O/check.txt"; then
 		ok "keel check names $want"
 	else
@@ -170,6 +171,24 @@ else
 	ok "stacked on thin: zero-fill refused (would allocate in tvg/gpool), data stays at $g0%"
 fi
 
+# --- a thin LV of a pool that does not zero: held, then the remedy typed -----
+before=$(lvlist)
+out=$("$KEEL" wipe -c "$SHARE/thin.cue" --absent 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+if [ "$rc" -ne 1 ] || [ "$before" != "$(lvlist)" ]; then
+	fail "unzeroed pool: keel wipe --absent rc $rc (want 1), or LVs changed"
+elif ! grep -q "thin pool tvg/pooln does not zero new chunks.*lvchange -Z y tvg/pooln.*allowUnzeroedThinReuse: true" <<<"$out"; then
+	fail "unzeroed pool: the refusal does not name the pool and both ways forward"
+else
+	ok "unzeroed pool: removal from tvg/pooln held, nothing changed"
+fi
+if lvchange -Z y tvg/pooln && [ "$(lvs --noheadings --binary -o zero tvg/pooln | tr -d ' ')" = "1" ]; then
+	ok "remedy 'lvchange -Z y tvg/pooln' works as typed"
+else
+	fail "remedy 'lvchange -Z y tvg/pooln' failed: $(lvs --noheadings -o zero tvg/pooln)"
+fi
+
 # --- a thin LV larger than its pool's free space, through absent ------------
 p0=$(pct tvg/pool) n0=$(pct tvg/pooln)
 lvs -o lv_name,lv_size,data_percent tvg | sed 's/^/    /'
@@ -204,24 +223,16 @@ if [ "$(md5 /dev/tvg/keep)" = "$keep_sum" ]; then
 else
 	fail "thin absent: tvg/keep content changed"
 fi
-grep -q "zeroing" <<<"$out" && grep -q -- "lvchange -Z y tvg/pooln" <<<"$out" &&
-	ok "thin absent: keel wipe warns that tvg/pooln does not zero reused chunks" ||
-	fail "thin absent: no warning about tvg/pooln zeroing off"
 
-# --- the finding's remedy, typed --------------------------------------------
-if lvchange -Z y tvg/pooln && [ "$(lvs --noheadings --binary -o zero tvg/pooln | tr -d ' ')" = "1" ]; then
-	ok "remedy 'lvchange -Z y tvg/pooln' works as typed"
-else
-	fail "remedy 'lvchange -Z y tvg/pooln' failed: $(lvs --noheadings -o zero tvg/pooln)"
-fi
+# --- after the remedy --------------------------------------------------------
 "$KEEL" check -c "$CFG" >"$O/check-after.txt" 2>&1
 sed 's/^/    /' "$O/check-after.txt"
-if grep -q "thin.unzeroed_reuse" "$O/check-after.txt"; then
-	fail "thin.unzeroed_reuse still raised after the remedy"
-elif ! grep -q "tvg/vm-104-disk-0" "$O/check-after.txt"; then
-	fail "keel check no longer names the absent tvg/vm-104-disk-0 in tvg/pooln"
+if grep -q "lv.absent_unzeroed_pool\|thin.unzeroed_reuse" "$O/check-after.txt"; then
+	fail "lv.absent_unzeroed_pool or thin.unzeroed_reuse still raised after the remedy"
+elif ! grep -q "lv.absent  *tvg/vm-104-disk-0" "$O/check-after.txt"; then
+	fail "keel check no longer plans the absent tvg/vm-104-disk-0 in tvg/pooln"
 else
-	ok "thin.unzeroed_reuse gone after the remedy, tvg/vm-104-disk-0 still absent-listed"
+	ok "lv.absent_unzeroed_pool gone after the remedy, tvg/vm-104-disk-0 planned for removal"
 fi
 
 echo "FAILS=$FAILS"

@@ -15,7 +15,9 @@ import (
 // TestWipeGuards runs guard.sh in one boot: a VG that Proxmox shares is
 // refused, an LV opened with plain O_RDWR after the probe is refused before
 // the first write, a zero-fill that would allocate in a thin pool below is
-// refused, and thin LVs removed through absent lower their pools' data use.
+// refused, the removal of a thin LV whose pool does not zero is held until
+// the printed remedy is typed, and thin LVs removed through absent lower
+// their pools' data use.
 func TestWipeGuards(t *testing.T) {
 	files := map[string][]byte{}
 	for _, f := range []string{"guard.cue", "thin.cue"} {

@@ -65,7 +65,8 @@ func (l *Loop) PlanWipe(ctx context.Context, req WipeRequest) ([]removal.Target,
 	if req.Absent && len(names) == 0 {
 		names = removal.AbsentNames(decl)
 	}
-	wr := removal.Request{Names: names, Mode: req.Mode, RequireAbsent: req.Absent, Shared: l.desired.SharedVGs(), Pins: l.pins()}
+	wr := removal.Request{Names: names, Mode: req.Mode, RequireAbsent: req.Absent, Shared: l.desired.SharedVGs(), Pins: l.pins(),
+		AllowUnzeroedThinReuse: l.desired.Removal.AllowUnzeroedThinReuse}
 	if req.Replay {
 		// Judged as on keel's first pass on that host: every absent name
 		// first seen now.

@@ -55,6 +55,10 @@ const (
 	// between nodes.
 	LVAbsentShared FindingID = "lv.absent_shared"
 
+	// LVAbsentUnzeroedPool is lv.absent_unzeroed_pool: removal of a thin LV
+	// held: its pool does not zero new chunks.
+	LVAbsentUnzeroedPool FindingID = "lv.absent_unzeroed_pool"
+
 	// LVMDevicesFile is lvm.devices_file: lvm devices file setting differs.
 	LVMDevicesFile FindingID = "lvm.devices_file"
 

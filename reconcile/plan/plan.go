@@ -10,6 +10,7 @@ import (
 
 	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -116,6 +117,9 @@ type planner struct {
 	// heldVGs are the declared VGs that are not the declared ones
 	// (vgHeld): no action is planned on them.
 	heldVGs map[string]bool
+	// clearing is how removal clears each LV, read once when an absent LV
+	// is found (planAbsent).
+	clearing *removal.Clearing
 }
 
 // sortedLVKeys returns the keys of the host's LVs in order, sorted once per

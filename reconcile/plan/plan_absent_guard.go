@@ -39,11 +39,22 @@ func (p *planner) absentGuards(vg, name string, lv *model.LV) bool {
 		return true
 	}
 	if lv.SegType == "thin" && lv.Pool != "" {
-		if tp := p.h.ThinPools[lv.Pool]; tp != nil && !tp.Zero && !p.raised(ThinUnzeroedReuse, lv.Pool) {
+		tp := p.h.ThinPools[lv.Pool]
+		switch {
+		case tp == nil || tp.Zero:
+		case !p.d.Removal.AllowUnzeroedThinReuse:
+			// Held: the same rule removal.Plan enforces (alloc.go).
+			p.add(Finding{ID: LVAbsentUnzeroedPool, Object: object,
+				Message:  fmt.Sprintf("LV %s is declared absent, but its removal is held: %s", object, removal.UnzeroedHold(lv.Pool)),
+				Expected: "removed from a pool that zeroes new chunks", Observed: "thin pool " + lv.Pool + " with zeroing off",
+				Remedy: removal.UnzeroedRemedy(lv.Pool) + ", or set removal: allowUnzeroedThinReuse: true",
+			})
+			return true
+		case !p.raised(ThinUnzeroedReuse, lv.Pool):
 			p.add(Finding{ID: ThinUnzeroedReuse, Object: lv.Pool,
 				Message:  removal.UnzeroedNote(lv.Pool),
 				Expected: "zeroing on", Observed: "zeroing off",
-				Remedy: "lvchange -Z y " + lv.Pool,
+				Remedy: removal.UnzeroedRemedy(lv.Pool),
 			})
 		}
 	}

@@ -40,13 +40,19 @@ func replayHost(t testing.TB, name string) *model.Host {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("snapshot %s: %v (captured by make fixtures)", name, err)
 	}
+	return replayFile(t, path)
+}
+
+// replayFile probes the node snapshot at path.
+func replayFile(t testing.TB, path string) *model.Host {
+	t.Helper()
 	s, err := hostio.ReadSnapshotFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h, err := probes.Probe(context.Background(), hostio.Replay(s))
 	if err != nil {
-		t.Fatalf("replay %s: %v", name, err)
+		t.Fatalf("replay %s: %v", path, err)
 	}
 	return h
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/lvm/units"
+	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/reconcile/plan/removal"
 	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/schema/spec"
 )
@@ -357,10 +359,7 @@ func (p *planner) planAbsent(vg string, absent []spec.AbsentLV) {
 		if p.absentGuards(vg, name, lv) {
 			continue
 		}
-		how := mode
-		if lv.SegType == "thin" {
-			how = "discard" // reconcile/apply/wipe never zero-fills a thin LV
-		}
+		how := p.clears(lv, mode)
 		msg := fmt.Sprintf("LV %s is declared absent but exists (%s, uuid %s, created %s)", object, lv.FullName, lv.UUID, lvTime(lv))
 		switch rec, ok := p.mem.Absent[object]; {
 		case entry.UUID != "":
@@ -374,8 +373,23 @@ func (p *planner) planAbsent(vg string, absent []spec.AbsentLV) {
 			Remedy: fmt.Sprintf("rename to del-%s, %s in steps of %s, lvremove", name, how, units.FormatSize(step)),
 		})
 		p.act(phaseChange, Action{ID: "lv.absent:" + object, Kind: KindWipe, Class: Destructive, Object: object,
-			Summary:  fmt.Sprintf("wipe (%s) and remove %s, as the desired state asks", mode, object),
+			Summary:  fmt.Sprintf("wipe (%s) and remove %s, as the desired state asks", how, object),
 			Wipe:     &WipeSpec{VG: vg, LV: name, Mode: mode, StepMax: step, UUID: lv.UUID},
 			Remedies: []string{key}})
 	}
+}
+
+// clears says how removal clears lv when removal.mode is mode: "zeroout",
+// "discard" or "zeroout then discard", decided per LV from the devices
+// under it (removal.Clearing) as reconcile/apply/wipe will.
+func (p *planner) clears(lv *model.LV, mode string) string {
+	if p.clearing == nil {
+		c := removal.NewClearing(p.h)
+		p.clearing = &c
+	}
+	how, after := p.clearing.Clears(lv, removal.Mode(mode))
+	if after {
+		return string(how) + " then discard"
+	}
+	return string(how)
 }

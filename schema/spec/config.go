@@ -255,6 +255,10 @@ type Removal struct {
 	// Step is e.g. "32M": a size, but never an LVM argument (the wipe's
 	// own step), checked by the schema and by keel's size check.
 	Step string `json:"step"`
+	// AllowUnzeroedThinReuse lets keel remove a thin LV whose pool does not
+	// zero new chunks, so that its bytes can reach the next thin LV of the
+	// pool; without it that removal is held.
+	AllowUnzeroedThinReuse bool `json:"allowUnzeroedThinReuse"`
 }
 
 // Proxmox points at Proxmox VE's storage configuration: the probe reads

@@ -179,19 +179,15 @@ func (o *observed) lvOfPV(pv string) string {
 	if dm == "" {
 		return ""
 	}
-	for key, lv := range o.LVs {
-		if lv.DMName == dm {
-			return key
-		}
-	}
-	return ""
+	return o.byDM[dm]
 }
 
 // allocRules applies the allocation rules to t, planned for lv: a thin LV
-// is discarded and never zero-filled (with a note when its pool does not
-// zero reused chunks); any other zero-fill is refused when it could
-// allocate in a thin pool below.
-func (o *observed) allocRules(lv *model.LV, t *Target) error {
+// is discarded and never zero-filled, and refused when its pool does not
+// zero reused chunks unless allowUnzeroed (removal.allowUnzeroedThinReuse);
+// any other zero-fill is refused when it could allocate in a thin pool
+// below.
+func (o *observed) allocRules(lv *model.LV, t *Target, allowUnzeroed bool) error {
 	key := lv.VG + "/" + lv.Name
 	if lv.SegType == "thin" {
 		pool := o.stack.Pool[key]
@@ -204,6 +200,9 @@ func (o *observed) allocRules(lv *model.LV, t *Target) error {
 		}
 		t.Mode, t.DiscardAfter, t.NoZeroFill = ModeDiscard, false, true
 		if p, ok := o.stack.Pools[pool]; ok && !p.Zero {
+			if !allowUnzeroed {
+				return fmt.Errorf("%w: %s", ErrRefused, UnzeroedHold(pool))
+			}
 			t.Notes = append(t.Notes, UnzeroedNote(pool))
 		}
 		return nil
@@ -237,8 +236,30 @@ func (o *observed) allocRules(lv *model.LV, t *Target) error {
 		ErrRefused, strings.Join(grow, ", "), t.Name())
 }
 
+// A thin pool with zeroing off (lvcreate/lvchange -Z n, the pool table's
+// skip_block_zeroing feature) hands a newly provisioned chunk to a thin LV
+// without writing it first: "the newly-provisioned blocks are not zeroed"
+// (thin-provisioning.rst, "skip_block_zeroing"), so a read of a chunk the LV
+// has not fully written returns whatever the chunk held. A discard or an
+// lvremove returns a thin LV's chunks to the pool with their bytes: the
+// next thin LV of that pool can read the removed disk's data. keel cannot
+// clear the chunks first without writing them (a zero-fill of a thin LV
+// provisions every unmapped chunk, alloc.go), so such a removal is held
+// until the pool zeroes, or the desired state accepts the reuse.
+
+// UnzeroedRemedy is the command that turns zeroing on in the thin pool pool
+// ("vg/pool"); it works online (lvchange reloads the pool table).
+func UnzeroedRemedy(pool string) string { return "lvchange -Z y " + pool }
+
 // UnzeroedNote says what a removal from the thin pool pool (zeroing off)
-// leaves behind, with the command that turns zeroing on.
+// leaves behind when the desired state accepts it, with the command that
+// turns zeroing on.
 func UnzeroedNote(pool string) string {
-	return fmt.Sprintf("thin pool %s does not zero new chunks (zeroing off): chunks freed by this removal keep their bytes until reused, and a thin LV given one can read them until it writes the whole chunk; turn zeroing on: lvchange -Z y %s", pool, pool)
+	return fmt.Sprintf("thin pool %s does not zero new chunks (zeroing off): chunks freed by this removal keep their bytes until reused, and a thin LV given one can read them until it writes the whole chunk (removal.allowUnzeroedThinReuse is true); turn zeroing on: %s", pool, UnzeroedRemedy(pool))
+}
+
+// UnzeroedHold is the one-line reason a removal from the thin pool pool
+// (zeroing off) is held, with both ways forward.
+func UnzeroedHold(pool string) string {
+	return fmt.Sprintf("thin pool %s does not zero new chunks (zeroing off), so the chunks this removal frees would give their bytes to the next thin LV of the pool; turn zeroing on: %s, or accept it: removal: allowUnzeroedThinReuse: true", pool, UnzeroedRemedy(pool))
 }

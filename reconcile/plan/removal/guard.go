@@ -5,7 +5,7 @@ import "fmt"
 // applyGuards applies the rules that depend on what surrounds each planned
 // target (guests that name it, shared VGs, the pools below) and returns one refusal per target
 // that breaks one; it may change a target's mode (a thin LV is discarded).
-func (o *observed) applyGuards(targets []Target) []error {
+func (o *observed) applyGuards(targets []Target, req Request) []error {
 	var refusals []error
 	for i := range targets {
 		t := &targets[i]
@@ -31,7 +31,7 @@ func (o *observed) applyGuards(targets []Target) []error {
 		if !ok {
 			continue
 		}
-		if err := o.allocRules(lv, t); err != nil {
+		if err := o.allocRules(lv, t, req.AllowUnzeroedThinReuse); err != nil {
 			refusals = append(refusals, fmt.Errorf("%s: %w", what, err))
 		}
 	}

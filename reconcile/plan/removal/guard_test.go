@@ -21,9 +21,19 @@ var guardDecl = Declared{
 	"svg": {"vm-200-disk-0"},
 }
 
+// tvg/vm-103-disk-0 is in tvg/pooln, created with -Z n: its removal would
+// hand its chunks, bytes and all, to the next thin LV of the pool. It is
+// refused with the pool, the reason and both ways forward, and nothing is
+// planned; the desired state's opt-in lets it through with a note.
 func TestGuardThinLVs(t *testing.T) {
 	o := recorded(t, "node-guard.txtar")
-	targets, err := Plan(o.Host, guardDecl, Request{Names: []string{"tvg/vm-102-disk-0", "tvg/vm-103-disk-0"}, Mode: ModeZeroOut, RequireAbsent: true, Known: seen(guardDecl)})
+	names := []string{"tvg/vm-102-disk-0", "tvg/vm-103-disk-0"}
+	targets, err := Plan(o.Host, guardDecl, Request{Names: names, Mode: ModeZeroOut, RequireAbsent: true, Known: seen(guardDecl)})
+	want := "lv tvg/vm-103-disk-0: refused: thin pool tvg/pooln does not zero new chunks (zeroing off), so the chunks this removal frees would give their bytes to the next thin LV of the pool; turn zeroing on: lvchange -Z y tvg/pooln, or accept it: removal: allowUnzeroedThinReuse: true"
+	if !errors.Is(err, ErrRefused) || err.Error() != want || targets != nil {
+		t.Fatalf("got %v, %v; want only %q", targets, err, want)
+	}
+	targets, err = Plan(o.Host, guardDecl, Request{Names: names, Mode: ModeZeroOut, RequireAbsent: true, AllowUnzeroedThinReuse: true, Known: seen(guardDecl)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +45,7 @@ func TestGuardThinLVs(t *testing.T) {
 	if n := strings.Join(targets[0].Notes, "\n"); !strings.Contains(n, "tvg/pool allocate every chunk of its 3G") || strings.Contains(n, "lvchange -Z y") {
 		t.Errorf("vm-102 notes %q", n)
 	}
-	if n := strings.Join(targets[1].Notes, "\n"); !strings.Contains(n, "lvchange -Z y tvg/pooln") {
+	if n := strings.Join(targets[1].Notes, "\n"); !strings.Contains(n, "lvchange -Z y tvg/pooln") || !strings.Contains(n, "allowUnzeroedThinReuse is true") {
 		t.Errorf("vm-103 notes %q", n)
 	}
 }

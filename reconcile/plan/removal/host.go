@@ -14,12 +14,21 @@ type observed struct {
 	*model.Host
 	stack  stack
 	shared map[string]SharedVG
+	// byDM maps an active LV's device-mapper name to its "vg/lv", so that
+	// the LV that is a PV is found without a walk over every LV.
+	byDM map[string]string
 }
 
 // observe derives them; shared names the VGs the desired state declares
 // shared.
 func observe(h *model.Host, shared ...string) *observed {
-	return &observed{Host: h, stack: stackFromHost(h), shared: SharedVGs(h, shared...)}
+	byDM := make(map[string]string, len(h.LVs))
+	for key, lv := range h.LVs {
+		if lv.DMName != "" {
+			byDM[lv.DMName] = key
+		}
+	}
+	return &observed{Host: h, stack: stackFromHost(h), shared: SharedVGs(h, shared...), byDM: byDM}
 }
 
 // hasTag reports whether lv carries the LVM tag tag (the raw lv_tags field,

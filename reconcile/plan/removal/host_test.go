@@ -1,8 +1,13 @@
 package removal
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -27,16 +32,30 @@ func recorded(t *testing.T, name string) *observed {
 	return observe(snapshotHost(t, "../../apply/wipe/testdata/"+name))
 }
 
-// snapshotHost probes the node snapshot at path.
-func snapshotHost(t *testing.T, path string) *model.Host {
-	t.Helper()
-	s, err := hostio.ReadSnapshotFile(path)
+// snapshotHost probes the node snapshot at path (gzipped when it ends in
+// .gz, as the scale captures are).
+func snapshotHost(tb testing.TB, path string) *model.Host {
+	tb.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
+	}
+	if strings.HasSuffix(path, ".gz") {
+		z, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if b, err = io.ReadAll(z); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	s, err := hostio.ParseSnapshot(b)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
 	}
 	h, err := probes.Probe(context.Background(), hostio.Replay(s))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return h
 }
@@ -64,8 +83,15 @@ func TestObserveSetup(t *testing.T) {
 	if !o.LVs["vdolab/vpool_vdata"].Hidden {
 		t.Error("vpool_vdata not hidden")
 	}
-	if !o.onVDO("vms") || o.onVDO("vdolab") || o.onVDO("other") {
-		t.Errorf("stacked on VDO: vms %v vdolab %v other %v", o.onVDO("vms"), o.onVDO("vdolab"), o.onVDO("other"))
+	for key, want := range map[string]string{
+		"vms/vm-100-disk-0": "vdo [/dev/vdolab/vdolv] other []",
+		"vdolab/keep":       "vdo [] other [/dev/nvme0n1]",
+		"other/data":        "vdo [] other [/dev/sda]",
+	} {
+		vdo, other := o.vdoUnder(o.LVs[key])
+		if got := fmt.Sprintf("vdo %v other %v", vdo, other); got != want {
+			t.Errorf("under %s: %s, want %s", key, got, want)
+		}
 	}
 	var pvlv bool
 	for _, pv := range o.PVs {

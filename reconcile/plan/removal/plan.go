@@ -99,6 +99,10 @@ type Request struct {
 	// Pins maps an absent name ("vg/lv") whose entry pins an lv_uuid to
 	// that uuid: only the LV with it is removed for the name.
 	Pins map[string]string
+	// AllowUnzeroedThinReuse is removal.allowUnzeroedThinReuse: remove a
+	// thin LV even when its pool does not zero new chunks (alloc.go);
+	// otherwise that removal is refused.
+	AllowUnzeroedThinReuse bool
 }
 
 // ErrRefused marks a refusal: nothing was changed.
@@ -229,7 +233,7 @@ func Plan(h *model.Host, decl Declared, req Request) ([]Target, error) {
 		}
 		targets = append(targets, o.target(lv, lvName, mode))
 	}
-	refusals = append(refusals, o.applyGuards(targets)...)
+	refusals = append(refusals, o.applyGuards(targets, req)...)
 	if len(refusals) > 0 {
 		return nil, errors.Join(refusals...)
 	}
@@ -271,33 +275,77 @@ func (o *observed) refuseKind(lv *model.LV) error {
 	return nil
 }
 
-// onVDO reports whether vg has a PV that is a VDO LV.
-func (o *observed) onVDO(vg string) bool {
-	for _, pv := range o.PVs {
-		dm := o.pvDMName(pv)
-		if pv.VG != vg || dm == "" {
-			continue
-		}
-		for _, lv := range o.LVs {
-			if lv.DMName == dm && lv.SegType == "vdo" {
-				return true
-			}
+// Whether a discard leaves zeroes is a property of the devices under each
+// extent of the LV, not of its VG: a VG stacked on a VDO LV may later get a
+// plain disk by vgextend, and an LV allocated there has no VDO below it.
+//   - dm-vdo reads an unmapped logical block, one "never written, or
+//     discarded", as zeroes, and keeps no data block for an all-zero block
+//     (zero-block elimination; the kernel's
+//     Documentation/admin-guide/device-mapper/vdo-design.rst).
+//   - dm-thin reads an unprovisioned block as zeroes, and a discard
+//     unprovisions it (Documentation/admin-guide/device-mapper/
+//     thin-provisioning.rst); thin LVs are handled by allocRules.
+//   - A disk makes no such promise: SCSI reports with LBPRZ whether an
+//     unmapped block reads as zeroes, ATA with "deterministic read zeroes
+//     after TRIM", NVMe with DLFEAT, and without them an unmapped block may
+//     read as its old bytes (a TRIM is a hint). The kernel only offers
+//     zeroes through WRITE ZEROES (queue/write_zeroes_max_bytes), which is
+//     what BLKZEROOUT uses (block/blk-lib.c), never through BLKDISCARD.
+// So an LV is discarded only when every PV under every segment of it is a
+// VDO LV (below: stack.Below, sub-LVs followed); anything else is
+// zero-filled.
+
+// vdoUnder splits the PVs under lv into VDO LVs and anything else (disks,
+// other LVs); both are sorted.
+func (o *observed) vdoUnder(lv *model.LV) (vdo, other []string) {
+	for _, pv := range o.stack.Below[lv.VG+"/"+lv.Name] {
+		if key := o.lvOfPV(pv); key != "" && o.LVs[key].SegType == "vdo" {
+			vdo = append(vdo, pv)
+		} else {
+			other = append(other, pv)
 		}
 	}
-	return false
+	return vdo, other
 }
 
 func (o *observed) target(lv *model.LV, orig string, mode Mode) Target {
 	t := Target{VG: lv.VG, LV: orig, Active: lv.Active, Size: lv.Size, Mode: mode, UUID: lv.UUID, Created: created(lv)}
-	vdo := o.onVDO(lv.VG)
-	gives := vdo || lv.SegType == "thin"
+	vdo, other := o.vdoUnder(lv)
+	onlyVDO := len(vdo) > 0 && len(other) == 0
+	gives := onlyVDO || lv.SegType == "thin"
 	switch {
+	case mode == ModeDiscard && !gives && len(vdo) > 0:
+		t.Mode = ModeZeroOut
+		t.Notes = append(t.Notes, fmt.Sprintf("removal.mode is discard but only part of %s is on VDO (%s): its extents on %s would keep their bytes after a discard: zeroing instead",
+			t.Name(), strings.Join(vdo, ", "), strings.Join(other, ", ")))
 	case mode == ModeDiscard && !gives:
 		t.Mode = ModeZeroOut
 		t.Notes = append(t.Notes, "removal.mode is discard but nothing below "+t.Name()+" returns discarded blocks as zeroes (not thin, not on VDO): zeroing instead")
-	case mode == ModeZeroOut && vdo:
+	case mode == ModeZeroOut && onlyVDO:
 		t.DiscardAfter = true
-		t.Notes = append(t.Notes, "vg "+lv.VG+" is stacked on VDO: discarding after zeroing so VDO frees the blocks")
+		t.Notes = append(t.Notes, t.Name()+" is only on VDO ("+strings.Join(vdo, ", ")+"): discarding after zeroing so VDO frees the blocks")
 	}
+	// A zero-filled LV only partly on VDO is not discarded after: VDO keeps
+	// no block for the zeroes written, so the fill alone gives VDO its
+	// blocks back, while a discard that reaches the disk part may turn its
+	// zeroes back into whatever the disk returns for an unmapped block.
 	return t
+}
+
+// Clearing tells, before Plan, how removal clears an LV of a host, so that
+// the planner's findings and actions name the mode the wipe will use.
+type Clearing struct{ o *observed }
+
+// NewClearing reads h once for Clears.
+func NewClearing(h *model.Host) Clearing { return Clearing{o: observe(h)} }
+
+// Clears returns how lv is cleared when mode is asked for: the mode used
+// and whether a discard follows the zero-fill. A thin LV is discarded
+// (allocRules).
+func (c Clearing) Clears(lv *model.LV, mode Mode) (Mode, bool) {
+	if lv.SegType == "thin" {
+		return ModeDiscard, false
+	}
+	t := c.o.target(lv, lv.Name, mode)
+	return t.Mode, t.DiscardAfter
 }

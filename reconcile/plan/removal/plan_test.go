@@ -14,13 +14,18 @@ import (
 
 // testHost is a host with a VG on a disk, a thin pool in it, a VDO LV that
 // is the PV of a stacked VG, and a few LVs in each. The PVs on LVs are dm
-// devices (Queues gives their dm names); no pool's space is known.
+// devices (Queues gives their dm names); each linear LV lies on its VG's PV;
+// no pool's space is known.
 func testHost() *model.Host {
 	lv := func(vg, name, seg string, mod func(*model.LV)) *model.LV {
 		l := &model.LV{VG: vg, Name: name, FullName: vg + "/" + name, SegType: seg, Active: true, Size: 1 << 30,
 			DMName: strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(name, "-", "--"), DataPercent: -1,
 			UUID: "uuid-" + vg + "-" + name}
 		l.Fields.Set("lv_time", "2026-11-29 23:05:20 +0000")
+		// A linear LV lies on its VG's one PV.
+		if pv := map[string]string{"vdolab": "/dev/vdb", "vms": "/dev/vdolab/vdolv"}[vg]; seg == "linear" && pv != "" {
+			l.Segments = []model.Segment{{Type: seg, Devices: []model.SegmentDev{{Name: pv, IsPV: true}}}}
+		}
 		if mod != nil {
 			mod(l)
 		}
@@ -140,7 +145,7 @@ func TestPlanResumesFirstAndPicksModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := targets[len(targets)-1]
-	if last.Mode != ModeZeroOut || !last.DiscardAfter || !strings.Contains(last.Notes[0], "stacked on VDO") {
+	if last.Mode != ModeZeroOut || !last.DiscardAfter || !strings.Contains(last.Notes[0], "is only on VDO") {
 		t.Errorf("zeroout on a VG stacked on VDO: %+v", last)
 	}
 }
