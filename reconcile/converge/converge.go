@@ -227,7 +227,7 @@ func (l *Loop) Load(files []schema.File, readErr error) error {
 			if l.lastGood != "" {
 				// Not fatal: the desired state is in force; only a later
 				// boot with an invalid one lacks the copy.
-				if err := saveLastGood(l.lastGood, files); err != nil {
+				if err := saveLastGood(l.lastGood, l.Paths(), files); err != nil {
 					l.log.Warn("keeping a copy of the desired state", "err", err)
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/keel-storage/keel/reconcile/atomicfile"
@@ -25,11 +26,26 @@ type LastGood struct {
 	Saved time.Time
 }
 
-// saveLastGood writes files, the desired state that just loaded, to path
-// as a txtar archive (each file under its own path), atomically, and only
-// when the copy differs: the daemon loads at every reload.
-func saveLastGood(path string, files []schema.File) error {
-	a := &txtar.Archive{Comment: []byte("keel: the last desired state that loaded (keel activate falls back to it)\n")}
+// lastGoodComment heads the copy; it names the desired-state paths the
+// files were read from, and LoadLastGood takes only a copy of its own
+// paths: a `keel apply -c` of another file by hand must not become what
+// the next boot brings up.
+func lastGoodComment(paths []string) string {
+	return "keel: the last desired state that loaded (keel activate falls back to it)\npaths: " + strings.Join(paths, " ") + "\n"
+}
+
+// copyPaths returns the paths a copy's comment names.
+func copyPaths(comment []byte) string {
+	_, p, _ := strings.Cut(string(comment), "\npaths: ")
+	return strings.TrimSpace(p)
+}
+
+// saveLastGood writes files, the desired state that just loaded from
+// paths, to path as a txtar archive (each file under its own path),
+// atomically, and only when the copy differs: the daemon loads at every
+// reload.
+func saveLastGood(path string, paths []string, files []schema.File) error {
+	a := &txtar.Archive{Comment: []byte(lastGoodComment(paths))}
 	for _, f := range files {
 		a.Files = append(a.Files, txtar.File{Name: f.Name, Data: f.Data})
 	}
@@ -50,8 +66,8 @@ func saveLastGood(path string, files []schema.File) error {
 // in force, validated again by this keel: for keel activate, when the
 // desired state on disk is invalid. The config.invalid finding of the
 // failed load stays. It fails when the loop keeps no copy (Wiring.LastGood
-// unset), when there never was a good one, or when this keel does not
-// accept the copy either.
+// unset), when there never was a good one, when the copy is of other
+// desired-state paths, or when this keel does not accept the copy either.
 func (l *Loop) LoadLastGood() (LastGood, error) {
 	if l.lastGood == "" {
 		return LastGood{}, fmt.Errorf("no last good desired state kept")
@@ -63,6 +79,10 @@ func (l *Loop) LoadLastGood() (LastGood, error) {
 	a, err := txtar.ParseFile(l.lastGood)
 	if err != nil {
 		return LastGood{}, fmt.Errorf("last good desired state: %w", err)
+	}
+	if want := lastGoodComment(l.Paths()); string(a.Comment) != want {
+		return LastGood{}, fmt.Errorf("last good desired state %s: a copy of another desired state (%s), not of %s",
+			l.lastGood, copyPaths(a.Comment), strings.Join(l.Paths(), " "))
 	}
 	if len(a.Files) == 0 {
 		return LastGood{}, fmt.Errorf("last good desired state %s: no file in it", l.lastGood)

@@ -82,3 +82,26 @@ func TestLoadKeepsNoCopyByDefault(t *testing.T) {
 		t.Error("LoadLastGood without KeepLastGood succeeded")
 	}
 }
+
+// A copy saved from other desired-state paths (keel apply -c of another
+// file by hand) is not what a boot with the default paths falls back to.
+func TestLoadLastGoodRefusesACopyOfOtherPaths(t *testing.T) {
+	dir, other, state := t.TempDir(), t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(other, "x.cue"), []byte("lvm: scanLVs: false\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "desired.cue"), []byte("lvm: scanLVs: 7\n"), 0o644)
+	w := Wiring{StateDir: state, KeepLastGood: true, Source: hostio.Source{Runner: failingRunner{}, FS: hostio.DirFS(t.TempDir())}}
+	byHand := New([]string{other}, w)
+	if err := byHand.Load(byHand.Read()); err != nil {
+		t.Fatal(err)
+	}
+	boot := New([]string{dir}, w)
+	if err := boot.Load(boot.Read()); err == nil {
+		t.Fatal("invalid desired state loaded")
+	}
+	if _, err := boot.LoadLastGood(); err == nil || !strings.Contains(err.Error(), "a copy of another desired state ("+other+"), not of "+dir) {
+		t.Fatalf("LoadLastGood: %v", err)
+	}
+	if boot.Desired() != nil {
+		t.Errorf("in force: %+v", boot.Desired())
+	}
+}
