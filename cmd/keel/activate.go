@@ -34,13 +34,16 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		"tunables (live actions only; nothing is created or destroyed), waits for the declared PVs,",
 		"activates the lower VGs and VDO pools, makes LVM scan the PVs on their LVs, activates the",
 		"VGs stacked on them, rewrites keel's udev rules if they drifted, and tells systemd READY.",
+		"Activation commands are never killed: past --timeout, with one still running, keel tells",
+		"systemd READY so the guests start, and waits for it. An invalid desired state falls back to",
+		"the last one that loaded (/var/lib/keel/last-good-desired.txtar), saying so.",
 		"Without --node keel must run as root.",
 		"Exit status: 0 stack up, 1 stack incomplete at the timeout (each missing PV named), 2 could",
-		"not run (bad flags, not root, missing or invalid desired state, failed probe).")
+		"not run (bad flags, not root, missing desired state, invalid with no last good one, failed probe).")
 	var configs multiFlag
 	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "say what activation would do on the node `SNAPSHOT`; run nothing")
-	timeout := fs.Duration("timeout", 2*time.Minute, "give up when the stack is not up after this long")
+	timeout := fs.Duration("timeout", 2*time.Minute, "hold the units ordered after keel-activate no longer than this")
 	poll := fs.Duration("poll", time.Second, "re-probe this often while waiting for devices")
 	lvmConf := fs.String("lvm-conf", lvmconf.DefaultPath, "the lvm.conf to keep")
 	noRules := fs.Bool("no-udev-rules", false, "do not rewrite keel's udev rules when they drift")
