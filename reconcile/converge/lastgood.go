@@ -1,9 +1,11 @@
 package converge
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +52,17 @@ func saveLastGood(path string, paths []string, files []schema.File) error {
 		a.Files = append(a.Files, txtar.File{Name: f.Name, Data: f.Data})
 	}
 	b := txtar.Format(a)
+	// A file with a line of txtar's own "-- name --" form would come back
+	// split: refuse to keep a copy that does not read back the same.
+	back := txtar.Parse(b)
+	if len(back.Files) != len(files) {
+		return fmt.Errorf("last good desired state %s: a file has a line txtar reads as a file name; no copy kept", path)
+	}
+	for i, f := range back.Files {
+		if f.Name != files[i].Name || !bytes.Equal(f.Data, files[i].Data) && !bytes.Equal(f.Data, append(slices.Clip(files[i].Data), '\n')) {
+			return fmt.Errorf("last good desired state %s: %s does not read back the same; no copy kept", path, files[i].Name)
+		}
+	}
 	if old, err := os.ReadFile(path); err == nil && string(old) == string(b) {
 		return nil
 	}

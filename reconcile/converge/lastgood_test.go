@@ -10,6 +10,7 @@ import (
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/schema"
 )
 
 // A new loop (keel activate at the next boot) falls back to the copy of
@@ -103,5 +104,22 @@ func TestLoadLastGoodRefusesACopyOfOtherPaths(t *testing.T) {
 	}
 	if boot.Desired() != nil {
 		t.Errorf("in force: %+v", boot.Desired())
+	}
+}
+
+// A desired state with a line of txtar's file-name form would not read
+// back the same: no copy is kept rather than a wrong one.
+func TestSaveLastGoodRefusesWhatDoesNotReadBack(t *testing.T) {
+	p := filepath.Join(t.TempDir(), LastGoodFile)
+	bad := []schema.File{{Name: "/etc/keel/a.cue", Data: []byte("// x\n-- b.cue --\nlvm: scanLVs: true\n")}}
+	if err := saveLastGood(p, []string{"/etc/keel"}, bad); err == nil {
+		t.Fatal("kept a copy that does not read back")
+	}
+	if _, err := os.Stat(p); err == nil {
+		t.Error("copy written")
+	}
+	good := []schema.File{{Name: "/etc/keel/a.cue", Data: []byte("lvm: scanLVs: true")}}
+	if err := saveLastGood(p, []string{"/etc/keel"}, good); err != nil {
+		t.Fatalf("no final newline: %v", err)
 	}
 }
