@@ -1,6 +1,7 @@
 // Package lvm holds what keel knows of LVM's names: an LV's "vg/lv" name,
 // the rule a VG or LV name must follow, and the device-mapper name LVM
-// gives the LV. It is pure: no files, no processes, no clock.
+// gives the LV; and how to read a string array of LVM's configuration
+// (ConfigList). It is pure: no files, no processes, no clock.
 package lvm
 
 import (

@@ -165,6 +165,12 @@ func (p *reportParser) vgs(f *fieldReader, rows []model.Fields) string {
 		attr := r.Get("vg_attr")
 		vg := &model.VG{Name: vgName, UUID: r.Get("vg_uuid"), Attr: attr, LockType: r.Get("vg_lock_type"),
 			Shared: truthy(r.Get("vg_shared")) || truthy(r.Get("vg_clustered")) || len(attr) > 5 && strings.ContainsRune("sc", rune(attr[5]))}
+		if aa, ok := r.Lookup("vg_autoactivation"); ok {
+			vg.NoAutoactivation = aa != "enabled"
+		}
+		if t := r.Get("vg_tags"); t != "" {
+			vg.Tags = strings.Split(t, ",")
+		}
 		obj := reportObject{kind: "vg", name: vgName}
 		vg.ExtentSize = f.num(obj, "vg_extent_size", r)
 		vg.Seqno = f.num(obj, "vg_seqno", r)

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,13 +34,16 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		"tunables (live actions only; nothing is created or destroyed), waits for the declared PVs,",
 		"activates the lower VGs and VDO pools, makes LVM scan the PVs on their LVs, activates the",
 		"VGs stacked on them, rewrites keel's udev rules if they drifted, and tells systemd READY.",
+		"Activation commands are never killed: past --timeout, with one still running, keel tells",
+		"systemd READY so the guests start, and waits for it. An invalid desired state falls back to",
+		"the last one that loaded (/var/lib/keel/last-good-desired.txtar), saying so.",
 		"Without --node keel must run as root.",
 		"Exit status: 0 stack up, 1 stack incomplete at the timeout (each missing PV named), 2 could",
-		"not run (bad flags, not root, missing or invalid desired state, failed probe).")
+		"not run (bad flags, not root, missing desired state, invalid with no last good one, failed probe).")
 	var configs multiFlag
 	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "say what activation would do on the node `SNAPSHOT`; run nothing")
-	timeout := fs.Duration("timeout", 2*time.Minute, "give up when the stack is not up after this long")
+	timeout := fs.Duration("timeout", 2*time.Minute, "hold the units ordered after keel-activate no longer than this")
 	poll := fs.Duration("poll", time.Second, "re-probe this often while waiting for devices")
 	lvmConf := fs.String("lvm-conf", lvmconf.DefaultPath, "the lvm.conf to keep")
 	noRules := fs.Bool("no-udev-rules", false, "do not rewrite keel's udev rules when they drift")
@@ -63,18 +68,43 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	if sink != nil {
 		defer sink.Close()
 	}
+	// Probes are bounded (a read that hangs is retried); the commands that
+	// change the host, activation above all, are not (Loop.Activate).
 	src := hostio.Live("/", time.Minute, liveOptions())
-	loop := converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log})
+	loop := converge.New(configs, converge.Wiring{Source: src, Runner: hostio.Live("/", 0, liveOptions()).Runner,
+		LVMConfPath: *lvmConf, Log: log, KeepLastGood: true})
 	if err := loop.Load(loop.Read()); err != nil {
 		fmt.Fprintf(stderr, "keel activate: %s\n", loadErrorText("activate", configs, err))
-		return exitError
+		if errors.Is(err, iofs.ErrNotExist) {
+			return exitError
+		}
+		lg, lerr := loop.LoadLastGood()
+		if lerr != nil {
+			log.Error("desired state invalid and no last good one", "finding", string(plan.ConfigInvalid), "err", oneLineErr(err), "last_good", lerr.Error())
+			fmt.Fprintf(stderr, "keel activate: no last good desired state to fall back to: %v\n", lerr)
+			return exitError
+		}
+		// The stack comes up as the daemon, which keeps the last good
+		// desired state in force, runs it; keel check and the daemon
+		// report the invalid one (config.invalid).
+		log.Error("desired state invalid; activating the last good desired state", "finding", string(plan.ConfigInvalid),
+			"err", oneLineErr(err), "last_good", lg.Path, "saved", lg.Saved.UTC().Format(time.RFC3339))
+		fmt.Fprintf(stderr, "keel activate: using the last good desired state, saved %s in %s; fix the desired state (keel vet)\n",
+			lg.Saved.UTC().Format(time.RFC3339), lg.Path)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
 	_ = notify.Status("activating the declared storage stack")
+	w := newActivationWatch(start, *timeout, watchGrace, notify.Sender{}, log, stderr)
+	defer w.stop()
 	out, err := loop.Activate(ctx, converge.ActivateOptions{Deadline: start.Add(*timeout), Poll: *poll,
-		Waiting: func(blocked []string) { log.Info("waiting for devices", "blocked", strings.Join(blocked, "; ")) }})
+		Waiting: func(blocked []string) {
+			log.Info("waiting for devices", "blocked", strings.Join(blocked, "; "))
+			w.set("waiting for devices: " + strings.Join(blocked, "; "))
+		},
+		Running: w.running})
+	w.stop()
 	if !out.Computed {
 		if err == nil {
 			err = errors.New("no probe of the host succeeded")
@@ -170,4 +200,96 @@ func activateReplay(configs []string, node string, stdout, stderr io.Writer) int
 		return exitFindings
 	}
 	return exitOK
+}
+
+// oneLineErr is err's text on one line, for a structured log field.
+func oneLineErr(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// activationWatch shows in systemd's STATUS= line what keel activate waits
+// for and since when (systemctl status keel-activate), and holds the units
+// ordered after keel-activate (the guests) no longer than the bound: when
+// the bound has passed and the activation still runs (a command keel never
+// kills, Loop.Activate), it tells systemd READY, so that those units start
+// while keel keeps waiting. Without NOTIFY_SOCKET it only logs.
+type activationWatch struct {
+	notify   notify.Sender
+	mu       sync.Mutex
+	what     string
+	since    time.Time
+	command  bool
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+// watchTick is how often the status line is refreshed; watchGrace is how
+// long after the bound the watch waits for Activate to return by itself
+// (it checks the deadline once per poll) before it releases the guests.
+const (
+	watchTick  = 5 * time.Second
+	watchGrace = 2 * time.Second
+)
+
+// newActivationWatch starts the watch of an activation that began at start
+// with bound; it releases the guests grace after the bound.
+func newActivationWatch(start time.Time, bound, grace time.Duration, n notify.Sender, log hclog.Logger, stderr io.Writer) *activationWatch {
+	w := &activationWatch{notify: n, what: "probing the host", since: start, done: make(chan struct{})}
+	go w.loop(start, bound, grace, log, stderr)
+	return w
+}
+
+// set says what the activation waits for now.
+func (w *activationWatch) set(what string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if what != w.what {
+		w.what, w.since = what, time.Now()
+	}
+	w.command = false
+}
+
+// running is ActivateOptions.Running.
+func (w *activationWatch) running(argv []string) {
+	if argv == nil {
+		w.set("probing the host")
+		return
+	}
+	w.set("running " + shell.Join(argv) + " (never killed)")
+	w.mu.Lock()
+	w.command = true
+	w.mu.Unlock()
+}
+
+func (w *activationWatch) status() (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return fmt.Sprintf("%s for %s", w.what, time.Since(w.since).Round(time.Second)), w.command
+}
+
+func (w *activationWatch) stop() { w.stopOnce.Do(func() { close(w.done) }) }
+
+func (w *activationWatch) loop(start time.Time, bound, grace time.Duration, log hclog.Logger, stderr io.Writer) {
+	tick := time.NewTicker(watchTick)
+	defer tick.Stop()
+	release := time.NewTimer(time.Until(start.Add(bound + grace)))
+	defer release.Stop()
+	released := false
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-tick.C:
+			st, _ := w.status()
+			if released {
+				st = "guests released at the bound; " + st
+			}
+			_ = w.notify.Status(st)
+		case <-release.C:
+			st, command := w.status()
+			released = true
+			msg := fmt.Sprintf("past its bound of %s: units ordered after keel-activate may start; still %s", bound, st)
+			log.Warn("activation past its bound; READY so that the guests start", "bound", bound.String(), "waiting", st, "command", command)
+			fmt.Fprintf(stderr, "keel activate: %s\n", msg)
+			_ = w.notify.Ready(msg)
+		}
+	}
 }

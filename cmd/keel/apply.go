@@ -75,7 +75,9 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		src.Runner = cl
 	}
 	src = withLVMConfigCache(src, *node) // above the command log: a cached answer ran nothing
-	a := converge.New(configs, converge.Wiring{Source: src, Runner: runner, Log: log})
+	// A live apply keeps a copy of the desired state once it loads, for
+	// keel activate at the next boot (converge.LastGoodFile).
+	a := converge.New(configs, converge.Wiring{Source: src, Runner: runner, Log: log, KeepLastGood: *node == "" && !*dryRun})
 	if err := a.Load(a.Read()); err != nil {
 		fmt.Fprintf(stderr, "keel apply: %s\n", loadErrorText("apply", configs, err))
 		return exitError

@@ -97,7 +97,9 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	d := &daemon.Daemon{Log: log, LVMConfPath: *lvmConf, Resync: *resync, Textfile: *textfile,
 		NoUevents: *noUevents, Reload: hup, Audit: *audit, Liveness: live, Poll: *poll}
-	d.Loop = converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log, Wipes: d.WipeObserver()})
+	// Each desired state that loads is kept for keel activate at the next
+	// boot (converge.LastGoodFile).
+	d.Loop = converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log, Wipes: d.WipeObserver(), KeepLastGood: true})
 	if *poll > 0 {
 		d.Stamp = func(dev string) (string, error) { return probes.MetadataStamp(src.FS, dev) }
 		d.Seqnos = func(ctx context.Context) (map[string]uint64, error) { return probes.VGSeqnos(ctx, src) }

@@ -65,13 +65,21 @@ install -m 644 "$SHARE/pve-guests.service" /etc/systemd/system/pve-guests.servic
 mkdir -p /etc/systemd/system/keel-activate.service.d
 printf '[Service]\nExecStart=\nExecStart=/usr/bin/keel activate --timeout 20s\n' >/etc/systemd/system/keel-activate.service.d/e2e.conf
 systemctl daemon-reload
+# An upgrade from a keel whose unit had RequiredBy=pve-guests.service:
+# its `systemctl enable` left this link, which made one failed activation
+# keep every guest from starting.
+mkdir -p /etc/systemd/system/pve-guests.service.requires
+ln -sf /lib/systemd/system/keel-activate.service /etc/systemd/system/pve-guests.service.requires/keel-activate.service
 # What the postinst does once a desired state exists.
 dpkg-reconfigure keel >"$OUT/reconfigure.txt" 2>&1 || flunk "dpkg-reconfigure keel"
 systemctl enable -q pve-guests.service
 systemctl is-enabled -q keel-activate.service && systemctl is-enabled -q keel.service &&
 	pass "postinst with a desired state enabled both units" || flunk "units not enabled"
-[ -L /etc/systemd/system/pve-guests.service.requires/keel-activate.service ] &&
-	pass "pve-guests requires keel-activate" || flunk "no RequiredBy link: $(ls -la /etc/systemd/system/ | grep requires)"
+if [ -e /etc/systemd/system/pve-guests.service.requires/keel-activate.service ] || systemctl show -P Requires pve-guests.service | grep -q keel-activate; then
+	flunk "pve-guests requires keel-activate: $(ls -la /etc/systemd/system/pve-guests.service.requires/ 2>&1 | tail -n +2)"
+else
+	pass "pve-guests does not require keel-activate (the old RequiredBy link is gone)"
+fi
 systemctl list-dependencies --after pve-guests.service --plain 2>/dev/null | grep -q keel-activate &&
 	pass "pve-guests ordered after keel-activate" || flunk "pve-guests not ordered after keel-activate"
 lvmconfig --typeconfig full devices/scan_lvs >"$OUT/scan_lvs.txt"

@@ -503,25 +503,26 @@ func TestContainerfile(t *testing.T) {
 	}
 }
 
-// The systemd units name the guest-start units of each hypervisor.
+// The systemd units order the guest-start units of each hypervisor after
+// keel-activate without requiring it: a failed activation must not keep
+// every guest down (pve-guests.service refuses a manual start).
 func TestUnitsOrderGuestStart(t *testing.T) {
 	b, err := os.ReadFile("../systemd/keel-activate.service")
 	if err != nil {
 		t.Fatal(err)
 	}
 	unit := string(b)
-	for _, u := range []string{"pve-guests.service", "libvirt-guests.service", "rke2-server.service"} {
-		before := regexp.MustCompile(`(?m)^Before=.*\b` + regexp.QuoteMeta(u))
-		required := regexp.MustCompile(`(?m)^RequiredBy=.*\b` + regexp.QuoteMeta(u))
-		if !before.MatchString(unit) || !required.MatchString(unit) {
-			t.Errorf("keel-activate.service: %s needs Before= and RequiredBy=", u)
-		}
-	}
-	// libvirt autostarts guests from the daemon itself: ordered, not required.
-	for _, u := range []string{"libvirtd.service", "virtqemud.service"} {
+	for _, u := range []string{"pve-guests.service", "libvirt-guests.service", "rke2-server.service", "rke2-agent.service",
+		"libvirtd.service", "virtqemud.service"} {
 		if !regexp.MustCompile(`(?m)^Before=.*\b` + regexp.QuoteMeta(u)).MatchString(unit) {
 			t.Errorf("keel-activate.service: not Before=%s", u)
 		}
+	}
+	if m := regexp.MustCompile(`(?m)^(RequiredBy|Requires|BindsTo|RequisiteOf|Requisite)=.*$`).FindString(unit); m != "" {
+		t.Errorf("keel-activate.service: %q: a failed activation would keep the guests down", m)
+	}
+	if !regexp.MustCompile(`(?m)^WantedBy=multi-user\.target$`).MatchString(unit) {
+		t.Error("keel-activate.service: not WantedBy=multi-user.target: Before= orders only units in the transaction")
 	}
 }
 

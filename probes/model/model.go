@@ -153,8 +153,16 @@ type VG struct {
 	Shared bool `json:"shared"`
 	// LockType is vg_lock_type: the lvmlockd lock manager ("sanlock",
 	// "dlm", ...), "" or "none" for a local VG (lvmlockd(8)).
-	LockType string   `json:"lockType"`
-	Errors   []string `json:"errors"`
+	LockType string `json:"lockType"`
+	// NoAutoactivation is set when LVM reports vg_autoactivation off
+	// (vgchange --setautoactivation n): vgchange -aay then activates none
+	// of its LVs (lvm2 tools/vgchange.c, _vgchange_activate). An LVM
+	// older than 2.03.12 has no such field, and no such flag.
+	NoAutoactivation bool `json:"noAutoactivation,omitempty"`
+	// Tags are vg_tags, which auto_activation_volume_list's "@tag" entries
+	// match as well as the LV's own (lvm2 lib/activate/activate.c).
+	Tags   []string `json:"tags,omitempty"`
+	Errors []string `json:"errors"`
 }
 
 // Partial reports whether LVM reads the VG with PVs missing: the fourth

@@ -375,3 +375,114 @@ func TestCompare(t *testing.T) {
 		t.Errorf("empty desired state drifts: %+v", d)
 	}
 }
+
+// The node captured in the test guest (e2e/boot activate.sh) right after
+// lvm2's own autoactivation (vgchange -aay) of three VGs, each holding
+// what lvm2 leaves inactive: pve, a thin pool with a Proxmox VE thin
+// snapshot (activation-skip set by lvm2) and a template (lvchange -ky);
+// offvg, with VG autoactivation off; listvg, whose LV "out" is not in
+// activation/auto_activation_volume_list ["pve","offvg","listvg/in"].
+const autoactivationNode = "testdata/autoactivation.txtar"
+
+func autoactivationStack() *spec.Config {
+	disk := func(s string) []string { return []string{"/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_" + s} }
+	return &spec.Config{VolumeGroups: map[string]spec.VolumeGroup{
+		"pve": {PVs: disk("hdd1")}, "offvg": {PVs: disk("hdd2")}, "listvg": {PVs: disk("hdd3")},
+	}}
+}
+
+// inactiveOf returns the "vg: inactive LVs" reasons of the plan's Activate
+// steps.
+func inactiveOf(p Plan) []string {
+	var out []string
+	for _, s := range p.Steps {
+		if s.Status == Activate {
+			out = append(out, s.Reason)
+		}
+	}
+	return out
+}
+
+// What lvm2 left inactive does not hold keel activate: the stack is done
+// as captured. Each of lvm2's rules is needed: with any one of them
+// undone in the model, keel would wait for that LV and run vgchange -aay,
+// which leaves it inactive again (the bug: it then failed at its bound).
+func TestComputeFollowsLVM2Autoactivation(t *testing.T) {
+	h, _ := probeNode(t, autoactivationNode)
+	p, err := Compute(autoactivationStack(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Done() {
+		t.Fatalf("not done: %q", p.Blocked())
+	}
+	for _, lv := range []string{"pve/snap_vm-100-disk-0_before", "pve/base-101-disk-0", "offvg/lv0", "listvg/out"} {
+		if o := h.LVs[lv]; o == nil || o.Active {
+			t.Fatalf("capture: %s %+v, want it inactive", lv, o)
+		}
+	}
+	if !h.VGs["offvg"].NoAutoactivation || h.VGs["pve"].NoAutoactivation {
+		t.Fatalf("vg_autoactivation: offvg %v, pve %v", h.VGs["offvg"].NoAutoactivation, h.VGs["pve"].NoAutoactivation)
+	}
+	undo := map[string]struct {
+		change func(h *model.Host)
+		want   string
+	}{
+		// lv_activation_skip (lvm2 lib/metadata/lv_manip.c): lv_attr 'k'.
+		"thin snapshot activation-skip": {func(h *model.Host) {
+			lv := h.LVs["pve/snap_vm-100-disk-0_before"]
+			lv.Attr = lv.Attr[:9] + "-"
+		}, "vg pve: inactive LVs pve/snap_vm-100-disk-0_before"},
+		"template lvchange -ky": {func(h *model.Host) {
+			lv := h.LVs["pve/base-101-disk-0"]
+			lv.Attr = lv.Attr[:9] + "-"
+		}, "vg pve: inactive LVs pve/base-101-disk-0"},
+		// vgchange_activate (tools/vgchange.c): VG NOAUTOACTIVATE.
+		"vg autoactivation": {func(h *model.Host) { h.VGs["offvg"].NoAutoactivation = false },
+			"vg offvg: inactive LVs offvg/lv0"},
+		// lv_passes_auto_activation_filter (lib/activate/activate.c).
+		"volume list unset": {func(h *model.Host) { delete(h.LVMConfig.Values, "activation/auto_activation_volume_list") },
+			"vg listvg: inactive LVs listvg/out"},
+		"volume list names the VG": {func(h *model.Host) {
+			h.LVMConfig.Values["activation/auto_activation_volume_list"] = `["pve","offvg","listvg"]`
+		}, "vg listvg: inactive LVs listvg/out"},
+		"volume list by the LV's tag": {func(h *model.Host) {
+			h.LVMConfig.Values["activation/auto_activation_volume_list"] = `["pve","offvg","listvg/in","@keep"]`
+			h.LVs["listvg/out"].Fields.Set("lv_tags", "keep")
+		}, "vg listvg: inactive LVs listvg/out"},
+		"volume list by the VG's tag": {func(h *model.Host) {
+			h.LVMConfig.Values["activation/auto_activation_volume_list"] = `["pve","offvg","@keep"]`
+			h.VGs["listvg"].Tags = []string{"keep"}
+		}, "vg listvg: inactive LVs listvg/out"},
+	}
+	for name, u := range undo {
+		h, _ := probeNode(t, autoactivationNode)
+		u.change(h)
+		p, _ := Compute(autoactivationStack(), h)
+		if got := inactiveOf(p); !slices.Equal(got, []string{u.want}) {
+			t.Errorf("%s: activate %q, want %q", name, got, u.want)
+		}
+	}
+	// Lists that leave every LV out: an empty one, a tag nothing has, "@*"
+	// with no tag anywhere.
+	for _, list := range []string{`[]`, `["@other"]`, `["@*"]`} {
+		h, _ := probeNode(t, autoactivationNode)
+		for _, lv := range h.LVs {
+			if lv.VG == "listvg" || lv.VG == "pve" {
+				lv.Active = false
+			}
+		}
+		h.LVMConfig.Values["activation/auto_activation_volume_list"] = list
+		if p, _ := Compute(autoactivationStack(), h); !p.Done() {
+			t.Errorf("list %s: waits for %q", list, p.Blocked())
+		}
+	}
+	// With the list unset, listvg/out is left out by its own
+	// lv_autoactivation off (lvcreate --setautoactivation n).
+	h, _ = probeNode(t, autoactivationNode)
+	delete(h.LVMConfig.Values, "activation/auto_activation_volume_list")
+	h.LVs["listvg/out"].Fields.Set("lv_autoactivation", "")
+	if p, _ := Compute(autoactivationStack(), h); !p.Done() {
+		t.Errorf("lv_autoactivation off still waited for: %q", p.Blocked())
+	}
+}

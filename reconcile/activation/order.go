@@ -321,9 +321,9 @@ func Compute(cfg *spec.Config, h *model.Host) (Plan, error) {
 			for _, dev := range needScan {
 				st.Commands = append(st.Commands, []string{"pvscan", "--cache", dev})
 			}
-			// -aay: what lvm2's own autoactivation would have done, so an
-			// LV created with --setautoactivation n (Proxmox guest disks)
-			// stays inactive here too.
+			// -aay: what lvm2's own autoactivation would have done, so
+			// what it leaves inactive (autoactivated) stays inactive
+			// here too.
 			st.Commands = append(st.Commands, []string{"vgchange", "-aay", l.VG})
 			if len(inactive) > 0 {
 				st.Reason = fmt.Sprintf("vg %s: inactive LVs %s", l.VG, strings.Join(inactive, ", "))
@@ -389,22 +389,102 @@ func vg2partial(vg *model.VG) []string {
 	return out
 }
 
-// inactiveLVs lists the VG's visible LVs that lvm2 would autoactivate and
-// that are not active. A vdo-pool LV has no device of its own (its _vdata
-// is what is active), so it is left out.
+// inactiveLVs lists the VG's LVs that lvm2's autoactivation would activate
+// (autoactivated) and that are not active.
 func inactiveLVs(h *model.Host, vg string) []string {
 	var out []string
+	vl := volumeList(h)
 	for key, lv := range h.LVs {
-		if lv.VG != vg || lv.Hidden || lv.Active || lv.SegType == "vdo-pool" {
-			continue
-		}
-		if lv.Fields.Get("lv_autoactivation") != "enabled" {
+		if lv.VG != vg || lv.Active || !autoactivated(h, lv, vl) {
 			continue
 		}
 		out = append(out, key)
 	}
 	slices.Sort(out)
 	return out
+}
+
+// autoactivated reports whether vgchange -aay (lvm2's autoactivation, the
+// command keel runs and lvm2's udev rules run at boot) activates lv. The
+// checks are lvm2's own, in its order: tools/vgchange.c vgchange_activate
+// skips a VG with NOAUTOACTIVATE (vg_autoactivation off) before any LV;
+// _activate_lvs_in_vg then skips hidden LVs, old-style snapshots (the
+// origin's activation brings them), a vdo-pool LV (no device of its own:
+// its _vdata is what is active), an LV with the activation-skip flag
+// (lib/metadata/lv_manip.c lv_activation_skip: lv_attr's tenth character
+// 'k'; lvm2 sets it on every thin snapshot by default, which is how
+// Proxmox VE's snapshots are made, and `lvchange -ky` on its templates),
+// an LV that activation/auto_activation_volume_list leaves out (lib/
+// activate/activate.c lv_passes_auto_activation_filter), and one with
+// LV_NOAUTOACTIVATE (lv_autoactivation off: `lvcreate
+// --setautoactivation n`, Proxmox VE's guest disks). vl is volumeList(h).
+func autoactivated(h *model.Host, lv *model.LV, vl *[]string) bool {
+	vg := h.VGs[lv.VG]
+	if vg != nil && vg.NoAutoactivation {
+		return false
+	}
+	if lv.Hidden || lv.SegType == "vdo-pool" {
+		return false
+	}
+	if len(lv.Attr) > 0 && (lv.Attr[0] == 's' || lv.Attr[0] == 'S') {
+		return false
+	}
+	if len(lv.Attr) > 9 && lv.Attr[9] == 'k' {
+		return false
+	}
+	if vl != nil && !passesVolumeList(*vl, lv, vg) {
+		return false
+	}
+	// An LVM older than 2.03.12 reports no lv_autoactivation, and has no
+	// such flag: such an LV is autoactivated.
+	if aa, ok := lv.Fields.Lookup("lv_autoactivation"); ok && aa != "enabled" {
+		return false
+	}
+	return true
+}
+
+// volumeList returns activation/auto_activation_volume_list as LVM reads
+// it (lvmconfig), or nil when it is not set: then every LV passes.
+func volumeList(h *model.Host) *[]string {
+	raw, ok := h.LVMConfig.Values["activation/auto_activation_volume_list"]
+	if !ok {
+		return nil
+	}
+	l := lvm.ConfigList(raw)
+	return &l
+}
+
+// passesVolumeList is lvm2's _lv_passes_volumes_filter (lib/activate/
+// activate.c) for auto_activation_volume_list: an entry "vg" or "vg/lv"
+// names the LV, "@tag" matches a tag of the LV or its VG, "@*" matches when
+// a host tag is among them. keel does not know the host tags (lvm.conf's
+// tags section, the host name with hosttags = 1), so "@*" counts as a match
+// for an LV or VG with any tag: keel then waits for an LV lvm2 may leave
+// inactive rather than leave one inactive that lvm2 would activate. An
+// empty list ([]) passes nothing.
+func passesVolumeList(list []string, lv *model.LV, vg *model.VG) bool {
+	var vgTags []string
+	if vg != nil {
+		vgTags = vg.Tags
+	}
+	lvTags := strings.Split(lv.Fields.Get("lv_tags"), ",")
+	for _, e := range list {
+		switch {
+		case e == "" || e == "@":
+			// lvm2 ignores an empty string or tag.
+		case e == "@*":
+			if slices.ContainsFunc(lvTags, func(t string) bool { return t != "" }) || len(vgTags) > 0 {
+				return true
+			}
+		case strings.HasPrefix(e, "@"):
+			if slices.Contains(lvTags, e[1:]) || slices.Contains(vgTags, e[1:]) {
+				return true
+			}
+		case e == lv.VG || e == lv.VG+"/"+lv.Name:
+			return true
+		}
+	}
+	return false
 }
 
 // lvNotReady says why a lower LV cannot serve as a PV yet, or "". never

@@ -31,6 +31,10 @@ type ActivateOptions struct {
 	// Waiting, when set, is told what blocks the stack while Activate
 	// waits (on the first wait and every tenth after).
 	Waiting func(blocked []string)
+	// Running, when set, is told each activation command as it starts and
+	// called with nil when the commands of a round are done, so the
+	// caller can show what the activation waits for (systemd's STATUS=).
+	Running func(argv []string)
 }
 
 // Activation is the outcome of Activate.
@@ -51,6 +55,13 @@ type Activation struct {
 // when nothing can run it waits Poll for devices to appear. It returns when
 // the stack is up, when the deadline passes, or when ctx ends; the error is
 // the last probe's (at boot, lvm can fail while devices still appear).
+//
+// An activation command is never cut short: not by the deadline, which
+// only ends the wait for devices, nor by ctx, and the loop's Runner should
+// bound it by no timeout. A VDO pool replaying its recovery journal after
+// a power cut holds vgchange in the resume ioctl for minutes, and a thin
+// pool's thin_check of large metadata runs as long; a killed vgchange
+// leaves the stack half up and is no faster the second time.
 func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, error) {
 	if l.desired == nil {
 		return Activation{}, ErrNoDesiredState
@@ -84,7 +95,7 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 			if order.Done() {
 				return out, nil
 			}
-			ran = l.runActivation(ctx, order, runs)
+			ran = l.runActivation(ctx, order, runs, o.Running)
 		}
 		if ran > 0 {
 			continue
@@ -157,26 +168,37 @@ func activationActions(order activation.Plan, runs map[string]int) []plan.Action
 }
 
 // runActivation runs the activation commands of the runnable steps through
-// the executor and returns how many ran.
-func (l *Loop) runActivation(ctx context.Context, order activation.Plan, runs map[string]int) int {
+// the executor, one at a time so that running hears of each, and returns
+// how many ran.
+func (l *Loop) runActivation(ctx context.Context, order activation.Plan, runs map[string]int, running func([]string)) int {
 	acts := activationActions(order, runs)
-	if len(acts) == 0 {
-		return 0
-	}
+	n := 0
 	for _, a := range acts {
+		if ctx.Err() != nil {
+			break
+		}
+		n++
 		runs[strings.Join(a.Commands[0], " ")]++
 		l.log.Info("activating", "vg", a.Object, "command", shell.Join(a.Commands[0]), "why", a.Summary)
-	}
-	rep, err := l.exec.Apply(ctx, acts, nil, executor.Mode{Partial: true, Once: true}, nil)
-	if err != nil {
-		l.log.Warn("activation interrupted", "err", err)
-	}
-	for _, r := range rep.Results {
-		if r.Status != executor.Converged {
-			l.log.Warn("activation command failed", "vg", r.Action.Object, "status", string(r.Status), "detail", r.Detail)
+		if running != nil {
+			running(a.Commands[0])
+		}
+		// Without ctx's cancel: a signal (systemd stopping the unit) ends
+		// the loop between commands, never in the middle of one (Activate).
+		rep, err := l.exec.Apply(context.WithoutCancel(ctx), []plan.Action{a}, nil, executor.Mode{Partial: true, Once: true}, nil)
+		if err != nil {
+			l.log.Warn("activation interrupted", "err", err)
+		}
+		for _, r := range rep.Results {
+			if r.Status != executor.Converged {
+				l.log.Warn("activation command failed", "vg", r.Action.Object, "status", string(r.Status), "detail", r.Detail)
+			}
 		}
 	}
-	return len(acts)
+	if running != nil && n > 0 {
+		running(nil)
+	}
+	return n
 }
 
 // SyncRules rewrites keel's udev rules under the loop's file root when they

@@ -2,9 +2,14 @@ package converge
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/activation"
@@ -52,5 +57,55 @@ func TestInstallRulesWritesOnlyChanges(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(root, activation.RulesDir, "*.keel-tmp")); len(m) != 0 {
 		t.Errorf("temporary files left: %v", m)
+	}
+}
+
+// slowRunner runs every command for d and records, per command, whether
+// its context had ended by then: what a killed command would have seen.
+type slowRunner struct {
+	d    time.Duration
+	mu   *sync.Mutex
+	cmds *[]string
+}
+
+func (r slowRunner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
+	time.Sleep(r.d)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*r.cmds = append(*r.cmds, fmt.Sprintf("%s ctx=%v", strings.Join(c.Argv(), " "), ctx.Err()))
+	return hostio.Result{}, nil
+}
+
+// An activation command is never cut short by the caller's context (the
+// signal systemd sends at shutdown): the running one finishes and the next
+// does not start. Running hears of each command and of the end.
+func TestRunActivationNeverCancelsACommand(t *testing.T) {
+	var mu sync.Mutex
+	var ran []string
+	l := New(nil, Wiring{StateDir: t.TempDir(), Source: hostio.Source{Runner: failingRunner{}},
+		Runner: slowRunner{d: 50 * time.Millisecond, mu: &mu, cmds: &ran}})
+	order := activation.Plan{Steps: []activation.Step{
+		{Layer: activation.Layer{VG: "lower"}, Status: activation.Activate, Commands: [][]string{{"vgchange", "-aay", "lower"}}},
+		{Layer: activation.Layer{VG: "other"}, Status: activation.Activate, Commands: [][]string{{"vgchange", "-aay", "other"}}},
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var heard []string
+	running := func(argv []string) {
+		if argv == nil {
+			heard = append(heard, "done")
+			return
+		}
+		heard = append(heard, strings.Join(argv, " "))
+		cancel() // systemd stops the unit while the command runs
+	}
+	if n := l.runActivation(ctx, order, map[string]int{}, running); n != 1 {
+		t.Fatalf("ran %d commands", n)
+	}
+	want := []string{"vgchange -aay lower ctx=<nil>"}
+	if !slices.Equal(ran, want) {
+		t.Errorf("commands %q, want %q", ran, want)
+	}
+	if w := []string{"vgchange -aay lower", "done"}; !slices.Equal(heard, w) {
+		t.Errorf("Running heard %q, want %q", heard, w)
 	}
 }

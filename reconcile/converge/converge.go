@@ -74,7 +74,10 @@ type Loop struct {
 	// fileRoot is where keel's generated files are written ("/" on a host).
 	fileRoot string
 	// stateDir holds keel's own state (DefaultStateDir on a host).
-	stateDir    string
+	stateDir string
+	// lastGood is where Load keeps a copy of the desired state that
+	// loaded ("" keeps none).
+	lastGood    string
 	desired     *spec.Config
 	configError *plan.Finding
 	// files are the files of the desired state in force, loader validates.
@@ -115,6 +118,10 @@ type Wiring struct {
 	SkipOwnerCheck bool
 	// Wipes sees each safe removal's progress.
 	Wipes WipeObserver
+	// KeepLastGood saves a copy of each desired state that loads (Load) as
+	// LastGoodFile in StateDir, for LoadLastGood: set on a live host by the
+	// commands that run from the desired state (run, apply, activate).
+	KeepLastGood bool
 }
 
 // Options are one job's choices: a pass, a convergence, a bcache fast path.
@@ -155,6 +162,9 @@ func New(configs []string, w Wiring) *Loop {
 	}
 	l := &Loop{configs: configs, source: w.Source, log: w.Log, runner: hostio.Allowlisted{Runner: w.Runner},
 		stateDir: w.StateDir, state: statefile.Store{Path: w.StatePath}, skipOwnerCheck: w.SkipOwnerCheck, wipes: w.Wipes}
+	if w.KeepLastGood {
+		l.lastGood = filepath.Join(w.StateDir, LastGoodFile)
+	}
 	ex := executor.New(w.Runner, w.Options)
 	ex.Log = w.Log.Named("executor")
 	ex.Records = actionRecords{store: l.state}
@@ -207,7 +217,8 @@ func (l *Loop) Read() ([]schema.File, error) {
 // error, which counts as an invalid desired state): loop.Load(loop.Read()).
 // When they are invalid, or not owned by root, the previous desired state
 // stays in force and the error is returned (and kept as a config.invalid
-// finding until a valid one loads). A panic while the files are evaluated
+// finding until a valid one loads). A valid one is copied for
+// LoadLastGood when Wiring.KeepLastGood is set. A panic while the files are evaluated
 // is an invalid desired state too: it is logged with its stack and the
 // last good state stays in force.
 func (l *Loop) Load(files []schema.File, readErr error) error {
@@ -218,6 +229,13 @@ func (l *Loop) Load(files []schema.File, readErr error) error {
 			l.desired, l.files = d.Config, files
 			l.pveStorageCfg.Store(&d.Config.Proxmox.StorageConfig)
 			l.configError = nil
+			if l.lastGood != "" {
+				// Not fatal: the desired state is in force; only a later
+				// boot with an invalid one lacks the copy.
+				if err := saveLastGood(l.lastGood, l.Paths(), files); err != nil {
+					l.log.Warn("keeping a copy of the desired state", "err", err)
+				}
+			}
 			return nil
 		}
 	}

@@ -32,30 +32,7 @@ func (p *planner) lvmBool(key string) (value, ok bool) {
 }
 
 // parseLVMList reads an lvmconfig string array such as ["r|^/dev/zd.*|","a|.*|"].
-func parseLVMList(raw string) []string {
-	var out []string
-	s := strings.TrimSpace(raw)
-	for {
-		i := strings.IndexByte(s, '"')
-		if i < 0 {
-			return out
-		}
-		s = s[i+1:]
-		var b strings.Builder
-		j := 0
-		for ; j < len(s) && s[j] != '"'; j++ {
-			if s[j] == '\\' && j+1 < len(s) {
-				j++
-			}
-			b.WriteByte(s[j])
-		}
-		out = append(out, b.String())
-		if j >= len(s) {
-			return out
-		}
-		s = s[j+1:]
-	}
-}
+func parseLVMList(raw string) []string { return lvm.ConfigList(raw) }
 
 func quoteList(l []string) string {
 	q := make([]string, len(l))

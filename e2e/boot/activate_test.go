@@ -1,0 +1,70 @@
+//go:build e2e
+
+package boot
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keel-storage/keel/e2e/guest"
+)
+
+// TestActivateLVMRules runs activate.sh in one boot of the fast guest: keel
+// activate follows lvm2's autoactivation rules (activation-skip, VG and LV
+// autoactivation, auto_activation_volume_list), waits for an activation
+// command slower than a minute without killing it, and falls back to the
+// last good desired state when the one on disk is invalid.
+//
+// KEEL_ACTIVATE_SNAPSHOT_DIR, when set, receives the node captured after
+// lvm2's own autoactivation (reconcile/activation/testdata).
+func TestActivateLVMRules(t *testing.T) {
+	script, err := os.ReadFile("activate.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, err := os.ReadFile("../wipe/wipelib.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := guest.Run(t, guest.Spec{
+		Disks: []guest.Disk{
+			{Kind: guest.HDD, Size: "1G", Serial: "hdd1"},
+			{Kind: guest.HDD, Size: "1G", Serial: "hdd2"},
+			{Kind: guest.HDD, Size: "1G", Serial: "hdd3"},
+		},
+		Keel:    true,
+		Files:   map[string][]byte{"wipelib.sh": lib},
+		Script:  string(script),
+		Timeout: 15 * time.Minute,
+	})
+	t.Logf("guest wall time %s", r.Wall)
+	for _, line := range strings.Split(r.Output, "\n") {
+		if strings.HasPrefix(line, "ok: ") || strings.HasPrefix(line, "FAIL: ") || strings.HasPrefix(line, "keel activate") {
+			t.Log(line)
+		}
+	}
+	if dir := os.Getenv("KEEL_ACTIVATE_SNAPSHOT_DIR"); dir != "" {
+		b, err := r.File("activate/node-autoactivation.txtar")
+		if err != nil {
+			t.Error(err)
+		} else if err := os.WriteFile(filepath.Join(dir, "node-autoactivation.txtar"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.RequireOK(t)
+	for _, want := range []string{
+		"ok: keel activate returned at once (exit 0) with the LVs lvm2 does not autoactivate inactive",
+		"ok: keel activate left the snapshot, the template, offvg and listvg/out inactive, as lvm2 does",
+		"ok: keel activate waited for the slow vgchange without killing it; pve/vm-100-disk-0 active",
+		"ok: keel activate said it passed its bound while the command ran",
+		"ok: an invalid desired state: keel activate used the last good one and said so",
+		"ok: an invalid desired state and never a good one: keel activate exits 2",
+	} {
+		if !strings.Contains(r.Output, want) {
+			t.Errorf("scenario output lacks %q", want)
+		}
+	}
+}
