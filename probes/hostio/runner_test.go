@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -92,21 +94,39 @@ func TestExecRunnerLeavesReadOnly(t *testing.T) {
 			t.Fatalf("%d commands left behind did not end", leftBehind.Load())
 		}
 	}
-	tooks := make(chan time.Duration, maxLeftBehind+1)
-	for range maxLeftBehind + 1 {
+	// maxLeftBehind+1 commands cancelled together, once every one has
+	// started (each appends a line to a file first): a command cancelled
+	// before it started would return at once and count as left behind.
+	const n = maxLeftBehind + 1
+	started := filepath.Join(t.TempDir(), "started")
+	together := Cmd{Name: "sh", Args: []string{"-c", `echo x >>"$0"; sleep 3 & exec sleep 3`, started}, ReadOnly: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ends := make(chan time.Time, n)
+	for range n {
 		go func() {
-			took, _ := run(slow(true), false)
-			tooks <- took
+			ExecRunner{}.Run(ctx, together)
+			ends <- time.Now()
 		}()
 	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(started); strings.Count(string(b), "x") == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the %d commands did not all start", n)
+		}
+	}
+	cancelled := time.Now()
+	cancel()
 	waited := 0
-	for range maxLeftBehind + 1 {
-		if <-tooks >= 2*time.Second {
+	for range n {
+		if (<-ends).Sub(cancelled) >= 1500*time.Millisecond {
 			waited++
 		}
 	}
 	if waited != 1 {
-		t.Errorf("%d of %d read-only commands cancelled together were waited for, want 1 (maxLeftBehind %d)", waited, maxLeftBehind+1, maxLeftBehind)
+		t.Errorf("%d of %d read-only commands cancelled together were waited for, want 1 (maxLeftBehind %d)", waited, n, maxLeftBehind)
 	}
 	// A read-only command that ends before its context does is whole.
 	res, err := ExecRunner{}.Run(context.Background(), Cmd{Name: "sh", Args: []string{"-c", "echo out; echo err >&2; exit 4"}, ReadOnly: true})
