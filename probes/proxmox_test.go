@@ -9,7 +9,7 @@ import (
 	"github.com/keel-storage/keel/probes/model"
 )
 
-// sharedCfgSnapshots are the passes e2e/wipe/sharedcfg.sh recorded in the
+// sharedCfgSnapshots are the passes e2e/ownership/sharedcfg.sh recorded in the
 // test guest (KEEL_SHAREDCFG_SNAPSHOT_DIR).
 const sharedCfgSnapshots = "../reconcile/plan/testdata/snapshots/"
 

@@ -8,7 +8,7 @@ import (
 
 // keel ack-vg refuses what is not a VG name and an LVM UUID before it
 // touches keel's state; the acknowledgement itself is run as printed by
-// e2e/wipe/foreignvg.sh in the guest.
+// e2e/ownership/foreignvg.sh in the guest.
 func TestAckVGRefusesBadArguments(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

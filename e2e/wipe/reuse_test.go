@@ -45,7 +45,7 @@ func TestWipeReuse(t *testing.T) {
 	}
 	// Keep the captures for reconcile/apply/wipe/testdata (the dependents
 	// tests of reconcile/plan/removal, the content tests of wipe).
-	keepCaptures(t, r, "KEEL_WIPE_SNAPSHOT_DIR", "reuse",
+	r.KeepCaptures(t, "KEEL_WIPE_SNAPSHOT_DIR", "reuse",
 		"node-deps.txtar", "blkid-pvhold.txt", "blkid-fsdisk.txt", "state-1.json", "state-2.json")
 	// The scenario exits with its number of failures; each must-pass step
 	// prints an "ok:" line, so a scenario that stopped early cannot pass.

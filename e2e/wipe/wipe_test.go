@@ -8,7 +8,6 @@ package wipe_test
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +32,7 @@ func TestWipeScenario(t *testing.T) {
 		Script:  string(script),
 		Timeout: 20 * time.Minute,
 	})
-	logVerdicts(t, r)
+	r.LogVerdicts(t)
 	// The scenario exits with its number of failures; each must-pass step
 	// prints an "ok:" line, so a scenario that ran nothing cannot pass.
 	r.RequireOK(t)
@@ -58,64 +57,9 @@ func lib(t *testing.T) []byte {
 	return b
 }
 
-// keepCaptures copies the files a scenario left in its output directory
-// (sub, under the share's out/) into the directory the environment
-// variable env names, for the host tests' testdata; nothing without it.
-func keepCaptures(t *testing.T, r *guest.Result, env, sub string, names ...string) {
-	t.Helper()
-	dir := os.Getenv(env)
-	if dir == "" {
-		return
-	}
-	for _, name := range names {
-		b, err := r.File(sub + "/" + name)
-		if err != nil {
-			t.Error(err)
-			continue
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // shareFiles reads the named files of this directory, with wipelib.sh, for
 // a scenario's share.
 func shareFiles(t *testing.T, names ...string) map[string][]byte {
 	t.Helper()
-	files := map[string][]byte{"wipelib.sh": lib(t)}
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[n] = b
-	}
-	return files
-}
-
-// logVerdicts logs the guest's wall time and the scenario's ok: and FAIL:
-// lines.
-func logVerdicts(t *testing.T, r *guest.Result) {
-	t.Helper()
-	t.Logf("guest wall time %s", r.Wall)
-	for _, line := range strings.Split(r.Output, "\n") {
-		if strings.HasPrefix(line, "ok: ") || strings.HasPrefix(line, "FAIL: ") {
-			t.Log(line)
-		}
-	}
-}
-
-// requireLines fails the test unless the scenario exited 0 and printed each
-// of want.
-func requireLines(t *testing.T, r *guest.Result, want ...string) {
-	t.Helper()
-	// The scenario exits with its number of failures; each must-pass step
-	// prints an "ok:" line, so a scenario that stopped early cannot pass.
-	r.RequireOK(t)
-	for _, w := range want {
-		if !strings.Contains(r.Output, w) {
-			t.Errorf("scenario output lacks %q", w)
-		}
-	}
+	return guest.ShareFiles(t, append([]string{"wipelib.sh"}, names...)...)
 }

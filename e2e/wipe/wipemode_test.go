@@ -24,11 +24,11 @@ func TestWipeMode(t *testing.T) {
 		Script:  string(files["wipemode.sh"]),
 		Timeout: 15 * time.Minute,
 	})
-	logVerdicts(t, r)
+	r.LogVerdicts(t)
 	// The setup capture, for reconcile/apply/wipe/testdata (the wipe-mode
 	// tests of reconcile/plan/removal).
-	keepCaptures(t, r, "KEEL_WIPE_SNAPSHOT_DIR", "wipemode", "node-wipemode.txtar")
-	requireLines(t, r,
+	r.KeepCaptures(t, "KEEL_WIPE_SNAPSHOT_DIR", "wipemode", "node-wipemode.txtar")
+	r.RequireLines(t,
 		"ok: a: keel apply removed vms/vm-100-disk-0",
 		"ok: a: new vms/vm-101-disk-0 on the same extents reads zeroes",
 		"ok: b: keel check reports lv.absent_unzeroed_pool tvg/vm-103-disk-0",

@@ -16,7 +16,7 @@ import (
 // A host probed while the desired state loaded (the daemon's early probe)
 // read the storage.cfg of the desired state before; the pass reads that
 // part again where the one in force says, and plans on it. The source is
-// the pass e2e/wipe/sharedcfg.sh recorded with storage.cfg at
+// the pass e2e/ownership/sharedcfg.sh recorded with storage.cfg at
 // /etc/keel-pve/storage.cfg, unpinned, as a live host's.
 func TestPassRereadsStorageCfg(t *testing.T) {
 	snap, err := hostio.ReadSnapshotFile("../plan/testdata/snapshots/sharedcfg-custom.txtar")
@@ -32,7 +32,7 @@ func TestPassRereadsStorageCfg(t *testing.T) {
 	if early.PVEStorageCfg != probes.DefaultPVEStorageCfg {
 		t.Fatalf("early probe read %s", early.PVEStorageCfg)
 	}
-	cue, err := os.ReadFile("../../e2e/wipe/sharedcfg-custom.cue")
+	cue, err := os.ReadFile("../../e2e/ownership/sharedcfg-custom.cue")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // tvg/vm-103-disk-0 and vm-104-disk-0 are thin LVs of tvg/pooln, created
 // with -Z n: their removals are held, one finding each, and no action.
 func TestPlanAbsentGuards(t *testing.T) {
-	r := planCapture(t, "node-guard.txtar", "guard.cue")
+	r := planCapture(t, "node-guard.txtar", "wipe/guard.cue")
 	got := keys(r.Findings)
 	for _, want := range []string{"lv.absent_shared@svg/vm-200-disk-0", "lv.absent_unzeroed_pool@tvg/vm-103-disk-0",
 		"lv.absent_unzeroed_pool@tvg/vm-104-disk-0", "lv.absent@tvg/vm-102-disk-0", "lv.absent@gvg/old"} {
@@ -52,7 +52,7 @@ func TestPlanAbsentGuards(t *testing.T) {
 	}
 }
 
-// The passes e2e/wipe/sharedcfg.sh recorded, planned against its desired
+// The passes e2e/ownership/sharedcfg.sh recorded, planned against its desired
 // states: a Proxmox VE node before pmxcfs mounted /etc/pve, a VG declared
 // shared, a storage.cfg at the configured path. Each absent LV is held
 // with lv.absent_shared and its way forward, and nothing is planned in it.
@@ -68,7 +68,7 @@ func TestPlanSharedCfg(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := replayHost(t, "sharedcfg-"+c.name)
-			d, err := schema.NewLoader().Load("../../e2e/wipe/sharedcfg-" + c.name + ".cue")
+			d, err := schema.NewLoader().Load("../../e2e/ownership/sharedcfg-" + c.name + ".cue")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,12 +99,12 @@ func TestPlanSharedCfg(t *testing.T) {
 	}
 }
 
-// The capture of e2e/wipe/guestref.sh after its setup, planned against its
+// The capture of e2e/ownership/guestref.sh after its setup, planned against its
 // desired state: the three absent LVs a guest's configuration names raise
 // lv.absent_referenced naming the file and line, and only vm-107-disk-0,
 // which nothing names, is removed.
 func TestPlanAbsentReferenced(t *testing.T) {
-	r := planCapture(t, "node-guestref.txtar", "guestref.cue")
+	r := planCapture(t, "node-guestref.txtar", "ownership/guestref.cue")
 	want := map[string]string{
 		"guest-vg/vm-105-disk-0": "/etc/pve/nodes/othernode/qemu-server/105.conf:7 (VM 105 unused0 store:vm-105-disk-0)",
 		"guest-vg/vm-105-disk-1": "/etc/pve/nodes/othernode/qemu-server/105.conf:13 (VM 105 snapshot before-upgrade scsi0 store:vm-105-disk-1)",
@@ -143,13 +143,13 @@ func TestPlanAbsentReferenced(t *testing.T) {
 	}
 }
 
-// planCapture plans the desired state e2e/wipe/<cue> against the node
+// planCapture plans the desired state e2e/<cue> against the node
 // snapshot reconcile/apply/wipe/testdata/<snapshot> that its scenario
 // recorded.
 func planCapture(t *testing.T, snapshot, cue string) Result {
 	t.Helper()
 	h := replayFile(t, "../apply/wipe/testdata/"+snapshot)
-	d, err := schema.NewLoader().Load("../../e2e/wipe/" + cue)
+	d, err := schema.NewLoader().Load("../../e2e/" + cue)
 	if err != nil {
 		t.Fatal(err)
 	}

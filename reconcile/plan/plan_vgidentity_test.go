@@ -16,9 +16,9 @@ import (
 	"github.com/keel-storage/keel/schema/spec"
 )
 
-// The captures of e2e/wipe/foreignvg.sh (reconcile/apply/wipe/testdata):
+// The captures of e2e/ownership/foreignvg.sh (reconcile/apply/wipe/testdata):
 // node-foreign.txtar has vmdata on the disk vgidb while
-// e2e/wipe/foreignvg.cue declares it on vgida, with vm-101-disk-0 (declared
+// e2e/ownership/foreignvg.cue declares it on vgida, with vm-101-disk-0 (declared
 // absent) and no thin pool tpool (declared with create: true);
 // node-uuid.txtar has vmdata on vgida again, made anew after keel check
 // recorded its first vg_uuid in state-uuid.json.
@@ -32,7 +32,7 @@ func foreignInputs(t *testing.T, node string) (*spec.Config, *model.Host) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := schema.NewLoader().Load("../../e2e/wipe/foreignvg.cue")
+	d, err := schema.NewLoader().Load("../../e2e/ownership/foreignvg.cue")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/keel-storage/keel/probes/model"
 )
 
-// node-guestref.txtar was recorded by e2e/wipe/guestref.sh after its setup:
+// node-guestref.txtar was recorded by e2e/ownership/guestref.sh after its setup:
 // guest-vg with vm-105-disk-0 (unused0 of VM 105, whose config is in
 // /etc/pve/nodes/othernode/qemu-server/105.conf, line 7), vm-105-disk-1
 // (scsi0 of that VM's snapshot section [before-upgrade], line 13),

@@ -55,7 +55,7 @@ func TestSharedVGsUnreadableStorageCfg(t *testing.T) {
 	}
 }
 
-// sharedCfg replays a pass e2e/wipe/sharedcfg.sh recorded in the test guest.
+// sharedCfg replays a pass e2e/ownership/sharedcfg.sh recorded in the test guest.
 func sharedCfg(t *testing.T, name string) *model.Host {
 	return snapshotHost(t, "../testdata/snapshots/"+name+".txtar")
 }

@@ -11,12 +11,12 @@ import (
 	"github.com/keel-storage/keel/reconcile/state"
 )
 
-// node-foreign.txtar and node-uuid.txtar were recorded by e2e/wipe/foreignvg.sh
+// node-foreign.txtar and node-uuid.txtar were recorded by e2e/ownership/foreignvg.sh
 // (TestForeignVG) in the test guest, two 1G disks with serials vgida (sda)
 // and vgidb (sdb): vmdata made on vgidb while the desired state declares it
 // on vgida, then vmdata made again on vgida after keel had recorded its
 // first vg_uuid (state-uuid.json). Each holds vmdata/vm-101-disk-0 with
-// data, declared absent by e2e/wipe/foreignvg.cue.
+// data, declared absent by e2e/ownership/foreignvg.cue.
 const (
 	diskA = "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_vgida"
 	diskB = "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_vgidb"

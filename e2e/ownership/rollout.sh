@@ -20,7 +20,7 @@
 #
 # Run from the repository root with a static keel binary:
 #   CGO_ENABLED=0 go build -o /tmp/keel ./cmd/keel
-#   e2e/vm-run.sh --keel /tmp/keel --hdd 1G e2e/wipe/rollout.sh e2e/wipe/wipelib.sh
+#   e2e/vm-run.sh --keel /tmp/keel --hdd 1G e2e/ownership/rollout.sh e2e/wipe/wipelib.sh
 # Prints "ok:" / "FAIL:" lines and exits with the number of failures.
 set -u
 O=$OUT/rollout

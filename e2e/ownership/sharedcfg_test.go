@@ -1,9 +1,8 @@
 //go:build e2e
 
-package wipe_test
+package ownership_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,18 +16,7 @@ import (
 // declared shared, and in a VG that storage.cfg at the configured
 // proxmox.storageConfig path shares.
 func TestWipeSharedCfg(t *testing.T) {
-	files := map[string][]byte{"wipelib.sh": lib(t)}
-	for _, name := range []string{"sharedcfg-window.cue", "sharedcfg-declared.cue", "sharedcfg-custom.cue"} {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[name] = b
-	}
-	script, err := os.ReadFile("sharedcfg.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := shareFiles(t, "sharedcfg.sh", "sharedcfg-window.cue", "sharedcfg-declared.cue", "sharedcfg-custom.cue")
 	r := guest.Run(t, guest.Spec{
 		Disks: []guest.Disk{
 			{Kind: guest.HDD, Size: "256M", Serial: "sh1"},
@@ -37,13 +25,13 @@ func TestWipeSharedCfg(t *testing.T) {
 		},
 		Keel:    true,
 		Files:   files,
-		Script:  string(script),
+		Script:  string(files["sharedcfg.sh"]),
 		Timeout: 10 * time.Minute,
 	})
-	logVerdicts(t, r)
+	r.LogVerdicts(t)
 	// Keep the captures for reconcile/plan/testdata/snapshots (the tests
 	// of probes, reconcile/plan and reconcile/plan/removal).
-	keepCaptures(t, r, "KEEL_SHAREDCFG_SNAPSHOT_DIR", "sharedcfg",
+	r.KeepCaptures(t, "KEEL_SHAREDCFG_SNAPSHOT_DIR", "sharedcfg",
 		"sharedcfg-window.txtar", "sharedcfg-declared.txtar", "sharedcfg-custom.txtar")
 	r.RequireOK(t)
 	for _, want := range []string{

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package wipe_test
+package ownership_test
 
 import (
 	"strings"
@@ -25,10 +25,10 @@ func TestWipeGuestRef(t *testing.T) {
 		Script:  string(files["guestref.sh"]),
 		Timeout: 10 * time.Minute,
 	})
-	logVerdicts(t, r)
+	r.LogVerdicts(t)
 	// The setup capture (fake /etc/pve and /etc/libvirt trees) for the
 	// guest reference tests of reconcile/plan and reconcile/plan/removal.
-	keepCaptures(t, r, "KEEL_WIPE_SNAPSHOT_DIR", "guestref", "node-guestref.txtar")
+	r.KeepCaptures(t, "KEEL_WIPE_SNAPSHOT_DIR", "guestref", "node-guestref.txtar")
 	// The scenario exits with its number of failures; each must-pass step
 	// prints an "ok:" line, so a scenario that stopped early cannot pass.
 	r.RequireOK(t)

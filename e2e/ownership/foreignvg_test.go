@@ -1,6 +1,6 @@
 //go:build e2e
 
-package wipe_test
+package ownership_test
 
 import (
 	"testing"
@@ -27,9 +27,9 @@ func TestForeignVG(t *testing.T) {
 		Script:  string(files["foreignvg.sh"]),
 		Timeout: 10 * time.Minute,
 	})
-	logVerdicts(t, r)
-	keepCaptures(t, r, "KEEL_FOREIGNVG_SNAPSHOT_DIR", "foreignvg", "node-foreign.txtar", "node-uuid.txtar", "state-uuid.json")
-	requireLines(t, r,
+	r.LogVerdicts(t)
+	r.KeepCaptures(t, "KEEL_FOREIGNVG_SNAPSHOT_DIR", "foreignvg", "node-foreign.txtar", "node-uuid.txtar", "state-uuid.json")
+	r.RequireLines(t,
 		"ok: foreign: keel check reports vg.foreign vmdata (rc 1)",
 		"ok: foreign: keel apply kept vmdata/vm-101-disk-0 (checksum intact), created nothing",
 		"ok: foreign: remedy 'vgrename ",

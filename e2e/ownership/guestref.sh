@@ -17,7 +17,7 @@
 #
 # Run from the repository root with a static keel binary:
 #   CGO_ENABLED=0 go build -o /tmp/keel ./cmd/keel
-#   e2e/vm-run.sh --keel /tmp/keel --hdd 1G e2e/wipe/guestref.sh e2e/wipe/guestref.cue
+#   e2e/vm-run.sh --keel /tmp/keel --hdd 1G e2e/ownership/guestref.sh e2e/ownership/guestref.cue
 # Prints "ok:" / "FAIL:" lines and exits with the number of failures.
 set -u
 O=$OUT/guestref

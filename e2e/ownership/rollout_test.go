@@ -1,9 +1,8 @@
 //go:build e2e
 
-package wipe_test
+package ownership_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,18 +17,15 @@ import (
 // said and removes nothing unrecorded; absent entries that pin an lv_uuid
 // remove only the LV of that uuid.
 func TestWipeRollout(t *testing.T) {
-	script, err := os.ReadFile("rollout.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := shareFiles(t, "rollout.sh")
 	r := guest.Run(t, guest.Spec{
 		Disks:   []guest.Disk{{Kind: guest.HDD, Size: "1G", Serial: "hdd1"}},
 		Keel:    true,
-		Files:   map[string][]byte{"wipelib.sh": lib(t)},
-		Script:  string(script),
+		Files:   files,
+		Script:  string(files["rollout.sh"]),
 		Timeout: 10 * time.Minute,
 	})
-	logVerdicts(t, r)
+	r.LogVerdicts(t)
 	r.RequireOK(t)
 	for _, want := range []string{
 		"ok: keel check with a read-only /var/lib/keel exits 1 (not 2) and reports state.unrecorded",
