@@ -3,9 +3,6 @@
 package boot
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,14 +18,7 @@ import (
 // KEEL_ACTIVATE_SNAPSHOT_DIR, when set, receives the node captured after
 // lvm2's own autoactivation (reconcile/activation/testdata).
 func TestActivateLVMRules(t *testing.T) {
-	script, err := os.ReadFile("activate.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib, err := os.ReadFile("../wipe/wipelib.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := guest.ShareFiles(t, "activate.sh", "../wipe/wipelib.sh")
 	r := guest.Run(t, guest.Spec{
 		Disks: []guest.Disk{
 			{Kind: guest.HDD, Size: "1G", Serial: "hdd1"},
@@ -36,35 +26,18 @@ func TestActivateLVMRules(t *testing.T) {
 			{Kind: guest.HDD, Size: "1G", Serial: "hdd3"},
 		},
 		Keel:    true,
-		Files:   map[string][]byte{"wipelib.sh": lib},
-		Script:  string(script),
+		Files:   files,
+		Script:  string(files["activate.sh"]),
 		Timeout: 15 * time.Minute,
 	})
-	t.Logf("guest wall time %s", r.Wall)
-	for _, line := range strings.Split(r.Output, "\n") {
-		if strings.HasPrefix(line, "ok: ") || strings.HasPrefix(line, "FAIL: ") || strings.HasPrefix(line, "keel activate") {
-			t.Log(line)
-		}
-	}
-	if dir := os.Getenv("KEEL_ACTIVATE_SNAPSHOT_DIR"); dir != "" {
-		b, err := r.File("activate/node-autoactivation.txtar")
-		if err != nil {
-			t.Error(err)
-		} else if err := os.WriteFile(filepath.Join(dir, "node-autoactivation.txtar"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.RequireOK(t)
-	for _, want := range []string{
+	r.LogVerdicts(t, "keel activate")
+	r.KeepCaptures(t, "KEEL_ACTIVATE_SNAPSHOT_DIR", "activate", "node-autoactivation.txtar")
+	r.RequireLines(t,
 		"ok: keel activate returned at once (exit 0) with the LVs lvm2 does not autoactivate inactive",
 		"ok: keel activate left the snapshot, the template, offvg and listvg/out inactive, as lvm2 does",
 		"ok: keel activate waited for the slow vgchange without killing it; pve/vm-100-disk-0 active",
 		"ok: keel activate said it passed its bound while the command ran",
 		"ok: an invalid desired state: keel activate used the last good one and said so",
 		"ok: an invalid desired state and never a good one: keel activate exits 2",
-	} {
-		if !strings.Contains(r.Output, want) {
-			t.Errorf("scenario output lacks %q", want)
-		}
-	}
+	)
 }

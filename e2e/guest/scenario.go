@@ -5,6 +5,7 @@ package guest
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,12 +26,14 @@ func ShareFiles(t testing.TB, paths ...string) map[string][]byte {
 }
 
 // LogVerdicts logs the guest's wall time and each "ok:" and "FAIL:" line
-// of a scenario that follows the ok:/FAIL: convention.
-func (r *Result) LogVerdicts(t testing.TB) {
+// of a scenario that follows the ok:/FAIL: convention, and each line that
+// starts with one of also.
+func (r *Result) LogVerdicts(t testing.TB, also ...string) {
 	t.Helper()
 	t.Logf("guest wall time %s", r.Wall)
 	for _, line := range strings.Split(r.Output, "\n") {
-		if strings.HasPrefix(line, "ok: ") || strings.HasPrefix(line, "FAIL: ") {
+		if strings.HasPrefix(line, "ok: ") || strings.HasPrefix(line, "FAIL: ") ||
+			slices.ContainsFunc(also, func(p string) bool { return strings.HasPrefix(line, p) }) {
 			t.Log(line)
 		}
 	}
