@@ -24,9 +24,6 @@ mkdir -p "$O"
 versions >"$O/versions.txt" 2>&1
 . "$SHARE/wipelib.sh"
 LVLIST_FIELDS=vg_name,lv_name,lv_uuid
-sum() { sha256sum "/dev/$1" | cut -d' ' -f1; }
-fill() { must dd if=/dev/urandom of="/dev/$1" bs=1M count="$2" oflag=direct status=none; }
-exists() { lvs "$1" >/dev/null 2>&1; }
 
 da=$(disk vgida)
 db=$(disk vgidb)

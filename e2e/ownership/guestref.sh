@@ -24,8 +24,6 @@ O=$OUT/guestref
 mkdir -p "$O"
 versions >"$O/versions.txt" 2>&1
 . "$SHARE/wipelib.sh"
-sum() { sha256sum "/dev/$1" | cut -d' ' -f1; }
-exists() { lvs "$1" >/dev/null 2>&1; }
 
 hd=$(disk hdd1)
 mkdir -p /etc/keel

@@ -27,7 +27,6 @@ sum() { # the LV's checksum, read with it active, leaving it inactive
 	lvchange -q -ay "$1" && sha256sum "/dev/$1" | cut -d' ' -f1
 	lvchange -q -an "$1"
 }
-exists() { lvs "$1" >/dev/null 2>&1; }
 mkdir -p /etc/keel
 chmod 755 /etc/keel
 for f in window declared custom; do

@@ -1,5 +1,5 @@
-# Helpers shared by the safe-removal scenarios (scenario.sh, guard.sh,
-# reuse.sh), sourced from the share: "ok:" / "FAIL:" lines counted in FAILS,
+# Helpers shared by the safe-removal scenarios (e2e/wipe, e2e/ownership,
+# e2e/boot/activate.sh), sourced from the share: "ok:" / "FAIL:" lines counted in FAILS,
 # setup steps that end the scenario, and the LV list a refusal compares.
 FAILS=0
 ok() { echo "ok: $*"; }
@@ -8,6 +8,11 @@ fail() {
 	FAILS=$((FAILS + 1))
 }
 must() { step "$@" || { fail "setup: $*"; exit 100; }; }
+# sum LV: the sha256 of VG/LV (active); fill LV MIB: MIB random MiB at its
+# start; exists LV: LVM lists VG/LV.
+sum() { sha256sum "/dev/$1" | cut -d' ' -f1; }
+fill() { must dd if=/dev/urandom of="/dev/$1" bs=1M count="$2" oflag=direct status=none; }
+exists() { lvs "$1" >/dev/null 2>&1; }
 # lvlist: every LV with the fields in LVLIST_FIELDS and its lv_attr, sorted.
 # lv_attr's sixth character, "o" while something holds the LV open, is
 # masked: udev's blkid opens an LV after every write-close (its inotify

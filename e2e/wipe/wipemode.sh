@@ -19,7 +19,6 @@ set -u
 O=$OUT/wipemode
 mkdir -p "$O"
 . "$SHARE/wipelib.sh"
-exists() { lvs "$1" >/dev/null 2>&1; }
 # apply: keel apply with the desired state, its output indented.
 apply() {
 	local out rc=0
