@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -480,11 +481,32 @@ func (l *Loop) pass(ctx context.Context, o Options) (PassResult, error) {
 			out.Host = h
 		}
 		final, out.Pending, out.Levels = fresh.Findings, attemptable(fresh.Actions, m.Maintenance), fresh.Levels
+		final = append(final, initramfsNotice(res.Findings, rep)...)
 	}
 	out.Findings = append(out.Findings, final...)
 	out.Findings = append(out.Findings, rep.Findings...)
 	sort.SliceStable(out.Findings, func(i, j int) bool { return out.Findings[i].Key() < out.Findings[j].Key() })
 	return out, nil
+}
+
+// initramfsNotice returns the plan's lvm.initramfs_stale findings when the
+// lvm.conf write they announce converged: the fresh plan after the write no
+// longer sees a change, yet the initramfs still holds the older lvm.conf
+// (Debian's lvm2 hook copies /etc/lvm), so the pass that wrote says so.
+func initramfsNotice(planned []plan.Finding, rep executor.Report) []plan.Finding {
+	wrote := slices.ContainsFunc(rep.Results, func(r executor.Result) bool {
+		return r.Action.Kind == plan.KindLVMConf && r.Status == executor.Converged
+	})
+	if !wrote {
+		return nil
+	}
+	var out []plan.Finding
+	for _, f := range planned {
+		if f.ID == plan.LVMInitramfsStale {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // attemptable counts the actions a pass would try to apply: report-only

@@ -26,10 +26,17 @@ func TestExportChecksClean(t *testing.T) {
 			h := replayHost(t, name)
 			ex := Export(h)
 			res := PlanWith(loadExport(t, ex), h, Memory{Today: "2026-12-01"})
+			// A host whose scan_lvs=1 filter lets VM disks through (the
+			// audit says so) is exported as it is: scanLVs true and its
+			// filter left out, which keel check reports on the desired state.
+			leaks := slices.ContainsFunc(Audit(h).Findings, func(f Finding) bool { return f.Key() == "lvm.global_filter@lvm.conf" })
 			var problems []string
 			for _, f := range res.Findings {
 				if f.Severity >= Warning && !healthID[f.ID] {
 					problems = append(problems, f.Key())
+					if leaks && f.Key() == "lvm.global_filter@desired:lvm.scanLVs" {
+						continue
+					}
 					if f.Key() != hostProblem[name] {
 						t.Errorf("%s %s: %s (expected %q, observed %q)", f.ID, f.Object, f.Message, f.Expected, f.Observed)
 					}

@@ -62,9 +62,17 @@ const (
 	// LVMDevicesFile is lvm.devices_file: lvm devices file setting differs.
 	LVMDevicesFile FindingID = "lvm.devices_file"
 
+	// LVMFilterHidesPV is lvm.filter_hides_pv: declared global_filter would
+	// hide a PV in use.
+	LVMFilterHidesPV FindingID = "lvm.filter_hides_pv"
+
 	// LVMGlobalFilter is lvm.global_filter: global_filter does not reject
 	// guest disks.
 	LVMGlobalFilter FindingID = "lvm.global_filter"
+
+	// LVMInitramfsStale is lvm.initramfs_stale: the initramfs holds an older
+	// lvm.conf.
+	LVMInitramfsStale FindingID = "lvm.initramfs_stale"
 
 	// LVMScanLVs is lvm.scan_lvs: scan_lvs does not match the stack.
 	LVMScanLVs FindingID = "lvm.scan_lvs"

@@ -84,7 +84,9 @@ func TestDeclaredFilterLeak(t *testing.T) {
 	}{
 		{`reject: ["/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"]`, ""},
 		{`reject: ["/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"], accept: ["^/dev/dm-"]`, "a|^/dev/dm-| accepts it as /dev/dm-3"},
-		{`reject: ["/dev/zd.*"]`, "no entry matches any of its names"},
+		// The host's own reject of VM disks stays unless dropped.
+		{`reject: ["/dev/zd.*"]`, ""},
+		{`reject: ["/dev/zd.*"], drop: ["/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"]`, "no entry matches any of its names"},
 	} {
 		src := "lvm: {scanLVs: true, globalFilter: {" + c.filter + "}}\n"
 		d, err := schema.NewLoader().LoadFiles([]schema.File{{Name: "f.cue", Data: []byte(src)}})
@@ -137,5 +139,120 @@ func TestDecideDisksInOrder(t *testing.T) {
 	}
 	if accepted == 0 || rejected == 0 || unmatched == 0 {
 		t.Fatalf("accepted %d, rejected %d, unmatched %d: the filter should split the disks three ways", accepted, rejected, unmatched)
+	}
+}
+
+// planLVM plans the lvm block src against the capture of e2e/lvmfilter's
+// hidepv.sh: Proxmox VE's stock global_filter (pve-manager's postinst: zd,
+// rbd and nbd rejected) and VG datavg on the virtio disk virtio-data1.
+func planLVM(t *testing.T, src string) Result {
+	t.Helper()
+	d, err := schema.NewLoader().LoadFiles([]schema.File{{Name: "f.cue", Data: []byte(src)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Plan(d.Config, replayHost(t, "hidepv-pve-stock"))
+}
+
+// TestFilterHidesPV: a declared filter that would hide datavg's PV is
+// refused with an error finding naming the PV, its VG and the entry, and
+// no lvm.conf action at all (the guest showed vgs losing datavg under it);
+// one with an accept for the PV's by-id name is written.
+func TestFilterHidesPV(t *testing.T) {
+	r := planLVM(t, `lvm: {scanLVs: false, globalFilter: accept: ["/dev/disk/by-id/ata-.*"]}`+"\n")
+	var f *Finding
+	for i := range r.Findings {
+		if r.Findings[i].ID == LVMFilterHidesPV {
+			f = &r.Findings[i]
+		}
+	}
+	if f == nil || f.Severity != Error {
+		t.Fatalf("no error lvm.filter_hides_pv: %v", keys(r.Findings))
+	}
+	for _, want := range []string{"PV /dev/vda of VG datavg", "r|.*| rejects it as /dev/vda", "/dev/disk/by-id/virtio-data1"} {
+		if !strings.Contains(f.Message, want) {
+			t.Errorf("message lacks %q: %s", want, f.Message)
+		}
+	}
+	if !strings.Contains(f.Remedy, `"^/dev/disk/by-id/virtio-data1$"`) {
+		t.Errorf("remedy does not name the PV: %s", f.Remedy)
+	}
+	for _, a := range r.Actions {
+		if a.Kind == KindLVMConf {
+			t.Errorf("lvm.conf action despite the refusal: %+v", a.LVMConf)
+		}
+	}
+
+	// The remedy's accept, declared as printed, is written.
+	_, accept, _ := strings.Cut(f.Remedy, `e.g. `)
+	accept, _, _ = strings.Cut(accept, ",")
+	r = planLVM(t, `lvm: globalFilter: accept: [`+accept+`, "/dev/disk/by-id/ata-.*"]`+"\n")
+	if slices.ContainsFunc(r.Findings, func(f Finding) bool { return f.ID == LVMFilterHidesPV }) {
+		t.Errorf("the remedy's accept %s is refused: %v", accept, keys(r.Findings))
+	}
+	if !slices.ContainsFunc(r.Actions, func(a Action) bool { return a.Kind == KindLVMConf }) {
+		t.Errorf("no lvm.conf action for a filter that hides no PV")
+	}
+}
+
+// TestFilterKeepsPlatformRejects: a declared reject list keeps Proxmox VE's
+// stock rejects, after the declared one; drop removes one and the finding
+// says so; and the filter written is planned as converged on the next pass.
+func TestFilterKeepsPlatformRejects(t *testing.T) {
+	vm := "/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"
+	for _, c := range []struct {
+		drop    string
+		want    []string
+		message string
+	}{
+		{"", []string{"r|" + vm + "|", "r|/dev/zd.*|", "r|/dev/rbd.*|", "r|/dev/nbd.*|"},
+			`the host's rejects ["r|/dev/zd.*|","r|/dev/rbd.*|","r|/dev/nbd.*|"] stay`},
+		{`, drop: ["/dev/nbd.*"]`, []string{"r|" + vm + "|", "r|/dev/zd.*|", "r|/dev/rbd.*|"},
+			`the write removes ["r|/dev/nbd.*|"] from the host's filter`},
+	} {
+		r := planLVM(t, "lvm: globalFilter: {reject: [\""+vm+"\"]"+c.drop+"}\n")
+		var got []string
+		for _, a := range r.Actions {
+			if a.Kind == KindLVMConf && a.LVMConf != nil {
+				got = a.LVMConf.GlobalFilter
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("drop %q: writes %q, want %q", c.drop, got, c.want)
+		}
+		var msg string
+		for _, f := range r.Findings {
+			if f.Key() == "lvm.global_filter@lvm.conf" {
+				msg = f.Message
+			}
+		}
+		if !strings.Contains(msg, c.message) {
+			t.Errorf("drop %q: finding %q, want it to say %q", c.drop, msg, c.message)
+		}
+		if !slices.ContainsFunc(r.Findings, func(f Finding) bool { return f.ID == LVMInitramfsStale }) {
+			t.Errorf("drop %q: no lvm.initramfs_stale with the filter write", c.drop)
+		}
+		// The next pass, on the filter written.
+		gf := &spec.GlobalFilter{Reject: []string{vm}}
+		if c.drop != "" {
+			gf.Drop = []string{"/dev/nbd.*"}
+		}
+		if again, _, dropped := mergeFilter(gf, got); !slices.Equal(again, got) || len(dropped) > 0 {
+			t.Errorf("drop %q: on its own filter keel would write %q (dropping %q)", c.drop, again, dropped)
+		}
+	}
+}
+
+// TestScanLVsWithoutFilter: scanLVs true with no declared filter is
+// reported outside --audit too when the host's filter lets VM disks
+// through (Proxmox VE's stock filter does), on the desired state.
+func TestScanLVsWithoutFilter(t *testing.T) {
+	r := planLVM(t, "lvm: scanLVs: true\n")
+	if !slices.Contains(keys(r.Findings), "lvm.global_filter@desired:lvm.scanLVs") {
+		t.Errorf("findings %v, want lvm.global_filter@desired:lvm.scanLVs", keys(r.Findings))
+	}
+	r = planLVM(t, "lvm: {scanLVs: true, globalFilter: reject: [\"/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+\"]}\n")
+	if slices.Contains(keys(r.Findings), "lvm.global_filter@desired:lvm.scanLVs") {
+		t.Errorf("reported with a declared filter: %v", keys(r.Findings))
 	}
 }

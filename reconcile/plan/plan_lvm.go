@@ -14,6 +14,7 @@ import (
 	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/lvm/lvmregex"
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // LVMConfObject is the object of the findings about lvm.conf settings.
@@ -80,25 +81,170 @@ func (p *planner) planLVMConf() {
 		keys, change.ScanLVs = append(keys, k), want.ScanLVs
 	}
 	if want.GlobalFilter != nil {
-		entries := want.GlobalFilter.Entries()
-		p.checkDeclaredFilter(entries, want.ScanLVs)
 		got := parseLVMList(p.h.LVMConfig.Values["devices/global_filter"])
+		entries, kept, dropped := mergeFilter(want.GlobalFilter, got)
+		p.checkDeclaredFilter(entries, want.ScanLVs)
 		if strings.Join(got, "\x00") != strings.Join(entries, "\x00") {
+			msg := "devices/global_filter is not the declared filter"
+			if len(kept) > 0 {
+				msg += "; the host's rejects " + quoteList(kept) + " stay (not declared, not in lvm.globalFilter.drop)"
+			}
+			if len(dropped) > 0 {
+				msg += "; the write removes " + quoteList(dropped) + " from the host's filter"
+			}
 			keys = append(keys, p.add(Finding{ID: LVMGlobalFilter, Object: LVMConfObject,
-				Message:  "devices/global_filter is not the declared filter",
-				Expected: quoteList(entries), Observed: quoteList(got),
+				Message: msg, Expected: quoteList(entries), Observed: quoteList(got),
 				Remedy: "rewrite devices/global_filter in lvm.conf",
 			}))
 			change.GlobalFilter = entries
+			if p.filterHidesPVs(entries) {
+				return // refused: no lvm.conf write at all this pass
+			}
 		}
+	} else if want.ScanLVs != nil && *want.ScanLVs {
+		p.judgeHostFilter("desired:lvm.scanLVs", "scanLVs is true and no lvm.globalFilter is declared")
 	}
 	if k := p.lvmBoolSetting(LVMDevicesFile, "devices/use_devicesfile", want.UseDevicesFile); k != "" {
 		keys, change.UseDevicesFile = append(keys, k), want.UseDevicesFile
 	}
 	if len(keys) > 0 {
+		if change.GlobalFilter != nil || change.ScanLVs != nil {
+			p.add(Finding{ID: LVMInitramfsStale, Object: LVMConfObject,
+				Message:  "this pass rewrites global_filter or scan_lvs in lvm.conf; the initramfs keeps its own copy of /etc/lvm (Debian's lvm2 hook, /usr/share/initramfs-tools/hooks/lvm2), so early boot uses the older lvm.conf until it is rebuilt",
+				Expected: "the initramfs rebuilt after the lvm.conf write", Observed: "lvm.conf rewritten this pass",
+				Remedy: "update-initramfs -u",
+			})
+		}
 		p.act(phaseLVMConf, Action{ID: "lvm.conf:" + LVMConfObject, Kind: KindLVMConf, Class: Live, Object: LVMConfObject,
 			Summary: "assert devices settings in lvm.conf", LVMConf: change, Remedies: keys})
 	}
+}
+
+// mergeFilter returns the global_filter keel writes for the declared
+// filter gf on a host whose filter is got: the declared rejects, then every
+// reject in force on the host that gf neither declares nor drops (in the
+// host's order), then the accepts and the final r|.*| (spec.Entries).
+// Platforms put their own rejects there (pve-manager's debian/postinst,
+// set_lvm_conf: "r|/dev/zd.*|", "r|/dev/rbd.*|", "r|/dev/nbd.*|"; Harvester's
+// harvester/os2 files/system/oem/91_lvm.yaml: loop, by-path longhorn and
+// /dev/mapper/pvc- devices), and dropping one shows the guests' VGs inside
+// zvols, RBD images or Longhorn volumes to the host. kept lists the host's
+// rejects kept, dropped those the write removes: the ones gf.Drop names, and
+// the host's final r|.*| when gf declares no accepts. The merge is a fixed
+// point: on the filter it wrote, it writes the same entries again.
+func mergeFilter(gf *spec.GlobalFilter, got []string) (entries, kept, dropped []string) {
+	merged := spec.GlobalFilter{Reject: slices.Clone(gf.Reject), Accept: gf.Accept}
+	for _, s := range got {
+		e, err := lvmregex.ParseEntry(s)
+		switch {
+		case err != nil || e.Accept || slices.Contains(merged.Reject, e.Regex):
+			// LVM refuses a filter with an entry it cannot parse, so such
+			// an entry was never in force; accepts are not the platform's.
+		case e.Regex == ".*":
+			if len(gf.Accept) == 0 {
+				dropped = append(dropped, s) // an allow-list's end, replaced by the declared filter
+			}
+		case slices.Contains(gf.Drop, e.Regex):
+			dropped = append(dropped, s)
+		default:
+			merged.Reject = append(merged.Reject, e.Regex)
+			kept = append(kept, s)
+		}
+	}
+	return merged.Entries(), kept, dropped
+}
+
+// filterHidesPVs reports, as an error finding, every PV of a VG that the
+// filter entries would hide from LVM, judged over each PV's aliases with
+// LVM's rule (lvmregex.Filter.Decide); a filter keel cannot model is
+// refused too. It returns true when the write must not happen: a filter
+// that hides a PV in use makes its VG vanish from LVM's view while its LVs
+// keep running, so starting, allocating and snapshotting fail, and the next
+// initramfs bakes it in.
+func (p *planner) filterHidesPVs(entries []string) bool {
+	f, err := lvmregex.NewFilter(entries)
+	if err != nil {
+		p.add(Finding{ID: LVMFilterHidesPV, Object: "desired:lvm.globalFilter",
+			Message:  fmt.Sprintf("keel cannot tell which PVs global_filter %s would hide (%v), so it does not write it", quoteList(entries), err),
+			Expected: "a global_filter keel can judge", Observed: quoteList(entries),
+			Remedy: "rewrite the entry in LVM's regex dialect (keel vet explains), or list the host's entry in lvm.globalFilter.drop",
+		})
+		return true
+	}
+	var hidden []string
+	var first *model.PV
+	var stable string // a by-id name of first to suggest an accept for
+	for _, name := range slices.Sorted(maps.Keys(p.h.PVs)) {
+		pv := p.h.PVs[name]
+		if pv.VG == "" {
+			continue
+		}
+		aliases := p.pvAliases(pv)
+		v := f.Decide(aliases)
+		if v.Accepted {
+			continue
+		}
+		if first == nil {
+			first, stable = pv, pv.Name
+			for _, a := range aliases {
+				if strings.HasPrefix(a, "/dev/disk/by-id/") && !strings.HasPrefix(a, "/dev/disk/by-id/lvm-pv-uuid-") {
+					stable = a
+					break
+				}
+			}
+		}
+		hidden = append(hidden, fmt.Sprintf("PV %s of VG %s (%s rejects it as %s, and no accept matches any of %s)",
+			pv.Name, pv.VG, v.Entry, v.Alias, strings.Join(aliases, ", ")))
+	}
+	if first == nil {
+		return false
+	}
+	p.add(Finding{ID: LVMFilterHidesPV, Object: "desired:lvm.globalFilter",
+		Message:  "the declared global_filter would hide PVs in use, so keel does not write lvm.conf: " + strings.Join(hidden, "; "),
+		Expected: "every PV of every VG accepted", Observed: quoteList(entries),
+		Remedy: fmt.Sprintf("declare an accept for PV %s in lvm.globalFilter, e.g. %q, or remove the reject that matches it", first.Name, "^"+regexp.QuoteMeta(stable)+"$"),
+	})
+	return true
+}
+
+// pvAliases lists the names under /dev that LVM's filter sees for a PV:
+// LVM's own name, the kernel name, /dev/mapper/<dm name> for a dm device,
+// the /dev/disk/by-id and /dev/disk/by-path links, and an LV's names
+// (lvAliases) when the PV is an LV. by-uuid, by-partuuid, by-label and
+// by-diskseq links are not probed: an accept naming a PV only by one of
+// those is judged not to match, so keel refuses rather than hides.
+func (p *planner) pvAliases(pv *model.PV) []string {
+	out := []string{pv.Name}
+	add := func(names ...string) {
+		for _, n := range names {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	if lv := p.lvOfPV(pv); lv != nil {
+		add(p.lvAliases(lv)...)
+	}
+	dev := pv.Device
+	if dev == "" {
+		dev = p.h.Device(pv.Name)
+	}
+	if dev != "" {
+		add("/dev/" + dev)
+		if q := p.h.Queues[dev]; q != nil && q.DMName != "" {
+			add("/dev/mapper/" + q.DMName)
+		}
+		for _, id := range p.h.ByID[dev] {
+			add("/dev/disk/by-id/" + id)
+		}
+		for _, id := range p.h.ByPath[dev] {
+			add("/dev/disk/by-path/" + id)
+		}
+	}
+	for _, id := range pv.ByID {
+		add("/dev/disk/by-id/" + strings.TrimPrefix(id, "/dev/disk/by-id/"))
+	}
+	return out
 }
 
 // checkDeclaredFilter reports a declared filter that lets LVs holding VM
@@ -183,18 +329,25 @@ func (p *planner) vmDiskLVs() []*model.LV {
 // and a catch-all accept after the rejects accepts each LV by its /dev/dm-N
 // name.
 func (p *planner) auditLVMConf() {
-	scan, ok := p.lvmBool("devices/scan_lvs")
-	if !ok || !scan {
-		return
+	if scan, ok := p.lvmBool("devices/scan_lvs"); ok && scan {
+		p.judgeHostFilter(LVMConfObject, "scan_lvs is 1")
 	}
+}
+
+// judgeHostFilter reports the host's global_filter when it does not hide
+// every LV holding a VM disk, on object, with why LVs are scanned: in audit
+// mode because scan_lvs is 1 on the host, in a plan because the desired
+// state turns scanLVs on without declaring a filter (keel then leaves the
+// filter as the host has it).
+func (p *planner) judgeHostFilter(object, why string) {
 	got := parseLVMList(p.h.LVMConfig.Values["devices/global_filter"])
 	if len(got) == 0 {
 		got = []string{"a|.*|"} // LVM's default
 	}
 	f, err := lvmregex.NewFilter(got)
 	if err != nil {
-		p.add(Finding{ID: LVMGlobalFilter, Object: LVMConfObject,
-			Message:  fmt.Sprintf("scan_lvs is 1 and keel cannot tell whether global_filter hides VM disks: %v", err),
+		p.add(Finding{ID: LVMGlobalFilter, Object: object,
+			Message:  fmt.Sprintf("%s and keel cannot tell whether global_filter hides VM disks: %v", why, err),
 			Expected: "a global_filter that rejects VM disks", Observed: quoteList(got),
 			Remedy: "rewrite devices/global_filter in LVM's regex dialect, e.g. " + quoteList([]string{vmDiskReject}),
 		})
@@ -205,8 +358,8 @@ func (p *planner) auditLVMConf() {
 	if len(seen) == 0 {
 		return
 	}
-	p.add(Finding{ID: LVMGlobalFilter, Object: LVMConfObject,
-		Message:  "scan_lvs is 1 and global_filter does not hide VM disks, so the host sees the guests' VGs: " + strings.Join(seen, "; "),
+	p.add(Finding{ID: LVMGlobalFilter, Object: object,
+		Message:  why + " and global_filter does not hide VM disks, so the host sees the guests' VGs: " + strings.Join(seen, "; "),
 		Expected: "every LV holding a VM disk rejected", Observed: quoteList(got),
 		Remedy: p.filterRemedy(got, disks),
 	})

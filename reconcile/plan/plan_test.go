@@ -124,7 +124,7 @@ type scenario struct {
 var scenarios = []scenario{
 	{
 		name: "vdo-thick-converged", snapshot: "vdo-thick", desired: "vdo-thick",
-		want:    []string{"lvm.global_filter@lvm.conf", "vdo.slab_remainder@vdolab/vdopool"},
+		want:    []string{"lvm.global_filter@lvm.conf", "lvm.initramfs_stale@lvm.conf", "vdo.slab_remainder@vdolab/vdopool"},
 		actions: []string{"lvm.conf:lvm.conf"},
 	},
 	{
@@ -165,18 +165,18 @@ var scenarios = []scenario{
 	},
 	{
 		name: "pve", snapshot: "pve", desired: "vdo-thick",
-		want:    []string{"lvm.global_filter@lvm.conf", "pve.discard_on_remove@pve:vdostore", "vdo.slab_remainder@vdolab/vdopool"},
+		want:    []string{"lvm.global_filter@lvm.conf", "lvm.initramfs_stale@lvm.conf", "pve.discard_on_remove@pve:vdostore", "vdo.slab_remainder@vdolab/vdopool"},
 		actions: []string{"lvm.conf:lvm.conf"},
 	},
 	{
 		name: "vdo-defaults-live", snapshot: "vdo-defaults", desired: "vdo-defaults-live",
-		want: []string{"lvm.global_filter@lvm.conf", "lvm.scan_lvs@lvm.conf", "vdo.compression@vdodef/vdopool",
+		want: []string{"lvm.global_filter@lvm.conf", "lvm.initramfs_stale@lvm.conf", "lvm.scan_lvs@lvm.conf", "vdo.compression@vdodef/vdopool",
 			"vdo.slab_remainder@vdodef/vdopool"},
 		actions: []string{"lvm.conf:lvm.conf", "vdo.compression:vdodef/vdopool"},
 	},
 	{
 		name: "vdo-thick-absent", snapshot: "vdo-thick", desired: "vdo-thick-absent",
-		want:    []string{"lv.absent@vdovg/vm-100-disk-0", "lvm.global_filter@lvm.conf", "vdo.slab_remainder@vdolab/vdopool"},
+		want:    []string{"lv.absent@vdovg/vm-100-disk-0", "lvm.global_filter@lvm.conf", "lvm.initramfs_stale@lvm.conf", "vdo.slab_remainder@vdolab/vdopool"},
 		actions: []string{"lvm.conf:lvm.conf", "lv.absent:vdovg/vm-100-disk-0"},
 	},
 	{
@@ -186,7 +186,7 @@ var scenarios = []scenario{
 	},
 	{
 		name: "vdo-thick-drift", snapshot: "vdo-thick", desired: "vdo-thick-drift",
-		want: []string{"lvm.global_filter@lvm.conf", "vdo.block_map_cache@vdolab/vdopool", "vdo.index_memory@vdolab/vdopool", "vdo.slab_remainder@vdolab/vdopool",
+		want: []string{"lvm.global_filter@lvm.conf", "lvm.initramfs_stale@lvm.conf", "vdo.block_map_cache@vdolab/vdopool", "vdo.index_memory@vdolab/vdopool", "vdo.slab_remainder@vdolab/vdopool",
 			"vdo.slab_size@vdolab/vdopool", "vdo.usage@vdolab/vdopool"},
 		actions: []string{"lvm.conf:lvm.conf", "vdo.vdosettings:vdolab/vdopool", "vdo.index_memory:vdolab/vdopool", "vdo.slab_size:vdolab/vdopool"},
 	},
@@ -223,14 +223,14 @@ var scenarios = []scenario{
 		// no pool, and Proxmox activates each VM disk itself at qm start
 		// (seed 000): nothing needs the autoactivation, no finding.
 		name: "vdo-thick-inactive", snapshot: "vdo-thick-inactive", desired: "vdo-thick",
-		want:    []string{"lvm.global_filter@lvm.conf", "vdo.slab_remainder@vdolab/vdopool"},
+		want:    []string{"lvm.global_filter@lvm.conf", "lvm.initramfs_stale@lvm.conf", "vdo.slab_remainder@vdolab/vdopool"},
 		actions: []string{"lvm.conf:lvm.conf"},
 	},
 	{
 		// Captured by e2e/check: a thin pool made by hand in the VG on VDO,
 		// and a 64M pool written past its end (out_of_data_space).
 		name: "thin-health", snapshot: "thin-health", desired: "thin-on-vdo",
-		want: []string{"lvm.global_filter@lvm.conf", "thin.data_usage@thinvg/tpfull", "thin.health@thinvg/tpfull", "thin.on_vdo@vdovg/tpv",
+		want: []string{"lvm.global_filter@lvm.conf", "lvm.initramfs_stale@lvm.conf", "thin.data_usage@thinvg/tpfull", "thin.health@thinvg/tpfull", "thin.on_vdo@vdovg/tpv",
 			"vdo.slab_remainder@vdolab/vdopool"},
 		actions: []string{"lvm.conf:lvm.conf"},
 	},
@@ -250,7 +250,7 @@ var scenarios = []scenario{
 		// LVM's alias rule): the declared filter is put back as well.
 		name: "vdo-nodedupe", snapshot: "vdo-nodedupe", desired: "vdo-thick",
 		want: []string{"activation.udev_rule@udev:/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules",
-			"lvm.global_filter@lvm.conf", "vdo.deduplication@vdolab/vdopool", "vdo.slab_remainder@vdolab/vdopool"},
+			"lvm.global_filter@lvm.conf", "lvm.initramfs_stale@lvm.conf", "vdo.deduplication@vdolab/vdopool", "vdo.slab_remainder@vdolab/vdopool"},
 		actions: []string{"lvm.conf:lvm.conf", "vdo.deduplication:vdolab/vdopool", "activation.udev_rule:/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules"},
 	},
 	{
@@ -533,7 +533,10 @@ func TestSecondPlanIsEmpty(t *testing.T) {
 			t.Errorf("%s against %s: actions %+v, want only %v", c.snapshot, c.desired, r.Actions, c.want)
 		}
 		for _, f := range r.Findings {
-			if f.Severity >= Warning && !slices.Contains(c.want, f.Key()) {
+			// The lvm.conf write announces that the initramfs keeps the
+			// older lvm.conf; it is no action of its own.
+			notice := f.ID == LVMInitramfsStale && len(c.want) > 0
+			if f.Severity >= Warning && !slices.Contains(c.want, f.Key()) && !notice {
 				t.Errorf("%s against %s: %s", c.snapshot, c.desired, f.Key())
 			}
 		}

@@ -55,10 +55,15 @@ type LVM struct {
 // non-empty: with accepts it is an allow-list. LVM accepts a device as soon
 // as one of its names (/dev/dm-N, /dev/mapper/VG-LV, /dev/VG/LV,
 // /dev/disk/by-id/dm-…) meets an accept before any reject, and uses a device
-// no entry matches, so no accept-all follows the rejects.
+// no entry matches, so no accept-all follows the rejects. The rejects the
+// host's filter already has (a platform's, such as Proxmox VE's zd, rbd
+// and nbd rejects) are kept after the declared ones unless Drop names them.
 type GlobalFilter struct {
 	Reject []string `json:"reject,omitempty"`
 	Accept []string `json:"accept,omitempty"`
+	// Drop lists rejects of the host's filter, regexes as they stand inside
+	// "r|…|", that keel removes when it writes the filter.
+	Drop []string `json:"drop,omitempty"`
 }
 
 // VolumeGroup is one LVM volume group and the pools keel keeps in it.
