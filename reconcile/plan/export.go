@@ -105,7 +105,7 @@ func (x *exporter) lvm() {
 		}
 		out = append(out, "globalFilter: {"+strings.Join(parts, ", ")+"}")
 	} else if len(got) > 0 {
-		x.note("lvm.conf: devices/global_filter %s is not in the form keel writes, so it is left out (not managed); %s", quoteList(got), filterAdvice(entries))
+		x.note("lvm.conf: devices/global_filter %s is not in the form keel writes, so it is left out (not managed); %s", quoteList(got), x.p.filterAdvice(entries))
 	}
 	x.writeLVM(out)
 }
@@ -138,10 +138,15 @@ func filterFor(got []string, entries []lvmregex.Entry) (spec.GlobalFilter, bool)
 }
 
 // filterAdvice says how to declare a filter keel does not write as is. A
-// final a|.*| after rejects changes nothing for LVM, which uses a device no
-// entry matches (lib/filters/filter-regex.c), so the rejects alone mean the
-// same; keel writes them without it.
-func filterAdvice(entries []lvmregex.Entry) string {
+// final a|.*| after rejects is not the same as the rejects alone: LVM
+// decides each of a device's names by the first entry that matches it and
+// uses the device as soon as one name is accepted
+// (lib/filters/filter-regex.c, lvmregex.Filter.Decide), so a|.*| accepts
+// an LV whose /dev/mapper name a reject matches by its /dev/dm-N name,
+// while without it a device with one rejected name and no accepted one is
+// hidden. The advice names, from the host's LVs and PVs, what the rejects
+// alone would hide besides.
+func (p *planner) filterAdvice(entries []lvmregex.Entry) string {
 	n := len(entries)
 	switch {
 	case n == 1 && entries[0].Accept && entries[0].Regex == ".*":
@@ -152,9 +157,58 @@ func filterAdvice(entries []lvmregex.Entry) string {
 		for _, e := range entries[:n-1] {
 			rejects = append(rejects, e.Regex)
 		}
-		return fmt.Sprintf("LVM reads it as the rejects alone; to manage it declare lvm: globalFilter: reject: %s (keel then writes it without the final a|.*|)", qlist(rejects))
+		more, pvs := p.hiddenWithoutAcceptAll(entries)
+		what := "on this host the rejects alone hide nothing more"
+		if len(more) > 0 {
+			what = "the rejects alone also hide " + strings.Join(more, ", ")
+		}
+		advice := fmt.Sprintf("the final a|.*| accepts every device by any name no reject matches, so LVM does not read it as the rejects alone (%s); to manage the rejects alone declare lvm: globalFilter: reject: %s", what, qlist(rejects))
+		if len(pvs) > 0 {
+			advice += fmt.Sprintf(", and add an accept for %s, or keel refuses to write a filter that hides a PV in use", strings.Join(pvs, ", "))
+		}
+		return advice
 	}
 	return "declare lvm.globalFilter by hand after review (docs/configuration.md)"
+}
+
+// hiddenWithoutAcceptAll judges the host's active LVs and its PVs with the
+// filter entries (which end in a|.*|) and with the same entries without
+// that last one, and lists each device accepted by the first and hidden by
+// the second, with the name that passes a|.*|; pvs lists the PVs of VGs
+// among them.
+func (p *planner) hiddenWithoutAcceptAll(entries []lvmregex.Entry) (more, pvs []string) {
+	all := make([]string, len(entries))
+	for i, e := range entries {
+		all[i] = e.String()
+	}
+	with, err1 := lvmregex.NewFilter(all)
+	without, err2 := lvmregex.NewFilter(all[:len(all)-1])
+	if err1 != nil || err2 != nil {
+		return nil, nil
+	}
+	judge := func(name string, aliases []string) bool {
+		w := with.Decide(aliases)
+		if !w.Accepted || without.Decide(aliases).Accepted {
+			return false
+		}
+		more = append(more, fmt.Sprintf("%s (a|.*| accepts it as %s)", name, w.Alias))
+		return true
+	}
+	for _, key := range p.sortedLVKeys() {
+		if lv := p.h.LVs[key]; !lv.Hidden && lv.Active {
+			judge(lv.FullName, p.lvAliases(lv))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.h.PVs)) {
+		pv := p.h.PVs[name]
+		if p.lvOfPV(pv) != nil {
+			continue // judged as an LV above
+		}
+		if judge("PV "+name, p.pvAliases(pv)) && pv.VG != "" {
+			pvs = append(pvs, name)
+		}
+	}
+	return more, pvs
 }
 
 // vgs writes every VG with its PVs and pools.

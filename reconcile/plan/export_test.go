@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-storage/keel/lvm/lvmregex"
 	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/spec"
@@ -114,4 +115,43 @@ func loadExport(t *testing.T, ex Exported) *spec.Config {
 		t.Fatalf("keel vet refuses the export: %v\n%s", err, ex.Text)
 	}
 	return d.Config
+}
+
+// TestExportFilterAdvice: the advice for a host filter of rejects followed
+// by a|.*| names what the rejects alone would hide besides, and keel's own
+// filter model agrees: on the vdo-thick capture (seed 000's rejects and
+// a|.*|) the VM disk is accepted as /dev/dm-3 with a|.*| and hidden without.
+func TestExportFilterAdvice(t *testing.T) {
+	h := replayHost(t, "vdo-thick")
+	var note string
+	for _, n := range Export(h).Notes {
+		if strings.HasPrefix(n, "lvm.conf: devices/global_filter") {
+			note = n
+		}
+	}
+	if strings.Contains(note, "changes nothing") || strings.Contains(note, "reads it as the rejects alone") {
+		t.Errorf("the advice says a|.*| changes nothing: %s", note)
+	}
+	if !strings.Contains(note, "the rejects alone also hide vdovg/vm-100-disk-0 (a|.*| accepts it as /dev/dm-3)") {
+		t.Errorf("the advice does not name the VM disk a|.*| lets through: %s", note)
+	}
+	got := parseLVMList(h.LVMConfig.Values["devices/global_filter"])
+	if len(got) < 2 || got[len(got)-1] != "a|.*|" {
+		t.Fatalf("the capture's filter %q no longer ends in a|.*|", got)
+	}
+	with, err := lvmregex.NewFilter(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := lvmregex.NewFilter(got[:len(got)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliases := newPlanner(h).lvAliases(h.LVs["vdovg/vm-100-disk-0"])
+	if v := with.Decide(aliases); !v.Accepted || v.Alias != "/dev/dm-3" {
+		t.Errorf("with a|.*|: %+v, want accepted as /dev/dm-3", v)
+	}
+	if v := without.Decide(aliases); v.Accepted {
+		t.Errorf("the rejects alone accept the VM disk: %+v", v)
+	}
 }
