@@ -17,6 +17,7 @@ import (
 	"cuelang.org/go/cue/cuecontext"
 	cueyaml "cuelang.org/go/encoding/yaml"
 
+	"github.com/keel-storage/keel/lvm/lvmregex"
 	"github.com/keel-storage/keel/schema"
 )
 
@@ -586,5 +587,71 @@ func TestUnitSandbox(t *testing.T) {
 	}
 	if _, err := os.Stat("../systemd/keel-check.timer"); err != nil {
 		t.Error(err)
+	}
+}
+
+// harvesterNodeFilter is the global_filter Harvester writes on every node
+// (harvester/os2, files/system/oem/91_lvm.yaml, at each boot's initramfs
+// stage).
+var harvesterNodeFilter = []string{`r|/dev/loop.*|`, `r|/dev/disk/by-path/.*longhorn.*|`, `r|/dev/mapper/pvc-.*|`}
+
+// TestHarvesterBase: the DaemonSet's base declares the Harvester node's own
+// filter, so keel writes nothing on a stock node, and that filter hides a
+// Longhorn v1 volume by the names LVM sees for it whether LVM scans /dev
+// itself (lvm2's default, obtain_device_list_from_udev = 0: every block
+// node, the /dev/longhorn mknod copy included, lib/device/dev-cache.c
+// _insert_dir) or takes names from udev (= 1: udev's nodes and links only,
+// _insert_udev_dir), while the node's own disk stays visible. The previous
+// base, rejects of /dev/mapper/pvc-.* and /dev/longhorn/.*, let the volume
+// through udev's names. The volume's names: the iSCSI disk Longhorn's engine
+// exports as iqn.2019-10.io.longhorn:<volume>, named by udev's path_id
+// "ip-<portal>-iscsi-<target>-lun-<lun>", and the mknod copy under
+// /dev/longhorn (Longhorn's DuplicateDevice).
+func TestHarvesterBase(t *testing.T) {
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	decodeYAML(t, "kubernetes/keel-daemonset.yaml", &[]any{&cm, map[string]any{}})
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "00-base.cue"), []byte(cm.Data["00-base.cue"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := schema.NewLoader().Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := d.Config.LVM.GlobalFilter.Entries()
+	if !slices.Equal(got, harvesterNodeFilter) {
+		t.Errorf("the base writes %q, not the Harvester node's filter %q", got, harvesterNodeFilter)
+	}
+	vol := "pvc-3f2d8a41-6c1e-4b8e-9f0a-2d7c5e1b9a63"
+	udevNames := []string{"/dev/sdc", "/dev/block/8:32",
+		"/dev/disk/by-path/ip-10.52.0.27:3260-iscsi-iqn.2019-10.io.longhorn:" + vol + "-lun-1",
+		"/dev/disk/by-id/scsi-360000000000000000e00000000010001", "/dev/disk/by-id/wwn-0x60000000000000000e00000000010001"}
+	scanned := append(slices.Clone(udevNames), "/dev/longhorn/"+vol)
+	rootDisk := []string{"/dev/sda", "/dev/block/8:0", "/dev/disk/by-path/pci-0000:00:17.0-ata-1",
+		"/dev/disk/by-id/ata-SAMSUNG_MZ7LH960HAJR-00005_S45NNE0M123456"}
+	old, err := lvmregex.NewFilter([]string{`r|/dev/mapper/pvc-.*|`, `r|/dev/longhorn/.*|`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := lvmregex.NewFilter(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what    string
+		f       *lvmregex.Filter
+		names   []string
+		visible bool
+	}{
+		{"the base, the volume by udev's names", base, udevNames, false},
+		{"the base, the volume by /dev scan", base, scanned, false},
+		{"the base, the node's disk", base, rootDisk, true},
+		{"the old base, the volume by udev's names", old, udevNames, true},
+	} {
+		if v := c.f.Decide(c.names); v.Accepted != c.visible {
+			t.Errorf("%s: visible %v (%+v), want %v", c.what, v.Accepted, v, c.visible)
+		}
 	}
 }
