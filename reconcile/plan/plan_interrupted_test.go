@@ -449,3 +449,55 @@ func TestPlanUnfinishedVDOTagOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanOthersPvmoveCaptured replays the captures of
+// e2e/ownership/pvmove.sh: an admin's `pvmove -b` of kvg/adm, in progress
+// (its poller, the child lvm2 renames "(lvm2)", read from /proc) and then
+// interrupted (the poller killed, no lvmpolld). Each is reported, and no
+// pvmove or lvremove is planned, with or without a record of keel's own
+// earlier move from the same VG.
+func TestPlanOthersPvmoveCaptured(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want FindingID
+	}{{"pvmove-other-in-progress", VGPVMoveOther}, {"pvmove-other-interrupted", VGPVMoveOtherInterrupted}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := replayHost(t, tc.name)
+			mv, src := capturedPvmove(t, h)
+			if tc.want == VGPVMoveOther && len(h.Pollers) == 0 {
+				t.Fatal("the capture holds no poller")
+			}
+			// keel's own move of the journal, recorded in the same VG
+			// from the same HDD, is not this one: it moved another LV.
+			rec := keelsMove(t, src[0])
+			r := PlanWith(loadDesired(t, tc.name, h), h, Memory{FirstPass: true, Pvmoves: []state.Pvmove{rec}})
+			f := findingByKey(t, r, string(tc.want)+"@"+mv.FullName)
+			if !strings.Contains(f.Message, "kvg/adm") {
+				t.Errorf("message does not name the moved LV: %s", f.Message)
+			}
+			if tc.want == VGPVMoveOther && !strings.Contains(f.Message, "(lvm2)") {
+				t.Errorf("message does not name the poller: %s", f.Message)
+			}
+			for _, a := range r.Actions {
+				for _, c := range a.Commands {
+					if len(c) > 0 && (c[0] == "pvmove" || c[0] == "lvremove") {
+						t.Errorf("%s runs %q on the admin's move", a.ID, c)
+					}
+				}
+			}
+			// Recorded as keel's, the interrupted move is resumed with
+			// keel's command; the polled one is left to its poller.
+			own := state.Pvmove{VG: "kvg", Source: src[0], LV: "kvg/adm", Argv: []string{"pvmove", "-n", "kvg/adm", src[0], "/dev/mapper/kslow"}}
+			r = PlanWith(loadDesired(t, tc.name, h), h, Memory{FirstPass: true, Pvmoves: []state.Pvmove{own}})
+			var resumed [][]string
+			for _, a := range r.Actions {
+				if a.ID == "vg.pvmove_interrupted:"+mv.FullName {
+					resumed = a.Commands
+				}
+			}
+			if want := tc.want == VGPVMoveOtherInterrupted; (resumed != nil) != want || want && !slices.Equal(resumed[0], own.Argv) {
+				t.Errorf("recorded as keel's: resume %q, want one: %v", resumed, want)
+			}
+		})
+	}
+}
