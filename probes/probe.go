@@ -332,6 +332,14 @@ func ProbeWith(ctx context.Context, src hostio.Source, opt Options) (*model.Host
 		// ends before the report is in.
 		return h, fmt.Errorf("probe: %w", err)
 	}
+	if hasPvmove(h) {
+		// Whose move it is, and whether anyone polls it, is judged from
+		// the processes polling moves (plan: vg.pvmove_other).
+		var err error
+		if h.Pollers, err = readPollers(src.FS); err != nil {
+			h.Errors = append(h.Errors, "the processes polling a pvmove: "+err.Error())
+		}
+	}
 	h.Errors = append(h.Errors, sys.errors...)
 	for _, err := range crashed.errs {
 		fail(err)

@@ -38,7 +38,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	dryRun := fs.Bool("dry-run", false, "say what would run, run nothing")
 	maint := fs.Bool("maintenance", false, "also apply maintenance actions (the pool is stopped; refused while any LV on it is open)")
 	format := choice(fs, "format", "output `format`: text or json", "text", "json")
-	timeout := fs.Duration("timeout", 5*time.Minute, "per-command timeout")
+	timeout := fs.Duration("timeout", 5*time.Minute, "per-command timeout; pvmove, lvconvert, lvextend, lvresize and activations have none (docs/operations.md)")
 	cmdLog := fs.String("command-log", "", "append every command keel runs, one argv per line (JSON), to `FILE`")
 	verbose := fs.Bool("v", false, "log what the executor does on stderr")
 	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {

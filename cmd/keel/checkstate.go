@@ -35,7 +35,7 @@ func checkMemory(cfg *spec.Config, node string) plan.Memory {
 	if st == nil {
 		return plan.Memory{Held: err.Error(), Today: today}
 	}
-	mem := plan.Memory{Absent: st.Absent, Today: today, StatePath: statefile.DefaultPath}
+	mem := plan.Memory{Absent: st.Absent, Pvmoves: st.Pvmoves, Today: today, StatePath: statefile.DefaultPath}
 	if err != nil {
 		mem.Unrecorded = err.Error()
 	}

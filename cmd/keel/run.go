@@ -38,7 +38,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	level := fs.String("log-level", "info", "log `level`: trace, debug, info, warn, error")
 	logJSON := fs.Bool("log-json", false, "JSON log lines on stderr (when not logging to the journal)")
 	noUevents := fs.Bool("no-uevents", false, "do not listen to kernel uevents")
-	timeout := fs.Duration("timeout", 5*time.Minute, "per-command timeout")
+	timeout := fs.Duration("timeout", 5*time.Minute, "per-command timeout; pvmove, lvconvert, lvextend, lvresize and activations have none (docs/operations.md)")
 	audit := fs.Bool("audit", false, "observe, report and alert; never change the host (as agent.mode \"audit\")")
 	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile of the whole run to `FILE` when keel stops (diagnosis)")
 	cmdLog := fs.String("command-log", "", "append every command keel runs, one argv per line (JSON), to `FILE` (tests)")

@@ -33,7 +33,9 @@ type Cmd struct {
 	Env []string
 	// Stdin, when set, is the command's standard input.
 	Stdin []byte
-	// Timeout, when set, bounds this command instead of the runner's own.
+	// Timeout, when above zero, bounds this command instead of the
+	// runner's own; Unbounded runs it to its end (Bound says which
+	// commands keel runs so).
 	Timeout time.Duration
 	// ReadOnly marks a command that only reads (the probe's reports): once
 	// its context is done, ExecRunner kills it and returns at once, and
@@ -122,6 +124,10 @@ type ExecRunner struct {
 // output to c.Consume while c runs when it is set.
 func (r ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	consume := c.Consume
+	if c.Timeout < 0 {
+		// Unbounded: neither a timeout nor the caller's cancel kills it.
+		ctx = context.WithoutCancel(ctx)
+	}
 	if timeout := cmp.Or(c.Timeout, r.Timeout); timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)

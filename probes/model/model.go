@@ -52,6 +52,9 @@ type Host struct {
 	// LVM command, or by hand. LVM's report then skipped them.
 	Suspended []string `json:"suspended,omitempty"`
 
+	// Pollers are the processes that may poll a pvmove (Process), read
+	// only when the LVM report holds a pvmove LV; nil when it holds none.
+	Pollers []Process `json:"pollers,omitempty"`
 	// Errors lists what could not be probed for the host as a whole;
 	// per-object problems are in each object's Errors.
 	Errors []string `json:"errors"`
@@ -330,3 +333,12 @@ type PVEStorage struct {
 // and the rule that sets bcache tunables at registration (70 sorts after
 // bcache-tools' 69-bcache.rules, which registers the devices).
 var UdevRulePaths = []string{"/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules", "/etc/udev/rules.d/70-keel-bcache.rules"}
+
+// Process is a running process that may poll a pvmove, from
+// /proc/PID/cmdline: a pvmove command (in the foreground, or the child
+// `pvmove -b` leaves polling), or the lvm lvpoll command lvmpolld runs
+// for each move it polls.
+type Process struct {
+	PID  int      `json:"pid"`
+	Argv []string `json:"argv"`
+}

@@ -170,6 +170,7 @@ func New(configs []string, w Wiring) *Loop {
 	ex.Log = w.Log.Named("executor")
 	ex.Records = actionRecords{store: l.state}
 	ex.VGLockHeld = executor.LVMLockHeld(plan.SuspendedLockDir)
+	ex.Starting = l.startingPvmove
 	sysfs := bcache.Applier(w.SysFS)
 	ex.Sysfs = func(ctx context.Context, act plan.Action) error {
 		err := sysfs(ctx, act)
@@ -369,6 +370,7 @@ func (l *Loop) plan(ctx context.Context) (*model.Host, plan.Result, error) {
 func (l *Loop) planOn(h *model.Host) plan.Result {
 	start := time.Now()
 	l.seeVGs(h)
+	l.seePvmoves(h)
 	res := plan.PlanWith(l.desired, h, l.mem)
 	l.log.Debug("plan", "took", Since(start), "actions", len(res.Actions), "findings", len(res.Findings))
 	return res

@@ -222,6 +222,14 @@ const (
 	// behind.
 	VGPVMoveOrphan FindingID = "vg.pvmove_orphan"
 
+	// VGPVMoveOther is vg.pvmove_other: a pvmove keel did not start is in
+	// progress.
+	VGPVMoveOther FindingID = "vg.pvmove_other"
+
+	// VGPVMoveOtherInterrupted is vg.pvmove_other_interrupted: a pvmove keel
+	// did not start stopped before the end.
+	VGPVMoveOtherInterrupted FindingID = "vg.pvmove_other_interrupted"
+
 	// VGUUIDChanged is vg.uuid_changed: another VG under a declared name.
 	VGUUIDChanged FindingID = "vg.uuid_changed"
 

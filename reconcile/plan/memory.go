@@ -27,6 +27,9 @@ type Memory struct {
 	// (state.State.VGs), recorded at first sight (VGSightings); another
 	// UUID under the name holds the VG (vg.uuid_changed).
 	VGs map[string]state.VG
+	// Pvmoves are the pvmoves keel started (state.State.Pvmoves): the only
+	// ones it resumes when they are interrupted (planPvmove).
+	Pvmoves []state.Pvmove
 	// Unrecorded, when set, says why the first sights could not be written
 	// (a read-only /var/lib/keel, a user who cannot write it): the plan says
 	// so in a state.unrecorded finding and still judges everything else.

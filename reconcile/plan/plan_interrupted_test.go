@@ -2,10 +2,13 @@ package plan
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/reconcile/state"
 )
 
 // The captures of e2e/kill (testdata/snapshots/kill-*.txtar, each with the
@@ -16,33 +19,30 @@ import (
 // to the NVMe, killed with keel's process group. lvm2 left its mirror LV
 // pvmove0 and nothing polls it; before vg.pvmove_interrupted keel saw the
 // journal on no PV at all (its _vdata segment is on the mirror) and planned
-// nothing for it.
+// nothing for it. keel resumes it only with its record of starting it.
 func TestPlanInterruptedPvmove(t *testing.T) {
 	h := replayHost(t, "kill-pvmove")
-	r := Plan(loadDesired(t, "kill-pvmove", h), h)
-	var mv *model.LV
-	for _, lv := range h.LVs {
-		if lv.Attr != "" && lv.Attr[0] == 'p' {
-			mv = lv
-		}
-	}
-	if mv == nil {
-		t.Fatal("the capture holds no pvmove LV")
-	}
-	src := pvmoveSources(mv)
-	if len(src) != 1 || h.PVs[src[0]] == nil || h.PVs[src[0]].Fast() {
-		t.Fatalf("pvmove sources %q: want the one slow PV the journal was moved back from", src)
-	}
+	mv, src := capturedPvmove(t, h)
+	rec := keelsMove(t, src[0])
+	r := PlanWith(loadDesired(t, "kill-pvmove", h), h, Memory{FirstPass: true, Pvmoves: []state.Pvmove{rec}})
 	f := findingByKey(t, r, "vg.pvmove_interrupted@"+mv.FullName)
 	if !strings.Contains(f.Message, "kvg/vsplit_vdata") {
 		t.Errorf("message does not name the moved LV: %s", f.Message)
 	}
-	if f.Remedy != "pvmove "+src[0] {
-		t.Errorf("remedy %q, want %q", f.Remedy, "pvmove "+src[0])
+	// The resume is the command keel ran: on a move that ended meanwhile
+	// it finds nothing to move, where `pvmove SOURCE` would move it all.
+	if want := strings.Join(rec.Argv, " "); f.Remedy != want {
+		t.Errorf("remedy %q, want %q", f.Remedy, want)
 	}
 	a := actionByID(t, r, "vg.pvmove_interrupted:"+mv.FullName)
-	if !slices.EqualFunc(a.Commands, [][]string{{"pvmove", src[0]}}, slices.Equal) {
+	if !slices.EqualFunc(a.Commands, [][]string{rec.Argv}, slices.Equal) {
 		t.Errorf("commands %q", a.Commands)
+	}
+	// A record from before the command line was kept: pvmove SOURCE.
+	rec.Argv = nil
+	r = PlanWith(loadDesired(t, "kill-pvmove", h), h, Memory{FirstPass: true, Pvmoves: []state.Pvmove{rec}})
+	if a := actionByID(t, r, "vg.pvmove_interrupted:"+mv.FullName); !slices.EqualFunc(a.Commands, [][]string{{"pvmove", src[0]}}, slices.Equal) {
+		t.Errorf("commands without a recorded argv %q", a.Commands)
 	}
 	// It runs before every other action of the pass but lvm.conf's.
 	for _, x := range r.Actions {
@@ -57,6 +57,100 @@ func TestPlanInterruptedPvmove(t *testing.T) {
 		if strings.HasPrefix(x.ID, "vdo.layout.journal_off_fast") {
 			t.Errorf("a second pvmove planned while the first is in progress: %s", x.ID)
 		}
+	}
+}
+
+// capturedPvmove returns the pvmove LV of a capture and its one source, a
+// slow PV.
+func capturedPvmove(t *testing.T, h *model.Host) (*model.LV, []string) {
+	t.Helper()
+	var mv *model.LV
+	for _, lv := range h.LVs {
+		if lv.Attr != "" && lv.Attr[0] == 'p' {
+			mv = lv
+		}
+	}
+	if mv == nil {
+		t.Fatal("the capture holds no pvmove LV")
+	}
+	src := pvmoveSources(mv)
+	if len(src) != 1 || h.PVs[src[0]] == nil || h.PVs[src[0]].Fast() {
+		t.Fatalf("pvmove sources %q: want the one slow PV the journal was moved back from", src)
+	}
+	return mv, src
+}
+
+// keelsMove is keel's record of the journal move from src, as the
+// executor's hook makes it from the command keel ran (lvm.PvmoveArgs).
+func keelsMove(t *testing.T, src string) state.Pvmove {
+	t.Helper()
+	argv := []string{"pvmove", "-n", "kvg/vsplit_vdata", src + ":1000-1032", "/dev/nvme0n1"}
+	source, lv, ok := lvm.PvmoveArgs(argv, "kvg")
+	if !ok || source != src || lv != "kvg/vsplit_vdata" {
+		t.Fatalf("lvm.PvmoveArgs read %q, %q, %v from keel's journal move", source, lv, ok)
+	}
+	return state.Pvmove{VG: "kvg", Source: source, LV: lv, Argv: argv}
+}
+
+// TestPlanOthersPvmove: the same interrupted move with no record of keel's
+// starting it (an admin's, another node's), or a record of another move,
+// is reported and never resumed; keel's own move that something still
+// polls is left to it.
+func TestPlanOthersPvmove(t *testing.T) {
+	h := replayHost(t, "kill-pvmove")
+	mv, src := capturedPvmove(t, h)
+	own := keelsMove(t, src[0])
+	otherLV := own
+	otherLV.LV = "kvg/other"
+	for _, tc := range []struct {
+		name    string
+		recs    []state.Pvmove
+		pollers []model.Process
+		want    FindingID
+	}{
+		{"no record", nil, nil, VGPVMoveOtherInterrupted},
+		{"a record of another LV", []state.Pvmove{otherLV}, nil, VGPVMoveOtherInterrupted},
+		{"no record, polled", nil, []model.Process{{PID: 4242, Argv: []string{"(lvm2)", "-b", src[0]}}}, VGPVMoveOther},
+		{"no record, a pvmove of another PV", nil, []model.Process{{PID: 4245, Argv: []string{"pvmove", "/dev/nvme0n1"}}}, VGPVMoveOtherInterrupted},
+		{"no record, lvmpolld", nil, []model.Process{{PID: 4243, Argv: []string{"/usr/sbin/lvm", "lvpoll", "--polloperation", "pvmove", "--interval", "15", mv.FullName}}}, VGPVMoveOther},
+		{"keel's, polled", []state.Pvmove{own}, []model.Process{{PID: 4244, Argv: []string{"pvmove", "-n", "kvg/vsplit_vdata", src[0] + ":1000-1032", "/dev/nvme0n1"}}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := replayHost(t, "kill-pvmove")
+			h.Pollers = tc.pollers
+			r := PlanWith(loadDesired(t, "kill-pvmove", h), h, Memory{FirstPass: true, Pvmoves: tc.recs})
+			var got []string
+			for _, f := range r.Findings {
+				if strings.HasPrefix(string(f.ID), "vg.pvmove") {
+					got = append(got, f.Key())
+				}
+			}
+			want := []string{}
+			if tc.want != "" {
+				want = []string{string(tc.want) + "@" + mv.FullName}
+			}
+			if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+				t.Errorf("pvmove findings %q, want %q", got, want)
+			}
+			for _, a := range r.Actions {
+				for _, c := range a.Commands {
+					if len(c) > 0 && (c[0] == "pvmove" || c[0] == "lvremove") {
+						t.Errorf("%s runs %q on a move keel may not resume", a.ID, c)
+					}
+				}
+			}
+			if tc.want == "" {
+				return
+			}
+			f := findingByKey(t, r, want[0])
+			if tc.want == VGPVMoveOther && !strings.Contains(f.Message, "pid "+strconv.Itoa(tc.pollers[0].PID)) {
+				t.Errorf("message does not name the poller: %s", f.Message)
+			}
+			if tc.want == VGPVMoveOtherInterrupted && f.Remedy != "on the node that started it, resume it with pvmove "+src[0]+" or roll it back with pvmove --abort "+src[0] {
+				t.Errorf("remedy %q", f.Remedy)
+			}
+			actionByID(t, r, string(tc.want)+":"+mv.FullName) // report only
+		})
 	}
 }
 
@@ -353,5 +447,57 @@ func TestPlanUnfinishedVDOTagOnly(t *testing.T) {
 		if f.ID == "vg.inactive" {
 			t.Errorf("an active VDO LV reported inactive: %s", f.Message)
 		}
+	}
+}
+
+// TestPlanOthersPvmoveCaptured replays the captures of
+// e2e/ownership/pvmove.sh: an admin's `pvmove -b` of kvg/adm, in progress
+// (its poller, the child lvm2 renames "(lvm2)", read from /proc) and then
+// interrupted (the poller killed, no lvmpolld). Each is reported, and no
+// pvmove or lvremove is planned, with or without a record of keel's own
+// earlier move from the same VG.
+func TestPlanOthersPvmoveCaptured(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want FindingID
+	}{{"pvmove-other-in-progress", VGPVMoveOther}, {"pvmove-other-interrupted", VGPVMoveOtherInterrupted}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := replayHost(t, tc.name)
+			mv, src := capturedPvmove(t, h)
+			if tc.want == VGPVMoveOther && len(h.Pollers) == 0 {
+				t.Fatal("the capture holds no poller")
+			}
+			// keel's own move of the journal, recorded in the same VG
+			// from the same HDD, is not this one: it moved another LV.
+			rec := keelsMove(t, src[0])
+			r := PlanWith(loadDesired(t, tc.name, h), h, Memory{FirstPass: true, Pvmoves: []state.Pvmove{rec}})
+			f := findingByKey(t, r, string(tc.want)+"@"+mv.FullName)
+			if !strings.Contains(f.Message, "kvg/adm") {
+				t.Errorf("message does not name the moved LV: %s", f.Message)
+			}
+			if tc.want == VGPVMoveOther && !strings.Contains(f.Message, "(lvm2)") {
+				t.Errorf("message does not name the poller: %s", f.Message)
+			}
+			for _, a := range r.Actions {
+				for _, c := range a.Commands {
+					if len(c) > 0 && (c[0] == "pvmove" || c[0] == "lvremove") {
+						t.Errorf("%s runs %q on the admin's move", a.ID, c)
+					}
+				}
+			}
+			// Recorded as keel's, the interrupted move is resumed with
+			// keel's command; the polled one is left to its poller.
+			own := state.Pvmove{VG: "kvg", Source: src[0], LV: "kvg/adm", Argv: []string{"pvmove", "-n", "kvg/adm", src[0], "/dev/mapper/kslow"}}
+			r = PlanWith(loadDesired(t, tc.name, h), h, Memory{FirstPass: true, Pvmoves: []state.Pvmove{own}})
+			var resumed [][]string
+			for _, a := range r.Actions {
+				if a.ID == "vg.pvmove_interrupted:"+mv.FullName {
+					resumed = a.Commands
+				}
+			}
+			if want := tc.want == VGPVMoveOtherInterrupted; (resumed != nil) != want || want && !slices.Equal(resumed[0], own.Argv) {
+				t.Errorf("recorded as keel's: resume %q, want one: %v", resumed, want)
+			}
+		})
 	}
 }

@@ -15,7 +15,8 @@ import (
 // version is refused (it was written by a newer keel that may record things
 // this one would drop); an older one is upgraded on the next write.
 // Version 2 added VGs: a version 1 file reads as a state with no VG seen yet.
-const Version = 2
+// Version 3 added Pvmoves: an older file reads as one with no move of keel's.
+const Version = 3
 
 // State is the whole file.
 type State struct {
@@ -28,6 +29,9 @@ type State struct {
 	// VGs holds, by VG name, the identity of each declared VG keel has
 	// seen (vg.go).
 	VGs map[string]VG `json:"vgs,omitempty"`
+	// Pvmoves lists the pvmoves keel started and LVM still reports
+	// (pvmove.go).
+	Pvmoves []Pvmove `json:"pvmoves,omitempty"`
 }
 
 // Absent is keel's memory of one absent name.

@@ -181,6 +181,10 @@ type Executor struct {
 	// resume of a suspended device waits while one does (guard). Nil: no
 	// check (LVMLockHeld is the live one).
 	VGLockHeld func(vg string) (bool, error)
+	// Starting, when set, is told of each command of an action before it
+	// runs; an error holds the command and fails the action. keel records
+	// there the pvmoves it starts (converge), before their first change.
+	Starting func(a plan.Action, argv []string) error
 
 	opts Options
 
@@ -628,6 +632,11 @@ func (e *Executor) runCommands(ctx context.Context, a plan.Action, res *Result) 
 		cmds = maintenanceWrap(a)
 	}
 	for i, argv := range cmds {
+		if e.Starting != nil {
+			if err := e.Starting(a, argv); err != nil {
+				return fmt.Errorf("action %s: %w", a.ID, err)
+			}
+		}
 		if err := e.run(ctx, argv, res); err != nil {
 			if a.Class == plan.Maintenance {
 				// Whatever failed, bring the stack back up: run the
@@ -652,7 +661,9 @@ func (e *Executor) run(ctx context.Context, argv []string, res *Result) error {
 		return &hostio.RefusedError{Reason: err.Error()}
 	}
 	res.Commands = append(res.Commands, argv)
-	c := hostio.Cmd{Name: argv[0], Args: argv[1:]}
+	// The long LVM commands run to their end, whatever the runner's
+	// timeout or ctx say (hostio.Bound).
+	c := hostio.Cmd{Name: argv[0], Args: argv[1:], Timeout: hostio.Bound(argv)}
 	r, err := e.Runner.Run(ctx, c)
 	if err != nil {
 		return err

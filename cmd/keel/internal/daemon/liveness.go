@@ -16,7 +16,9 @@ import (
 // PV that answers slowly makes a pass long, not hung. A command past its
 // timeout (a child in uninterruptible sleep that the kill cannot end), or a
 // pass that runs no command and ends none for a whole watchdog interval,
-// is hung. The in-process dm ioctls of hostio.DMRunner are served behind
+// is hung. A command keel runs to its end (hostio.Unbounded: a pvmove, a
+// VDO activation replaying its journal) has no deadline, so it counts as
+// running for as long as it runs. The in-process dm ioctls of hostio.DMRunner are served behind
 // this runner, so they count as commands too.
 type Liveness struct {
 	Inner hostio.Runner
