@@ -144,6 +144,8 @@ var Catalogue = []Rule{
 		"A pvmove<N> LV that is no longer a mirror is still in the VG: the pvmove committed the moved LVs and turned its mirror into an error segment, then was killed or could not deactivate it before removing it. keel reloads any LV whose live table still maps it, then removes it (lvremove; an error segment holds no data)."},
 	{VGPVsDrift, Warning, "a declared VG's PVs differ from its declaration",
 		"A declared VG holds at least one declared PV, but also PVs not declared (a vgextend by hand) or not every declared PV: the declared VG, changed by hand; keel goes on acting in it."},
+	{VGSharedChange, Warning, "a change held because its VG is shared between nodes",
+		"keel would change an object of a VG shared between nodes (lvmlockd, clvm, Proxmox VE's shared 1, shared: true): it plans no command, sysfs write or wipe on such a VG, as another node may hold its LVs active or write its metadata; the node that owns the object makes the change."},
 	{VGUnreadable, Critical, "VG unreadable while its LVs run",
 		"LVM reads no metadata of a declared VG whose LVs still run in the kernel: a PV under it fails or is gone."},
 	{VGUUIDChanged, Error, "another VG under a declared name",

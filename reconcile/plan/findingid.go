@@ -214,6 +214,10 @@ const (
 	// behind.
 	VGPVMoveOrphan FindingID = "vg.pvmove_orphan"
 
+	// VGSharedChange is vg.shared_change: a change held because its VG is
+	// shared between nodes.
+	VGSharedChange FindingID = "vg.shared_change"
+
 	// VGUUIDChanged is vg.uuid_changed: another VG under a declared name.
 	VGUUIDChanged FindingID = "vg.uuid_changed"
 
