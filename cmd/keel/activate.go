@@ -22,6 +22,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // runActivate implements keel activate. Exit 0: every declared VG is
@@ -29,7 +30,7 @@ import (
 // (each missing piece named), or the desired state is invalid; 2: keel
 // could not run (probe failed, bad flags).
 func runActivate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("activate", "keel activate [-c PATH] [--timeout 2m] [--node SNAPSHOT]",
+	fs := newFlags("activate", "keel activate [-c PATH] [--timeout 2m] [--audit] [--node SNAPSHOT]",
 		"Brings the declared stack up in its stacking order: re-applies lvm.conf and the bcache",
 		"tunables (live actions only; nothing is created or destroyed), waits for the declared PVs,",
 		"activates the lower VGs and VDO pools, makes LVM scan the PVs on their LVs, activates the",
@@ -37,6 +38,8 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		"Activation commands are never killed: past --timeout, with one still running, keel tells",
 		"systemd READY so the guests start, and waits for it. An invalid desired state falls back to",
 		"the last one that loaded (/var/lib/keel/last-good-desired.txtar), saying so.",
+		"In audit mode (agent.mode \"audit\" in the desired state, or --audit) it changes no setting:",
+		"no lvm.conf edit, no bcache tunable, no udev rule; it only runs lvm2's own vgchange -aay.",
 		"Without --node keel must run as root.",
 		"Exit status: 0 stack up, 1 stack incomplete at the timeout (each missing PV named), 2 could",
 		"not run (bad flags, not root, missing desired state, invalid with no last good one, failed probe).")
@@ -47,6 +50,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	poll := fs.Duration("poll", time.Second, "re-probe this often while waiting for devices")
 	lvmConf := fs.String("lvm-conf", lvmconf.DefaultPath, "the lvm.conf to keep")
 	noRules := fs.Bool("no-udev-rules", false, "do not rewrite keel's udev rules when they drift")
+	auditFlag := fs.Bool("audit", false, "activate as lvm2's autoactivation does and change no setting (as agent.mode \"audit\")")
 	level := choice(fs, "log-level", "log `level`: info, trace, debug, warn or error", "info", "trace", "debug", "warn", "error")
 	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
@@ -59,7 +63,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	}
 	lvl := hclog.LevelFromString(*level)
 	if *node != "" {
-		return activateReplay(configs, *node, stdout, stderr)
+		return activateReplay(configs, *node, *auditFlag, stdout, stderr)
 	}
 	if !requireRoot("activate", args, "pass --node SNAPSHOT to see what it would do on a recorded host", stderr) {
 		return exitError
@@ -92,6 +96,10 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel activate: using the last good desired state, saved %s in %s; fix the desired state (keel vet)\n",
 			lg.Saved.UTC().Format(time.RFC3339), lg.Path)
 	}
+	audit := *auditFlag || loop.Desired().Agent.Mode == spec.AgentAudit
+	if audit {
+		log.Info("audit mode: lvm.conf, bcache tunables and udev rules left as they are; only lvm2's vgchange -aay runs")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
@@ -103,7 +111,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 			log.Info("waiting for devices", "blocked", strings.Join(blocked, "; "))
 			w.set("waiting for devices: " + strings.Join(blocked, "; "))
 		},
-		Running: w.running})
+		Running: w.running, Audit: audit})
 	w.stop()
 	if !out.Computed {
 		if err == nil {
@@ -128,7 +136,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		_ = notify.Status("stack incomplete: " + strings.Join(order.Blocked(), "; "))
 		return exitFindings
 	}
-	if !*noRules {
+	if !*noRules && !audit {
 		// A failure is logged, not fatal: the stack is already up.
 		written, err := loop.SyncRules(ctx, out.Host)
 		for _, p := range written {
@@ -158,18 +166,23 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 
 // activateReplay computes the activation plan on a node snapshot and
 // prints it: what keel activate would run now, and what blocks.
-func activateReplay(configs []string, node string, stdout, stderr io.Writer) int {
+func activateReplay(configs []string, node string, audit bool, stdout, stderr io.Writer) int {
 	cfg, _, h, code := loadAndProbe("activate", configs, node, time.Minute, stderr)
 	if cfg == nil {
 		return code
 	}
+	audit = audit || cfg.Agent.Mode == spec.AgentAudit
 	order, err := activation.Compute(cfg, h)
 	if err != nil {
 		fmt.Fprintf(stderr, "keel activate: %v\n", err)
 		return exitError
 	}
-	for _, a := range converge.LiveBootActions(plan.Plan(cfg, h).Actions) {
-		fmt.Fprintf(stdout, "%-8s %s: %s\n", "re-apply", a.ID, a.Summary)
+	if audit {
+		fmt.Fprintln(stdout, "audit mode: lvm.conf, bcache tunables and udev rules left as they are")
+	} else {
+		for _, a := range converge.LiveBootActions(plan.Plan(cfg, h).Actions) {
+			fmt.Fprintf(stdout, "%-8s %s: %s\n", "re-apply", a.ID, a.Summary)
+		}
 	}
 	runnable := map[string]bool{}
 	for _, s := range order.Runnable() {
@@ -184,6 +197,9 @@ func activateReplay(configs []string, node string, stdout, stderr io.Writer) int
 		case runnable[s.VG]:
 			fmt.Fprintf(stdout, "%-8s vg %s (depth %d): %s\n", "activate", s.VG, s.Depth, s.Reason)
 			for _, c := range s.Commands {
+				if audit && c[0] != "vgchange" {
+					continue // converge.ActivateOptions.Audit
+				}
 				fmt.Fprintf(stdout, "         $ %s\n", shell.Join(c))
 			}
 		default:

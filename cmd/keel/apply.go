@@ -19,6 +19,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // runApply implements keel apply. Exit 0: converged (no finding at warning
@@ -30,8 +31,10 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		"Probes the host, plans, applies each action, re-probes and verifies it converged.",
 		"--dry-run prints each action's commands and sysfs writes, and a unified diff of each file it",
 		"would write, and changes nothing. Without --dry-run or --node keel must run as root.",
+		"In audit mode (agent.mode \"audit\") only --dry-run runs; without it keel apply changes nothing.",
 		"Exit status: 0 converged, 1 findings at warning or above remain or actions are stuck, refused",
-		"or failed, 2 could not run (bad flags, not root, missing or invalid desired state, failed probe).")
+		"or failed, or refused in audit mode, 2 could not run (bad flags, not root, missing or invalid",
+		"desired state, failed probe).")
 	var configs multiFlag
 	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "replay the node `SNAPSHOT` instead of probing this host (implies --dry-run)")
@@ -81,6 +84,12 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	if err := a.Load(a.Read()); err != nil {
 		fmt.Fprintf(stderr, "keel apply: %s\n", loadErrorText("apply", configs, err))
 		return exitError
+	}
+	if !*dryRun && a.Desired().Agent.Mode == spec.AgentAudit {
+		// Audit mode changes nothing, from any entry point: the daemon's
+		// passes are dry runs, and so would be this one.
+		fmt.Fprintln(stderr, `keel apply: agent.mode is "audit" in the desired state: nothing changed; keel apply --dry-run shows what it would do, agent.mode "converge" lets it`)
+		return exitFindings
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -26,7 +26,8 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 		"Prints the two udev rules files keel keeps from the desired state:",
 		"  "+activation.PVScanRule+"  LVM_PVSCAN_ON_LVS=1 for keel's LVs under stacked VGs",
 		"  "+activation.BcacheRule+"          the declared bcache tunables, set at registration",
-		"--write installs them (as root, unless --root names another directory).",
+		"--write installs them (as root, unless --root names another directory); in audit mode",
+		"(agent.mode \"audit\") it writes nothing and says so.",
 		"Exit status: 0 ok, 1 drift (--check), 2 could not run (bad flags, not root, missing or",
 		"invalid desired state, failed probe or write).")
 	var configs multiFlag
@@ -91,6 +92,9 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, "udev rules in sync")
 		return exitOK
+	case *write && cfg.Agent.Mode == spec.AgentAudit:
+		fmt.Fprintln(stdout, auditWroteNothing)
+		return exitOK
 	case *write:
 		written, err := converge.InstallRules(ctx, files, *root, src.Runner)
 		for _, p := range written {
@@ -113,6 +117,11 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 	}
 	return exitOK
 }
+
+// auditWroteNothing is what keel udev-rules --write says in audit mode. It
+// exits 0: the configuration management that runs it on every host
+// (packaging/integrations) must not fail for a host keel only observes.
+const auditWroteNothing = `keel udev-rules: agent.mode is "audit": wrote nothing; keel udev-rules --check shows the drift, agent.mode "converge" lets --write install the rules`
 
 // loadAndProbe loads the desired state while it probes the host (or replays
 // node). On failure it prints why and returns a nil config and exitError.

@@ -18,6 +18,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,6 +33,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		"Renames each LV to del-<name>, zeroes (BLKZEROOUT) or discards (BLKDISCARD) it in steps with",
 		"progress, then lvremoves it. del-* LVs left by an interrupted wipe are finished first.",
 		"The VG must be declared in the desired state. Without --dry-run or --node keel must run as root.",
+		"In audit mode (agent.mode \"audit\") it refuses all but --dry-run and --node.",
 		"Exit status: 0 done, 1 refused (nothing changed), 2 could not run (bad flags, not root,",
 		"missing or invalid desired state) or failed.")
 	var configs multiFlag
@@ -76,6 +78,10 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	cfg := loop.Desired()
+	if cfg.Agent.Mode == spec.AgentAudit && !*dryRun && *node == "" {
+		fmt.Fprintln(stderr, `keel wipe: agent.mode is "audit" in the desired state: nothing removed; keel wipe --dry-run shows what it would remove, agent.mode "converge" lets it`)
+		return exitFindings
+	}
 	mode := removal.Mode(cfg.Removal.Mode)
 	if *modeFlag != "" {
 		mode = removal.Mode(*modeFlag)

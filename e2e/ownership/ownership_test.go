@@ -5,7 +5,8 @@
 // reused after the audit-first rollout recorded it (rollout.sh), a VG of
 // the declared name that is another VG (foreignvg.sh), a disk a guest's
 // configuration still names (guestref.sh), and storage other nodes may
-// use (sharedcfg.sh). Each keeps the LV with its data and says why. They
+// use (sharedcfg.sh). Each keeps the LV with its data and says why. On a
+// VG shared between nodes no other change is made either (sharedgate.sh). They
 // share e2e/wipe's helpers (wipelib.sh); they are a package of their own
 // so that run-e2e.sh can run them beside e2e/wipe.
 package ownership_test

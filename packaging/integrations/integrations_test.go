@@ -196,6 +196,8 @@ func TestAnsiblePlaybook(t *testing.T) {
 		Name   string         `json:"name"`
 		Notify any            `json:"notify"`
 		Copy   map[string]any `json:"ansible.builtin.copy"`
+		Cmd    string         `json:"ansible.builtin.command"`
+		When   string         `json:"when"`
 	}
 	var plays []struct {
 		Hosts    string         `json:"hosts"`
@@ -215,8 +217,16 @@ func TestAnsiblePlaybook(t *testing.T) {
 	for _, h := range play.Handlers {
 		handlers[h.Name] = true
 	}
-	vetted := 0
+	vetted, writes := 0, 0
 	for _, x := range play.Tasks {
+		// Audit mode changes nothing on the host: a task that writes keel's
+		// udev rules runs only when converging.
+		if strings.HasPrefix(x.Cmd, "keel udev-rules --write") {
+			writes++
+			if x.When != "keel_mode | default('audit') == 'converge'" {
+				t.Errorf("task %q runs %q with when %q: also in audit mode", x.Name, x.Cmd, x.When)
+			}
+		}
 		if x.Name == "" {
 			t.Errorf("ansible task without a name: %+v", x)
 		}
@@ -236,6 +246,9 @@ func TestAnsiblePlaybook(t *testing.T) {
 	if vetted != 2 {
 		t.Errorf("%d files under /etc/keel vetted, want 2 (agent.cue, keel.cue)", vetted)
 	}
+	if writes != 1 {
+		t.Errorf("%d tasks write keel's udev rules, want 1", writes)
+	}
 	b, err := os.ReadFile("salt/keel.sls")
 	if err != nil {
 		t.Fatal(err)
@@ -245,6 +258,23 @@ func TestAnsiblePlaybook(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("salt/keel.sls lacks %s", want)
 		}
+	}
+	// The state writes keel's udev rules only inside the converge block.
+	const open, end = "{% if salt['pillar.get']('keel:mode', 'audit') == 'converge' %}", "{% endif %}"
+	sls := string(b)
+	for i := strings.Index(sls, "keel udev-rules --write"); i >= 0; {
+		start := strings.LastIndex(sls[:i], open)
+		if start < 0 || strings.Contains(sls[start:i], end) {
+			t.Errorf("salt/keel.sls runs keel udev-rules --write outside %s", open)
+		}
+		next := strings.Index(sls[i+1:], "keel udev-rules --write")
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	if !strings.Contains(sls, "keel udev-rules --write") {
+		t.Error("salt/keel.sls no longer writes keel's udev rules")
 	}
 }
 

@@ -62,7 +62,7 @@ func TestCollectFromBinary(t *testing.T) {
 		}
 	}
 	comp := Completion(cmds)
-	if !strings.Contains(comp, `activate) COMPREPLY=($(compgen -W "-c --log-level`) {
+	if !strings.Contains(comp, `activate) COMPREPLY=($(compgen -W "--audit -c --log-level`) {
 		t.Errorf("completion:\n%s", comp)
 	}
 	zsh, fish := ZshCompletion(cmds), FishCompletion(cmds)

@@ -35,6 +35,16 @@ type ActivateOptions struct {
 	// called with nil when the commands of a round are done, so the
 	// caller can show what the activation waits for (systemd's STATUS=).
 	Running func(argv []string)
+	// Audit (agent.mode "audit", keel activate --audit) activates as
+	// lvm2's own boot activation does and changes no setting: the live
+	// lvm.conf and bcache actions are not applied, and of the activation
+	// commands only vgchange -aay runs: lvm2's own autoactivation command
+	// (udev/69-dm-lvm.rules.in starts lvm-activate-<vg>.service with
+	// "vgchange -aay --autoactivation event <vg>"), which loads
+	// device-mapper tables from the committed metadata and writes none.
+	// pvscan --cache of a PV on an LV is left out: lvm2's udev rule skips
+	// such a PV unless keel's own rule (LVM_PVSCAN_ON_LVS) says otherwise.
+	Audit bool
 }
 
 // Activation is the outcome of Activate.
@@ -77,7 +87,7 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 	var probeErr error
 	for round := 0; ; round++ {
 		h, err := l.Probe(ctx)
-		if err == nil && l.applyLive(ctx, h) > 0 {
+		if err == nil && !o.Audit && l.applyLive(ctx, h) > 0 {
 			// lvm.conf or sysfs changed what LVM and bcache show.
 			h, err = l.Probe(ctx)
 		}
@@ -95,7 +105,7 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 			if order.Done() {
 				return out, nil
 			}
-			ran = l.runActivation(ctx, order, runs, o.Running)
+			ran = l.runActivation(ctx, order, runs, o.Running, o.Audit)
 		}
 		if ran > 0 {
 			continue
@@ -146,14 +156,16 @@ func (l *Loop) applyLive(ctx context.Context, h *model.Host) int {
 }
 
 // activationActions turns the runnable steps of plan into command actions,
-// leaving out commands that already ran MaxActivationRuns times. They carry
-// no remedies: the next round's probe and plan say whether the VG came up.
-func activationActions(order activation.Plan, runs map[string]int) []plan.Action {
+// leaving out commands that already ran MaxActivationRuns times, and in
+// audit mode every command but lvm2's own vgchange -aay
+// (ActivateOptions.Audit). They carry no remedies: the next round's probe
+// and plan say whether the VG came up.
+func activationActions(order activation.Plan, runs map[string]int, audit bool) []plan.Action {
 	var out []plan.Action
 	for _, s := range order.Runnable() {
 		for i, argv := range s.Commands {
 			key := strings.Join(argv, " ")
-			if runs[key] >= MaxActivationRuns {
+			if runs[key] >= MaxActivationRuns || (audit && argv[0] != "vgchange") {
 				continue
 			}
 			out = append(out, plan.Action{
@@ -170,8 +182,8 @@ func activationActions(order activation.Plan, runs map[string]int) []plan.Action
 // runActivation runs the activation commands of the runnable steps through
 // the executor, one at a time so that running hears of each, and returns
 // how many ran.
-func (l *Loop) runActivation(ctx context.Context, order activation.Plan, runs map[string]int, running func([]string)) int {
-	acts := activationActions(order, runs)
+func (l *Loop) runActivation(ctx context.Context, order activation.Plan, runs map[string]int, running func([]string), audit bool) int {
+	acts := activationActions(order, runs, audit)
 	n := 0
 	for _, a := range acts {
 		if ctx.Err() != nil {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/activation"
+	"github.com/keel-storage/keel/reconcile/apply/executor"
+	"github.com/keel-storage/keel/reconcile/converge/convergetest"
 	"github.com/keel-storage/keel/reconcile/plan"
 )
 
@@ -98,7 +100,7 @@ func TestRunActivationNeverCancelsACommand(t *testing.T) {
 		heard = append(heard, strings.Join(argv, " "))
 		cancel() // systemd stops the unit while the command runs
 	}
-	if n := l.runActivation(ctx, order, map[string]int{}, running); n != 1 {
+	if n := l.runActivation(ctx, order, map[string]int{}, running, false); n != 1 {
 		t.Fatalf("ran %d commands", n)
 	}
 	want := []string{"vgchange -aay lower ctx=<nil>"}
@@ -107,5 +109,63 @@ func TestRunActivationNeverCancelsACommand(t *testing.T) {
 	}
 	if w := []string{"vgchange -aay lower", "done"}; !slices.Equal(heard, w) {
 		t.Errorf("Running heard %q, want %q", heard, w)
+	}
+}
+
+// In audit mode keel activate runs lvm2's own autoactivation command and
+// nothing else: the pvscan of a PV on an LV is keel's addition and is left
+// out.
+func TestActivationActionsAuditKeepsVgchangeOnly(t *testing.T) {
+	order := activation.Plan{Steps: []activation.Step{
+		{Layer: activation.Layer{VG: "upper"}, Status: activation.Activate,
+			Commands: [][]string{{"pvscan", "--cache", "/dev/lower/lv"}, {"vgchange", "-aay", "upper"}}},
+	}}
+	var got []string
+	for _, a := range activationActions(order, map[string]int{}, true) {
+		got = append(got, strings.Join(a.Commands[0], " "))
+	}
+	if want := []string{"vgchange -aay upper"}; !slices.Equal(got, want) {
+		t.Errorf("audit: %q, want %q", got, want)
+	}
+	if n := len(activationActions(order, map[string]int{}, false)); n != 2 {
+		t.Errorf("converge: %d commands, want 2", n)
+	}
+}
+
+// Activate in audit mode writes no lvm.conf and no sysfs attribute on a host
+// where both drifted; the same host and desired state without audit
+// rewrite them, so the recording sees a change when there is one.
+func TestActivateAuditChangesNothing(t *testing.T) {
+	const desired = "lvm: scanLVs: true\nbcache: b0: {\n\tbacking: \"a67c2e52-040c-493e-99e7-8498486cebf1\"\n\twritebackPercent: 40\n}\n"
+	const conf = "devices {\n\tscan_lvs = 0\n}\n"
+	for _, audit := range []bool{false, true} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "d.cue"), []byte(desired), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		lvmConf := filepath.Join(t.TempDir(), "lvm.conf")
+		if err := os.WriteFile(lvmConf, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		src, sys, _ := convergetest.Replayed(t, "../../probes/testdata/snapshots/mixed.txtar")
+		run := &convergetest.RecordingRunner{}
+		l := New([]string{dir}, Wiring{Source: src, Runner: run, SysFS: sys, LVMConfPath: lvmConf,
+			FileRoot: t.TempDir(), StateDir: t.TempDir(), Options: executor.Options{MaxAttempts: 1}, SkipOwnerCheck: true})
+		if err := l.Load(l.Read()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Activate(context.Background(), ActivateOptions{Deadline: time.Now(), Audit: audit}); err != nil {
+			t.Fatalf("audit %v: %v", audit, err)
+		}
+		b, _ := os.ReadFile(lvmConf)
+		changed := string(b) != conf || sys.WriteLog() != ""
+		for _, c := range run.Cmds {
+			if !strings.HasPrefix(c, "vgchange -aay ") {
+				changed = true
+			}
+		}
+		if changed != !audit {
+			t.Errorf("audit %v: lvm.conf %q, sysfs writes %q, commands %q", audit, b, sys.WriteLog(), run.Cmds)
+		}
 	}
 }

@@ -152,6 +152,8 @@ var Catalogue = []Rule{
 		"A pvmove keel's state does not record starting left its mirror LV in a declared VG and no process polls it: the LVs it moves stay locked. keel reports it and never resumes or aborts it; whoever started it does."},
 	{VGPVsDrift, Warning, "a declared VG's PVs differ from its declaration",
 		"A declared VG holds at least one declared PV, but also PVs not declared (a vgextend by hand) or not every declared PV: the declared VG, changed by hand; keel goes on acting in it."},
+	{VGSharedChange, Warning, "a change held because its VG is shared between nodes",
+		"keel would change an object of a VG shared between nodes (lvmlockd, clvm, Proxmox VE's shared 1, shared: true): it plans no command, sysfs write or wipe on such a VG, as another node may hold its LVs active or write its metadata; the node that owns the object makes the change."},
 	{VGUnreadable, Critical, "VG unreadable while its LVs run",
 		"LVM reads no metadata of a declared VG whose LVs still run in the kernel: a PV under it fails or is gone."},
 	{VGUUIDChanged, Error, "another VG under a declared name",

@@ -230,6 +230,10 @@ const (
 	// did not start stopped before the end.
 	VGPVMoveOtherInterrupted FindingID = "vg.pvmove_other_interrupted"
 
+	// VGSharedChange is vg.shared_change: a change held because its VG is
+	// shared between nodes.
+	VGSharedChange FindingID = "vg.shared_change"
+
 	// VGUUIDChanged is vg.uuid_changed: another VG under a declared name.
 	VGUUIDChanged FindingID = "vg.uuid_changed"
 

@@ -120,6 +120,8 @@ type planner struct {
 	// clearing is how removal clears each LV, read once when an absent LV
 	// is found (planAbsent).
 	clearing *removal.Clearing
+	// shared caches sharedVGs: the VGs no action may change (holdShared).
+	shared map[string]removal.SharedVG
 }
 
 // sortedLVKeys returns the keys of the host's LVs in order, sorted once per
@@ -182,7 +184,10 @@ func (p *planner) add(f Finding) string {
 	return f.Key()
 }
 
-// act records an action unless in audit mode.
+// act records an action unless in audit mode, in a VG keel holds, on a
+// host with suspended devices, or on an object of a VG shared between
+// nodes: every plan function goes through it, so an action is gated on
+// shared VGs by default (holdShared).
 func (p *planner) act(phase int, a Action) {
 	if p.audit || p.inHeldVG(a.Object) {
 		return
@@ -191,6 +196,9 @@ func (p *planner) act(phase int, a Action) {
 		// LVM read the host without the suspended devices (planSuspended):
 		// nothing else is acted on from that view, and a command could
 		// block on them.
+		return
+	}
+	if p.holdShared(a) {
 		return
 	}
 	p.actions = append(p.actions, plannedAction{phase, a})

@@ -4,8 +4,9 @@
 #
 # Pillar: keel:deb (a salt:// path), keel:desired (a salt:// path), keel:mode.
 #
-# keel:mode is "audit" unless the pillar sets it: keel run then probes,
-# reports and alerts but changes nothing. Turn convergence on per minion once
+# keel:mode is "audit" unless the pillar sets it: keel run and keel activate
+# then probe, report and alert but change nothing, and the state writes no
+# udev rule. Turn convergence on per minion once
 # `keel plan` on it shows only what you want done: set keel:mode: converge in
 # its pillar and apply the state; keel.service reloads (SIGHUP) and converges.
 # Set agent.mode only here, not in keel:desired: two values for it are a
@@ -38,12 +39,17 @@ keel-desired-state:
       - pkg: keel-package
       - file: keel-agent-mode
 
+{# Only when converging: audit mode changes nothing on the host, keel's
+   udev rules included (their --write would only say so). #}
+{% if salt['pillar.get']('keel:mode', 'audit') == 'converge' %}
 keel-udev-rules:
   cmd.run:
     - name: keel udev-rules --write
     - unless: keel udev-rules --check
     - onchanges:
       - file: keel-desired-state
+      - file: keel-agent-mode
+{% endif %}
 
 keel-activate:
   service.enabled:

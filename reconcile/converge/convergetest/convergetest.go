@@ -1,7 +1,8 @@
 // Package convergetest holds fakes shared by the tests of the convergence
 // loop and of the daemon around it: a sysfs that keeps what is written, a
 // replayed host whose sysfs reads see those writes, and a runner that counts
-// the commands a probe runs.
+// the commands a probe runs, and one that records the mutating commands
+// without running them.
 package convergetest
 
 import (
@@ -127,4 +128,20 @@ func Replayed(t testing.TB, path string) (hostio.Source, *MemSysFS, *CountingRun
 	sys := NewMemSysFS()
 	run := &CountingRunner{Runner: src.Runner}
 	return hostio.Source{Runner: run, FS: StickyFS{src.FS, sys}}, sys, run
+}
+
+// RecordingRunner is the runner of mutating commands: it records every
+// command (Cmds, as hostio.Cmd.String gives it) and reports success
+// without running it.
+type RecordingRunner struct {
+	mu   sync.Mutex
+	Cmds []string
+}
+
+// Run records c and reports success.
+func (r *RecordingRunner) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Cmds = append(r.Cmds, c.String())
+	return hostio.Result{}, nil
 }

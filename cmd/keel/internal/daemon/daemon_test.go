@@ -489,20 +489,6 @@ func TestKeepAliveWhileWiping(t *testing.T) {
 	})
 }
 
-// recordingRunner is the runner of mutating commands: it records every
-// command and reports success without running it.
-type recordingRunner struct {
-	mu   sync.Mutex
-	cmds []string
-}
-
-func (r *recordingRunner) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.cmds = append(r.cmds, c.String())
-	return hostio.Result{}, nil
-}
-
 // changes is what a daemon's first pass did to the host.
 type changes struct {
 	status, textfile string
@@ -522,7 +508,7 @@ func firstPass(t *testing.T, desired string, audit bool) changes {
 		t.Fatal(err)
 	}
 	src, sys, _ := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
-	run := &recordingRunner{}
+	run := &convergetest.RecordingRunner{}
 	lvmConf := filepath.Join(t.TempDir(), "lvm.conf")
 	const conf = "devices {\n\tscan_lvs = 0\n}\n"
 	if err := os.WriteFile(lvmConf, []byte(conf), 0o644); err != nil {
@@ -544,7 +530,7 @@ func firstPass(t *testing.T, desired string, audit bool) changes {
 	<-done
 	b, _ := os.ReadFile(prom)
 	c.textfile = string(b)
-	c.cmds, c.sysfs = run.cmds, sys.WriteLog()
+	c.cmds, c.sysfs = run.Cmds, sys.WriteLog()
 	b, _ = os.ReadFile(lvmConf)
 	c.lvmConf = string(b) != conf
 	for _, d := range []string{root, state} {
@@ -637,7 +623,7 @@ func TestDaemonAuditNoFastPath(t *testing.T) {
 		var logs strings.Builder
 		d := &Daemon{Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Debug}),
 			NoUevents: true, Debounce: 10 * time.Millisecond, Audit: true}
-		recv, w := wire(t, d, []string{dir}, converge.Wiring{Source: src, SysFS: sys, Runner: &recordingRunner{},
+		recv, w := wire(t, d, []string{dir}, converge.Wiring{Source: src, SysFS: sys, Runner: &convergetest.RecordingRunner{},
 			LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), StateDir: t.TempDir(), SkipOwnerCheck: true})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
