@@ -8,9 +8,12 @@ import (
 	"time"
 )
 
-// run starts Watch on dir and returns a channel of reported changes.
+// run starts Watch on dir and returns a channel of reported changes. The
+// debounce is long enough that a loaded machine (the e2e guests run beside
+// the unit tests in CI) does not split one os.WriteFile, a create then a
+// write, into two changes.
 func run(t *testing.T, dir string, match func(string) bool) <-chan Sum {
-	return runDebounced(t, dir, match, 150*time.Millisecond)
+	return runDebounced(t, dir, match, 400*time.Millisecond)
 }
 
 func runDebounced(t *testing.T, dir string, match func(string) bool, debounce time.Duration) <-chan Sum {
@@ -18,20 +21,22 @@ func runDebounced(t *testing.T, dir string, match func(string) bool, debounce ti
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan Sum, 16)
 	done := make(chan struct{})
+	started := make(chan struct{})
 	go func() {
 		defer close(done)
-		Watch(ctx, dir, match, Options{Debounce: debounce},
+		Watch(ctx, dir, match, Options{Debounce: debounce, Started: func() { close(started) }},
 			func(s Sum) { ch <- s }, func(err error) { t.Log(err) })
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	time.Sleep(50 * time.Millisecond) // let the watch start
+	<-started
 	return ch
 }
 
 func expect(t *testing.T, ch <-chan Sum, n int, what string) {
 	t.Helper()
-	// Wait up to a second for n changes, then a little longer for extras.
-	deadline := time.After(time.Second)
+	// Wait up to five seconds for n changes, then a little longer than the
+	// debounce for extras.
+	deadline := time.After(5 * time.Second)
 	got := 0
 	for got < n {
 		select {
@@ -44,7 +49,7 @@ func expect(t *testing.T, ch <-chan Sum, n int, what string) {
 	select {
 	case <-ch:
 		t.Fatalf("%s: more than %d change(s) reported", what, n)
-	case <-time.After(250 * time.Millisecond):
+	case <-time.After(600 * time.Millisecond):
 	}
 }
 
