@@ -62,6 +62,18 @@ const (
 	// LVMDevicesFile is lvm.devices_file: lvm devices file setting differs.
 	LVMDevicesFile FindingID = "lvm.devices_file"
 
+	// LVMConfOverridden is lvm.conf_overridden: a managed lvm.conf setting
+	// is set where keel does not write.
+	LVMConfOverridden FindingID = "lvm.conf_overridden"
+
+	// LVMDevicesFileMissingPV is lvm.devices_file_missing_pv: LVM's devices
+	// file does not list a PV.
+	LVMDevicesFileMissingPV FindingID = "lvm.devices_file_missing_pv"
+
+	// LVMDevicesFileStale is lvm.devices_file_stale: a devices file entry
+	// matches no device.
+	LVMDevicesFileStale FindingID = "lvm.devices_file_stale"
+
 	// LVMGlobalFilter is lvm.global_filter: global_filter does not reject
 	// guest disks.
 	LVMGlobalFilter FindingID = "lvm.global_filter"

@@ -85,7 +85,7 @@ func (p *planner) planLVMConf() {
 		got := parseLVMList(p.h.LVMConfig.Values["devices/global_filter"])
 		if strings.Join(got, "\x00") != strings.Join(entries, "\x00") {
 			keys = append(keys, p.add(Finding{ID: LVMGlobalFilter, Object: LVMConfObject,
-				Message:  "devices/global_filter is not the declared filter",
+				Message:  "devices/global_filter is not the declared filter" + p.filterNotInForce(),
 				Expected: quoteList(entries), Observed: quoteList(got),
 				Remedy: "rewrite devices/global_filter in lvm.conf",
 			}))
@@ -95,6 +95,8 @@ func (p *planner) planLVMConf() {
 	if k := p.lvmBoolSetting(LVMDevicesFile, "devices/use_devicesfile", want.UseDevicesFile); k != "" {
 		keys, change.UseDevicesFile = append(keys, k), want.UseDevicesFile
 	}
+	dropped := p.gateLVMConf(change)
+	keys = slices.DeleteFunc(keys, func(k string) bool { return dropped[settingOfKey[k]] })
 	if len(keys) > 0 {
 		p.act(phaseLVMConf, Action{ID: "lvm.conf:" + LVMConfObject, Kind: KindLVMConf, Class: Live, Object: LVMConfObject,
 			Summary: "assert devices settings in lvm.conf", LVMConf: change, Remedies: keys})
@@ -206,7 +208,7 @@ func (p *planner) auditLVMConf() {
 		return
 	}
 	p.add(Finding{ID: LVMGlobalFilter, Object: LVMConfObject,
-		Message:  "scan_lvs is 1 and global_filter does not hide VM disks, so the host sees the guests' VGs: " + strings.Join(seen, "; "),
+		Message:  "scan_lvs is 1 and global_filter does not hide VM disks, so the host sees the guests' VGs: " + strings.Join(seen, "; ") + p.filterNotInForce(),
 		Expected: "every LV holding a VM disk rejected", Observed: quoteList(got),
 		Remedy: p.filterRemedy(got, disks),
 	})
