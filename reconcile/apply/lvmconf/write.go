@@ -112,9 +112,19 @@ func (w *Writer) route(ch plan.LVMConfChange) (mainCh, localCh plan.LVMConfChang
 	if err != nil {
 		return ch, localCh, nil, fmt.Errorf("lvm.conf %s: %w", p, err)
 	}
-	v, err := Read(src)
+	mainCh, localCh, err = Route(ch, src)
 	if err != nil {
 		return ch, localCh, nil, fmt.Errorf("lvm.conf %s: %w", p, err)
+	}
+	return mainCh, localCh, &file{path: p, src: src}, nil
+}
+
+// Route splits ch between lvm.conf and lvmlocal.conf, whose content is
+// local: a setting lvmlocal.conf assigns goes there, where it wins.
+func Route(ch plan.LVMConfChange, local []byte) (mainCh, localCh plan.LVMConfChange, err error) {
+	v, err := Read(local)
+	if err != nil {
+		return ch, localCh, err
 	}
 	mainCh = ch
 	if v.ScanLVs != nil {
@@ -126,7 +136,7 @@ func (w *Writer) route(ch plan.LVMConfChange) (mainCh, localCh plan.LVMConfChang
 	if v.UseDevicesFile != nil {
 		mainCh.UseDevicesFile, localCh.UseDevicesFile = nil, ch.UseDevicesFile
 	}
-	return mainCh, localCh, &file{path: p, src: src}, nil
+	return mainCh, localCh, nil
 }
 
 // replace backs f up and writes its candidate in place.
