@@ -312,6 +312,7 @@ func ProbeWith(ctx context.Context, src hostio.Source, opt Options) (*model.Host
 	} else {
 		h.LVMConfig.LVMConf = string(b)
 	}
+	readLVMCascade(src.FS, &h.LVMConfig)
 
 	sys.apply(h)
 	resolvePVs(src.FS, h, &sys)

@@ -117,6 +117,16 @@ func TestReplayAllSnapshots(t *testing.T) {
 					delete(re.Files, k)
 				}
 			}
+			// Likewise lvmlocal.conf and the devices file (devicesfile.go):
+			// not read then, judged absent.
+			for _, f := range []string{lvmLocalConfPath, lvmDevicesDir + "/" + defaultDevicesFile} {
+				if _, ok := snap.Files[hostio.OpFile+f]; !ok {
+					delete(re.Files, hostio.OpFile+f)
+					if h.LVMConfig.LVMLocalConf != "" || h.LVMConfig.DevicesFile != nil {
+						t.Errorf("%s from a snapshot without it", f)
+					}
+				}
+			}
 			// Likewise /dev/disk/by-path, read only to match declared PV
 			// paths (removal.MatchPVs): a snapshot without it has no
 			// by-path names, and that is no probe error.

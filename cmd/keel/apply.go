@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -202,15 +203,25 @@ func (c *commandLog) Close() error { return c.f.Close() }
 func fileDiffs(a plan.Action, h *model.Host) []string {
 	var out []string
 	if a.LVMConf != nil && h != nil {
-		before := h.LVMConfig.LVMConf
-		after, changed, err := lvmconf.Edit([]byte(before), *a.LVMConf)
-		switch {
-		case err != nil:
-			out = append(out, fmt.Sprintf("%s: no diff: %v", lvmconf.DefaultPath, err))
-		case before == "":
-			out = append(out, fmt.Sprintf("%s: no diff: the probe could not read the file", lvmconf.DefaultPath))
-		case changed:
-			out = append(out, unifiedDiff(lvmconf.DefaultPath, before, string(after)))
+		// The writer puts a setting lvmlocal.conf assigns there (lvmconf.Route).
+		localPath := filepath.Join(filepath.Dir(lvmconf.DefaultPath), lvmconf.LocalName)
+		mainCh, localCh, err := lvmconf.Route(*a.LVMConf, []byte(h.LVMConfig.LVMLocalConf))
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: no diff: %v", localPath, err))
+		}
+		for _, f := range []struct {
+			path, before string
+			ch           plan.LVMConfChange
+		}{{lvmconf.DefaultPath, h.LVMConfig.LVMConf, mainCh}, {localPath, h.LVMConfig.LVMLocalConf, localCh}} {
+			after, changed, err := lvmconf.Edit([]byte(f.before), f.ch)
+			switch {
+			case err != nil:
+				out = append(out, fmt.Sprintf("%s: no diff: %v", f.path, err))
+			case changed && f.before == "":
+				out = append(out, fmt.Sprintf("%s: no diff: the probe could not read the file", f.path))
+			case changed:
+				out = append(out, unifiedDiff(f.path, f.before, string(after)))
+			}
 		}
 	}
 	for _, f := range a.Files {

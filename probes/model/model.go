@@ -274,8 +274,39 @@ type LVMConfig struct {
 	// printed (strings keep their quotes, arrays their brackets).
 	Values map[string]string `json:"values"`
 	// LVMConf is the raw text of /etc/lvm/lvm.conf ("" if unreadable).
-	LVMConf string   `json:"lvmConf"`
-	Errors  []string `json:"errors"`
+	LVMConf string `json:"lvmConf"`
+	// LVMLocalConf is the raw text of /etc/lvm/lvmlocal.conf, which LVM
+	// reads after lvm.conf and whose settings win (lvm2
+	// lib/commands/toolcontext.c, lvm.conf(5) "config cascade"); "" when
+	// the file is absent or unreadable.
+	LVMLocalConf string `json:"lvmLocalConf,omitempty"`
+	// DevicesFile is LVM's devices file (/etc/lvm/devices/system.devices
+	// unless devices/devicesfile names another), nil when it does not
+	// exist.
+	DevicesFile *DevicesFile `json:"devicesFile,omitempty"`
+	Errors      []string     `json:"errors"`
+}
+
+// DevicesFile is LVM's devices file as read: with use_devicesfile=1 and
+// the file present, LVM uses only the devices it lists and global_filter
+// no longer decides (lvmdevices(8)).
+type DevicesFile struct {
+	Path    string        `json:"path"`
+	Entries []DeviceEntry `json:"entries"`
+}
+
+// DeviceEntry is one line of the devices file (lvm2
+// lib/device/device_id.c, device_ids_read): IDTYPE and IDNAME identify the
+// device (sys_wwid, wwid_naa, sys_serial, mpath_uuid, md_uuid,
+// lvmlv_uuid, devname, …), DEVNAME is the name it last had, PVID the PV
+// UUID without dashes ("" for a device that was no PV), PART a partition
+// number ("" for none).
+type DeviceEntry struct {
+	IDType  string `json:"idType"`
+	IDName  string `json:"idName"`
+	DevName string `json:"devName,omitempty"`
+	PVID    string `json:"pvid,omitempty"`
+	Part    string `json:"part,omitempty"`
 }
 
 // KeelFile is a file keel generates from the desired state, as read from

@@ -20,16 +20,25 @@ var rename = os.Rename
 // atomic within one file system; fsync(2) of the directory makes the new
 // entry durable).
 func Write(path string, data []byte, perm os.FileMode) error {
+	err := write(path, data, func(f *os.File) error { return f.Chmod(perm) })
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// write is Write with the temporary file's attributes set by attrs.
+func write(path string, data []byte, attrs func(*os.File) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".keel-*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return err
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // no-op after a successful rename
 	_, err = f.Write(data)
 	if err == nil {
-		err = f.Chmod(perm)
+		err = attrs(f)
 	}
 	if err == nil {
 		err = f.Sync()
@@ -41,15 +50,15 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		err = rename(tmp, path)
 	}
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return err
 	}
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("write %s: sync directory: %w", path, err)
+		return fmt.Errorf("sync directory: %w", err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("write %s: sync directory: %w", path, err)
+		return fmt.Errorf("sync directory: %w", err)
 	}
 	return nil
 }

@@ -182,11 +182,14 @@ func New(configs []string, w Wiring) *Loop {
 	lw := &lvmconf.Writer{Path: w.LVMConfPath, Runner: w.Runner, Log: w.Log}
 	ex.LVMConf = func(ctx context.Context, ch plan.LVMConfChange) error {
 		// A file or filter keel cannot parse is refused, not retried: only
-		// a person can say what the existing filter meant.
+		// a person can say what the existing filter meant. While dpkg holds
+		// its lock the write is refused for this pass only: retrying within
+		// the pass would race the package's own write, and the planner
+		// plans the action again on the next one.
 		err := lw.Apply(ctx, ch)
 		var fe *lvmconf.FilterError
 		var pe *lvmconf.ParseError
-		if errors.As(err, &fe) || errors.As(err, &pe) || errors.Is(err, lvmconf.ErrBadEntry) {
+		if errors.As(err, &fe) || errors.As(err, &pe) || errors.Is(err, lvmconf.ErrBadEntry) || errors.Is(err, lvmconf.ErrDpkgLocked) {
 			return &hostio.RefusedError{Reason: err.Error()}
 		}
 		return err

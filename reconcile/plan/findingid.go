@@ -66,6 +66,18 @@ const (
 	// hide a PV in use.
 	LVMFilterHidesPV FindingID = "lvm.filter_hides_pv"
 
+	// LVMConfOverridden is lvm.conf_overridden: a managed lvm.conf setting
+	// is set where keel does not write.
+	LVMConfOverridden FindingID = "lvm.conf_overridden"
+
+	// LVMDevicesFileMissingPV is lvm.devices_file_missing_pv: LVM's devices
+	// file does not list a PV.
+	LVMDevicesFileMissingPV FindingID = "lvm.devices_file_missing_pv"
+
+	// LVMDevicesFileStale is lvm.devices_file_stale: a devices file entry
+	// matches no device.
+	LVMDevicesFileStale FindingID = "lvm.devices_file_stale"
+
 	// LVMGlobalFilter is lvm.global_filter: global_filter does not reject
 	// guest disks.
 	LVMGlobalFilter FindingID = "lvm.global_filter"

@@ -47,6 +47,7 @@ func plan(desired *spec.Config, host *model.Host, mem Memory) Result {
 	p.d, p.mem = desired, mem
 	p.planSuspended()
 	p.planLVMConf()
+	p.planDevicesFile()
 	for _, name := range slices.Sorted(maps.Keys(desired.VolumeGroups)) {
 		p.planVG(name, desired.VolumeGroups[name])
 	}
@@ -75,6 +76,7 @@ func Audit(host *model.Host) Result {
 	p.audit = true
 	p.planSuspended()
 	p.auditLVMConf()
+	p.planDevicesFile()
 	for _, key := range slices.Sorted(maps.Keys(host.VDOPools)) {
 		p.auditVDO(host.VDOPools[key])
 	}

@@ -93,7 +93,7 @@ func (p *planner) planLVMConf() {
 				msg += "; the write removes " + quoteList(dropped) + " from the host's filter"
 			}
 			keys = append(keys, p.add(Finding{ID: LVMGlobalFilter, Object: LVMConfObject,
-				Message: msg, Expected: quoteList(entries), Observed: quoteList(got),
+				Message: msg + p.filterNotInForce(), Expected: quoteList(entries), Observed: quoteList(got),
 				Remedy: "rewrite devices/global_filter in lvm.conf",
 			}))
 			change.GlobalFilter = entries
@@ -107,6 +107,8 @@ func (p *planner) planLVMConf() {
 	if k := p.lvmBoolSetting(LVMDevicesFile, "devices/use_devicesfile", want.UseDevicesFile); k != "" {
 		keys, change.UseDevicesFile = append(keys, k), want.UseDevicesFile
 	}
+	dropped := p.gateLVMConf(change)
+	keys = slices.DeleteFunc(keys, func(k string) bool { return dropped[settingOfKey[k]] })
 	if len(keys) > 0 {
 		if change.GlobalFilter != nil || change.ScanLVs != nil {
 			p.add(Finding{ID: LVMInitramfsStale, Object: LVMConfObject,
@@ -359,7 +361,7 @@ func (p *planner) judgeHostFilter(object, why string) {
 		return
 	}
 	p.add(Finding{ID: LVMGlobalFilter, Object: object,
-		Message:  why + " and global_filter does not hide VM disks, so the host sees the guests' VGs: " + strings.Join(seen, "; "),
+		Message:  why + " and global_filter does not hide VM disks, so the host sees the guests' VGs: " + strings.Join(seen, "; ") + p.filterNotInForce(),
 		Expected: "every LV holding a VM disk rejected", Observed: quoteList(got),
 		Remedy: p.filterRemedy(got, disks),
 	})

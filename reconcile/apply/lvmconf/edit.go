@@ -24,20 +24,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/keel-storage/keel/lvm/conffile"
 	"github.com/keel-storage/keel/lvm/lvmregex"
 	"github.com/keel-storage/keel/reconcile/plan"
 )
 
 // ParseError is an lvm.conf keel cannot tokenize (an unterminated string,
 // unbalanced braces). Nothing is written.
-type ParseError struct {
-	Offset int
-	Msg    string
-}
-
-func (e *ParseError) Error() string {
-	return fmt.Sprintf("lvm.conf: offset %d: %s", e.Offset, e.Msg)
-}
+type ParseError = conffile.ParseError
 
 // FilterError is an existing devices/global_filter keel cannot parse as a
 // list of "a|regex|"/"r|regex|" entries; keel refuses to rewrite it.
@@ -52,166 +46,6 @@ func (e *FilterError) Error() string {
 
 // ErrBadEntry is returned for a desired filter entry that is not well formed.
 var ErrBadEntry = errors.New("filter entry must look like a|regex| or r|regex|")
-
-type tokKind int
-
-const (
-	tWord tokKind = iota
-	tString
-	tLBrace
-	tRBrace
-	tLBrack
-	tRBrack
-	tEq
-	tComma
-)
-
-type token struct {
-	kind       tokKind
-	start, end int // byte range in the source
-	text       string
-}
-
-func tokenize(src []byte) ([]token, error) {
-	var toks []token
-	for i := 0; i < len(src); {
-		c := src[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-		case c == '#':
-			for i < len(src) && src[i] != '\n' {
-				i++
-			}
-		case c == '"':
-			j := i + 1
-			for ; j < len(src) && src[j] != '"'; j++ {
-				if src[j] == '\\' {
-					j++
-				}
-			}
-			if j >= len(src) {
-				return nil, &ParseError{i, "unterminated string"}
-			}
-			toks = append(toks, token{tString, i, j + 1, string(src[i+1 : j])})
-			i = j + 1
-		case strings.IndexByte("{}[]=,", c) >= 0:
-			k := map[byte]tokKind{'{': tLBrace, '}': tRBrace, '[': tLBrack, ']': tRBrack, '=': tEq, ',': tComma}[c]
-			toks = append(toks, token{k, i, i + 1, string(c)})
-			i++
-		default:
-			j := i
-			for j < len(src) && wordByte(src[j]) {
-				j++
-			}
-			toks = append(toks, token{tWord, i, j, string(src[i:j])})
-			i = j
-		}
-	}
-	return toks, nil
-}
-
-// wordByte reports whether c continues a word (a name or a number).
-func wordByte(c byte) bool { return strings.IndexByte(" \t\r\n#\"{}[]=,", c) < 0 }
-
-// assignment is one "key = value" inside a section.
-type assignment struct {
-	path       string // "devices/scan_lvs"
-	valStart   int
-	valEnd     int
-	values     []token // scalars of the value (one, or a list's items)
-	isList     bool
-	wellFormed bool
-}
-
-// section is one top-level "name { … }".
-type section struct {
-	name       string
-	closeStart int // offset of the closing brace
-}
-
-type parsed struct {
-	assigns  []assignment
-	sections []section
-}
-
-func parse(src []byte) (*parsed, error) {
-	toks, err := tokenize(src)
-	if err != nil {
-		return nil, err
-	}
-	p := &parsed{}
-	var stack []string
-	var open []int // index into p.sections for top-level sections, -1 for nested
-	for i := 0; i < len(toks); i++ {
-		t := toks[i]
-		switch {
-		case t.kind == tWord && i+1 < len(toks) && toks[i+1].kind == tLBrace:
-			stack = append(stack, t.text)
-			if len(stack) == 1 {
-				p.sections = append(p.sections, section{name: t.text})
-				open = append(open, len(p.sections)-1)
-			} else {
-				open = append(open, -1)
-			}
-			i++
-		case t.kind == tRBrace:
-			if len(stack) == 0 {
-				return nil, &ParseError{t.start, "unbalanced '}'"}
-			}
-			if idx := open[len(open)-1]; idx >= 0 {
-				p.sections[idx].closeStart = t.start
-			}
-			stack, open = stack[:len(stack)-1], open[:len(open)-1]
-		case t.kind == tWord && i+1 < len(toks) && toks[i+1].kind == tEq:
-			a := assignment{path: strings.Join(append(append([]string{}, stack...), t.text), "/"), wellFormed: true}
-			i += 2
-			if i >= len(toks) {
-				return nil, &ParseError{t.start, "assignment without a value"}
-			}
-			v := toks[i]
-			a.valStart = v.start
-			switch v.kind {
-			case tWord, tString:
-				a.values, a.valEnd = []token{v}, v.end
-			case tLBrack:
-				a.isList = true
-				expectItem := true
-				for i++; ; i++ {
-					if i >= len(toks) {
-						return nil, &ParseError{v.start, "unterminated list"}
-					}
-					it := toks[i]
-					if it.kind == tRBrack {
-						a.valEnd = it.end
-						break
-					}
-					switch {
-					case it.kind == tComma && !expectItem:
-						expectItem = true
-					case (it.kind == tWord || it.kind == tString) && expectItem:
-						a.values = append(a.values, it)
-						expectItem = false
-					default:
-						a.wellFormed = false
-						if it.kind == tLBrace || it.kind == tRBrace || it.kind == tEq {
-							return nil, &ParseError{it.start, "unexpected " + it.text + " in a list"}
-						}
-					}
-				}
-			default:
-				return nil, &ParseError{v.start, "unexpected " + v.text + " after '='"}
-			}
-			p.assigns = append(p.assigns, a)
-		default:
-			return nil, &ParseError{t.start, fmt.Sprintf("unexpected %q", t.text)}
-		}
-	}
-	if len(stack) > 0 {
-		return nil, &ParseError{len(src), "section " + strings.Join(stack, "/") + " is not closed"}
-	}
-	return p, nil
-}
 
 // CheckEntry reports whether e is a well-formed filter entry: "a" or "r",
 // a delimiter, a regular expression LVM's own engine parses
@@ -238,17 +72,17 @@ func CheckEntry(e string) error {
 
 // filterOf returns the entries of a global_filter assignment, or a
 // *FilterError when they cannot be parsed.
-func filterOf(src []byte, a assignment) ([]string, error) {
-	raw := string(src[a.valStart:a.valEnd])
-	if !a.wellFormed {
+func filterOf(src []byte, a conffile.Assignment) ([]string, error) {
+	raw := string(src[a.ValStart:a.ValEnd])
+	if !a.WellFormed {
 		return nil, &FilterError{raw, "not a plain list of strings"}
 	}
 	var out []string
-	for _, v := range a.values {
-		if v.kind != tString {
-			return nil, &FilterError{raw, fmt.Sprintf("%s is not a string", v.text)}
+	for _, v := range a.Values {
+		if v.Kind != conffile.TString {
+			return nil, &FilterError{raw, fmt.Sprintf("%s is not a string", v.Text)}
 		}
-		e := unescape(v.text)
+		e := conffile.Unescape(v.Text)
 		if err := CheckEntry(e); err != nil {
 			return nil, &FilterError{raw, err.Error()}
 		}
@@ -280,22 +114,6 @@ func quote(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
-// unescape reads an lvm.conf string's content as LVM does: \" and \\
-// stand for " and \, any other backslash is kept.
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\') {
-			i++
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
 type edit struct {
 	start, end int
 	text       string
@@ -309,7 +127,7 @@ func Edit(src []byte, ch plan.LVMConfChange) ([]byte, bool, error) {
 			return nil, false, fmt.Errorf("desired devices/global_filter: %w", err)
 		}
 	}
-	p, err := parse(src)
+	p, err := conffile.Parse(src)
 	if err != nil {
 		return nil, false, err
 	}
@@ -320,17 +138,17 @@ func Edit(src []byte, ch plan.LVMConfChange) ([]byte, bool, error) {
 			return nil
 		}
 		found := false
-		for _, a := range p.assigns {
-			if a.path != "devices/"+key {
+		for _, a := range p.Assigns {
+			if a.Path != "devices/"+key {
 				continue
 			}
 			found = true
-			if !a.isList && len(a.values) == 1 && a.values[0].kind == tWord {
-				if n, err := strconv.Atoi(a.values[0].text); err == nil && (n != 0) == *want {
+			if !a.IsList && len(a.Values) == 1 && a.Values[0].Kind == conffile.TWord {
+				if n, err := strconv.Atoi(a.Values[0].Text); err == nil && (n != 0) == *want {
 					continue
 				}
 			}
-			edits = append(edits, edit{a.valStart, a.valEnd, boolText(*want)})
+			edits = append(edits, edit{a.ValStart, a.ValEnd, boolText(*want)})
 		}
 		if !found {
 			inserts = append(inserts, key+" = "+boolText(*want))
@@ -345,8 +163,8 @@ func Edit(src []byte, ch plan.LVMConfChange) ([]byte, bool, error) {
 	}
 	if ch.GlobalFilter != nil {
 		found := false
-		for _, a := range p.assigns {
-			if a.path != "devices/global_filter" {
+		for _, a := range p.Assigns {
+			if a.Path != "devices/global_filter" {
 				continue
 			}
 			found = true
@@ -357,7 +175,7 @@ func Edit(src []byte, ch plan.LVMConfChange) ([]byte, bool, error) {
 			if slicesEqual(cur, ch.GlobalFilter) {
 				continue
 			}
-			edits = append(edits, edit{a.valStart, a.valEnd, listText(ch.GlobalFilter)})
+			edits = append(edits, edit{a.ValStart, a.ValEnd, listText(ch.GlobalFilter)})
 		}
 		if !found {
 			inserts = append(inserts, "global_filter = "+listText(ch.GlobalFilter))
@@ -375,7 +193,7 @@ func Edit(src []byte, ch plan.LVMConfChange) ([]byte, bool, error) {
 		text := e.text
 		// A string or list ends itself; a number put in its place would
 		// run into a word right after it ("x"y = 1 becoming 0y = 1).
-		if e.end < len(out) && wordByte(out[e.end]) && wordByte(text[len(text)-1]) {
+		if e.end < len(out) && conffile.WordByte(out[e.end]) && conffile.WordByte(text[len(text)-1]) {
 			text += " "
 		}
 		out = append(out[:e.start], append([]byte(text), out[e.end:]...)...)
@@ -385,15 +203,15 @@ func Edit(src []byte, ch plan.LVMConfChange) ([]byte, bool, error) {
 
 // insertEdit places new assignments on their own lines just before the
 // closing brace of the first devices section, or appends a devices section.
-func insertEdit(src []byte, p *parsed, lines []string) edit {
-	for _, s := range p.sections {
-		if s.name != "devices" {
+func insertEdit(src []byte, p *conffile.File, lines []string) edit {
+	for _, s := range p.Sections {
+		if s.Name != "devices" {
 			continue
 		}
-		lineStart := bytes.LastIndexByte(src[:s.closeStart], '\n') + 1
+		lineStart := bytes.LastIndexByte(src[:s.CloseStart], '\n') + 1
 		indent := "\t"
 		var b strings.Builder
-		if strings.TrimSpace(string(src[lineStart:s.closeStart])) == "" {
+		if strings.TrimSpace(string(src[lineStart:s.CloseStart])) == "" {
 			for _, l := range lines {
 				b.WriteString(indent + l + "\n")
 			}
@@ -403,7 +221,7 @@ func insertEdit(src []byte, p *parsed, lines []string) edit {
 		for _, l := range lines {
 			b.WriteString(indent + l + "\n")
 		}
-		return edit{s.closeStart, s.closeStart, b.String()}
+		return edit{s.CloseStart, s.CloseStart, b.String()}
 	}
 	var b strings.Builder
 	if len(src) > 0 && src[len(src)-1] != '\n' {
@@ -440,23 +258,23 @@ type Values struct {
 // Read returns the managed settings the file sets (the last occurrence of
 // each, in file order). A filter it cannot parse is a *FilterError.
 func Read(src []byte) (Values, error) {
-	p, err := parse(src)
+	p, err := conffile.Parse(src)
 	if err != nil {
 		return Values{}, err
 	}
 	var v Values
-	for _, a := range p.assigns {
-		switch a.path {
+	for _, a := range p.Assigns {
+		switch a.Path {
 		case "devices/scan_lvs", "devices/use_devicesfile":
-			if a.isList || len(a.values) != 1 {
+			if a.IsList || len(a.Values) != 1 {
 				continue
 			}
-			n, err := strconv.Atoi(a.values[0].text)
+			n, err := strconv.Atoi(a.Values[0].Text)
 			if err != nil {
 				continue
 			}
 			b := n != 0
-			if a.path == "devices/scan_lvs" {
+			if a.Path == "devices/scan_lvs" {
 				v.ScanLVs = &b
 			} else {
 				v.UseDevicesFile = &b

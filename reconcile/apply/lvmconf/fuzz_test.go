@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-storage/keel/lvm/conffile"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/rogpeppe/go-internal/txtar"
 )
@@ -112,16 +113,16 @@ func requested(ch plan.LVMConfChange) map[string]bool {
 // setting replaced by a marker naming the setting: what Edit must keep.
 // A space right after a value is left out: Edit adds one where its value
 // would otherwise run into a word that follows.
-func skeleton(src []byte, p *parsed, req map[string]bool) string {
+func skeleton(src []byte, p *conffile.File, req map[string]bool) string {
 	var b strings.Builder
 	at := 0
-	for _, a := range p.assigns {
-		if !req[a.path] {
+	for _, a := range p.Assigns {
+		if !req[a.Path] {
 			continue
 		}
-		b.Write(src[at:a.valStart])
-		b.WriteString("\x00" + a.path + "\x00")
-		at = a.valEnd
+		b.Write(src[at:a.ValStart])
+		b.WriteString("\x00" + a.Path + "\x00")
+		at = a.ValEnd
 		if at < len(src) && src[at] == ' ' {
 			at++
 		}
@@ -149,7 +150,7 @@ func FuzzEdit(f *testing.F) {
 			var fe *FilterError
 			switch {
 			case errors.As(err, &pe):
-				if _, perr := parse(src); perr == nil {
+				if _, perr := conffile.Parse(src); perr == nil {
 					t.Fatalf("Edit: %v, but the file parses", err)
 				}
 			case errors.As(err, &fe):
@@ -164,7 +165,7 @@ func FuzzEdit(f *testing.F) {
 		if !changed && !bytes.Equal(out, src) {
 			t.Fatal("Edit reports no change but changed the file")
 		}
-		po, err := parse(out)
+		po, err := conffile.Parse(out)
 		if err != nil {
 			t.Fatalf("the edited file does not parse: %v\n--- src\n%s\n--- out\n%s", err, excerpt(src), excerpt(out))
 		}
@@ -179,25 +180,25 @@ func FuzzEdit(f *testing.F) {
 		}
 		// Every occurrence, not only the last one Read returns.
 		req := requested(ch)
-		for _, a := range po.assigns {
-			if !req[a.path] {
+		for _, a := range po.Assigns {
+			if !req[a.Path] {
 				continue
 			}
-			text := string(out[a.valStart:a.valEnd])
-			if a.path == "devices/global_filter" {
+			text := string(out[a.ValStart:a.ValEnd])
+			if a.Path == "devices/global_filter" {
 				got, err := filterOf(out, a)
 				if err != nil || !slicesEqual(got, ch.GlobalFilter) {
-					t.Fatalf("%s = %s, asked %q (%v)", a.path, text, ch.GlobalFilter, err)
+					t.Fatalf("%s = %s, asked %q (%v)", a.Path, text, ch.GlobalFilter, err)
 				}
 				continue
 			}
 			want := ch.ScanLVs
-			if a.path == "devices/use_devicesfile" {
+			if a.Path == "devices/use_devicesfile" {
 				want = ch.UseDevicesFile
 			}
 			n, err := strconv.Atoi(text)
-			if a.isList || err != nil || (n != 0) != *want {
-				t.Fatalf("%s = %s, asked %v", a.path, text, *want)
+			if a.IsList || err != nil || (n != 0) != *want {
+				t.Fatalf("%s = %s, asked %v", a.Path, text, *want)
 			}
 		}
 		// Outside the values asked for, the bytes are src's, with one
@@ -205,14 +206,14 @@ func FuzzEdit(f *testing.F) {
 		// marker cannot be told from a NUL in the file: those files are
 		// checked above only).
 		if bytes.IndexByte(src, 0) < 0 {
-			ps, _ := parse(src)
+			ps, _ := conffile.Parse(src)
 			ins, ok := onlyInserted([]byte(skeleton(src, ps, req)), []byte(skeleton(out, po, req)))
 			if !ok {
 				t.Fatalf("bytes outside the edited values changed:\n--- src\n%s\n--- out\n%s", excerpt(src), excerpt(out))
 			}
 			rest, missing := ins, 0
 			for path := range req {
-				if slices.ContainsFunc(ps.assigns, func(a assignment) bool { return a.path == path }) {
+				if slices.ContainsFunc(ps.Assigns, func(a conffile.Assignment) bool { return a.Path == path }) {
 					continue
 				}
 				missing++
