@@ -210,3 +210,26 @@ func TestOvercommitRemedyKeepsDeclared(t *testing.T) {
 		t.Errorf("the VDO LV grows in %q, want after the pool", a.Commands)
 	}
 }
+
+// TestVGPVsOnlyReported replays the sizes-grow capture: the PV on data1,
+// whose disk did not grow, is left alone, and a declared disk the host does
+// not have is a finding without a vgextend.
+func TestVGPVsOnlyReported(t *testing.T) {
+	h := replayHost(t, "sizes-grow")
+	d := loadDesired(t, "sizes-grow", h)
+	vg := d.VolumeGroups["sizevg"]
+	vg.PVs = []string{"/dev/disk/by-id/virtio-data1", "/dev/loop0", "/dev/disk/by-id/virtio-nosuch"}
+	d.VolumeGroups["sizevg"] = vg
+	r := Plan(d, h)
+	for _, f := range r.Findings {
+		if f.ID == VGPVGrown && f.Object != "/dev/loop0" {
+			t.Errorf("a PV whose disk did not grow: %+v", f)
+		}
+	}
+	if f := findingOf(r, "vg.pv_not_in_vg@sizevg"); f == nil || !strings.Contains(f.Message, "not on this host") {
+		t.Errorf("missing disk: %+v", f)
+	}
+	if a := actionOf(r, "vg.extend:sizevg"); a != nil {
+		t.Errorf("vgextend of a disk the host does not have: %+v", a)
+	}
+}
