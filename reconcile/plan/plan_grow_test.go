@@ -233,3 +233,35 @@ func TestVGPVsOnlyReported(t *testing.T) {
 		t.Errorf("vgextend of a disk the host does not have: %+v", a)
 	}
 }
+
+// TestOvercommitRemedyNamesPoolSize declares the vdo-defaults pool (20G,
+// its VDO LV 40G) with a 30G virtual size it cannot hold thick: the remedy
+// keeps 30G and names the smallest pool, in whole slabs, that holds it,
+// checked against the layout arithmetic one slab below.
+func TestOvercommitRemedyNamesPoolSize(t *testing.T) {
+	h := replayHost(t, "vdo-defaults")
+	d := loadDesired(t, "vdo-defaults-overcommit", h)
+	want := d.VolumeGroups["vdodef"].VDOPools["vdopool"]
+	want.VirtualSize = size(t, "30G")
+	d.VolumeGroups["vdodef"].VDOPools["vdopool"] = want
+	r := Plan(d, h)
+	f := findingOf(r, "vdo.overcommit@vdodef/vdolv")
+	if f == nil || strings.Contains(f.Remedy, "lvreduce") || !strings.Contains(f.Remedy, `declare size: "36G" for vdodef/vdopool`) {
+		t.Fatalf("remedy %+v", f)
+	}
+	o := newPlanner(h).observeVDO(h.VDOPools["vdodef/vdopool"], "vdolv")
+	for _, c := range []struct {
+		pool  uint64
+		holds bool
+	}{{36 << 30, true}, {34 << 30, false}} {
+		g := o.layout.Geometry
+		g.PhysicalBytes = c.pool
+		l, err := vdo.NewLayout(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.MaxThickVirtualBytes(o.extent) >= 30<<30; got != c.holds {
+			t.Errorf("a %s pool holds 30G thick: %v, want %v", units.FormatSize(c.pool), got, c.holds)
+		}
+	}
+}

@@ -146,8 +146,7 @@ func (p *planner) planVDOSize(object string, o observedVDO, d vdo.Pool, vgWant s
 			// than the pool (as keel grows it) holds thick: vdo.overcommit
 			// says what the desired state asks for.
 			f.Message += ", more than the pool holds thick: keel grows it only with overcommit: true"
-			f.Remedy = fmt.Sprintf("declare overcommit: true for %s, or a pool size that holds %s thick (keel recommend --size SIZE --virtual-size %s)",
-				object, want.VirtualSize, want.VirtualSize.LVMArg())
+			f.Remedy = "declare overcommit: true for " + object + p.poolSizeFor(o, want.VirtualSize.Bytes, object)
 			p.add(f)
 			break
 		}
@@ -374,8 +373,8 @@ func (p *planner) declaredOvercommitRemedy(object string, o observedVDO, limit u
 				object, want.Size, want.VirtualSize)
 		}
 	}
-	return fmt.Sprintf("the declared virtualSize %s is itself above the %s pool %s holds thick: declare overcommit: true for %s to accept it, or a pool size that holds it (keel recommend --size SIZE --virtual-size %s); keel never reduces the VDO LV below its declared size",
-		want.VirtualSize, units.FormatSize(limit), object, object, units.LVMArg(virt))
+	return fmt.Sprintf("the declared virtualSize %s is itself above the %s pool %s holds thick: declare overcommit: true for %s to accept it%s; keel never reduces the VDO LV below its declared size",
+		want.VirtualSize, units.FormatSize(limit), object, object, p.poolSizeFor(o, virt, object))
 }
 
 // declaredVDOPool returns the declared pool "vg/pool" outside audit mode.
@@ -386,4 +385,27 @@ func (p *planner) declaredVDOPool(object string) (spec.VDOPool, bool) {
 	vg, pool, _ := strings.Cut(object, "/")
 	want, ok := p.d.VolumeGroups[vg].VDOPools[pool]
 	return want, ok
+}
+
+// poolSizeFor names the smallest pool size, in whole slabs above the
+// pool's own, that holds virt thick (", or declare size: … for pool"),
+// from the same layout arithmetic as the thick limit; "" when the geometry
+// is unknown or no pool up to 8192 slabs larger holds it.
+func (p *planner) poolSizeFor(o observedVDO, virt uint64, object string) string {
+	l := o.layout
+	if l == nil || o.slab == 0 {
+		return ""
+	}
+	g := l.Geometry
+	for range 8192 {
+		g.PhysicalBytes = roundUpExtent(g.PhysicalBytes+o.slab, o.extent)
+		grown, err := vdo.NewLayout(g)
+		if err != nil {
+			return ""
+		}
+		if grown.MaxThickVirtualBytes(o.extent) >= virt {
+			return fmt.Sprintf(", or declare size: %q for %s, which holds it thick (keel then grows the pool: vdo.size)", units.LVMArg(g.PhysicalBytes), object)
+		}
+	}
+	return ""
 }
