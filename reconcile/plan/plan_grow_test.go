@@ -7,7 +7,9 @@ import (
 
 	"github.com/keel-storage/keel/lvm/units"
 	"github.com/keel-storage/keel/lvm/vdo"
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 func actionOf(r Result, id string) *Action {
@@ -26,6 +28,18 @@ func size(t *testing.T, text string) units.Size {
 		t.Fatal(err)
 	}
 	return units.Size{Text: text, Bytes: n}
+}
+
+// planVDODeclared replays snapshot against desired with pool "vg/pool"
+// changed by edit, and returns the host, the pool as declared and the plan.
+func planVDODeclared(t *testing.T, snapshot, desired, vg, pool string, edit func(*spec.VDOPool)) (*model.Host, spec.VDOPool, Result) {
+	t.Helper()
+	h := replayHost(t, snapshot)
+	d := loadDesired(t, desired, h)
+	want := d.VolumeGroups[vg].VDOPools[pool]
+	edit(&want)
+	d.VolumeGroups[vg].VDOPools[pool] = want
+	return h, want, Plan(d, h)
 }
 
 // TestGrowFromCapture replays the capture of e2e/sizes/grow.sh before keel
@@ -103,12 +117,9 @@ func TestThinSizeDeclared(t *testing.T) {
 // declared 80G/20G: the pool is below (grown, or reported when the VG has
 // no room), the VDO LV above (reported, never reduced).
 func TestVDOSizeDeclared(t *testing.T) {
-	h := replayHost(t, "vdo-thick")
-	d := loadDesired(t, "vdo-thick", h)
-	want := d.VolumeGroups["vdolab"].VDOPools["vdopool"]
-	want.Size, want.VirtualSize = size(t, "80G"), size(t, "20G")
-	d.VolumeGroups["vdolab"].VDOPools["vdopool"] = want
-	r := Plan(d, h)
+	h, _, r := planVDODeclared(t, "vdo-thick", "vdo-thick", "vdolab", "vdopool", func(w *spec.VDOPool) {
+		w.Size, w.VirtualSize = size(t, "80G"), size(t, "20G")
+	})
 	if f := findingOf(r, "vdo.virtual_size@vdolab/vdolv"); f == nil || !strings.Contains(f.Message, "above") {
 		t.Errorf("virtual size above: %+v", f)
 	}
@@ -136,12 +147,7 @@ func TestVDOSizeDeclared(t *testing.T) {
 // TestSplitVDOGrowSteps replays the split pool (13G) declared 20G: the grow
 // is keel recommend --grow's steps, slow PVs first and the fast PV last.
 func TestSplitVDOGrowSteps(t *testing.T) {
-	h := replayHost(t, "vdo-split")
-	d := loadDesired(t, "vdo-split", h)
-	want := d.VolumeGroups["vdosplit"].VDOPools["pool"]
-	want.Size = size(t, "20G")
-	d.VolumeGroups["vdosplit"].VDOPools["pool"] = want
-	r := Plan(d, h)
+	h, want, r := planVDODeclared(t, "vdo-split", "vdo-split", "vdosplit", "pool", func(w *spec.VDOPool) { w.Size = size(t, "20G") })
 	a := actionOf(r, "vdo.size:vdosplit/pool")
 	if a == nil {
 		t.Fatalf("no split grow in %q", keys(r.Findings))
@@ -239,12 +245,9 @@ func TestVGPVsOnlyReported(t *testing.T) {
 // keeps 30G and names the smallest pool, in whole slabs, that holds it,
 // checked against the layout arithmetic one slab below.
 func TestOvercommitRemedyNamesPoolSize(t *testing.T) {
-	h := replayHost(t, "vdo-defaults")
-	d := loadDesired(t, "vdo-defaults-overcommit", h)
-	want := d.VolumeGroups["vdodef"].VDOPools["vdopool"]
-	want.VirtualSize = size(t, "30G")
-	d.VolumeGroups["vdodef"].VDOPools["vdopool"] = want
-	r := Plan(d, h)
+	h, _, r := planVDODeclared(t, "vdo-defaults", "vdo-defaults-overcommit", "vdodef", "vdopool", func(w *spec.VDOPool) {
+		w.VirtualSize = size(t, "30G")
+	})
 	f := findingOf(r, "vdo.overcommit@vdodef/vdolv")
 	if f == nil || strings.Contains(f.Remedy, "lvreduce") || !strings.Contains(f.Remedy, `declare size: "36G" for vdodef/vdopool`) {
 		t.Fatalf("remedy %+v", f)
