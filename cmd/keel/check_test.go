@@ -26,7 +26,7 @@ func runKeel(t *testing.T, args ...string) (int, string, string) {
 
 func node(name string) string { return filepath.Join(nodesDir, name+".txtar") }
 
-// convergedNode is a capture that is converged against desired("vdo-split"):
+// convergedNode is a capture that is converged against desired("vdo-split-regrown"):
 // the regrown split pool, journal back on the NVMe. (The vdo-thick capture's
 // lvm.conf holds the filter keel generated before it followed LVM's alias
 // rule, so keel rewrites it there.)
@@ -45,7 +45,7 @@ func TestCheckExitCodes(t *testing.T) {
 		want int
 		out  string // must appear on stdout (exit 0/1) or stderr (exit 2)
 	}{
-		{"converged", []string{"check", "-c", desired("vdo-split"), "--node", convergedNode}, 0, "0 critical, 0 error, 0 warning"},
+		{"converged", []string{"check", "-c", desired("vdo-split-regrown"), "--node", convergedNode}, 0, "0 critical, 0 error, 0 warning"},
 		{"leaky filter", []string{"check", "-c", desired("vdo-thick"), "--node", node("vdo-thick")}, 1, "lvm.global_filter"},
 		{"drift", []string{"check", "-c", desired("vdo-defaults-tuned"), "--node", node("vdo-defaults")}, 1, "vdo.threads"},
 		{"audit", []string{"check", "--audit", "--node", node("thin")}, 1, "thin.chunk_size"},
@@ -98,7 +98,7 @@ func TestCheckJSONFindingIDs(t *testing.T) {
 func TestCheckOutputFile(t *testing.T) {
 	dir := t.TempDir()
 	prom := filepath.Join(dir, "keel.prom")
-	code, out, errs := runKeel(t, "check", "-c", desired("vdo-split"), "--node", convergedNode, "--format", "prometheus", "-o", prom)
+	code, out, errs := runKeel(t, "check", "-c", desired("vdo-split-regrown"), "--node", convergedNode, "--format", "prometheus", "-o", prom)
 	if code != exitOK || out != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
@@ -132,7 +132,7 @@ func TestCheckOutputFile(t *testing.T) {
 }
 
 func TestPlanCommand(t *testing.T) {
-	code, out, errs := runKeel(t, "plan", "-c", desired("vdo-split"), "--node", convergedNode)
+	code, out, errs := runKeel(t, "plan", "-c", desired("vdo-split-regrown"), "--node", convergedNode)
 	if code != exitOK || !strings.Contains(out, ": 0 actions\n") {
 		t.Errorf("converged plan: exit %d\n%s%s", code, out, errs)
 	}
@@ -177,7 +177,7 @@ func mustJSON(v any) string {
 // when each part ended (the bench's rounds read it), the probe's commands'
 // starts and ends among them; without, it prints nothing of the kind.
 func TestCheckTiming(t *testing.T) {
-	args := []string{"check", "-c", desired("vdo-split"), "--node", convergedNode}
+	args := []string{"check", "-c", desired("vdo-split-regrown"), "--node", convergedNode}
 	if _, _, errs := runKeel(t, args...); strings.Contains(errs, "timing") {
 		t.Fatalf("timing printed without KEEL_TIMING:\n%s", errs)
 	}

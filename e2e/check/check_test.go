@@ -74,7 +74,7 @@ while read -r -a argv; do
 done </tmp/pvmove.cmds
 check vdo-split-moved "$D/vdo-split.cue"
 run lvextend -L +2G vdosplit/pool "$nv"
-check vdo-split-regrown "$D/vdo-split.cue"
+check vdo-split-regrown "$D/vdo-split-regrown.cue"
 stack_teardown "$nv" "$hd" "$ssd"
 
 # 3. Thin pools: tpbad has 8M chunks and zeroing on.
@@ -177,7 +177,7 @@ func TestCheckOnRealStacks(t *testing.T) {
 		files[as] = b
 	}
 	read("e2e/scenarios/stacks.sh", "stacks.sh")
-	for _, n := range []string{"vdo-defaults-tuned", "vdo-defaults-stacked", "vdo-split", "thin", "vdo-thick"} {
+	for _, n := range []string{"vdo-defaults-tuned", "vdo-defaults-stacked", "vdo-split", "vdo-split-regrown", "thin", "vdo-thick"} {
 		read("reconcile/plan/testdata/desired/"+n+".cue", "desired/"+n+".cue")
 	}
 	read("reconcile/plan/testdata/desired/bcache.cue.in", "desired/bcache.cue.in")
@@ -197,8 +197,8 @@ func TestCheckOnRealStacks(t *testing.T) {
 		{"vdo-defaults-tuned", 1, []string{"vdo.max_discard@vdodef/vdopool", "vdo.slab_remainder@vdodef/vdopool", "vdo.threads@vdodef/vdopool"}},
 		{"vdo-defaults-stacked", 1, []string{"activation.udev_rule@udev:" + pvRule, "lvm.scan_lvs@vdostack", "vdo.slab_remainder@vdodef/vdopool", "vg.missing@vdostack"}},
 		{"vdo-split", 0, []string{"vdo.slab_remainder@vdosplit/pool"}},
-		{"vdo-split-grown", 1, []string{"vdo.layout.journal_off_fast@vdosplit/pool", "vdo.slab_remainder@vdosplit/pool"}},
-		{"vdo-split-moved", 0, []string{"vdo.slab_remainder@vdosplit/pool"}},
+		{"vdo-split-grown", 1, []string{"vdo.layout.journal_off_fast@vdosplit/pool", "vdo.size@vdosplit/pool", "vdo.slab_remainder@vdosplit/pool"}},
+		{"vdo-split-moved", 1, []string{"vdo.size@vdosplit/pool", "vdo.slab_remainder@vdosplit/pool"}},
 		{"vdo-split-regrown", 0, []string{"vdo.slab_remainder@vdosplit/pool"}},
 		{"thin", 1, []string{"thin.chunk_size@thinvg/tpbad", "thin.zeroing@thinvg/tpbad"}},
 		// keel check --audit: the reference rules flag tpbad's 8M chunks

@@ -6,7 +6,7 @@ import "slices"
 
 // mutatingPrograms are the programs that change storage.
 var mutatingPrograms = []string{"lvcreate", "lvchange", "lvconvert", "lvextend", "lvresize", "lvreduce", "lvremove",
-	"lvrename", "pvcreate", "pvchange", "pvmove", "pvremove", "vgcreate", "vgchange", "vgextend", "vgreduce",
+	"lvrename", "pvcreate", "pvchange", "pvresize", "pvmove", "pvremove", "vgcreate", "vgchange", "vgextend", "vgreduce",
 	"vgremove", "blkdiscard", "wipefs", "dd", "make-bcache", "dmsetup"}
 
 // Mutating reports whether argv, one line of keel's command log

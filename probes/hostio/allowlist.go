@@ -22,7 +22,7 @@ var allowed = map[string]bool{
 	"lvm": true, "lvcreate": true, "lvchange": true, "lvconvert": true, "lvextend": true,
 	"lvresize": true, "lvremove": true, "lvrename": true, "pvcreate": true, "pvmove": true,
 	"pvchange": true, "vgcreate": true, "vgchange": true, "vgextend": true, "vgreduce": true,
-	"dmsetup": true, "blkdiscard": true, "udevadm": true, "make-bcache": true, "pvscan": true,
+	"pvresize": true, "dmsetup": true, "blkdiscard": true, "udevadm": true, "make-bcache": true, "pvscan": true,
 }
 
 // Allowlisted is a Runner that refuses, with a *RefusedError, any

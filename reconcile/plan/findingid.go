@@ -136,6 +136,10 @@ const (
 	// ThinOnVDO is thin.on_vdo: thin pool on VDO.
 	ThinOnVDO FindingID = "thin.on_vdo"
 
+	// ThinSize is thin.size: thin pool data size differs from the declared
+	// size.
+	ThinSize FindingID = "thin.size"
+
 	// ThinStripeAlignment is thin.stripe_alignment: thin chunk does not cover
 	// a RAID stripe.
 	ThinStripeAlignment FindingID = "thin.stripe_alignment"
@@ -201,11 +205,19 @@ const (
 	// remainder.
 	VDOSlabRemainder FindingID = "vdo.slab_remainder"
 
+	// VDOSize is vdo.size: VDO pool physical size differs from the declared
+	// size.
+	VDOSize FindingID = "vdo.size"
+
 	// VDOSlabSize is vdo.slab_size: VDO slab size differs (immutable).
 	VDOSlabSize FindingID = "vdo.slab_size"
 
 	// VDOThreads is vdo.threads: VDO thread layout differs.
 	VDOThreads FindingID = "vdo.threads"
+
+	// VDOVirtualSize is vdo.virtual_size: VDO LV size differs from the
+	// declared virtual size.
+	VDOVirtualSize FindingID = "vdo.virtual_size"
 
 	// VDOUsage is vdo.usage: VDO pool above the alert level.
 	VDOUsage FindingID = "vdo.usage"
@@ -221,6 +233,12 @@ const (
 
 	// VGMissing is vg.missing: VG missing.
 	VGMissing FindingID = "vg.missing"
+
+	// VGPVGrown is vg.pv_grown: the device under a PV grew.
+	VGPVGrown FindingID = "vg.pv_grown"
+
+	// VGPVNotInVG is vg.pv_not_in_vg: a declared PV is not in its VG.
+	VGPVNotInVG FindingID = "vg.pv_not_in_vg"
 
 	// VGPVsDrift is vg.pvs_drift: a declared VG's PVs differ from its
 	// declaration.

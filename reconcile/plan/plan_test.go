@@ -142,12 +142,12 @@ var scenarios = []scenario{
 	},
 	{
 		name: "vdo-split-grown", snapshot: "vdo-split-grown", desired: "vdo-split",
-		want:    []string{"vdo.layout.journal_off_fast@vdosplit/pool", "vdo.slab_remainder@vdosplit/pool"},
+		want:    []string{"vdo.layout.journal_off_fast@vdosplit/pool", "vdo.size@vdosplit/pool", "vdo.slab_remainder@vdosplit/pool"},
 		actions: []string{"vdo.layout.journal_off_fast:vdosplit/pool"},
 	},
 	{
 		name: "vdo-split-regrown", snapshot: "vdo-split-regrown", desired: "vdo-split",
-		want: []string{"vdo.slab_remainder@vdosplit/pool"},
+		want: []string{"vdo.size@vdosplit/pool", "vdo.slab_remainder@vdosplit/pool"},
 	},
 	{
 		name: "thin", snapshot: "thin", desired: "thin",
@@ -192,7 +192,7 @@ var scenarios = []scenario{
 	},
 	{
 		name: "vdo-defaults-overcommit", snapshot: "vdo-defaults", desired: "vdo-defaults-overcommit",
-		want:    []string{"vdo.overcommit@vdodef/vdolv", "vdo.slab_remainder@vdodef/vdopool"},
+		want:    []string{"vdo.overcommit@vdodef/vdolv", "vdo.slab_remainder@vdodef/vdopool", "vdo.virtual_size@vdodef/vdolv"},
 		actions: []string{"vdo.overcommit:vdodef/vdolv"},
 	},
 	{
@@ -520,7 +520,7 @@ func TestSecondPlanIsEmpty(t *testing.T) {
 		want              []string // remedy keys of the only actions allowed
 	}{
 		{"vdo-thick", "vdo-thick", []string{"lvm.global_filter@lvm.conf"}},
-		{"vdo-split-regrown", "vdo-split", nil},
+		{"vdo-split-regrown", "vdo-split-regrown", nil},
 		{"bcache", "bcache", nil},
 	} {
 		h := replayHost(t, c.snapshot)

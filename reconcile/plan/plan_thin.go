@@ -28,6 +28,7 @@ func (p *planner) planThin(vgName, name string, want spec.ThinPool, phase int) {
 		return
 	}
 	p.finishThinCreate(object, p.h.LVs[object], phase)
+	p.planThinSize(object, tp, want)
 	if wantChunk != 0 && tp.ChunkSize != wantChunk {
 		key := p.add(Finding{ID: ThinChunkSize, Object: object,
 			Message:  "chunk size differs from the declared one; it is fixed at creation",

@@ -198,12 +198,13 @@ func (p *planner) planVDO(vgName, poolName string, vgWant spec.VolumeGroup, want
 		})
 	}
 	p.checkVDOImmutables(object, o, d)
+	p.planVDOSize(object, o, d, vgWant, want)
 	if t := pool.Table; t != nil {
 		p.checkVDOLive(object, t, d)
 		p.checkVDOMaintenance(object, o, d)
 	}
 	if !want.Overcommit {
-		p.checkOvercommit(object, o)
+		p.checkOvercommit(object, o, &want)
 	}
 	p.checkVDOHealth(object, o, want.UsedPercentAlert)
 	if want.Split != nil {
@@ -573,7 +574,13 @@ func (p *planner) framedVDOSettings(pool, vdoLV, settings string) [][]string {
 }
 
 // checkOvercommit reports a VDO LV larger than the pool can address.
-func (p *planner) checkOvercommit(object string, o observedVDO) {
+// want is the declared pool (nil in audit mode): the remedy never reduces
+// the LV below its declared virtual size, since that would move the host
+// away from the desired state (keel would grow it back: vdo.virtual_size).
+// When the declared virtual size is above what the pool holds thick, the
+// way forward is the pool's declared size (keel grows a pool below it:
+// vdo.size) or the desired state, not a smaller LV.
+func (p *planner) checkOvercommit(object string, o observedVDO, want *spec.VDOPool) {
 	if o.layout == nil || o.lv == nil {
 		return
 	}
@@ -587,6 +594,9 @@ func (p *planner) checkOvercommit(object string, o observedVDO) {
 		msg += " (declare overcommit: true if that is intended)"
 	}
 	remedy, note := p.overcommitRemedy(o, limit)
+	if want != nil && want.VirtualSize.Bytes > limit {
+		remedy, note = p.declaredOvercommitRemedy(object, o, limit, *want), ""
+	}
 	key := p.add(Finding{ID: VDOOvercommit, Object: o.lv.FullName,
 		Message:  msg + note,
 		Expected: "at most " + units.FormatSize(limit), Observed: units.FormatSize(o.lv.Size),
@@ -690,6 +700,10 @@ func (p *planner) checkVDOHealth(object string, o observedVDO, alert float64) {
 			f.Message += fmt.Sprintf("; LVM raises every pool extend to at least one slab (%s), which leaves the remainder as it is, so the grow that uses it adds %s",
 				units.FormatSize(l.Slab.Blocks*vdo.BlockSize), units.FormatSize(grow))
 			f.Remedy = shellAnd([][]string{{"lvextend", "-L", "+" + units.LVMArg(grow), object}})
+			if want, ok := p.declaredVDOPool(object); ok && want.Size.Bytes > 0 {
+				// The grow by hand would leave the declared size.
+				f.Remedy = fmt.Sprintf("declare size: %q for %s (keel then grows the pool to it: vdo.size)", units.LVMArg(l.PhysicalBlocks*vdo.BlockSize+grow), object)
+			}
 		} else {
 			f.Remedy = "a VDO pool cannot shrink: size the next pool in whole slabs plus overhead (keel recommend)"
 		}
@@ -762,7 +776,7 @@ func (p *planner) auditVDO(pool *model.VDOPool) {
 			})
 		}
 	}
-	p.checkOvercommit(object, o)
+	p.checkOvercommit(object, o, nil)
 	p.checkVDOHealth(object, o, auditVDOUsedAlert)
 }
 

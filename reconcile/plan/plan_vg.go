@@ -157,6 +157,7 @@ func (p *planner) planVG(name string, want spec.VolumeGroup) {
 	} else {
 		p.checkVGHealth(name, want)
 		p.planPvmove(name)
+		p.planVGPVs(name, want)
 	}
 	for _, pool := range slices.Sorted(maps.Keys(want.VDOPools)) {
 		p.planVDO(name, pool, want, want.VDOPools[pool], phase)

@@ -17,25 +17,20 @@ import (
 // reports true, after adding vg.foreign or vg.uuid_changed, when the VG is
 // not the declared one: nothing is then planned in it (no create, no pool,
 // no removal, no other change: act drops any action on it), only findings.
-// A VG that shares PVs with its declaration but not all of them raises
-// vg.pvs_drift and is planned as usual.
+// A VG that shares PVs with its declaration and also sits on PVs not
+// declared raises vg.pvs_drift and is planned as usual.
 func (p *planner) vgHeld(name string, want spec.VolumeGroup) bool {
 	vg := p.h.VGs[name]
 	rec, known := p.mem.VGs[name]
 	hold := removal.VGIdentity(p.h, name, want.PVs, rec, known)
 	if hold == nil {
-		if m := removal.MatchPVs(p.h, name, want.PVs); m.Drift() {
-			var obs []string
-			if len(m.Extra) > 0 {
-				obs = append(obs, "PVs not declared: "+strings.Join(m.Extra, ", "))
-			}
-			if len(m.Missing) > 0 {
-				obs = append(obs, "declared but not PVs of the VG: "+strings.Join(m.Missing, ", "))
-			}
+		// Declared PVs not in the VG are planVGPVs' (vg.pv_not_in_vg, a
+		// vgextend): drift is the PVs the declaration does not name.
+		if m := removal.MatchPVs(p.h, name, want.PVs); len(m.Extra) > 0 {
 			p.add(Finding{ID: VGPVsDrift, Object: name,
-				Message:  fmt.Sprintf("VG %s is on its declared PVs %s but its PVs differ: %s", name, strings.Join(m.Matched, ", "), strings.Join(obs, "; ")),
+				Message:  fmt.Sprintf("VG %s is on its declared PVs %s but also on PVs not declared: %s; keel never removes a PV from a VG on its own", name, strings.Join(m.Matched, ", "), strings.Join(m.Extra, ", ")),
 				Expected: "PVs " + strings.Join(want.PVs, ", "), Observed: "PVs " + strings.Join(vg.PVs, ", "),
-				Remedy: fmt.Sprintf("declare the VG's PVs as they are in volumeGroups.%s.pvs, or move its extents back (pvmove, vgreduce)", name),
+				Remedy: fmt.Sprintf("declare the VG's PVs as they are in volumeGroups.%s.pvs, or move the extents off the undeclared PVs by hand (pvmove, vgreduce)", name),
 			})
 		}
 		return false

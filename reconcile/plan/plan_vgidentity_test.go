@@ -79,13 +79,22 @@ func TestPlanForeignVG(t *testing.T) {
 	if seen, _ := VGSightings(d, h); seen["vmdata"] != h.VGs["vmdata"].UUID {
 		t.Errorf("on its declared disk: sightings %v", seen)
 	}
-	// Declared on both disks: the declared VG, changed by hand.
+	// Declared on both disks: the declared VG, which keel extends with
+	// the declared disk it is not on (vgextend, after the blank check).
 	d.VolumeGroups["vmdata"] = withPVs(d.VolumeGroups["vmdata"], "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_vgida",
 		"/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_vgidb")
 	r = PlanWith(d, h, Memory{FirstPass: true})
-	if f := findingOf(r, "vg.pvs_drift@vmdata"); f == nil || f.Severity != Warning ||
-		!strings.Contains(f.Message, "declared but not PVs of the VG: /dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_vgida") {
-		t.Errorf("drift finding %+v in %q", f, keys(r.Findings))
+	if f := findingOf(r, "vg.pv_not_in_vg@vmdata"); f == nil || f.Severity != Warning ||
+		!strings.Contains(f.Message, "declared PVs not in VG vmdata: /dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_vgida") {
+		t.Errorf("finding %+v in %q", f, keys(r.Findings))
+	}
+	if a := actionOf(r, "vg.extend:vmdata"); a == nil || !slices.Equal(a.Commands[len(a.Commands)-1],
+		[]string{"vgextend", "vmdata", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_vgida"}) {
+		t.Errorf("vgextend %+v", a)
+	}
+	// Every PV of the VG is declared: no drift.
+	if f := findingOf(r, "vg.pvs_drift@vmdata"); f != nil {
+		t.Errorf("drift %+v with every PV declared", f)
 	}
 	if !slices.ContainsFunc(r.Actions, func(a Action) bool { return a.ID == "lv.absent:vmdata/vm-101-disk-0" }) {
 		t.Error("drift held the VG")

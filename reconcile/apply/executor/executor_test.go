@@ -404,20 +404,25 @@ func TestCreateRefusesSignature(t *testing.T) {
 	}
 }
 
+// TestVGCreateOnOrphanPV: vgcreate, and vgextend of an existing VG
+// (vg.extend), take an orphan PV and refuse a PV of another VG.
 func TestVGCreateOnOrphanPV(t *testing.T) {
 	dev := "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"
-	a := plan.Action{ID: "vg.create:vg0", Kind: plan.KindCommand, Object: "vg0",
-		Commands: [][]string{{"vgcreate", "vg0", dev}}}
-	for _, tc := range []struct {
-		pvs    string
-		status Status
-	}{{"pvs-orphan", Converged}, {"pvs-member", Refused}} {
-		e, r, _, _ := setup(1, Options{}, Mode{})
-		r.answers["blkid -p -o export "+dev] = captured(t, "blkid-pv")
-		r.answers["pvs --noheadings -o vg_name "+dev] = captured(t, tc.pvs)
-		rep, _ := e.Apply(context.Background(), []plan.Action{a}, nil)
-		if rep.Results[0].Status != tc.status {
-			t.Fatalf("%s: %+v", tc.pvs, rep.Results[0])
+	for _, a := range []plan.Action{
+		{ID: "vg.create:vg0", Kind: plan.KindCommand, Object: "vg0", Commands: [][]string{{"vgcreate", "vg0", dev}}},
+		{ID: "vg.extend:vg0", Kind: plan.KindCommand, Object: "vg0", Commands: [][]string{{"vgextend", "vg0", dev}}},
+	} {
+		for _, tc := range []struct {
+			pvs    string
+			status Status
+		}{{"pvs-orphan", Converged}, {"pvs-member", Refused}} {
+			e, r, _, _ := setup(1, Options{}, Mode{})
+			r.answers["blkid -p -o export "+dev] = captured(t, "blkid-pv")
+			r.answers["pvs --noheadings -o vg_name "+dev] = captured(t, tc.pvs)
+			rep, _ := e.Apply(context.Background(), []plan.Action{a}, nil)
+			if rep.Results[0].Status != tc.status {
+				t.Fatalf("%s, %s: %+v", a.ID, tc.pvs, rep.Results[0])
+			}
 		}
 	}
 }

@@ -86,8 +86,9 @@ func (e *Executor) openUsers(ctx context.Context, a plan.Action) ([]string, erro
 	return open, nil
 }
 
-// createDevices returns the device arguments of the pvcreate and vgcreate
-// commands of an action: those are the disks that must be blank.
+// createDevices returns the device arguments of the pvcreate, vgcreate and
+// vgextend commands of an action: those are the disks that must be blank
+// (a vgextend's, like a vgcreate's, may be an orphan PV).
 func createDevices(cmds [][]string) (pv, vg []string) {
 	for _, argv := range cmds {
 		if len(argv) == 0 {
@@ -100,7 +101,7 @@ func createDevices(cmds [][]string) (pv, vg []string) {
 					pv = append(pv, s)
 				}
 			}
-		case "vgcreate":
+		case "vgcreate", "vgextend":
 			for _, s := range argv[1:] {
 				if strings.HasPrefix(s, "/dev/") {
 					vg = append(vg, s)

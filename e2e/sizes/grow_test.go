@@ -1,0 +1,40 @@
+//go:build e2e
+
+package sizes
+
+import (
+	"testing"
+	"time"
+
+	"github.com/keel-storage/keel/e2e/guest"
+)
+
+// TestGrow runs grow.sh in one boot on two small virtio disks and a loop
+// device: a thin pool at half its declared size is grown, a PV whose device
+// grew is pvresized and a declared PV not in the VG is vgextended, each
+// shown by keel plan first. Set KEEL_SIZES_SNAPSHOT_DIR=DIR to keep the node
+// snapshot taken before keel acts (reconcile/plan/testdata).
+func TestGrow(t *testing.T) {
+	r := guest.Run(t, guest.Spec{
+		Disks: []guest.Disk{
+			{Kind: guest.Virtio, Size: "512M", Serial: "data1"},
+			{Kind: guest.Virtio, Size: "256M", Serial: "data2"},
+		},
+		Keel:    true,
+		Files:   guest.ShareFiles(t, "grow.cue"),
+		Script:  string(guest.ShareFiles(t, "grow.sh")["grow.sh"]),
+		Timeout: 15 * time.Minute,
+	})
+	r.LogVerdicts(t)
+	r.KeepCaptures(t, "KEEL_SIZES_SNAPSHOT_DIR", "sizes", "sizes-before.txtar")
+	r.RequireLines(t,
+		"ok: check: keel check reports thin.size, vg.pv_grown and vg.pv_not_in_vg",
+		"ok: plan: keel plan shows lvextend",
+		"ok: plan: keel plan shows pvresize",
+		"ok: plan: keel plan shows vgextend",
+		"ok: thin: tp grown to its declared 128M",
+		"ok: pv: the loop PV was pvresized to its grown device",
+		"ok: vg: data2 was added to sizevg",
+		"ok: check: no size finding left after apply",
+	)
+}
