@@ -280,6 +280,10 @@ const AgentAudit = "audit"
 // or AgentAudit.
 type Agent struct {
 	Mode string `json:"mode"`
+	// ResumeSuspendedMinutes, when set, lets keel resume a device of LVM
+	// that stays suspended (dm.suspended) once no LVM or dmsetup command
+	// was seen on its VG for that many minutes; 0 only reports it.
+	ResumeSuspendedMinutes int `json:"resumeSuspendedMinutes,omitempty"`
 }
 
 // Alerts says where keel sends alert transitions besides the journal.
