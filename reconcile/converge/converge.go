@@ -90,9 +90,6 @@ type Loop struct {
 	lastPlan plan.Result
 	// mem is keel's state as loaded for the current pass.
 	mem plan.Memory
-	// hadSuspended is set while keel's state records suspended devices:
-	// a pass that finds none then drops their records (seeSuspended).
-	hadSuspended bool
 	// holdsLogged are the holds in force the journal last said (loadHolds).
 	holdsLogged map[string]state.Hold
 	// pveStorageCfg is the desired state's proxmox.storageConfig, set by

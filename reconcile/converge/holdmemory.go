@@ -13,21 +13,25 @@ import (
 // (plan.SuspendedQuiet, state.State.SeeSuspended), and puts the records and
 // the moment into the planner's memory: the wait agent.resumeSuspendedMinutes
 // asks for is measured from them. It records in every mode, as first
-// sights are; a state that cannot be read or written leaves no record, and
-// then nothing is resumed (plan.resumeWait).
+// sights are, and a pass that finds nothing suspended drops every record
+// (written only when there was one): a record left from an earlier suspend
+// must not count as quiet time for the next one under the same name. A
+// state that cannot be read or written leaves no record, and then nothing
+// is resumed (plan.resumeWait).
 func (l *Loop) seeSuspended(h *model.Host) {
 	now := time.Now()
 	l.mem.Now = now
 	l.mem.Suspended = nil
-	if h == nil || (len(h.Suspended) == 0 && !l.hadSuspended) {
+	if h == nil {
 		return
 	}
 	st, err := l.state.LoadSeeingSuspended(plan.SuspendedQuiet(h), now)
 	if err != nil {
-		l.log.Error("keel's state: suspended devices not recorded, none is resumed", "err", err)
+		if len(h.Suspended) > 0 {
+			l.log.Error("keel's state: suspended devices not recorded, none is resumed", "err", err)
+		}
 		return
 	}
-	l.hadSuspended = len(st.Suspended) > 0
 	l.mem.Suspended = st.Suspended
 }
 
