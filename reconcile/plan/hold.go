@@ -35,7 +35,8 @@ func holdsInForce(mem Memory) map[string]state.Hold {
 // holdAliases returns every object name the planner may give what obj
 // names on h under the desired state d: obj itself, a bcache device's
 // "bcache:<uuid>" for its declared name, kernel name or uuid, an LV's
-// "vg/lv" for its device-mapper name, and a VG's LVs' device-mapper names.
+// "vg/lv" for its device-mapper name and the reverse, and a VG's LVs'
+// device-mapper names.
 func holdAliases(d *spec.Config, h *model.Host, obj string) []string {
 	out := []string{obj}
 	p := newPlanner(h)
@@ -55,7 +56,7 @@ func holdAliases(d *spec.Config, h *model.Host, obj string) []string {
 		switch {
 		case lv.DMName != "" && lv.DMName == obj:
 			out = append(out, lv.FullName)
-		case lv.VG == obj && lv.DMName != "":
+		case (lv.VG == obj || lv.FullName == obj) && lv.DMName != "":
 			out = append(out, lv.DMName)
 		}
 	}

@@ -77,3 +77,16 @@ func TestPlanHoldVG(t *testing.T) {
 		t.Errorf("resume of a held VG's device: %s %q", a.Kind, a.Summary)
 	}
 }
+
+// TestPlanHoldLV: a hold on "vg/lv" holds the resume of its device.
+func TestPlanHoldLV(t *testing.T) {
+	h := replayHost(t, "kill-suspended")
+	d := loadDesired(t, "kill-suspended", h)
+	d.Agent.ResumeSuspendedMinutes = 1
+	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	mem := Memory{FirstPass: true, Now: t0.Add(time.Hour), Suspended: map[string]state.Suspended{"kvg-other": {QuietSince: t0}},
+		Holds: map[string]state.Hold{"kvg/other": {Reason: "table swap", Since: t0}}}
+	if a := actionByID(t, PlanWith(d, h, mem), "dm.suspended:kvg-other"); a.Kind != KindNone {
+		t.Errorf("resume of a held LV's device planned: %q", a.Commands)
+	}
+}
