@@ -43,6 +43,16 @@ if grep -q "^CRITICAL dm.suspended  $dm" "$O/check.txt" && [ "$rc" -eq 1 ] && su
 else
 	fail "keel check: exit $rc, want 1 and a critical dm.suspended $dm"
 fi
+# A capture for the planner's tests (KEEL_OWNERSHIP_SNAPSHOT_DIR): the
+# device suspended while a dmsetup command waits on it, which keel must
+# count as a command on the device's VG.
+dmsetup wait "$dm" >/dev/null 2>&1 &
+waiter=$!
+sleep 1
+cp "$CFG" "$O/suspend-busy.cue"
+timeout 120 "$KEEL" snapshot -c "$CFG" -o "$O/suspend-busy.txtar" >/dev/null 2>&1 || fail "keel snapshot with the device suspended"
+kill "$waiter" 2>/dev/null
+wait "$waiter" 2>/dev/null
 remedy=$(awk -v dm="$dm" '$2=="dm.suspended" && $3==dm {f=1; next} f && /^ *remedy:/ {sub(/^ *remedy: */, ""); print; exit}' "$O/check.txt")
 echo "remedy: $remedy" >"$O/remedy.txt"
 if [ -n "$remedy" ] && bash -c "$remedy" && ! suspended; then

@@ -23,6 +23,9 @@ func TestSuspendLeft(t *testing.T) {
 		Timeout: 8 * time.Minute,
 	})
 	r.LogVerdicts(t)
+	// Keep the capture for reconcile/plan/testdata (its desired state
+	// goes to testdata/desired/suspend-busy.cue).
+	r.KeepCaptures(t, "KEEL_OWNERSHIP_SNAPSHOT_DIR", "suspend", "suspend-busy.txtar", "suspend-busy.cue")
 	r.RequireOK(t)
 	for _, want := range []string{
 		"ok: keel apply left the device the admin suspended suspended (exit ",

@@ -143,3 +143,29 @@ func actionIDs(r Result) []string {
 	}
 	return ids
 }
+
+// TestPlanSuspendedBusy: the capture e2e/ownership/suspend.sh makes: an
+// LV's device suspended by hand while a dmsetup command waits on it
+// (dmsetup wait). Even with the opt-in and a quiet record an hour old,
+// keel does not resume it: a command is on the device, and the message
+// names it by PID and arguments.
+func TestPlanSuspendedBusy(t *testing.T) {
+	const dm = "vmdata-vm--100--disk--0"
+	h := replayHost(t, "suspend-busy")
+	if !slices.Equal(h.Suspended, []string{dm}) {
+		t.Fatalf("the capture's suspended devices: %q", h.Suspended)
+	}
+	if q := SuspendedQuiet(h); q[dm] {
+		t.Errorf("quiet with dmsetup waiting on it: %q", h.Commands)
+	}
+	d := loadDesired(t, "suspend-busy", h)
+	d.Agent.ResumeSuspendedMinutes = 1
+	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	r := PlanWith(d, h, Memory{FirstPass: true, Now: t0.Add(time.Hour), Suspended: map[string]state.Suspended{dm: {QuietSince: t0}}})
+	if a := actionByID(t, r, "dm.suspended:"+dm); a.Kind != KindNone {
+		t.Errorf("resumed with dmsetup waiting on it: %q", a.Commands)
+	}
+	if f := findingByKey(t, r, "dm.suspended@"+dm); !strings.Contains(f.Message, " dmsetup wait "+dm) {
+		t.Errorf("message %q does not name the command", f.Message)
+	}
+}
