@@ -618,7 +618,7 @@ func (l *Loop) planBcache(ctx context.Context) (*model.Host, plan.Result) {
 func (l *Loop) planBcacheOn(h *model.Host) plan.Result {
 	mem := plan.Memory{FirstPass: true, Now: time.Now()}
 	l.loadHolds(&mem)
-	return plan.PlanWith(&spec.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h, mem)
+	return plan.PlanWith(&spec.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers, Holds: l.desired.Holds}, h, mem)
 }
 
 // SysfsProbe reads the host's files only (no command): all the bcache fast

@@ -21,15 +21,42 @@ import (
 // devices with it), "vg/lv", a device-mapper name, a declared bcache
 // device's name, its kernel name (bcache0) or "bcache:<uuid>".
 
-// holdsInForce returns the holds of mem in force at mem.Now.
-func holdsInForce(mem Memory) map[string]state.Hold {
+// holdsInForce returns the holds of d and mem in force at mem.Now.
+func holdsInForce(d *spec.Config, mem Memory) map[string]state.Hold {
 	out := map[string]state.Hold{}
-	for obj, h := range mem.Holds {
+	all, _ := allHolds(d, mem)
+	for obj, h := range all {
 		if h.InForce(mem.Now) {
 			out[obj] = h
 		}
 	}
 	return out
+}
+
+// allHolds returns the holds keel hold recorded (mem.Holds) with those the
+// desired state lists (d.Holds), by object; a recorded hold wins over an
+// entry for the same object. An entry's until is the last day it holds,
+// as a waiver's expires is: it lapses at the next midnight UTC. desired
+// says which objects only the desired state holds.
+func allHolds(d *spec.Config, mem Memory) (holds map[string]state.Hold, desired map[string]bool) {
+	if d == nil || len(d.Holds) == 0 {
+		return mem.Holds, nil
+	}
+	holds, desired = maps.Clone(mem.Holds), map[string]bool{}
+	if holds == nil {
+		holds = map[string]state.Hold{}
+	}
+	for _, e := range d.Holds {
+		if _, ok := holds[e.Object]; ok {
+			continue
+		}
+		h := state.Hold{Reason: e.Reason}
+		if day, err := time.Parse(time.DateOnly, e.Until); err == nil {
+			h.Until = day.Add(24 * time.Hour)
+		}
+		holds[e.Object], desired[e.Object] = h, true
+	}
+	return holds, desired
 }
 
 // holdAliases returns every object name the planner may give what obj
@@ -84,17 +111,22 @@ func heldBy(object string, aliases map[string][]string) string {
 // shown (hold.active) and every action on its object becomes a report
 // naming it; a lapsed hold is said (hold.expired) and holds nothing.
 func (p *planner) hold() {
-	if len(p.mem.Holds) == 0 {
+	holds, desired := allHolds(p.d, p.mem)
+	if len(holds) == 0 {
 		return
 	}
 	aliases := map[string][]string{}
-	for _, obj := range slices.Sorted(maps.Keys(p.mem.Holds)) {
-		h := p.mem.Holds[obj]
+	for _, obj := range slices.Sorted(maps.Keys(holds)) {
+		h := holds[obj]
 		if !h.InForce(p.mem.Now) {
 			p.add(Finding{ID: HoldExpired, Object: obj,
 				Message:  fmt.Sprintf("the hold on %s lapsed at %s (%s): keel acts on it again", obj, state.Stamp(h.Until), h.Reason),
 				Expected: "released by keel release once the work is done", Observed: "lapsed " + state.Stamp(h.Until),
 				Remedy: fmt.Sprintf("if the work on it is done: keel release %s; if not: keel hold %s --reason %q --until %s", obj, obj, h.Reason, p.laterDay())})
+			if desired[obj] {
+				f := &p.findings[len(p.findings)-1]
+				f.Remedy = fmt.Sprintf("if the work on it is done, remove the holds entry of %s from the desired state; if not, move its until to a later day", obj)
+			}
 			continue
 		}
 		aliases[obj] = holdAliases(p.d, p.h, obj)
@@ -102,6 +134,11 @@ func (p *planner) hold() {
 			Message:  fmt.Sprintf("%s is held (%s) until %s: keel changes nothing on it, and its udev rules leave it out", obj, h.Reason, holdEnd(h)),
 			Expected: "not held", Observed: "held since " + state.Stamp(h.Since),
 			Remedy: "once the work on it is done: keel release " + obj})
+		if desired[obj] {
+			f := &p.findings[len(p.findings)-1]
+			f.Observed = "held by the desired state's holds"
+			f.Remedy = "once the work on it is done, remove the holds entry of " + obj + " from the desired state"
+		}
 	}
 	for i := range p.actions {
 		a := &p.actions[i].Action
@@ -109,7 +146,7 @@ func (p *planner) hold() {
 		if obj == "" || a.Kind == KindNone {
 			continue
 		}
-		h := p.mem.Holds[obj]
+		h := holds[obj]
 		*a = Action{ID: a.ID, Kind: KindNone, Class: Immutable, Object: a.Object,
 			Summary:  fmt.Sprintf("held by keel hold %s (%s, until %s); would %s", obj, h.Reason, holdEnd(h), a.Summary),
 			Remedies: a.Remedies}
@@ -135,7 +172,7 @@ func (p *planner) laterDay() string {
 // rule leaves them out (activation.RulesHeld), so that a "change" uevent
 // or a registration does not write their tunables back either.
 func HeldBcache(d *spec.Config, h *model.Host, mem Memory) map[string]string {
-	holds := holdsInForce(mem)
+	holds := holdsInForce(d, mem)
 	if d == nil || h == nil || len(holds) == 0 || len(d.Bcache) == 0 {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/state"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // TestPlanHold: the bcache capture with b0 declared writethrough (it runs
@@ -88,5 +89,27 @@ func TestPlanHoldLV(t *testing.T) {
 		Holds: map[string]state.Hold{"kvg/other": {Reason: "table swap", Since: t0}}}
 	if a := actionByID(t, PlanWith(d, h, mem), "dm.suspended:kvg-other"); a.Kind != KindNone {
 		t.Errorf("resume of a held LV's device planned: %q", a.Commands)
+	}
+}
+
+// TestPlanHoldDesired: a holds entry of the desired state holds as keel
+// hold does, through its until day; its remedies name the entry.
+func TestPlanHoldDesired(t *testing.T) {
+	h := replayHost(t, "bcache")
+	d := loadDesired(t, "bcache-drift", h)
+	d.Holds = []spec.Hold{{Object: "b0", Reason: "drain the cache SSD", Until: "2026-12-04"}}
+	mem := Memory{FirstPass: true, Now: time.Date(2026, 12, 4, 23, 59, 0, 0, time.UTC)}
+	r := PlanWith(d, h, mem)
+	for _, a := range r.Actions {
+		if strings.HasPrefix(a.ID, "bcache.cache_mode:") && a.Kind != KindNone {
+			t.Errorf("held by the desired state, still planned: %s", a.ID)
+		}
+	}
+	if f := findingByKey(t, r, "hold.active@b0"); !strings.Contains(f.Remedy, "remove the holds entry of b0") {
+		t.Errorf("remedy %q", f.Remedy)
+	}
+	mem.Now = time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	if f := findingByKey(t, PlanWith(d, h, mem), "hold.expired@b0"); !strings.Contains(f.Remedy, "move its until to a later day") {
+		t.Errorf("lapsed: remedy %q", f.Remedy)
 	}
 }
