@@ -15,6 +15,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/reconcile/state/statefile"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // runHold implements `keel hold OBJECT --reason TEXT [--until TIME]`: an
@@ -155,6 +156,11 @@ func rewriteBcacheRule(name string, configs []string, stdout, stderr io.Writer) 
 		return
 	}
 	if kf := h.KeelFiles[activation.BcacheRule]; kf == nil || kf.Missing || len(cfg.Bcache) == 0 {
+		return
+	}
+	if cfg.Agent.Mode == spec.AgentAudit {
+		// Audit mode changes nothing on the host, keel's files included.
+		fmt.Fprintf(stderr, "keel %s: agent.mode is \"audit\": %s is left as it is\n", name, activation.BcacheRule)
 		return
 	}
 	mem := liveHolds(plan.Memory{Now: time.Now()})
