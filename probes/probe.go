@@ -167,6 +167,7 @@ func ProbeWith(ctx context.Context, src hostio.Source, opt Options) (*model.Host
 	var readable []string
 	if stuck := stuckSuspended(ctx, src.FS, src.SuspendWait); stuck != nil {
 		h.Suspended = suspendedNames(stuck)
+		h.Commands = lvmCommands(src.FS)
 		var err error
 		if readable, err = readableDevices(src.FS, stuck); err != nil {
 			// Without the list LVM would wait on them: no LVM report.

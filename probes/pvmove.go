@@ -11,6 +11,7 @@ import (
 	"github.com/keel-storage/keel/probes/model"
 )
 
+// procDir is where the running processes are listed (proc(5)).
 const procDir = "/proc"
 
 // hasPvmove reports whether the LVM report holds a pvmove LV: lv_attr 'p'
@@ -29,6 +30,15 @@ func hasPvmove(h *model.Host) bool {
 // the processes whose command line is one that polls a pvmove (isPoller).
 // A process that ends while it is read is skipped.
 func readPollers(fsys hostio.FS) ([]model.Process, error) {
+	return readProcesses(fsys, isPoller)
+}
+
+// readProcesses lists, through fsys, the processes of /proc whose command
+// line keep accepts, in the order /proc lists them. A process that ends
+// while it is read, and a kernel thread (no command line), is skipped. A
+// backgrounded poller's argv[0] is padded with NULs (lvm.Backgrounded):
+// empty arguments are dropped.
+func readProcesses(fsys hostio.FS, keep func(argv []string) bool) ([]model.Process, error) {
 	ents, err := fsys.ReadDir(procDir)
 	if err != nil {
 		return nil, err
@@ -41,12 +51,10 @@ func readPollers(fsys hostio.FS) ([]model.Process, error) {
 		}
 		b, err := fsys.ReadFile(procDir + "/" + e + "/cmdline")
 		if err != nil || len(b) == 0 {
-			continue // ended, or a kernel thread
+			continue
 		}
-		// A backgrounded poller's argv[0] is padded with NULs
-		// (lvm.Backgrounded): empty arguments are dropped.
 		argv := slices.DeleteFunc(strings.Split(string(b), "\x00"), func(a string) bool { return a == "" })
-		if isPoller(argv) {
+		if len(argv) > 0 && keep(argv) {
 			out = append(out, model.Process{PID: pid, Argv: argv})
 		}
 	}

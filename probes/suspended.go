@@ -4,11 +4,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/probes/model"
 )
 
 // A device-mapper device left suspended (an LVM command killed between its
@@ -145,4 +148,42 @@ func withDevices(c hostio.Cmd, devs []string) hostio.Cmd {
 	args = slices.Insert(args, at, "--devices", strings.Join(devs, ","))
 	c.Args = args
 	return c
+}
+
+// lvmCommands lists the LVM and dmsetup processes running now
+// (isLVMCommand), from /proc/PID/cmdline through the probe's file root (so
+// a snapshot records and replays them), sorted by PID. A process that
+// exits between the listing and the read is skipped.
+func lvmCommands(fsys hostio.FS) []model.Process {
+	out, _ := readProcesses(fsys, func(argv []string) bool { return isLVMCommand(argv[0]) })
+	slices.SortFunc(out, func(a, b model.Process) int { return a.PID - b.PID })
+	return out
+}
+
+// lvmDaemons are lvm2's daemons: they hold no VG lock of their own.
+var lvmDaemons = map[string]bool{"lvmpolld": true, "lvmlockd": true, "lvmdbusd": true, "lvmetad": true, "dmeventd": true}
+
+// isLVMCommand reports whether argv0 runs an LVM command or dmsetup: lvm,
+// its links named lv*, vg* and pv* (lvm2's tools/commands), the child an
+// LVM command forks to poll in the background (lvm.Backgrounded), and
+// dmsetup. LVM's daemons lvmpolld, lvmlockd and dmeventd run no command of
+// their own (lvmpolld's polling runs as "lvm lvpoll"), and Proxmox VE's
+// daemons (pvestatd, pveproxy, …) share the "pv" prefix and are not LVM's.
+func isLVMCommand(argv0 string) bool {
+	if lvm.Backgrounded(argv0) {
+		return true
+	}
+	name := path.Base(argv0)
+	switch {
+	case lvmDaemons[name] || strings.HasPrefix(name, "pve"):
+		return false
+	case name == "lvm" || name == "dmsetup":
+		return true
+	}
+	for _, pre := range []string{"lv", "vg", "pv"} {
+		if rest, ok := strings.CutPrefix(name, pre); ok && rest != "" && strings.Trim(rest, "abcdefghijklmnopqrstuvwxyz") == "" {
+			return true
+		}
+	}
+	return false
 }

@@ -2,7 +2,9 @@ package probes
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -124,3 +126,50 @@ func (f treeFS) ReadDir(name string) ([]string, error) {
 func (treeFS) ReadFile(string) ([]byte, error)           { return nil, fs.ErrNotExist }
 func (treeFS) Readlink(string) (string, error)           { return "", fs.ErrNotExist }
 func (treeFS) ReadAt(string, int64, int) ([]byte, error) { return nil, fs.ErrNotExist }
+
+// procFS is a /proc of a few processes by PID and cmdline.
+type procFS map[string]string
+
+func (f procFS) ReadFile(name string) ([]byte, error) {
+	rest, ok := strings.CutPrefix(name, procDir+"/")
+	pid, file, _ := strings.Cut(rest, "/")
+	if c, known := f[pid]; ok && known && file == "cmdline" {
+		return []byte(c), nil
+	}
+	return nil, fs.ErrNotExist
+}
+
+func (f procFS) ReadDir(name string) ([]string, error) {
+	if name != procDir {
+		return nil, fs.ErrNotExist
+	}
+	return append(slices.Sorted(maps.Keys(f)), "self", "gone"), nil
+}
+
+func (procFS) Readlink(string) (string, error)           { return "", fs.ErrNotExist }
+func (procFS) ReadAt(string, int64, int) ([]byte, error) { return nil, fs.ErrNotExist }
+
+// TestLVMCommands: LVM's commands and dmsetup are listed with their
+// arguments, by PID; lvm2's daemons, Proxmox VE's pve* daemons and other
+// processes are not; a process gone before its cmdline is read is skipped.
+func TestLVMCommands(t *testing.T) {
+	f := procFS{
+		"12":  "/usr/sbin/lvmpolld\x00-t\x0060\x00",
+		"7":   "/usr/sbin/lvm\x00lvpoll\x00--polloperation\x00pvmove\x00vg/pvmove0\x00",
+		"40":  "dmsetup\x00suspend\x00vg-lv\x00",
+		"41":  "pvestatd\x00",
+		"42":  "lvcreate\x00-s\x00vg/lv\x00",
+		"43":  "bash\x00",
+		"44":  "",
+		"300": "/sbin/vgs\x00",
+	}
+	got := lvmCommands(f)
+	want := []string{"7 /usr/sbin/lvm lvpoll --polloperation pvmove vg/pvmove0", "40 dmsetup suspend vg-lv", "42 lvcreate -s vg/lv", "300 /sbin/vgs"}
+	var lines []string
+	for _, c := range got {
+		lines = append(lines, fmt.Sprintf("%d %s", c.PID, strings.Join(c.Argv, " ")))
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("lvmCommands:\n got %q\nwant %q", lines, want)
+	}
+}

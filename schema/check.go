@@ -27,7 +27,22 @@ func check(d *Desired) []Problem {
 	c.split()
 	c.vdoGeometry()
 	c.waivers()
+	c.holds()
 	return c.problems
+}
+
+// holds checks each hold's until date and that no object is held twice.
+func (c *checker) holds() {
+	seen := map[string]bool{}
+	for i, h := range c.cfg.Holds {
+		if _, err := time.Parse(time.DateOnly, h.Until); h.Until != "" && err != nil {
+			c.at("hold", fmt.Sprintf("until %q is not a date (YYYY-MM-DD)", h.Until), "holds", i, "until")
+		}
+		if seen[h.Object] {
+			c.at("hold", fmt.Sprintf("a second hold on %s", h.Object), "holds", i)
+		}
+		seen[h.Object] = true
+	}
 }
 
 // waivers checks each waiver's date and that no two waive the same finding.

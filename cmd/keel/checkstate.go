@@ -35,7 +35,11 @@ func checkMemory(cfg *spec.Config, node string) plan.Memory {
 	if st == nil {
 		return plan.Memory{Held: err.Error(), Today: today}
 	}
-	mem := plan.Memory{Absent: st.Absent, Pvmoves: st.Pvmoves, Today: today, StatePath: statefile.DefaultPath}
+	// The operators' holds and keel's records of suspended devices, as
+	// the daemon plans with them: keel check shows each hold in force and
+	// how long a suspended device has waited.
+	mem := plan.Memory{Absent: st.Absent, Pvmoves: st.Pvmoves, Today: today, StatePath: statefile.DefaultPath,
+		Now: now, Holds: st.Holds, Suspended: st.Suspended}
 	if err != nil {
 		mem.Unrecorded = err.Error()
 	}

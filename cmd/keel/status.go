@@ -49,6 +49,9 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		shown := *h
 		shown.Hostname = hostName(h, *node)
 		model.WriteStatus(stdout, &shown)
+		if *node == "" {
+			writeHolds(stdout, time.Now())
+		}
 	}
 	if perr != nil {
 		fmt.Fprintf(stderr, "keel status: %v\n", perr)

@@ -56,7 +56,13 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	ctx := context.Background()
-	files, err := activation.Rules(cfg, h, converge.LinkResolver(src.FS))
+	// The holds of this host leave their bcache devices out, as the
+	// daemon's rule does (a node snapshot is another host: none).
+	mem := plan.Memory{FirstPass: true, Now: time.Now()}
+	if *node == "" {
+		mem = liveHolds(mem)
+	}
+	files, err := activation.RulesHeld(cfg, h, converge.LinkResolver(src.FS), plan.HeldBcache(cfg, h, mem))
 	if err != nil {
 		fmt.Fprintf(stderr, "keel udev-rules: %v\n", err)
 		return exitError
@@ -71,7 +77,7 @@ func runUdevRules(args []string, stdout, stderr io.Writer) int {
 		// The planner judges the rules as keel check does: a file the
 		// probe pass could not read (or a snapshot did not record) is not
 		// evaluated rather than called missing.
-		res := plan.Plan(cfg, h)
+		res := plan.PlanWith(cfg, h, mem)
 		drift := 0
 		for _, f := range res.Findings {
 			if path, ok := strings.CutPrefix(f.Object, "udev:"); ok {

@@ -108,6 +108,9 @@ desired() {
 	{
 		echo 'lvm: scanLVs: true'
 		echo 'removal: {mode: "zeroout", step: "1M"}'
+		# keel resumes a device of LVM left suspended (its own killed
+		# lvrename's) only with this opt-in, after a quiet minute.
+		echo 'agent: resumeSuspendedMinutes: 1'
 		echo 'volumeGroups: kvg: {'
 		echo "	pvs: [\"$nv\", \"$hd\"]"
 		echo "	absent: [$list]"
@@ -295,6 +298,16 @@ suspended() {
 	rc=$?
 	echo "suspended: keel check exit $rc: $(grep -o '"id": "[a-z._]*"' "$OUT/suspended.check.json" | tr '\n' ' ')"
 	if grep -q '"dm.suspended"' "$OUT/suspended.check.json"; then ok "suspended: keel check raises dm.suspended"; else fail "suspended: keel check does not raise dm.suspended (exit $rc)"; fi
+	# The first pass records since when no LVM command was on kvg and
+	# leaves the device suspended; one a minute later resumes it
+	# (agent.resumeSuspendedMinutes: 1).
+	timeout -k 10 300 "$KEEL" apply -c "$CFG" >"$OUT/suspended.apply0.txt" 2>&1
+	if [ -n "$(suspended_now)" ] && grep -q "keel resumes it at" "$OUT/suspended.apply0.txt"; then
+		ok "suspended: the first keel apply leaves it suspended and says when it resumes it"
+	else
+		fail "suspended: the first keel apply: $(suspended_now | tr '\n' ' ') $(grep -m1 'dm.suspended' "$OUT/suspended.apply0.txt")"
+	fi
+	sleep 61
 	timeout -k 10 300 "$KEEL" apply -c "$CFG" --command-log "$OUT/suspended.apply.cmds" >"$OUT/suspended.apply.txt" 2>&1
 	echo "suspended: keel apply exit $?"
 	sed 's/^/    /' "$OUT/suspended.apply.txt"
@@ -417,6 +430,12 @@ for i in $(seq 1 "$N"); do
 		snap "it$i.thinpartial"
 	fi
 	# --- recover ----------------------------------------------------------
+	if [ -n "$left" ]; then
+		# keel resumes what the kill left suspended after a quiet minute
+		# (agent.resumeSuspendedMinutes): the first pass records it.
+		timeout -k 10 600 "$KEEL" apply -c "$CFG" >"$OUT/it$i.apply0.txt" 2>&1
+		sleep 61
+	fi
 	t0=$(date +%s)
 	timeout -k 10 600 "$KEEL" apply -c "$CFG" --command-log "$OUT/it$i.apply.cmds" >"$OUT/it$i.apply.txt" 2>&1
 	rc=$?

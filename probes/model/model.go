@@ -51,6 +51,10 @@ type Host struct {
 	// suspended through the pass's wait (suspended.go): left so by a killed
 	// LVM command, or by hand. LVM's report then skipped them.
 	Suspended []string `json:"suspended,omitempty"`
+	// Commands lists the LVM and dmsetup commands running during the pass
+	// (/proc/PID/cmdline), read only when a device stayed suspended: one of
+	// them may have suspended it and be about to resume it.
+	Commands []Process `json:"commands,omitempty"`
 
 	// Pollers are the processes that may poll a pvmove (Process), read
 	// only when the LVM report holds a pvmove LV; nil when it holds none.
@@ -365,10 +369,11 @@ type PVEStorage struct {
 // bcache-tools' 69-bcache.rules, which registers the devices).
 var UdevRulePaths = []string{"/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules", "/etc/udev/rules.d/70-keel-bcache.rules"}
 
-// Process is a running process that may poll a pvmove, from
-// /proc/PID/cmdline: a pvmove command (in the foreground, or the child
-// `pvmove -b` leaves polling), or the lvm lvpoll command lvmpolld runs
-// for each move it polls.
+// Process is a running process from /proc/PID/cmdline: one that may poll
+// a pvmove (a pvmove command, in the foreground or the child `pvmove -b`
+// leaves polling, or the lvm lvpoll command lvmpolld runs for each move
+// it polls; Host.Pollers), or an LVM or dmsetup command running while a
+// device stays suspended (Host.Commands).
 type Process struct {
 	PID  int      `json:"pid"`
 	Argv []string `json:"argv"`

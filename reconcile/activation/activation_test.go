@@ -327,7 +327,7 @@ func TestBcacheRuleFromSnapshot(t *testing.T) {
 			uuid = u
 		}
 	}
-	want := `SUBSYSTEM=="block", ACTION=="add|change", KERNEL=="bcache[0-9]*", ENV{CACHED_UUID}=="` + uuid + `", ` +
+	want := `SUBSYSTEM=="block", ACTION=="change", DRIVER=="bcache", KERNEL=="bcache[0-9]*", ENV{CACHED_UUID}=="` + uuid + `", ` +
 		`ATTR{bcache/cache_mode}="writeback", ATTR{bcache/sequential_cutoff}="0", ATTR{bcache/writeback_percent}="40", ` +
 		`ATTR{bcache/writeback_rate_minimum}="20480", ATTR{bcache/writeback_rate}="81920", ` +
 		`ATTR{bcache/cache/congested_read_threshold_us}="0", ATTR{bcache/cache/congested_write_threshold_us}="0"`

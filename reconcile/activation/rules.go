@@ -47,11 +47,19 @@ type Resolver func(path string) string
 // uevent of each declared backing device by CACHED_UUID and writes its
 // tunables as plain decimals.
 func Rules(cfg *spec.Config, h *model.Host, resolve Resolver) ([]RuleFile, error) {
+	return RulesHeld(cfg, h, resolve, nil)
+}
+
+// RulesHeld is Rules with the declared bcache devices an operator holds
+// (keel hold; plan.HeldBcache gives them by declared name with why): the
+// bcache rule has no line for them, only a comment saying why, so that no
+// uevent writes their tunables while they are held.
+func RulesHeld(cfg *spec.Config, h *model.Host, resolve Resolver, held map[string]string) ([]RuleFile, error) {
 	pv, err := pvScanRule(cfg, h)
 	if err != nil {
 		return nil, err
 	}
-	return []RuleFile{pv, bcacheRule(cfg, h, resolve)}, nil
+	return []RuleFile{pv, bcacheRule(cfg, h, resolve, held)}, nil
 }
 
 // DMUUID returns the device-mapper UUID LVM gives an LV: "LVM-" and the VG
@@ -132,12 +140,27 @@ func bcacheAttrs(want spec.Bcache) []string {
 	return out
 }
 
-func bcacheRule(cfg *spec.Config, h *model.Host, resolve Resolver) RuleFile {
+// bcacheRule generates the bcache rule. It matches the registration of a
+// declared backing device only, not every "change" uevent of bcacheN: the
+// kernel registers one in bch_cached_dev_run (drivers/md/bcache/super.c),
+// which emits add_disk's "add" of bcacheN, with no bcache property and
+// before the bcacheN/bcache link exists, then a "change" uevent carrying
+// DRIVER=bcache, CACHED_UUID and CACHED_LABEL, which only that call emits.
+// Every later "change" of the device (udev's watch after a close that
+// wrote, an LVM commit on a PV above it, udevadm trigger) carries neither
+// DRIVER=bcache from the kernel nor a driver link in sysfs; bcache-tools'
+// 69-bcache.rules imports CACHED_UUID into every event (its
+// bcache-export-cached), so CACHED_UUID alone matched them all and wrote
+// the tunables back over an operator's change (a drain to writethrough).
+// The kernel resets the tunables at every registration only, so that is
+// when the rule sets them.
+func bcacheRule(cfg *spec.Config, h *model.Host, resolve Resolver, held map[string]string) RuleFile {
 	rf := RuleFile{Path: BcacheRule}
 	var b strings.Builder
 	b.WriteString(generatedLine + "\n")
-	b.WriteString("# The kernel resets these tunables at every registration; set them on bcache's change uevent,\n")
-	b.WriteString("# after bcache-tools' 69-bcache.rules, matched by the backing device's UUID (CACHED_UUID).\n")
+	b.WriteString("# The kernel resets these tunables at every registration; set them on the change uevent the\n")
+	b.WriteString("# kernel emits then (DRIVER=bcache), after bcache-tools' 69-bcache.rules, matched by the backing\n")
+	b.WriteString("# device's UUID (CACHED_UUID); later change uevents leave the values alone.\n")
 	names := make([]string, 0, len(cfg.Bcache))
 	for n := range cfg.Bcache {
 		names = append(names, n)
@@ -150,7 +173,9 @@ func bcacheRule(cfg *spec.Config, h *model.Host, resolve Resolver) RuleFile {
 		want := cfg.Bcache[n]
 		attrs := bcacheAttrs(want)
 		uuid := bcacheUUID(h, want, resolve)
-		switch {
+		switch why, isHeld := held[n]; {
+		case isHeld:
+			fmt.Fprintf(&b, "# %s: %s; no rule until keel release\n", n, why)
 		case len(attrs) == 0:
 			fmt.Fprintf(&b, "# %s: no tunable declared\n", n)
 		case uuid == "":
@@ -159,7 +184,7 @@ func bcacheRule(cfg *spec.Config, h *model.Host, resolve Resolver) RuleFile {
 			fmt.Fprintf(&b, "# %s\n", note)
 		default:
 			fmt.Fprintf(&b, "# %s (backing %s)\n", n, want.Backing)
-			fmt.Fprintf(&b, "SUBSYSTEM==\"block\", ACTION==\"add|change\", KERNEL==\"bcache[0-9]*\", ENV{CACHED_UUID}==\"%s\", %s\n", uuid, strings.Join(attrs, ", "))
+			fmt.Fprintf(&b, "SUBSYSTEM==\"block\", ACTION==\"change\", DRIVER==\"bcache\", KERNEL==\"bcache[0-9]*\", ENV{CACHED_UUID}==\"%s\", %s\n", uuid, strings.Join(attrs, ", "))
 		}
 	}
 	rf.Content = b.String()

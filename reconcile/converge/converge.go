@@ -38,6 +38,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/apply/wipe"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
+	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/reconcile/state/statefile"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/spec"
@@ -89,6 +90,8 @@ type Loop struct {
 	lastPlan plan.Result
 	// mem is keel's state as loaded for the current pass.
 	mem plan.Memory
+	// holdsLogged are the holds in force the journal last said (loadHolds).
+	holdsLogged map[string]state.Hold
 	// pveStorageCfg is the desired state's proxmox.storageConfig, set by
 	// Load: Probe reads it while the daemon loads the next desired state.
 	pveStorageCfg atomic.Pointer[string]
@@ -374,6 +377,7 @@ func (l *Loop) planOn(h *model.Host) plan.Result {
 	start := time.Now()
 	l.seeVGs(h)
 	l.seePvmoves(h)
+	l.seeSuspended(h)
 	res := plan.PlanWith(l.desired, h, l.mem)
 	l.log.Debug("plan", "took", Since(start), "actions", len(res.Actions), "findings", len(res.Findings))
 	return res
@@ -606,9 +610,18 @@ func (sysfsOnly) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
 func (l *Loop) planBcache(ctx context.Context) (*model.Host, plan.Result) {
 	start := time.Now()
 	h, _ := l.SysfsProbe(ctx)
-	res := plan.Plan(&spec.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
+	res := l.planBcacheOn(h)
 	l.log.Debug("bcache sysfs probe and plan", "took", Since(start), "actions", len(res.Actions))
 	return h, res
+}
+
+// planBcacheOn plans the bcache part of the desired state in force against
+// h, with the operators' holds: the fast path writes nothing to a held
+// device either.
+func (l *Loop) planBcacheOn(h *model.Host) plan.Result {
+	mem := plan.Memory{FirstPass: true, Now: time.Now()}
+	l.loadHolds(&mem)
+	return plan.PlanWith(&spec.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers, Holds: l.desired.Holds}, h, mem)
 }
 
 // SysfsProbe reads the host's files only (no command): all the bcache fast
@@ -638,7 +651,7 @@ func (l *Loop) BcachePass(ctx context.Context, o Options) (executor.Report, erro
 	if h == nil {
 		_, res = l.planBcache(ctx)
 	} else {
-		res = plan.Plan(&spec.Config{Bcache: l.desired.Bcache, Waivers: l.desired.Waivers}, h)
+		res = l.planBcacheOn(h)
 	}
 	var acts []plan.Action
 	for _, x := range res.Actions {

@@ -48,6 +48,14 @@ func (l *Loop) records() (*state.State, error) {
 // state.unrecorded finding) and its unrecorded names remove nothing
 // (state.Judge).
 func (l *Loop) loadMemory() plan.Memory {
+	mem := l.loadAbsentMemory()
+	mem.Now = time.Now()
+	l.loadHolds(&mem)
+	return mem
+}
+
+// loadAbsentMemory is loadMemory's records of absent names.
+func (l *Loop) loadAbsentMemory() plan.Memory {
 	today := spec.WaiverDay(time.Now())
 	if len(l.absentNames()) == 0 {
 		return plan.Memory{Today: today}

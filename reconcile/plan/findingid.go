@@ -40,6 +40,12 @@ const (
 	// DMSuspended is dm.suspended: a device-mapper device stays suspended.
 	DMSuspended FindingID = "dm.suspended"
 
+	// HoldActive is hold.active: an operator's hold is in force.
+	HoldActive FindingID = "hold.active"
+
+	// HoldExpired is hold.expired: an operator's hold has lapsed.
+	HoldExpired FindingID = "hold.expired"
+
 	// LVAbsent is lv.absent: LV declared absent still exists.
 	LVAbsent FindingID = "lv.absent"
 

@@ -47,6 +47,18 @@ type Memory struct {
 	// Today is the date (UTC, YYYY-MM-DD) waivers are judged on; "" keeps
 	// every waiver in force (a caller that has no clock of its own).
 	Today string
+	// Now is the moment the caller planned at: the waits of suspended
+	// devices and the expiry of holds are judged against it. Zero (a
+	// caller with no clock) resumes no suspended device and keeps every
+	// hold in force.
+	Now time.Time
+	// Suspended holds keel's records of the devices found stuck suspended
+	// by device-mapper name (state.State.Suspended): since when no LVM or
+	// dmsetup command was seen on their VG (SuspendedQuiet).
+	Suspended map[string]state.Suspended
+	// Holds are the operators' holds by object (state.State.Holds, keel
+	// hold): nothing is done to a held object (hold.go).
+	Holds map[string]state.Hold
 }
 
 // PlanWith is Plan with keel's records of the host: each LV under an absent

@@ -59,6 +59,7 @@ func plan(desired *spec.Config, host *model.Host, mem Memory) Result {
 	p.planStacking()
 	p.planUdevRules()
 	p.waive()
+	p.hold()
 	return p.result()
 }
 

@@ -33,7 +33,7 @@ const phaseBcacheRule = phaseChange - 1
 // from a half-built stack would be stale at once. The next pass writes it.
 // The bcache rule does not wait.
 func (p *planner) planUdevRules() {
-	files, err := activation.Rules(p.d, p.h, p.bcacheDevice)
+	files, err := activation.RulesHeld(p.d, p.h, p.bcacheDevice, HeldBcache(p.d, p.h, p.mem))
 	if err != nil {
 		// Order rejects a cycle in the stacking graph, which the schema's
 		// checks already refuse; say so rather than judge the file.

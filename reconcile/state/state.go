@@ -16,7 +16,9 @@ import (
 // this one would drop); an older one is upgraded on the next write.
 // Version 2 added VGs: a version 1 file reads as a state with no VG seen yet.
 // Version 3 added Pvmoves: an older file reads as one with no move of keel's.
-const Version = 3
+// Version 4 added Suspended and Holds: an older keel refuses the file
+// rather than drop an operator's holds when it writes it.
+const Version = 4
 
 // State is the whole file.
 type State struct {
@@ -32,6 +34,12 @@ type State struct {
 	// Pvmoves lists the pvmoves keel started and LVM still reports
 	// (pvmove.go).
 	Pvmoves []Pvmove `json:"pvmoves,omitempty"`
+	// Suspended holds, by device-mapper name, the devices found stuck
+	// suspended and since when no LVM command was seen on them
+	// (suspended.go).
+	Suspended map[string]Suspended `json:"suspended,omitempty"`
+	// Holds holds the operators' holds by object (hold.go).
+	Holds map[string]Hold `json:"holds,omitempty"`
 }
 
 // Absent is keel's memory of one absent name.
@@ -88,5 +96,6 @@ type Stuck struct {
 
 // New returns an empty state of the current version.
 func New() *State {
-	return &State{Version: Version, Absent: map[string]Absent{}, Actions: map[string]Action{}, VGs: map[string]VG{}}
+	return &State{Version: Version, Absent: map[string]Absent{}, Actions: map[string]Action{}, VGs: map[string]VG{},
+		Suspended: map[string]Suspended{}, Holds: map[string]Hold{}}
 }

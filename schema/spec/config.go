@@ -25,6 +25,7 @@ type Config struct {
 	Proxmox      Proxmox                `json:"proxmox"`
 	Alerts       Alerts                 `json:"alerts"`
 	Waivers      []Waiver               `json:"waivers,omitempty"`
+	Holds        []Hold                 `json:"holds,omitempty"`
 	Agent        Agent                  `json:"agent"`
 }
 
@@ -39,6 +40,15 @@ type Waiver struct {
 	Object  string `json:"object"`
 	Reason  string `json:"reason"`
 	Expires string `json:"expires"`
+}
+
+// Hold is an operator's hold written in the desired state: keel changes
+// nothing on Object through the day Until (YYYY-MM-DD, UTC; "" until the
+// entry is removed), as keel hold records one on a single host.
+type Hold struct {
+	Object string `json:"object"`
+	Reason string `json:"reason"`
+	Until  string `json:"until,omitempty"`
 }
 
 // LVM is the part of lvm.conf that keel keeps: devices/scan_lvs,
@@ -280,6 +290,10 @@ const AgentAudit = "audit"
 // or AgentAudit.
 type Agent struct {
 	Mode string `json:"mode"`
+	// ResumeSuspendedMinutes, when set, lets keel resume a device of LVM
+	// that stays suspended (dm.suspended) once no LVM or dmsetup command
+	// was seen on its VG for that many minutes; 0 only reports it.
+	ResumeSuspendedMinutes int `json:"resumeSuspendedMinutes,omitempty"`
 }
 
 // Alerts says where keel sends alert transitions besides the journal.

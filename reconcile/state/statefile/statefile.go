@@ -83,6 +83,12 @@ func decode(p string, b []byte) (*state.State, error) {
 	if st.VGs == nil {
 		st.VGs = map[string]state.VG{}
 	}
+	if st.Suspended == nil {
+		st.Suspended = map[string]state.Suspended{}
+	}
+	if st.Holds == nil {
+		st.Holds = map[string]state.Hold{}
+	}
 	st.Version = state.Version
 	return st, nil
 }

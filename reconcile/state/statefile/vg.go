@@ -22,3 +22,17 @@ func (s Store) LoadSeeingVGs(seen map[string]string, gone []string, now time.Tim
 		return nil
 	})
 }
+
+// LoadSeeingSuspended is Load that also brings the records of stuck
+// suspended devices in line with one pass (State.SeeSuspended), writing
+// the file only when that changes something.
+func (s Store) LoadSeeingSuspended(quiet map[string]bool, now time.Time) (*state.State, error) {
+	st, err := s.Load()
+	if err != nil || !st.SeeSuspended(quiet, now) {
+		return st, err
+	}
+	return s.Update(func(u *state.State) error {
+		u.SeeSuspended(quiet, now)
+		return nil
+	})
+}

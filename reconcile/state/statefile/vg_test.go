@@ -26,7 +26,7 @@ func TestLoadSeeingVGsUpgradesVersion1(t *testing.T) {
 		t.Fatalf("first sight: %+v, %v", st, err)
 	}
 	b, _ := os.ReadFile(p)
-	for _, want := range []string{`"version": 3`, `"vmdata/vm-101-disk-0"`, `"uuid": "vWJdvG-XH2B-XEjO-avY4-oGlN-esGy-sIN668"`} {
+	for _, want := range []string{`"version": 4`, `"vmdata/vm-101-disk-0"`, `"uuid": "vWJdvG-XH2B-XEjO-avY4-oGlN-esGy-sIN668"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("written state lacks %s:\n%s", want, b)
 		}

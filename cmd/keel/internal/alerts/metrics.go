@@ -22,6 +22,7 @@ type Metrics struct {
 	findings           *prometheus.GaugeVec
 	findingsBySeverity *prometheus.GaugeVec
 	stuck              prometheus.Gauge
+	holds              prometheus.Gauge
 	panics             prometheus.Counter
 	audit              prometheus.Gauge
 	// levels holds the used and threshold gauges of each
@@ -54,6 +55,8 @@ func NewMetrics() *Metrics {
 			Help: report.FindingsMetricHelp}, []string{"severity"}),
 		stuck: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keel_actions_stuck",
 			Help: "Actions marked stuck (reconcile.stuck findings)."}),
+		holds: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keel_holds",
+			Help: "Operators' holds in force (keel hold; each is also a hold.active finding naming its object)."}),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "keel_panics_total",
 			Help: "Passes that panicked and were recovered (the daemon logged the stack and went on)."}),
 		audit: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keel_audit_mode",
@@ -61,7 +64,7 @@ func NewMetrics() *Metrics {
 		levels: map[string][2]*prometheus.GaugeVec{},
 	}
 	m.reg.MustRegister(m.reloadOK, m.reloadTime, m.reconcileTime, m.reconcileErrors, m.passes,
-		m.actions, m.findings, m.findingsBySeverity, m.stuck, m.panics, m.audit, wipeCollector{m})
+		m.actions, m.findings, m.findingsBySeverity, m.stuck, m.holds, m.panics, m.audit, wipeCollector{m})
 	for _, g := range report.LevelMetrics {
 		used := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.Name, Help: g.Help}, []string{"vg", "lv"})
 		alert := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.Threshold, Help: g.ThresholdHelp}, []string{"vg", "lv"})
@@ -115,19 +118,23 @@ func (m *Metrics) Pass(at time.Time, err error, statuses map[string]int, finding
 	}
 	m.findings.Reset()
 	counts := map[string]int{"info": 0, "warning": 0, "error": 0, "critical": 0}
-	stuck := 0
+	stuck, holds := 0, 0
 	for _, f := range findings {
 		vg, lv := report.ObjectLabels(f.Object)
 		m.findings.WithLabelValues(string(f.ID), f.Severity.String(), f.Object, vg, lv).Set(1)
 		counts[f.Severity.String()]++
-		if f.ID == plan.ReconcileStuck {
+		switch f.ID {
+		case plan.ReconcileStuck:
 			stuck++
+		case plan.HoldActive:
+			holds++
 		}
 	}
 	for s, n := range counts {
 		m.findingsBySeverity.WithLabelValues(s).Set(float64(n))
 	}
 	m.stuck.Set(float64(stuck))
+	m.holds.Set(float64(holds))
 	for _, g := range m.levels {
 		g[0].Reset()
 		g[1].Reset()
