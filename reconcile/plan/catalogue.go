@@ -70,7 +70,7 @@ var Catalogue = []Rule{
 		"The global_filter keel would write rejects every name of a PV of some VG (judged with LVM's alias rule), or keel cannot model it: the VG would vanish from LVM's view while its LVs run, so keel writes nothing to lvm.conf."},
 	{LVMGlobalFilter, Warning, "global_filter does not reject guest disks",
 		"devices/global_filter is not the declared filter, or (audit) scan_lvs is on and the filter does not hide the LVs holding VM disks."},
-	{LVMInitramfsStale, Warning, "the initramfs holds an older lvm.conf",
+	{LVMInitramfsStale, Info, "the initramfs holds an older lvm.conf",
 		"keel rewrites global_filter or scan_lvs this pass; the initramfs keeps its own copy of /etc/lvm, which early boot uses until update-initramfs -u rebuilds it."},
 	{LVMScanLVs, Error, "scan_lvs does not match the stack",
 		"devices/scan_lvs differs from the declared value, or a declared VG sits on an LV while scan_lvs is 0."},
