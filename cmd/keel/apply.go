@@ -150,6 +150,13 @@ func writeApplyText(w io.Writer, res converge.PassResult, dryRun bool) {
 			}
 		}
 	}
+	for _, f := range res.Findings {
+		// An info finding only the writing pass raises (keel cannot read
+		// the initramfs afterwards): said here, or never.
+		if f.ID == plan.LVMInitramfsStale {
+			fmt.Fprintf(w, "\nnote: %s\n      remedy: %s\n", f.Message, f.Remedy)
+		}
+	}
 	n := 0
 	for _, f := range res.Findings {
 		if f.Severity < plan.Warning {
