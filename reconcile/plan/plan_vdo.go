@@ -53,10 +53,7 @@ func (p *planner) observeVDO(pool *model.VDOPool, lvName string) observedVDO {
 }
 
 func (p *planner) computeObservedVDO(pool *model.VDOPool, lvName string) observedVDO {
-	o := observedVDO{pool: pool, extent: defaultExtentBytes}
-	if vg := p.h.VGs[pool.VG]; vg != nil && vg.ExtentSize > 0 {
-		o.extent = vg.ExtentSize
-	}
+	o := observedVDO{pool: pool, extent: p.vgExtent(pool.VG)}
 	if lvName != "" {
 		o.lv = p.h.LVs[pool.VG+"/"+lvName]
 	}
@@ -337,14 +334,11 @@ type createStep struct {
 // false when lv's size matches none. A plain pool has one step that makes
 // the LV and converts it; after a stop the conversion is left.
 func (p *planner) remainingSteps(lv *model.LV, steps []createStep, d vdo.Pool) ([]createStep, bool) {
-	extent := uint64(defaultExtentBytes)
-	if vg := p.h.VGs[lv.VG]; vg != nil && vg.ExtentSize > 0 {
-		extent = vg.ExtentSize
-	}
+	extent := p.vgExtent(lv.VG)
 	have := lv.Size / extent
 	if len(steps) == 1 {
 		// lvcreate --type vdo: the LV of the pool's size, then lvconvert.
-		if have != (d.PhysicalBytes+extent-1)/extent {
+		if have != roundUpExtent(d.PhysicalBytes, extent)/extent {
 			return nil, false
 		}
 		return []createStep{{argv: d.ConvertArgs()}}, true
@@ -365,10 +359,7 @@ func hasTag(lv *model.LV, tag string) bool {
 // splitCreate lays a split pool out head/middle/tail and converts it; the
 // head carries CreateTag.
 func (p *planner) splitCreate(vgName, poolName string, vgWant spec.VolumeGroup, want spec.VDOPool, d vdo.Pool) ([]createStep, error) {
-	extent := uint64(defaultExtentBytes)
-	if vg := p.h.VGs[vgName]; vg != nil && vg.ExtentSize > 0 {
-		extent = vg.ExtentSize
-	}
+	extent := p.vgExtent(vgName)
 	g, err := d.Geometry()
 	if err != nil {
 		return nil, err
