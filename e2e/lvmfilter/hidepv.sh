@@ -14,13 +14,7 @@
 set -u
 O=$OUT/hidepv
 mkdir -p "$O"
-FAILS=0
-ok() { echo "ok: $*"; }
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
-must() { "$@" || { fail "setup: $*"; exit 100; }; }
+. "$SHARE/wipelib.sh" # ok, fail, must
 conf_sum() { sha256sum /etc/lvm/lvm.conf | cut -d' ' -f1; }
 sees_datavg() { vgs --noheadings -o vg_name 2>/dev/null | grep -qw datavg; }
 

@@ -19,7 +19,7 @@ func TestHidePV(t *testing.T) {
 	r := guest.Run(t, guest.Spec{
 		Disks:   []guest.Disk{{Kind: guest.Virtio, Size: "1G", Serial: "data1"}},
 		Keel:    true,
-		Files:   guest.ShareFiles(t, "hidepv-hide.cue", "hidepv-keep.cue"),
+		Files:   guest.ShareFiles(t, "hidepv-hide.cue", "hidepv-keep.cue", "../wipe/wipelib.sh"),
 		Script:  string(guest.ShareFiles(t, "hidepv.sh")["hidepv.sh"]),
 		Timeout: 15 * time.Minute,
 	})

@@ -12,13 +12,7 @@
 set -u
 O=$OUT/sizes
 mkdir -p "$O"
-FAILS=0
-ok() { echo "ok: $*"; }
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
-must() { "$@" || { fail "setup: $*"; exit 100; }; }
+. "$SHARE/wipelib.sh" # ok, fail, must
 
 d1=$(disk data1)
 d2=$(disk data2)

@@ -21,7 +21,7 @@ func TestGrow(t *testing.T) {
 			{Kind: guest.Virtio, Size: "256M", Serial: "data2"},
 		},
 		Keel:    true,
-		Files:   guest.ShareFiles(t, "grow.cue"),
+		Files:   guest.ShareFiles(t, "grow.cue", "../wipe/wipelib.sh"),
 		Script:  string(guest.ShareFiles(t, "grow.sh")["grow.sh"]),
 		Timeout: 15 * time.Minute,
 	})

@@ -1,5 +1,6 @@
 # Helpers shared by the safe-removal scenarios (e2e/wipe, e2e/ownership,
-# e2e/boot/activate.sh), sourced from the share: "ok:" / "FAIL:" lines counted in FAILS,
+# e2e/boot/activate.sh) and by e2e/lvmfilter/hidepv.sh and e2e/sizes, sourced
+# from the share: "ok:" / "FAIL:" lines counted in FAILS,
 # setup steps that end the scenario, and the LV list a refusal compares.
 FAILS=0
 ok() { echo "ok: $*"; }
