@@ -56,33 +56,56 @@ func TestExecRunner(t *testing.T) {
 // does when killed with a read in flight on a slow device: it ends only
 // when the read completes (e2e/underfire: 5 s per I/O).
 func TestExecRunnerLeavesReadOnly(t *testing.T) {
-	slow := func(readOnly bool) Cmd {
-		return Cmd{Name: "sh", Args: []string{"-c", "sleep 3 & echo started; exec sleep 3"}, ReadOnly: readOnly}
+	// Each command appends a line to its marker file once the child that
+	// holds stderr runs: cancelled before that, the shell would end at
+	// once (nothing holds the pipe) and a waited-for command would look
+	// left behind (seen under CI load).
+	slow := func(marker string, readOnly bool) Cmd {
+		return Cmd{Name: "sh", Args: []string{"-c", `sleep 3 & echo x >>"$0"; exec sleep 3`, marker}, ReadOnly: readOnly}
 	}
-	const cancelAfter = 100 * time.Millisecond
-	run := func(c Cmd, stream bool) (time.Duration, error) {
+	waitStarted := func(marker string, n int) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if b, _ := os.ReadFile(marker); strings.Count(string(b), "x") == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the %d commands did not all start", n)
+			}
+		}
+	}
+	run := func(readOnly, stream bool) (time.Duration, error) {
+		marker := filepath.Join(t.TempDir(), "started")
+		c := slow(marker, readOnly)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		time.AfterFunc(cancelAfter, cancel)
-		start := time.Now()
-		var err error
 		if stream {
 			c.Consume = func(next func() ([]byte, bool)) {
 				for _, done := next(); !done; _, done = next() {
 				}
 			}
-			_, err = ExecRunner{}.Run(ctx, c)
-		} else {
-			_, err = ExecRunner{}.Run(ctx, c)
 		}
-		return time.Since(start), err
+		type ended struct {
+			at  time.Time
+			err error
+		}
+		ends := make(chan ended, 1)
+		go func() {
+			_, err := ExecRunner{}.Run(ctx, c)
+			ends <- ended{time.Now(), err}
+		}()
+		waitStarted(marker, 1)
+		cancelled := time.Now()
+		cancel()
+		e := <-ends
+		return e.at.Sub(cancelled), e.err
 	}
 	for _, stream := range []bool{false, true} {
-		took, err := run(slow(true), stream)
+		took, err := run(true, stream)
 		if !errors.Is(err, context.Canceled) || took > 1500*time.Millisecond {
 			t.Errorf("read-only (stream %v): %v after %s, want context.Canceled at once", stream, err, took)
 		}
-		took, err = run(slow(false), stream)
+		took, err = run(false, stream)
 		if !errors.Is(err, context.Canceled) || took < 2*time.Second {
 			t.Errorf("not read-only (stream %v): %v after %s, want it waited for (WaitDelay 2 s)", stream, err, took)
 		}
@@ -95,11 +118,10 @@ func TestExecRunnerLeavesReadOnly(t *testing.T) {
 		}
 	}
 	// maxLeftBehind+1 commands cancelled together, once every one has
-	// started (each appends a line to a file first): a command cancelled
-	// before it started would return at once and count as left behind.
+	// started.
 	const n = maxLeftBehind + 1
 	started := filepath.Join(t.TempDir(), "started")
-	together := Cmd{Name: "sh", Args: []string{"-c", `echo x >>"$0"; sleep 3 & exec sleep 3`, started}, ReadOnly: true}
+	together := slow(started, true)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ends := make(chan time.Time, n)
@@ -109,14 +131,7 @@ func TestExecRunnerLeavesReadOnly(t *testing.T) {
 			ends <- time.Now()
 		}()
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if b, _ := os.ReadFile(started); strings.Count(string(b), "x") == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the %d commands did not all start", n)
-		}
-	}
+	waitStarted(started, n)
 	cancelled := time.Now()
 	cancel()
 	waited := 0
