@@ -234,8 +234,7 @@ func (l *Loop) Load(files []schema.File, readErr error) error {
 	if err == nil {
 		var d *schema.Desired
 		if d, err = l.evaluate(files); err == nil {
-			l.desired, l.files = d.Config, files
-			l.pveStorageCfg.Store(&d.Config.Proxmox.StorageConfig)
+			l.adopt(d.Config, files)
 			l.configError = nil
 			if l.lastGood != "" {
 				// Not fatal: the desired state is in force; only a later
@@ -249,6 +248,12 @@ func (l *Loop) Load(files []schema.File, readErr error) error {
 	}
 	l.setInvalid(err)
 	return err
+}
+
+// adopt puts desired, decoded from files, in force.
+func (l *Loop) adopt(desired *spec.Config, files []schema.File) {
+	l.desired, l.files = desired, files
+	l.pveStorageCfg.Store(&desired.Proxmox.StorageConfig)
 }
 
 // evaluate validates and decodes files, turning a panic into an error.

@@ -108,6 +108,6 @@ func (l *Loop) LoadLastGood() (LastGood, error) {
 	if err != nil {
 		return LastGood{}, fmt.Errorf("last good desired state %s: %w", l.lastGood, err)
 	}
-	l.desired, l.files = d.Config, files
+	l.adopt(d.Config, files)
 	return LastGood{Path: l.lastGood, Saved: st.ModTime()}, nil
 }

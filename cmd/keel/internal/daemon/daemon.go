@@ -192,7 +192,9 @@ func (d *Daemon) listen(ctx context.Context) (chan trigger, func()) {
 	// The watches first, then the read: a desired state written while keel
 	// starts is either in what it reads or a change the watch reports.
 	d.startWatches(ctx, send)
-	d.load(d.Loop.Read())
+	if err := d.load(d.Loop.Read()); err != nil && d.Loop.Desired() == nil {
+		d.startOnLastGood()
+	}
 	var stops []func()
 	if stop := d.startUevents(ctx, trySend); stop != nil {
 		stops = append(stops, stop)
@@ -717,6 +719,20 @@ func (d *Daemon) load(files []schema.File, readErr error) error {
 	}
 	d.Log.Info("desired state loaded", "paths", fmt.Sprint(d.Loop.Paths()), "took", converge.Since(start))
 	return nil
+}
+
+// startOnLastGood puts the last desired state that loaded in force when
+// the one on disk is invalid as the daemon starts (a restart or a boot
+// after a bad push), as keel activate does; config.invalid stays raised.
+func (d *Daemon) startOnLastGood() {
+	lg, err := d.Loop.LoadLastGood()
+	if err != nil {
+		d.Log.Error("config.invalid: no last good desired state to start on; nothing is converged until the desired state loads",
+			"finding", plan.ConfigInvalid, "err", err)
+		return
+	}
+	d.Log.Warn("config.invalid: started on the last good desired state; fix the desired state (keel vet)",
+		"finding", plan.ConfigInvalid, "path", lg.Path, "saved", lg.Saved.Format(time.RFC3339))
 }
 
 // pass runs passes until the host converges (Converge; the first plans

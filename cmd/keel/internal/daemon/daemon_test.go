@@ -647,3 +647,46 @@ func TestDaemonAuditNoFastPath(t *testing.T) {
 		}
 	})
 }
+
+// A daemon started while the desired state on disk is invalid (a typo
+// pushed by config management, then a restart or a reboot) converges to
+// the last one that loaded, as keel activate does, and reports
+// config.invalid; it does not run on with no desired state at all.
+func TestDaemonStartsOnLastGood(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir, state := t.TempDir(), t.TempDir()
+		cfg := filepath.Join(dir, "d.cue")
+		if err := os.WriteFile(cfg, []byte(bcacheBody), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		src, sys, _ := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
+		w := converge.Wiring{Source: src, Runner: &convergetest.RecordingRunner{}, SysFS: sys,
+			LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), FileRoot: t.TempDir(), StateDir: state,
+			Options: executor.Options{MaxAttempts: 1}, SkipOwnerCheck: true, KeepLastGood: true}
+		// An earlier start loaded it and kept the copy.
+		if err := converge.New([]string{dir}, w).Load(converge.New([]string{dir}, w).Read()); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cfg, []byte(bcacheBody+"volumeGroups: vg0: pvz: 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		prom := filepath.Join(t.TempDir(), "keel.prom")
+		d := &Daemon{Log: hclog.NewNullLogger(), Textfile: prom, NoUevents: true}
+		recv, _ := wire(t, d, []string{dir}, w)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		recv() // READY
+		status := string(recv())
+		cancel()
+		recv() // STOPPING
+		<-done
+		if !strings.Contains(sys.WriteLog(), "writeback_percent") {
+			t.Errorf("the last good desired state was not converged: sysfs writes %q, status %q", sys.WriteLog(), status)
+		}
+		b, _ := os.ReadFile(prom)
+		if !strings.Contains(string(b), `keel_finding_active{id="config.invalid"`) {
+			t.Errorf("config.invalid not reported:\n%s", b)
+		}
+	})
+}
