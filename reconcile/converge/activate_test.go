@@ -149,7 +149,7 @@ func TestActivateAuditChangesNothing(t *testing.T) {
 		}
 		src, sys, _ := convergetest.Replayed(t, "../../probes/testdata/snapshots/mixed.txtar")
 		run := &convergetest.RecordingRunner{}
-		l := New([]string{dir}, Wiring{Source: src, Runner: run, SysFS: sys, LVMConfPath: lvmConf,
+		l := New([]string{dir}, Wiring{Source: src, Runner: run, SysFS: sys, DpkgDir: t.TempDir(), LVMConfPath: lvmConf,
 			FileRoot: t.TempDir(), StateDir: t.TempDir(), Options: executor.Options{MaxAttempts: 1}, SkipOwnerCheck: true})
 		if err := l.Load(l.Read()); err != nil {
 			t.Fatal(err)

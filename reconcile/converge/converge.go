@@ -112,6 +112,7 @@ type Wiring struct {
 	Runner      hostio.Runner // mutating commands; nil means Source.Runner
 	SysFS       bcache.SysFS  // nil means the host's /
 	LVMConfPath string        // "" means lvmconf.DefaultPath
+	DpkgDir     string        // dpkg's locks, asked before lvm.conf is written; "" means lvmconf.DefaultDpkgDir
 	FileRoot    string        // root for the files keel generates; "" means "/"
 	StateDir    string        // keel's own state (wipe checkpoints); "" means DefaultStateDir
 	StatePath   string        // keel's state file; "" means state.json in StateDir
@@ -182,7 +183,7 @@ func New(configs []string, w Wiring) *Loop {
 		}
 		return err
 	}
-	lw := &lvmconf.Writer{Path: w.LVMConfPath, Runner: w.Runner, Log: w.Log}
+	lw := &lvmconf.Writer{Path: w.LVMConfPath, Runner: w.Runner, Log: w.Log, DpkgDir: w.DpkgDir}
 	ex.LVMConf = func(ctx context.Context, ch plan.LVMConfChange) error {
 		// A file or filter keel cannot parse is refused, not retried: only
 		// a person can say what the existing filter meant. While dpkg holds

@@ -109,7 +109,7 @@ func TestUnparsableFilterRefused(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "lvm.conf")
 	broken := "devices {\n\tglobal_filter = [ \"r|/dev/zd.*\" ]\n}\n"
 	os.WriteFile(conf, []byte(broken), 0o644)
-	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap), LVMConfPath: conf})
+	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap), DpkgDir: t.TempDir(), LVMConfPath: conf})
 	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}

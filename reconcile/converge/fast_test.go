@@ -66,7 +66,7 @@ func mixedHost(t *testing.T, dir string) (*Loop, *convergetest.MemSysFS, *conver
 	t.Helper()
 	src, sys, run := convergetest.Replayed(t, "../../probes/testdata/snapshots/mixed.txtar")
 	l := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys,
-		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
+		DpkgDir: t.TempDir(), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
 	return l, sys, run
 }
 
@@ -287,7 +287,7 @@ func ruleLoop(t *testing.T, wb int) (*Loop, *convergetest.MemSysFS, *convergetes
 	src.FS = ruleFS{FS: src.FS, dir: root}
 	u := &udevRunner{Runner: src.Runner, sys: sys}
 	a := New([]string{dir}, Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys, FileRoot: root, Runner: u,
-		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
+		DpkgDir: t.TempDir(), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1}})
 	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)
 	}

@@ -234,7 +234,7 @@ func replayLoop(t *testing.T, snap *hostio.Snapshot, cue []byte, statePath strin
 		t.Fatal(err)
 	}
 	a := New([]string{dir}, Wiring{Source: hostio.Replay(snap), StatePath: statePath,
-		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), FileRoot: t.TempDir()})
+		DpkgDir: t.TempDir(), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), FileRoot: t.TempDir()})
 	a.skipOwnerCheck = true
 	if err := a.Load(a.Read()); err != nil {
 		t.Fatal(err)

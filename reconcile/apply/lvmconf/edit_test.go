@@ -247,7 +247,7 @@ func stockFile(t *testing.T) (dir, path string, src []byte) {
 func TestWriterValidatesBacksUpAndReasserts(t *testing.T) {
 	dir, path, src := stockFile(t)
 	r := &cannedRunner{res: captured(t, "validate-ok")}
-	w := &Writer{Path: path, Runner: r}
+	w := &Writer{Path: path, Runner: r, DpkgDir: t.TempDir()}
 	ch := plan.LVMConfChange{ScanLVs: ptr(true)}
 	if err := w.Apply(context.Background(), ch); err != nil {
 		t.Fatal(err)
@@ -291,7 +291,7 @@ func TestWriterValidatesBacksUpAndReasserts(t *testing.T) {
 
 func TestWriterLeavesFileAloneWhenInvalid(t *testing.T) {
 	_, path, src := stockFile(t)
-	w := &Writer{Path: path, Runner: &cannedRunner{res: captured(t, "validate-bad")}}
+	w := &Writer{Path: path, Runner: &cannedRunner{res: captured(t, "validate-bad")}, DpkgDir: t.TempDir()}
 	err := w.Apply(context.Background(), plan.LVMConfChange{ScanLVs: ptr(true)})
 	if err == nil || !strings.Contains(err.Error(), "LVM configuration invalid") {
 		t.Fatalf("err %v", err)

@@ -45,7 +45,7 @@ func TestDaemonLifecycle(t *testing.T) {
 		d := &Daemon{Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Info}),
 			Textfile: prom, NoUevents: true, Reload: hup, Debounce: 20 * time.Millisecond}
 		recv, w := wire(t, d, []string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap),
-			LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
+			DpkgDir: t.TempDir(), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
 		a := d.Loop
 		next := func() string {
 			t.Helper()
@@ -366,7 +366,7 @@ func bcacheDaemon(t *testing.T) (cfg string, sys *convergetest.MemSysFS, run *co
 	d = &Daemon{Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: logs}, Level: hclog.Debug}),
 		NoUevents: true, Debounce: 10 * time.Millisecond}
 	recv, w = wire(t, d, []string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: src, SysFS: sys,
-		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1},
+		DpkgDir: t.TempDir(), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), Options: executor.Options{MaxAttempts: 1},
 		SkipOwnerCheck: true, Log: d.Log})
 	return cfg, sys, run, d, recv, logs, w
 }
@@ -414,7 +414,7 @@ func TestDaemonRecoversPanic(t *testing.T) {
 		var logs strings.Builder
 		d := &Daemon{Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Info}),
 			Textfile: prom, NoUevents: true, Debounce: 10 * time.Millisecond}
-		recv, w := wire(t, d, []string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: src, Runner: run, LVMConfPath: lvmConf})
+		recv, w := wire(t, d, []string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: src, Runner: run, DpkgDir: t.TempDir(), LVMConfPath: lvmConf})
 		a := d.Loop
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -517,7 +517,7 @@ func firstPass(t *testing.T, desired string, audit bool) changes {
 	root, state := t.TempDir(), t.TempDir()
 	prom := filepath.Join(t.TempDir(), "keel.prom")
 	d := &Daemon{Log: hclog.NewNullLogger(), Textfile: prom, NoUevents: true, Audit: audit}
-	recv, _ := wire(t, d, []string{dir}, converge.Wiring{Source: src, Runner: run, SysFS: sys, LVMConfPath: lvmConf,
+	recv, _ := wire(t, d, []string{dir}, converge.Wiring{Source: src, Runner: run, SysFS: sys, DpkgDir: t.TempDir(), LVMConfPath: lvmConf,
 		FileRoot: root, StateDir: state, Options: executor.Options{MaxAttempts: 1}, SkipOwnerCheck: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -624,7 +624,7 @@ func TestDaemonAuditNoFastPath(t *testing.T) {
 		d := &Daemon{Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Debug}),
 			NoUevents: true, Debounce: 10 * time.Millisecond, Audit: true}
 		recv, w := wire(t, d, []string{dir}, converge.Wiring{Source: src, SysFS: sys, Runner: &convergetest.RecordingRunner{},
-			LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), StateDir: t.TempDir(), SkipOwnerCheck: true})
+			DpkgDir: t.TempDir(), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), StateDir: t.TempDir(), SkipOwnerCheck: true})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- d.Run(ctx) }()
@@ -661,7 +661,7 @@ func TestDaemonStartsOnLastGood(t *testing.T) {
 		}
 		src, sys, _ := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
 		w := converge.Wiring{Source: src, Runner: &convergetest.RecordingRunner{}, SysFS: sys,
-			LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), FileRoot: t.TempDir(), StateDir: state,
+			DpkgDir: t.TempDir(), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), FileRoot: t.TempDir(), StateDir: state,
 			Options: executor.Options{MaxAttempts: 1}, SkipOwnerCheck: true, KeepLastGood: true}
 		// An earlier start loaded it and kept the copy.
 		if err := converge.New([]string{dir}, w).Load(converge.New([]string{dir}, w).Read()); err != nil {

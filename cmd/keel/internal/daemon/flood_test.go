@@ -38,7 +38,7 @@ func flood(t *testing.T, write func(w *fakeWatches, cfg string)) (*converge.Loop
 	d := &Daemon{Log: hclog.NewNullLogger(), Textfile: filepath.Join(t.TempDir(), "keel.prom"),
 		NoUevents: true, Reload: make(chan os.Signal), Debounce: 20 * time.Millisecond}
 	recv, w := wire(t, d, []string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap),
-		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
+		DpkgDir: t.TempDir(), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
 	a := d.Loop
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

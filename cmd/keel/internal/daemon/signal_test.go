@@ -222,7 +222,7 @@ func metadataChange(t *testing.T, seqnos func(h *model.Host) map[string]uint64, 
 	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "desired.cue"), []byte("lvm: scanLVs: true\n"), 0o644)
-	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
+	a := converge.New([]string{dir}, converge.Wiring{StateDir: t.TempDir(), Source: hostio.Replay(snap), DpkgDir: t.TempDir(), LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf")})
 	h, err := a.Probe(context.Background())
 	if err != nil || len(h.PVs) == 0 || len(h.VGs) == 0 {
 		t.Fatalf("the snapshot's PVs and VGs: %v (%d, %d)", err, len(h.PVs), len(h.VGs))
