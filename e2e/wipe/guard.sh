@@ -10,7 +10,10 @@
 #   - a thin LV larger than its pool's free space, with data, removed through
 #     absent: the pool's data use goes down, another thin LV is intact; the
 #     removal from the pool with zeroing off is held with a finding whose
-#     remedy works when typed, and then goes through.
+#     remedy works when typed, and then goes through;
+#   - a Proxmox VE 9 qcow2 volume chain (snapshot-as-volume-chain on thick
+#     LVM) is removed whole or not at all: a snapshot link alone and the
+#     head alone are refused, both declared absent are removed.
 # Also records a node snapshot for the host tests (out/guard/).
 #
 # Run from the repository root with a static keel binary:
@@ -66,6 +69,19 @@ must lvcreate -q -y -L 64M -n vm-200-disk-0 svg
 must dd if=/dev/urandom of=/dev/svg/vm-200-disk-0 bs=1M count=64 oflag=direct status=none
 must lvchange -q -an svg/vm-200-disk-0
 mkdir -p /etc/pve
+# A VM disk of a Proxmox VE 9 storage with snapshot-as-volume-chain, with one
+# snapshot, made as pve-storage's LVMPlugin makes it: alloc_lvm_image's
+# lvcreate (tags pve-vm-VMID and the volume name), volume_snapshot's rename
+# of the current volume to snap_<volume>_<snap>.qcow2, then a new current
+# volume of the same name (whose qcow2 header names the snapshot as its
+# backing file; the guest has no qemu-img, and keel judges by names).
+chain_lv() { must lvcreate -q -aly -Wy --yes -L 16M -n vm-105-disk-0.qcow2 --setautoactivation n \
+	--addtag pve-vm-105 --addtag @pve-vm-105-disk-0.qcow2 tvg; }
+chain_lv
+fill tvg/vm-105-disk-0.qcow2 16
+must lvrename -q tvg vm-105-disk-0.qcow2 snap_vm-105-disk-0_s1.qcow2
+chain_lv
+fill tvg/vm-105-disk-0.qcow2 16
 cat >/etc/pve/storage.cfg <<'CFG'
 dir: local
 	path /var/lib/vz
@@ -80,6 +96,11 @@ lvmthin: local-thin
 	thinpool pool
 	vgname tvg
 	content images
+
+lvm: chain
+	vgname tvg
+	content images
+	snapshot-as-volume-chain 1
 CFG
 sync
 keep_sum=$(md5 /dev/tvg/keep) held_sum=$(md5 /dev/tvg/held)
@@ -233,6 +254,58 @@ elif ! grep -q "lv.absent  *tvg/vm-104-disk-0" "$O/check-after.txt"; then
 	fail "keel check no longer plans the absent tvg/vm-104-disk-0 in tvg/pooln"
 else
 	ok "lv.absent_unzeroed_pool gone after the remedy, tvg/vm-104-disk-0 planned for removal"
+fi
+
+# --- a qcow2 volume chain: whole or not at all -------------------------------
+# chain ABSENT...: a desired state declaring tvg with those absent names.
+chain() {
+	local q=() n
+	for n in "$@"; do q+=("\"$n\""); done
+	cat >/tmp/chain.cue <<CUE
+volumeGroups: tvg: {
+	pvs: ["/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_nvme0"]
+	absent: [$(IFS=,; echo "${q[*]}")]
+	thinPools: {pool: chunkSize: "64K", pooln: chunkSize: "64K", gpool: chunkSize: "64K"}
+}
+CUE
+}
+head_sum=$(sum tvg/vm-105-disk-0.qcow2) link_sum=$(sum tvg/snap_vm-105-disk-0_s1.qcow2)
+refused() { # refused WHAT WANT: keel check and keel wipe --absent on /tmp/chain.cue refuse
+	local before out rc
+	before=$(lvlist)
+	"$KEEL" check -c /tmp/chain.cue >"$O/check-chain.txt" 2>&1
+	out=$("$KEEL" wipe -c /tmp/chain.cue --absent 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/    /'
+	grep "lv.absent_chain" "$O/check-chain.txt" | sed 's/^/    /'
+	if [ "$rc" -ne 1 ] || [ "$before" != "$(lvlist)" ]; then
+		fail "chain, $1: keel wipe --absent rc $rc (want 1), or LVs changed"
+	elif ! grep -q -- "$2" <<<"$out"; then
+		fail "chain, $1: the refusal lacks '$2'"
+	elif ! grep -q "lv.absent_chain" "$O/check-chain.txt"; then
+		fail "chain, $1: keel check does not raise lv.absent_chain"
+	else
+		ok "chain, $1: refused with '$2', nothing changed"
+	fi
+}
+chain snap_vm-105-disk-0_s1.qcow2
+refused "the snapshot link alone" "qm delsnapshot 105 s1"
+chain vm-105-disk-0.qcow2
+refused "the head alone" "snap_vm-105-disk-0_s1.qcow2"
+if [ "$(sum tvg/vm-105-disk-0.qcow2)" = "$head_sum" ] && [ "$(sum tvg/snap_vm-105-disk-0_s1.qcow2)" = "$link_sum" ]; then
+	ok "chain: both volumes unchanged after the refusals"
+else
+	fail "chain: a volume's content changed after a refusal"
+fi
+chain vm-105-disk-0.qcow2 snap_vm-105-disk-0_s1.qcow2
+out=$(timeout 300 "$KEEL" wipe -c /tmp/chain.cue --absent 2>&1)
+rc=$?
+echo "$out" | tail -n 6 | sed 's/^/    /'
+if [ "$rc" -ne 0 ] || exists tvg/vm-105-disk-0.qcow2 || exists tvg/snap_vm-105-disk-0_s1.qcow2 ||
+	exists tvg/del-vm-105-disk-0.qcow2 || exists tvg/del-snap_vm-105-disk-0_s1.qcow2; then
+	fail "chain, whole: keel wipe --absent rc $rc, or a volume of the chain is left: $(lvs --noheadings -o lv_name tvg | grep 105 | xargs)"
+else
+	ok "chain, whole: both volumes declared absent are removed"
 fi
 
 echo "FAILS=$FAILS"

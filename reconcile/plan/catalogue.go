@@ -50,6 +50,8 @@ var Catalogue = []Rule{
 		"A hold's --until has passed: keel acts on the object again. Release it if the work is done, or hold it again with a later expiry."},
 	{LVAbsent, Info, "LV declared absent still exists",
 		"An LV listed in absent exists; keel removes it safely (rename, zero or discard in steps, lvremove)."},
+	{LVAbsentChain, Error, "LV declared absent is part of a Proxmox VE volume chain not declared absent whole",
+		"A qcow2 volume chain (snapshot-as-volume-chain on an lvm storage) is one disk: the current volume reads through every snapshot LV below it. keel removes a chain whole or not at all, never through one of its links."},
 	{LVAbsentReappeared, Warning, "LV under an absent name is not the one to remove",
 		"An LV exists under an absent name but is not the LV the entry was written for (another UUID after keel removed one, or created after keel first saw the name): a reused name, never wiped."},
 	{LVAbsentReferenced, Error, "LV declared absent is named by a guest's configuration",

@@ -49,6 +49,10 @@ const (
 	// LVAbsent is lv.absent: LV declared absent still exists.
 	LVAbsent FindingID = "lv.absent"
 
+	// LVAbsentChain is lv.absent_chain: LV declared absent is part of a
+	// Proxmox VE volume chain not declared absent whole.
+	LVAbsentChain FindingID = "lv.absent_chain"
+
 	// LVAbsentReappeared is lv.absent_reappeared: LV under an absent name is
 	// not the one to remove.
 	LVAbsentReappeared FindingID = "lv.absent_reappeared"

@@ -3,9 +3,11 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // absentGuards raises the findings that stop or qualify the removal of the
@@ -38,6 +40,9 @@ func (p *planner) absentGuards(vg, name string, lv *model.LV) bool {
 		p.add(f)
 		return true
 	}
+	if p.absentChain(vg, name) {
+		return true
+	}
 	if lv.SegType == "thin" && lv.Pool != "" {
 		tp := p.h.ThinPools[lv.Pool]
 		switch {
@@ -64,4 +69,24 @@ func (p *planner) absentGuards(vg, name string, lv *model.LV) bool {
 // raised reports whether a finding id on object was already raised.
 func (p *planner) raised(id FindingID, object string) bool {
 	return slices.ContainsFunc(p.findings, func(f Finding) bool { return f.ID == id && f.Object == object })
+}
+
+// absentChain raises lv.absent_chain and reports true when removing the
+// absent vg/name would break a Proxmox VE volume chain: part of the chain
+// is not declared absent, or the LV is a snapshot of a volume a guest
+// names (removal.ChainOf; removal.Plan refuses the same).
+func (p *planner) absentChain(vg, name string) bool {
+	object := vg + "/" + name
+	declared := func(lv string) bool {
+		return slices.ContainsFunc(p.d.VolumeGroups[vg].Absent, func(a spec.AbsentLV) bool { return a.Name == lv })
+	}
+	if c := removal.ChainOf(p.h, vg, name, declared); c != nil {
+		p.add(Finding{ID: LVAbsentChain, Object: object,
+			Message:  fmt.Sprintf("LV %s is declared absent, but it %s", object, c.Why()),
+			Expected: "the whole volume chain absent", Observed: "left in the chain: " + strings.Join(c.Left, ", "),
+			Remedy: c.Remedy(),
+		})
+		return true
+	}
+	return false
 }

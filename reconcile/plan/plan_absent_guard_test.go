@@ -7,6 +7,7 @@ import (
 
 	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // The capture of e2e/wipe/guard.sh after its setup, planned against its
@@ -225,5 +226,56 @@ func TestPlanAbsentWipeMode(t *testing.T) {
 	}
 	if want := []string{"wipe (zeroout) and remove vms/vm-100-disk-0, as the desired state asks"}; !slices.Equal(summaries, want) {
 		t.Errorf("removals %q, want %q", summaries, want)
+	}
+}
+
+// The Proxmox VE 9 volume chain of guard.sh's capture (vm-105-disk-0.qcow2
+// and its snapshot LV snap_vm-105-disk-0_s1.qcow2): either LV declared
+// absent alone raises lv.absent_chain with the way forward and plans no
+// removal; both absent plan both removals.
+func TestPlanAbsentChain(t *testing.T) {
+	h := guardHost(t)
+	const head, snap = "vm-105-disk-0.qcow2", "snap_vm-105-disk-0_s1.qcow2"
+	for _, c := range []struct {
+		absent []string
+		held   string
+		remedy string
+	}{
+		{[]string{snap}, "tvg/" + snap, "qm delsnapshot 105 s1"},
+		{[]string{head}, "tvg/" + head, "pvesm free chain:" + head},
+		{[]string{head, snap}, "", ""},
+	} {
+		d, err := schema.NewLoader().Load("../../e2e/wipe/guard.cue")
+		if err != nil {
+			t.Fatal(err)
+		}
+		vg := d.Config.VolumeGroups["tvg"]
+		vg.Absent = nil
+		for _, n := range c.absent {
+			vg.Absent = append(vg.Absent, spec.AbsentLV{Name: n})
+		}
+		d.Config.VolumeGroups["tvg"] = vg
+		r := Plan(d.Config, h)
+		var chain []Finding
+		for _, f := range r.Findings {
+			if f.ID == LVAbsentChain {
+				chain = append(chain, f)
+			}
+		}
+		var removals []string
+		for _, a := range r.Actions {
+			if a.Kind == KindWipe && strings.Contains(a.Object, "105") {
+				removals = append(removals, a.Object)
+			}
+		}
+		if c.held == "" {
+			if len(chain) != 0 || len(removals) != 2 {
+				t.Errorf("absent %q: findings %+v, removals %q; want both removed", c.absent, chain, removals)
+			}
+			continue
+		}
+		if len(chain) != 1 || chain[0].Object != c.held || chain[0].Severity != Error || !strings.Contains(chain[0].Remedy, c.remedy) || len(removals) != 0 {
+			t.Errorf("absent %q: findings %+v, removals %q; want %s held with %q", c.absent, chain, removals, c.held, c.remedy)
+		}
 	}
 }

@@ -5,7 +5,10 @@ import "fmt"
 // applyGuards applies the rules that depend on what surrounds each planned
 // target (guests that name it, shared VGs, the pools below) and returns one refusal per target
 // that breaks one; it may change a target's mode (a thin LV is discarded).
-func (o *observed) applyGuards(targets []Target, req Request) []error {
+//
+// covered reports whether vg/lv is removed too (declared absent or
+// requested): a volume chain is removed only whole (chain.go).
+func (o *observed) applyGuards(targets []Target, req Request, covered func(vg, lv string) bool) []error {
 	var refusals []error
 	for i := range targets {
 		t := &targets[i]
@@ -27,6 +30,10 @@ func (o *observed) applyGuards(targets []Target, req Request) []error {
 			refusals = append(refusals, fmt.Errorf("%s: %w", what, err))
 			continue
 		}
+		if err := o.refuseChain(t.VG, t.LV, covered); err != nil {
+			refusals = append(refusals, fmt.Errorf("%s: %w", what, err))
+			continue
+		}
 		lv, ok := o.LVs[t.VG+"/"+name]
 		if !ok {
 			continue
@@ -36,4 +43,21 @@ func (o *observed) applyGuards(targets []Target, req Request) []error {
 		}
 	}
 	return refusals
+}
+
+// refuseChain refuses the removal of vg/name when it would leave part of a
+// Proxmox VE volume chain behind (ChainOf), and the removal of a snapshot
+// of a chain whose current volume a guest names: that guest's disk reads
+// through the snapshot.
+func (o *observed) refuseChain(vg, name string, covered func(vg, lv string) bool) error {
+	c := ChainOf(o.Host, vg, name, func(lv string) bool { return covered(vg, lv) })
+	if c != nil {
+		return fmt.Errorf("%w: %s: %s", ErrRefused, c.Why(), c.Remedy())
+	}
+	if c := chainOf(o.Host, vg, name); c != nil && c.Snapshot != "" {
+		if err := o.refuseGuests(vg, c.Volume); err != nil {
+			return fmt.Errorf("snapshot %s of the volume chain of %s/%s: %w", c.Snapshot, vg, c.Volume, err)
+		}
+	}
+	return nil
 }

@@ -108,7 +108,8 @@ func detach(r model.GuestRef) string {
 //     name (pve-storage's LVMPlugin and LvmThinPlugin: the volume name is
 //     the LV name; a linked clone "base-100-disk-0/vm-105-disk-0" names both
 //     LVs, and a disk in snapshot section S of a thin storage also names
-//     LvmThinPlugin's snapshot LV "snap_VOLNAME_S"). A storage that
+//     LvmThinPlugin's snapshot LV "snap_VOLNAME_S", or for a qcow2 volume
+//     chain LVMPlugin's "snap_VOLNAME-without-.qcow2_S.qcow2"). A storage that
 //     storage.cfg does not define (or a storage.cfg keel cannot read) may
 //     be an LVM storage on any VG: the name then matches in every VG. A
 //     storage of another type (dir, zfspool, rbd, ...) holds no LV.
@@ -161,7 +162,7 @@ func refNames(h *model.Host, r model.GuestRef, vg string, names []string, lv *mo
 			return false
 		}
 		for _, part := range strings.Split(volname, "/") {
-			if is(part) || (r.Section != "" && is(thinSnapName(part, r.Section))) {
+			if is(part) || (r.Section != "" && is(snapshotLVName(part, r.Section))) {
 				return true
 			}
 		}
@@ -189,9 +190,17 @@ func storageVG(h *model.Host, id string) (vg string, holdsLVs bool) {
 	return "", true
 }
 
-// thinSnapName is the LV pve-storage's LvmThinPlugin makes for the snapshot
-// snap of the volume vol ("snap_${volname}_$snap").
-func thinSnapName(vol, snap string) string { return "snap_" + vol + "_" + snap }
+// snapshotLVName is the LV pve-storage makes for the snapshot snap of the
+// volume vol: LvmThinPlugin's "snap_${volname}_$snap", and for a qcow2
+// volume of a volume chain LVMPlugin's get_snap_name, which drops the
+// extension and puts it back after the snapshot ("snap_vm-105-disk-0_S.qcow2",
+// chain.go).
+func snapshotLVName(vol, snap string) string {
+	if base, ok := strings.CutSuffix(vol, ".qcow2"); ok {
+		return "snap_" + base + "_" + snap + ".qcow2"
+	}
+	return "snap_" + vol + "_" + snap
+}
 
 // pathNames reports whether the device path p names vg/n for an n of names.
 func pathNames(h *model.Host, p, vg string, names []string, lv *model.LV) bool {

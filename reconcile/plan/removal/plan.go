@@ -233,7 +233,12 @@ func Plan(h *model.Host, decl Declared, req Request) ([]Target, error) {
 		}
 		targets = append(targets, o.target(lv, lvName, mode))
 	}
-	refusals = append(refusals, o.applyGuards(targets, req)...)
+	removed := map[string]bool{}
+	for _, n := range append(AbsentNames(decl), req.Names...) {
+		removed[n] = true
+	}
+	covered := func(vg, lv string) bool { return removed[vg+"/"+lv] }
+	refusals = append(refusals, o.applyGuards(targets, req, covered)...)
 	if len(refusals) > 0 {
 		return nil, errors.Join(refusals...)
 	}
