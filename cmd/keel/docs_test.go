@@ -53,8 +53,8 @@ type docBlock struct {
 func (b docBlock) where() string { return fmt.Sprintf("%s:%d", b.file, b.line) }
 
 var (
-	fenceRE = regexp.MustCompile("^ {0,3}(```+|~~~+)\\s*([^`\\s]*)")
-	annotRE = regexp.MustCompile(`^<!--\s*doctest:\s*(.*?)\s*-->\s*$`)
+	fenceRE = regexp.MustCompile("^( {0,3})(```+|~~~+)\\s*([^`\\s]*)")
+	annotRE = regexp.MustCompile(`^ {0,3}<!--\s*doctest:\s*(.*?)\s*-->\s*$`)
 	// commandRE marks a line that is a command: keel's, make's, an
 	// environment assignment or a path to a script, after an optional
 	// "$ " prompt.
@@ -98,10 +98,11 @@ func readDocBlocks(root, rel string) ([]docBlock, []string, error) {
 			continue
 		}
 		if m := fenceRE.FindStringSubmatch(l); m != nil {
-			b := docBlock{file: rel, line: i + 1, info: m[2], annot: take()}
-			fence := m[1]
+			b := docBlock{file: rel, line: i + 1, info: m[3], annot: take()}
+			indent, fence := m[1], m[2]
 			for i++; i < len(lines) && !strings.HasPrefix(strings.TrimLeft(lines[i], " "), fence); i++ {
-				b.text = append(b.text, lines[i])
+				// A block in a list item is indented as its fence is.
+				b.text = append(b.text, strings.TrimPrefix(lines[i], indent))
 			}
 			blocks = append(blocks, b)
 			continue
@@ -465,7 +466,8 @@ func TestReadDocBlocks(t *testing.T) {
 		"<!-- doctest: skip a guest -->\n\n    make e2e\n\n" + // 12, block at 14
 		"```cue\nkeel: 1\n```\n\n" + // data, at 16
 		"```\n[Service]\n```\n\n" + // no command, at 20
-		"<!-- doctest: run -->\nprose ends it\n" // stale, at 24
+		"- item\n\n  <!-- doctest: run -->\n  ```console\n  $ keel version\n  ```\n\n" + // 26, block at 27
+		"<!-- doctest: run -->\nprose ends it\n" // stale, at 31
 	if err := os.WriteFile(filepath.Join(dir, "t.md"), []byte(md), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -482,15 +484,15 @@ func TestReadDocBlocks(t *testing.T) {
 	for _, b := range blocks {
 		have = append(have, got{b.line, b.annot, isCommandBlock(b)})
 	}
-	want := []got{{4, "help check", true}, {10, "", true}, {14, "skip a guest", true}, {16, "", false}, {20, "", false}}
+	want := []got{{4, "help check", true}, {10, "", true}, {14, "skip a guest", true}, {16, "", false}, {20, "", false}, {27, "run", true}}
 	if !slices.Equal(have, want) {
 		t.Errorf("blocks %+v, want %+v", have, want)
 	}
-	if len(problems) != 1 || !strings.Contains(problems[0], "t.md:24: doctest comment precedes no code block") {
-		t.Errorf("problems %q, want the stale comment at line 24", problems)
+	if len(problems) != 1 || !strings.Contains(problems[0], "t.md:31: doctest comment precedes no code block") {
+		t.Errorf("problems %q, want the stale comment at line 31", problems)
 	}
-	if blocks[1].text[0] != "keel status --node x" {
-		t.Errorf("indented block text %q, want the indentation removed", blocks[1].text)
+	if blocks[1].text[0] != "keel status --node x" || blocks[5].text[0] != "$ keel version" {
+		t.Errorf("block texts %q and %q, want the indentation removed", blocks[1].text, blocks[5].text)
 	}
 }
 
