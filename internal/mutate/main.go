@@ -88,7 +88,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	// The guarding tests must pass on the tree as it is: a test that
 	// fails anyway would seem to kill every mutation.
-	if out, err := goTest(ctx, scratch, *timeout, baseline(chosen)); err != nil {
+	if out, err := goTest(ctx, scratch, *timeout, baseline(chosen)); ctx.Err() != nil {
+		fmt.Fprintln(stderr, "mutate: interrupted; the scratch copy is removed")
+		return 1
+	} else if err != nil {
 		fmt.Fprintf(stderr, "mutate: the guarding tests fail without any mutation: %v\n%s\n", err, indent(out))
 		return 1
 	}
