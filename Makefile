@@ -7,8 +7,11 @@ GOBIN       := $(shell $(GO) env GOPATH)/bin
 STATICCHECK ?= $(GOBIN)/staticcheck
 # Tests that need root skip as a user; under CI they fail instead (docs/testing.md).
 KEEL_ROOT_TESTS ?= $(if $(CI),require)
+# Tests needing the cue CLI or promtool skip without them; under make check
+# (and CI) they fail instead (docs/testing.md).
+KEEL_REQUIRE_TOOLS ?= $(if $(CI),1)
 
-.PHONY: all build test lint demo e2e e2e-long fixtures bench check deps deb clean
+.PHONY: all build test lint mutate demo e2e e2e-long fixtures bench check deps deb clean
 
 all: build
 
@@ -18,7 +21,11 @@ build:
 
 ## test: unit tests with the race detector (host only, captured fixtures)
 test:
-	KEEL_ROOT_TESTS=$(KEEL_ROOT_TESTS) $(GO) test -race -count=1 ./...
+	KEEL_ROOT_TESTS=$(KEEL_ROOT_TESTS) KEEL_REQUIRE_TOOLS=$(KEEL_REQUIRE_TOOLS) $(GO) test -race -count=1 ./...
+
+## mutate: one-line mutations of the safety rules, each must fail its tests (internal/mutate)
+mutate:
+	$(GO) run ./internal/mutate
 
 ## lint: gofmt, go vet and staticcheck must all be clean, and no merge left conflict markers
 lint:
@@ -56,8 +63,9 @@ deb: ; ./packaging/build-deb.sh dist
 deps:
 	./.ci/install-deps
 
-## check: everything CI runs: lint, unit tests, e2e
-check: deps lint test e2e
+## check: everything CI runs: lint, unit tests (cue and promtool required), mutations, e2e
+check: KEEL_REQUIRE_TOOLS = 1
+check: deps lint test mutate e2e
 
 clean:
 	rm -rf bin dist

@@ -15,6 +15,7 @@ package testenv
 import (
 	"flag"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 )
@@ -54,4 +55,44 @@ func needRoot(t testing.TB, why string, euid int, mode string) {
 		return
 	}
 	t.Skipf("needs root (%s); effective uid %d (%s=%s makes this a failure)", why, euid, RootTestsVar, RootTestsRequired)
+}
+
+// ToolsVar is the environment variable that makes a test needing an outside
+// program (the cue CLI, Prometheus's promtool) fail instead of skipping when
+// the program is missing. `make check` sets it to ToolsRequired (and `make
+// test` does when CI is set), so a run of the README's test command cannot
+// pass by skipping those checks; a plain go test skips them, saying so.
+const ToolsVar = "KEEL_REQUIRE_TOOLS"
+
+// ToolsRequired is the value of ToolsVar that requires the tools.
+const ToolsRequired = "1"
+
+// NeedTool returns the path of the program name, looked up on PATH and then
+// in dirs. When it is not found, it skips t, or fails it when ToolsVar asks
+// for the tools; install says how to get it, for the message.
+func NeedTool(t testing.TB, name, install string, dirs ...string) string {
+	t.Helper()
+	// PATH searched by hand: only probes/hostio imports os/exec (TestLayers).
+	return needTool(t, name, install, os.Getenv(ToolsVar), func() (string, bool) {
+		for _, d := range append(filepath.SplitList(os.Getenv("PATH")), dirs...) {
+			p := filepath.Join(d, name)
+			if st, err := os.Stat(p); err == nil && filepath.IsAbs(p) && !st.IsDir() && st.Mode()&0o111 != 0 {
+				return p, true
+			}
+		}
+		return "", false
+	})
+}
+
+func needTool(t testing.TB, name, install, mode string, find func() (string, bool)) string {
+	t.Helper()
+	if p, ok := find(); ok {
+		return p
+	}
+	if mode == ToolsRequired {
+		t.Fatalf("%s not found, and %s=%s requires it (make check sets it): %s", name, ToolsVar, mode, install)
+		return ""
+	}
+	t.Skipf("%s not found: SKIPPING the checks that need it (%s=%s makes this a failure); install it: %s", name, ToolsVar, ToolsRequired, install)
+	return ""
 }

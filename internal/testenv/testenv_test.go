@@ -49,6 +49,36 @@ func TestNeedRoot(t *testing.T) {
 	}
 }
 
+// A test needing an outside program gets its path when it is there, skips
+// without it by default and fails without it when the tools are required.
+func TestNeedTool(t *testing.T) {
+	found := func() (string, bool) { return "/usr/bin/promtool", true }
+	missing := func() (string, bool) { return "", false }
+	for _, tt := range []struct {
+		find func() (string, bool)
+		mode string
+		want string
+	}{
+		{found, "", ""},
+		{found, ToolsRequired, ""},
+		{missing, "", "skip"},
+		{missing, "0", "skip"},
+		{missing, ToolsRequired, "fatal"},
+	} {
+		r := &recorder{TB: t}
+		p := needTool(r, "promtool", "apt-get install prometheus", tt.mode, tt.find)
+		if r.ended != tt.want {
+			t.Errorf("%s=%q: ended %q (%s), want %q", ToolsVar, tt.mode, r.ended, r.msg, tt.want)
+		}
+		if r.ended == "" && p != "/usr/bin/promtool" {
+			t.Errorf("%s=%q: path %q", ToolsVar, tt.mode, p)
+		}
+		if r.ended != "" && (!strings.Contains(r.msg, "promtool not found") || !strings.Contains(r.msg, "apt-get install prometheus")) {
+			t.Errorf("%s=%q: message %q does not name the tool and how to install it", ToolsVar, tt.mode, r.msg)
+		}
+	}
+}
+
 // Every package with tests imports testenv in them, so that every test
 // binary accepts -update and `go test ./... -update` runs (a binary
 // without the flag fails on it).

@@ -107,6 +107,10 @@ func TestDecide(t *testing.T) {
 		{"seed 000 plus a|.*|: /dev/dm-5 accepted", append(append([]string{}, seed...), "a|.*|"), true},
 		{"Proxmox stock: nothing matches", []string{"r|/dev/zd.*|", "r|/dev/rbd.*|"}, true},
 		{"accept before reject for one alias", []string{"a|/dev/dm-.*|", "r|.*|"}, true},
+		// The first entry that matches an alias decides it: an accept
+		// further down the list does not undo the reject.
+		{"reject before accept for every alias", []string{"r|.*|", "a|.*|"}, false},
+		{"reject before accept, one alias", []string{"r|^/dev/mapper/|", "a|^/dev/mapper/|", "r|.*|"}, false},
 		{"allow-list without the LV", []string{"a|^/dev/sd.*|", "r|.*|"}, false},
 	} {
 		f, err := NewFilter(c.entries)

@@ -3,6 +3,7 @@ package hostio
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -10,6 +11,14 @@ func TestValidateArgv(t *testing.T) {
 	for _, argv := range [][]string{{"sh", "-c", "rm -rf /"}, {"./lvcreate"}, {"/sbin/../bin/sh"}, {"lvcreate", "a\nb"}, {}} {
 		if ValidateArgv(argv) == nil {
 			t.Errorf("ValidateArgv(%q) accepted", argv)
+		}
+	}
+	// An absolute path must be clean, even when its last element is a
+	// program keel runs: "/sbin/../tmp/lvcreate" is /tmp/lvcreate.
+	for _, name := range []string{"/sbin/../tmp/lvcreate", "/usr/sbin/./lvremove", "/usr/sbin//pvmove", "/usr/sbin/lvcreate/"} {
+		err := ValidateArgv([]string{name})
+		if err == nil || !strings.Contains(err.Error(), "not a bare name or a clean absolute path") {
+			t.Errorf("ValidateArgv(%q): %v, want refused as unclean", name, err)
 		}
 	}
 	for _, argv := range [][]string{{"/usr/sbin/lvcreate", "-n", "x"}, {"vgcreate", "vg0", "/dev/disk/by-id/x"}} {

@@ -127,6 +127,30 @@ func TestComputeUpperInactive(t *testing.T) {
 	}
 }
 
+// Both VGs of the stack need a vgchange: the lower one has an inactive LV
+// besides the VDO LV the upper one sits on. Only the lower VG is runnable
+// now; the upper one waits for the lower to be active, though its PV is
+// there: the activation probes and plans again after each step it runs,
+// so the stack comes up bottom-up (reconcile/converge activationActions).
+func TestRunnableWaitsForLowerVG(t *testing.T) {
+	h, _ := probeNode(t, bcacheNode)
+	h.LVs["vdovg/vm-100-disk-0"].Active = false
+	other := *h.LVs["vdosplit/vdolv"]
+	other.Name, other.FullName, other.Active = "other", "vdosplit/other", false
+	h.LVs[other.FullName] = &other
+	p, _ := Compute(stack(), h)
+	if len(p.Steps) != 2 || p.Steps[0].Status != Activate || p.Steps[1].Status != Activate {
+		t.Fatalf("want both steps to activate: %+v", p.Steps)
+	}
+	if run := p.Runnable(); len(run) != 1 || run[0].VG != "vdosplit" {
+		t.Errorf("runnable %+v, want vdosplit alone", run)
+	}
+	p.Steps[0].Status = Active
+	if run := p.Runnable(); len(run) != 1 || run[0].VG != "vdovg" {
+		t.Errorf("lower active: runnable %+v, want vdovg", run)
+	}
+}
+
 // LVM has not read the label on the VDO LV: pvscan it, then activate.
 func TestComputeUpperNotScanned(t *testing.T) {
 	h, _ := probeNode(t, bcacheNode)

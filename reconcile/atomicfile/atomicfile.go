@@ -14,6 +14,11 @@ import (
 // rename, as a crash would.
 var rename = os.Rename
 
+// fsync is (*os.File).Sync, called on the temporary file before the rename
+// and on the directory after it; a test records the calls to see that
+// both happen, in that order, since no test can observe durability itself.
+var fsync = (*os.File).Sync
+
 // Write replaces path with data: a temporary file in the same directory is
 // written, fsync'd and given mode perm, renamed over path, and the
 // directory is fsync'd so that the rename survives a crash (rename(2) is
@@ -41,7 +46,7 @@ func write(path string, data []byte, attrs func(*os.File) error) error {
 		err = attrs(f)
 	}
 	if err == nil {
-		err = f.Sync()
+		err = fsync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -57,7 +62,7 @@ func write(path string, data []byte, attrs func(*os.File) error) error {
 		return fmt.Errorf("sync directory: %w", err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := fsync(d); err != nil {
 		return fmt.Errorf("sync directory: %w", err)
 	}
 	return nil

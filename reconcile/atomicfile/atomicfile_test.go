@@ -2,8 +2,10 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -60,5 +62,38 @@ func TestWriteFailingBeforeRename(t *testing.T) {
 	}
 	if _, err := os.Stat(tmpSeen); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("temporary file %s left behind: %v", tmpSeen, err)
+	}
+}
+
+// Write fsyncs the temporary file, complete, before the rename and the
+// directory after it: without the first, a crash after the rename can leave
+// the new name on a file whose data never reached the disk (rename(2)
+// orders no data writes; ext4 flushes such a file at the rename only under
+// its auto_da_alloc default); without the second, the rename itself may be
+// lost (fsync(2): syncing a file does not sync its directory entry).
+func TestWriteSyncsFileThenDirectory(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "lvm.conf")
+	var events []string
+	fsync = func(f *os.File) error {
+		if f.Name() == dir {
+			events = append(events, "sync dir")
+		} else {
+			b, err := os.ReadFile(f.Name())
+			events = append(events, fmt.Sprintf("sync %s holding %q (%v)", filepath.Dir(f.Name()), b, err))
+		}
+		return f.Sync()
+	}
+	rename = func(from, to string) error {
+		events = append(events, "rename to "+filepath.Base(to))
+		return os.Rename(from, to)
+	}
+	defer func() { fsync, rename = (*os.File).Sync, os.Rename }()
+	if err := Write(p, []byte("devices {\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{fmt.Sprintf("sync %s holding %q (<nil>)", dir, "devices {\n}\n"), "rename to lvm.conf", "sync dir"}
+	if !slices.Equal(events, want) {
+		t.Errorf("events %q, want %q", events, want)
 	}
 }

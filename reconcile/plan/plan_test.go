@@ -16,6 +16,7 @@ import (
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/probes/shell"
 	"github.com/keel-storage/keel/schema"
 	"github.com/keel-storage/keel/schema/spec"
 )
@@ -569,6 +570,46 @@ func TestJournalMoveWithoutRoom(t *testing.T) {
 	for _, a := range r.Actions {
 		if strings.HasPrefix(a.ID, "vdo.layout.journal_off_fast:") {
 			t.Errorf("planned %s without room on the fast PVs", a.ID)
+		}
+	}
+}
+
+// The fast PVs' free space is enough when it equals the journal's extents
+// exactly (pvmove needs as many free extents as it moves, no more): one
+// extent less and the planner says what is missing instead of a pvmove.
+func TestJournalMoveRoomBoundary(t *testing.T) {
+	for _, c := range []struct {
+		free   uint64
+		move   bool
+		remedy string
+	}{
+		{33, true, "live: pvmove -n vdosplit/pool_vdata "},
+		{32, false, "the fast PVs lack 4M (1 extents) of free space for the 33 extents holding the journal"},
+	} {
+		h := replayHost(t, "vdo-split-grown")
+		fast := h.PVs["/dev/nvme0n1"]
+		if fast == nil {
+			t.Fatal("capture has no /dev/nvme0n1 PV")
+		}
+		fast.PEAlloc = fast.PECount - c.free
+		r := Plan(loadDesired(t, "vdo-split", h), h)
+		var remedy string
+		for _, f := range r.Findings {
+			if f.ID == VDOLayoutJournalOffFast {
+				remedy = f.Remedy
+			}
+		}
+		if !strings.Contains(remedy, c.remedy) {
+			t.Errorf("%d extents free: remedy %q lacks %q", c.free, remedy, c.remedy)
+		}
+		moved := false
+		for _, a := range r.Actions {
+			if a.ID == "vdo.layout.journal_off_fast:vdosplit/pool" {
+				moved = strings.HasSuffix(shell.Lines(a.Commands), " /dev/nvme0n1")
+			}
+		}
+		if moved != c.move {
+			t.Errorf("%d extents free for 33: pvmove to /dev/nvme0n1 planned %v, want %v", c.free, moved, c.move)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -146,6 +147,31 @@ func TestEditEveryOccurrence(t *testing.T) {
 	want := strings.Replace(string(src), "scan_lvs=0", "scan_lvs=1", 1)
 	if string(out) != want {
 		t.Fatalf("got\n%s\nwant\n%s", out, want)
+	}
+}
+
+// A global_filter set twice: LVM's config tree takes the last occurrence
+// (Read does too), so an earlier one that already holds the wanted filter
+// does not make the edit done. The second section is the one pve-manager
+// appends (pveShaped), after an admin's section that keel had already set.
+func TestEditEveryGlobalFilter(t *testing.T) {
+	want := []string{"r|/dev/zd.*|", "r|/dev/rbd.*|"}
+	first := "devices {\n\tglobal_filter = [ \"r|/dev/zd.*|\", \"r|/dev/rbd.*|\" ]\n}\n"
+	for _, c := range []struct{ name, src string }{
+		{"first matches, last differs", first + "devices {\n     # added by pve-manager to avoid scanning ZFS zvols and Ceph rbds\n     global_filter=[\"r|/dev/zd.*|\",\"r|/dev/rbd.*|\",\"r|/dev/nbd.*|\"]\n}\n"},
+		{"first differs, last matches", "devices {\n\tglobal_filter = [ \"a|.*|\" ]\n}\n" + first},
+	} {
+		out, changed, err := Edit([]byte(c.src), plan.LVMConfChange{GlobalFilter: want})
+		if err != nil || !changed {
+			t.Fatalf("%s: changed %v, err %v", c.name, changed, err)
+		}
+		if n := strings.Count(string(out), `"r|/dev/zd.*|", "r|/dev/rbd.*|" ]`); n != 2 {
+			t.Errorf("%s: %d of 2 occurrences hold the filter:\n%s", c.name, n, out)
+		}
+		v, err := Read(out)
+		if err != nil || !slices.Equal(v.GlobalFilter, want) {
+			t.Errorf("%s: effective filter %q (%v), want %q", c.name, v.GlobalFilter, err, want)
+		}
 	}
 }
 

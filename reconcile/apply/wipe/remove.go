@@ -257,7 +257,10 @@ func (r *Remover) keepCheckpoints(log hclog.Logger, t removal.Target, mode remov
 				return
 			}
 		}
-		off -= off % sectorSize
+		// off is a whole number of sectors with no rounding: WipeFrom
+		// starts at a sector boundary (it refuses any other) and adds
+		// steps that are multiples of the sector size up to a size it
+		// rounds down to one, so Progress never counts part of a sector.
 		if err := r.Journal.Save(Checkpoint{LVUUID: t.UUID, Name: t.DelName(), Mode: mode, Size: t.Size, Offset: off}); err != nil {
 			log.Warn("wipe checkpoint not saved", "err", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keel-storage/keel/internal/testenv"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/report"
 	dto "github.com/prometheus/client_model/go"
@@ -19,22 +20,11 @@ const rulesDir = "../../../../packaging/integrations/prometheus"
 
 // promtool finds Prometheus's promtool (Debian: apt-get install
 // prometheus; .ci/install-deps installs it). Without it the test is skipped
-// on a workstation and fails under CI (CI set, as CI systems do), so the
+// by a plain go test and fails under make check (testenv.NeedTool), so the
 // checks cannot silently stop running there.
 func promtool(t *testing.T) string {
 	t.Helper()
-	if p, err := exec.LookPath("promtool"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("promtool not found and CI is set: .ci/install-deps installs it (Debian package prometheus)")
-	}
-	t.Log("##########################################################################")
-	t.Log("## promtool not found: SKIPPING promtool check rules / check metrics.   ##")
-	t.Log("## Install it: apt-get install --no-install-recommends prometheus        ##")
-	t.Log("##########################################################################")
-	t.Skip("promtool not installed")
-	return ""
+	return testenv.NeedTool(t, "promtool", "apt-get install --no-install-recommends prometheus")
 }
 
 // sampleMetrics is a daemon's metrics after passes with every kind of
