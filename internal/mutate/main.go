@@ -298,6 +298,7 @@ func table(ms []Mutation) string {
 // last line, where a one-line mutation's change is, without the indent and
 // with | escaped (GitHub's tables split a code span on it otherwise).
 func cell(s string) string {
+	s = strings.TrimSuffix(s, "\n")
 	if i := strings.LastIndex(s, "\n"); i >= 0 {
 		s = s[i+1:]
 	}
