@@ -166,7 +166,7 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code 
 	usage := fs.Usage
 	fs.Usage = func() {} // the flag package calls it on every error
 	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
+	err := fs.Parse(flagsFirst(fs, args))
 	fs.Usage = usage
 	switch {
 	case err == nil:
@@ -177,6 +177,48 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code 
 		return exitOK, false
 	}
 	return usageError(fs, stderr, "%s", strings.TrimPrefix(err.Error(), "flag provided but not defined: ")), false
+}
+
+// flagsFirst returns args with the flags moved before the positional
+// arguments, so that flags typed after a name (keel wipe vg/lv --mode
+// discard) are parsed as the flag package parses flags before it: the flag
+// package stops at the first non-flag argument. The order of the flags and
+// of the names is kept; "--" still ends the flags (what follows it is a
+// name), and a flag's value (-c PATH, not -c=PATH) stays with its flag. A
+// single "-" is a name, as in the flag package.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, names []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			names = append(names, args[i+1:]...)
+			i = len(args)
+		case len(a) < 2 || a[0] != '-':
+			names = append(names, a)
+		default:
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if strings.Contains(name, "=") {
+				continue
+			}
+			f := fs.Lookup(name)
+			if f == nil {
+				continue // an unknown flag: Parse refuses it
+			}
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				continue
+			}
+			if i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+		}
+	}
+	if len(names) == 0 {
+		return flags
+	}
+	return append(append(flags, "--"), names...)
 }
 
 // usageError prints what is wrong with a command line, and where its help
