@@ -117,8 +117,8 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		if err == nil {
 			err = errors.New("no probe of the host succeeded")
 		}
-		log.Error("activation failed", "err", err)
-		fmt.Fprintf(stderr, "keel activate: %v\n", err)
+		log.Error("activation failed", "err", probeErrorText(err))
+		fmt.Fprintf(stderr, "keel activate: %s\n", probeErrorText(err))
 		return exitError
 	}
 	order := out.Plan
@@ -131,7 +131,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 			// The last probe failed after earlier ones worked: the plan is
 			// stale, so the stack is not known to be up.
 			log.Error("last probe failed", "err", err)
-			fmt.Fprintf(stderr, "keel activate: last probe: %v\n", err)
+			fmt.Fprintf(stderr, "keel activate: last probe: %s\n", probeErrorText(err))
 		}
 		_ = notify.Status("stack incomplete: " + strings.Join(order.Blocked(), "; "))
 		return exitFindings

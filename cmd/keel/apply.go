@@ -96,7 +96,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	res, err := a.Converge(ctx, converge.Options{Mode: executor.Mode{Maintenance: *maint, DryRun: *dryRun, Retry: true}})
 	if err != nil {
-		fmt.Fprintf(stderr, "keel apply: %v\n", err)
+		fmt.Fprintf(stderr, "keel apply: %s\n", probeErrorText(err))
 		return exitError
 	}
 	if *format == "json" {

@@ -40,7 +40,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	}
 	h, err := probes.Probe(context.Background(), src)
 	if err != nil {
-		fmt.Fprintf(stderr, "keel export: %v\n", err)
+		fmt.Fprintf(stderr, "keel export: %s\n", probeErrorText(err))
 		return exitError
 	}
 	ex := plan.Export(h)

@@ -65,10 +65,10 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		if *verify {
 			// Nothing to verify: a replay that fails the same way would
 			// "equal" a pass that failed.
-			fmt.Fprintf(stderr, "keel snapshot: verify: the live pass failed: %v\n", perr)
+			fmt.Fprintf(stderr, "keel snapshot: verify: the live pass failed: %s\n", probeErrorText(perr))
 			return exitError
 		}
-		fmt.Fprintf(stderr, "keel snapshot: warning: %v\n", perr)
+		fmt.Fprintf(stderr, "keel snapshot: warning: %s\n", probeErrorText(perr))
 	}
 	snap := rec.Snapshot(h.Hostname, Version, time.Now())
 	if h.PVEStorageCfg != probes.DefaultPVEStorageCfg {

@@ -38,6 +38,12 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	src = withLVMConfigCache(src, *node)
 	h, perr := probes.Probe(context.Background(), src)
+	if _, missing := hostio.MissingCommand(perr); missing {
+		// Without lvm2 (or dmsetup) there is no stack to show: the one line
+		// that names the package, not the probe's command lines.
+		fmt.Fprintf(stderr, "keel status: %s\n", probeErrorText(perr))
+		return exitError
+	}
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -54,7 +60,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if perr != nil {
-		fmt.Fprintf(stderr, "keel status: %v\n", perr)
+		fmt.Fprintf(stderr, "keel status: %s\n", probeErrorText(perr))
 		return exitError
 	}
 	return exitOK

@@ -120,7 +120,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 }
 
 func refused(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "keel wipe: %v\n", err)
+	fmt.Fprintf(stderr, "keel wipe: %s\n", probeErrorText(err))
 	if errors.Is(err, removal.ErrRefused) {
 		fmt.Fprintln(stderr, "keel wipe: nothing was changed")
 		return exitFindings
