@@ -28,7 +28,7 @@ import (
 // remain, or actions are stuck or refused; 2: keel could not run (bad
 // flags, invalid or unreadable desired state, failed probe).
 func runApply(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("apply", "keel apply [-c PATH] [--dry-run] [--maintenance] [--node SNAPSHOT] [--format text|json] [--command-log FILE] [-v]",
+	fs := newFlags("apply", "",
 		"Probes the host, plans, applies each action, re-probes and verifies it converged.",
 		"--dry-run prints each action's commands and sysfs writes, and a unified diff of each file it",
 		"would write, and changes nothing. Without --dry-run or --node keel must run as root.",

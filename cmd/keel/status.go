@@ -16,7 +16,7 @@ import (
 // 2 for bad flags or when a core command failed (what could be read is
 // still printed).
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("status", "keel status [--node SNAPSHOT] [--format text|json] [--timeout D]",
+	fs := newFlags("status", "",
 		"Shows the storage stack keel sees: each VG with its PVs (fast or slow), VDO pools with where",
 		"their index and journal sit, thin pools, LVs, fill levels, bcache devices and lvm.conf.",
 		"It judges nothing: keel check compares the host with the desired state.",
