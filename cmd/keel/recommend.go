@@ -185,12 +185,11 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if *format == "json" {
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // the lvcreate line is a shell command
+		if err := enc.Encode(r); err != nil {
 			fmt.Fprintf(stderr, "keel recommend: %v\n", err)
-			return exitError
-		}
-		if _, err := stdout.Write(append(b, '\n')); err != nil {
 			return exitError
 		}
 	} else if err := writeRecommendation(stdout, r); err != nil {

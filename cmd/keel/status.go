@@ -47,6 +47,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // "<max discard>" as lvm.conf has it
 		if err := enc.Encode(h); err != nil {
 			fmt.Fprintf(stderr, "keel status: %v\n", err)
 			return exitError

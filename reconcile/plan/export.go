@@ -57,10 +57,14 @@ func (x *exporter) line(indent int, format string, args ...any) {
 	x.b.WriteString("\n")
 }
 
-// q quotes s as a CUE string (JSON's quoting is valid CUE).
+// q quotes s as a CUE string (JSON's quoting is valid CUE), with &, < and
+// > as they are: a filter pattern reads as the operator wrote it.
 func q(s string) string {
-	b, _ := json.Marshal(s) // a string: cannot fail
-	return string(b)
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string: cannot fail
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func qlist(ss []string) string {
