@@ -24,7 +24,7 @@ var vgUUIDRE = regexp.MustCompile(`^[A-Za-z0-9]{6}(-[A-Za-z0-9]{4}){5}-[A-Za-z0-
 // and acts in it again. Exit 0: recorded; 2: bad arguments or the state
 // file could not be written.
 func runAckVG(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("ack-vg", "keel ack-vg VG UUID",
+	fs := newFlags("ack-vg", "VG UUID",
 		"Records UUID as the identity of the declared VG VG, after vg.uuid_changed: the VG under the",
 		"name is another one than keel first saw, and keel changes nothing in it until acknowledged.",
 		"Give the vg_uuid the finding prints (vgs -o vg_name,vg_uuid,pv_name shows it).",

@@ -30,7 +30,7 @@ import (
 // (each missing piece named), or the desired state is invalid; 2: keel
 // could not run (probe failed, bad flags).
 func runActivate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("activate", "keel activate [-c PATH] [--timeout 2m] [--audit] [--node SNAPSHOT]",
+	fs := newFlags("activate", "",
 		"Brings the declared stack up in its stacking order: re-applies lvm.conf and the bcache",
 		"tunables (live actions only; nothing is created or destroyed), waits for the declared PVs,",
 		"activates the lower VGs and VDO pools, makes LVM scan the PVs on their LVs, activates the",
@@ -48,7 +48,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	node := fs.String("node", "", "say what activation would do on the node `SNAPSHOT`; run nothing")
 	timeout := fs.Duration("timeout", 2*time.Minute, "hold the units ordered after keel-activate no longer than this")
 	poll := fs.Duration("poll", time.Second, "re-probe this often while waiting for devices")
-	lvmConf := fs.String("lvm-conf", lvmconf.DefaultPath, "the lvm.conf to keep")
+	lvmConf := fs.String("lvm-conf", lvmconf.DefaultPath, "the lvm.conf `FILE` to keep")
 	noRules := fs.Bool("no-udev-rules", false, "do not rewrite keel's udev rules when they drift")
 	auditFlag := fs.Bool("audit", false, "activate as lvm2's autoactivation does and change no setting (as agent.mode \"audit\")")
 	level := choice(fs, "log-level", "log `level`: info, trace, debug, warn or error", "info", "trace", "debug", "warn", "error")
@@ -117,8 +117,8 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		if err == nil {
 			err = errors.New("no probe of the host succeeded")
 		}
-		log.Error("activation failed", "err", err)
-		fmt.Fprintf(stderr, "keel activate: %v\n", err)
+		log.Error("activation failed", "err", probeErrorText(err))
+		fmt.Fprintf(stderr, "keel activate: %s\n", probeErrorText(err))
 		return exitError
 	}
 	order := out.Plan
@@ -131,7 +131,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 			// The last probe failed after earlier ones worked: the plan is
 			// stale, so the stack is not known to be up.
 			log.Error("last probe failed", "err", err)
-			fmt.Fprintf(stderr, "keel activate: last probe: %v\n", err)
+			fmt.Fprintf(stderr, "keel activate: last probe: %s\n", probeErrorText(err))
 		}
 		_ = notify.Status("stack incomplete: " + strings.Join(order.Blocked(), "; "))
 		return exitFindings

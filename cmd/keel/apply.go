@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,7 +29,7 @@ import (
 // remain, or actions are stuck or refused; 2: keel could not run (bad
 // flags, invalid or unreadable desired state, failed probe).
 func runApply(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("apply", "keel apply [-c PATH] [--dry-run] [--maintenance] [--node SNAPSHOT] [--format text|json] [--command-log FILE] [-v]",
+	fs := newFlags("apply", "",
 		"Probes the host, plans, applies each action, re-probes and verifies it converged.",
 		"--dry-run prints each action's commands and sysfs writes, and a unified diff of each file it",
 		"would write, and changes nothing. Without --dry-run or --node keel must run as root.",
@@ -96,16 +97,25 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	res, err := a.Converge(ctx, converge.Options{Mode: executor.Mode{Maintenance: *maint, DryRun: *dryRun, Retry: true}})
 	if err != nil {
-		fmt.Fprintf(stderr, "keel apply: %v\n", err)
+		fmt.Fprintf(stderr, "keel apply: %s\n", probeErrorText(err))
 		return exitError
 	}
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // a remedy is a shell command: && stays &&
+		// No result or no finding is an empty list, not null.
+		results, findings := res.Report.Results, res.Findings
+		if results == nil {
+			results = []executor.Result{}
+		}
+		if findings == nil {
+			findings = []plan.Finding{}
+		}
 		if err := enc.Encode(struct {
 			Results  []executor.Result `json:"results"`
 			Findings []plan.Finding    `json:"findings"`
-		}{res.Report.Results, res.Findings}); err != nil {
+		}{results, findings}); err != nil {
 			fmt.Fprintf(stderr, "keel apply: %v\n", err)
 			return exitError
 		}
@@ -195,8 +205,11 @@ func newCommandLog(path string, inner hostio.Runner) (*commandLog, error) {
 // Run logs cmd, then runs it. A command that could not be logged is not
 // run: the log is the proof of what keel ran.
 func (c *commandLog) Run(ctx context.Context, cmd hostio.Cmd) (hostio.Result, error) {
-	b, _ := json.Marshal(cmd.Argv()) // strings only: cannot fail
-	if _, err := c.f.Write(append(b, '\n')); err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)   // the argv as typed: && stays &&
+	_ = enc.Encode(cmd.Argv()) // strings only: cannot fail; ends in a newline
+	if _, err := c.f.Write(b.Bytes()); err != nil {
 		return hostio.Result{ExitCode: -1}, fmt.Errorf("command log %s: %s not run: %w", c.f.Name(), cmd, err)
 	}
 	return c.inner.Run(ctx, cmd)

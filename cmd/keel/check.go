@@ -116,7 +116,7 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 // 1: at least one; 2: keel could not check (bad flags, invalid desired
 // state, failed probe, unwritable output).
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("check", "keel check [-c PATH | --audit] [--node SNAPSHOT] [--format text|json|junit|prometheus] [-o FILE]",
+	fs := newFlags("check", "",
 		"Lists what differs between the desired state and the host, with stable finding IDs (docs/findings.md).",
 		"--audit judges the host against keel's reference rules instead, without a desired state.",
 		"Exit status: 0 nothing at warning or above, 1 findings at warning or above, 2 could not check",

@@ -108,7 +108,7 @@ func help(args []string, stdout, stderr io.Writer) int {
 	case len(args) == 0:
 		usage(stdout)
 		return exitOK
-	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
+	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" && len(args) == 1:
 		fmt.Fprintln(stdout, "usage: keel help [COMMAND]\n\nLists the commands, or shows the help of one (the same as keel COMMAND -h).")
 		fmt.Fprintln(stdout, "Exit status: 0 shown, 2 unknown command.")
 		return exitOK
@@ -140,14 +140,16 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "shows a command's flags and what its exit status means.")
 }
 
-// newFlags returns the flag set of subcommand name. Its Usage prints the
-// usage line, the description (lines of text) and the flags to the flag
-// set's output, which parseArgs points at stdout for -h.
-func newFlags(name, usageLine string, description ...string) *flag.FlagSet {
+// newFlags returns the flag set of subcommand name, whose positional
+// arguments are args ("" for none, "[VG/LV ...]"). Its Usage prints the
+// usage line (synopsis: generated from the flags, so none is left out),
+// the description (lines of text) and the flags to the flag set's output,
+// which parseArgs points at stdout for -h.
+func newFlags(name, args string, description ...string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.Usage = func() {
 		w := fs.Output()
-		fmt.Fprintln(w, "usage: "+usageLine)
+		fmt.Fprintln(w, "usage: "+synopsis(fs, args))
 		if len(description) > 0 {
 			fmt.Fprintln(w)
 			for _, l := range description {
@@ -159,6 +161,66 @@ func newFlags(name, usageLine string, description ...string) *flag.FlagSet {
 	return fs
 }
 
+// synopsisWidth is where synopsis wraps its words, as man pages do: the
+// continuation lines are indented (packaging/mangen joins them back).
+const synopsisWidth = 100
+
+// synopsis is the usage of the command of fs: keel NAME, its required
+// flags (their usage ends in "(required)"), the others in brackets in the
+// flag package's (alphabetical) order, and args. An alias (its usage says
+// "same as --name") is left to the flag list. A flag is "-c" for a
+// one-letter name, "--name" otherwise, followed by its argument: the
+// choices of a choice flag (text|json), else the name the flag list shows
+// (PATH, SIZE, duration); a repeatable flag is followed by "...".
+func synopsis(fs *flag.FlagSet, args string) string {
+	var required, optional []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Usage, "same as --") {
+			return
+		}
+		word := "--" + f.Name
+		if len(f.Name) == 1 {
+			word = "-" + f.Name
+		}
+		argName, _ := flag.UnquoteUsage(f)
+		if c, ok := f.Value.(*choiceFlag); ok {
+			argName = strings.Join(c.choices, "|")
+		}
+		if argName != "" {
+			word += " " + argName
+		}
+		if strings.HasSuffix(f.Usage, "(required)") {
+			required = append(required, word)
+			return
+		}
+		word = "[" + word + "]"
+		if _, ok := f.Value.(*multiFlag); ok {
+			word += "..."
+		}
+		optional = append(optional, word)
+	})
+	words := append(append([]string{"keel", fs.Name()}, required...), optional...)
+	if args != "" {
+		words = append(words, args)
+	}
+	var b strings.Builder
+	line := len("usage: ")
+	for i, w := range words {
+		switch {
+		case i == 0:
+		case line+1+len(w) > synopsisWidth:
+			b.WriteString("\n" + strings.Repeat(" ", 8))
+			line = 8
+		default:
+			b.WriteString(" ")
+			line++
+		}
+		b.WriteString(w)
+		line += len(w)
+	}
+	return b.String()
+}
+
 // parseArgs parses a subcommand's flags. ok is false when the command must
 // return code at once: exitOK after -h (the help on stdout), exitError
 // after a bad flag or flag value (one line on stderr, see usageError).
@@ -166,7 +228,7 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code 
 	usage := fs.Usage
 	fs.Usage = func() {} // the flag package calls it on every error
 	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
+	err := fs.Parse(flagsFirst(fs, args))
 	fs.Usage = usage
 	switch {
 	case err == nil:
@@ -177,6 +239,48 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code 
 		return exitOK, false
 	}
 	return usageError(fs, stderr, "%s", strings.TrimPrefix(err.Error(), "flag provided but not defined: ")), false
+}
+
+// flagsFirst returns args with the flags moved before the positional
+// arguments, so that flags typed after a name (keel wipe vg/lv --mode
+// discard) are parsed as the flag package parses flags before it: the flag
+// package stops at the first non-flag argument. The order of the flags and
+// of the names is kept; "--" still ends the flags (what follows it is a
+// name), and a flag's value (-c PATH, not -c=PATH) stays with its flag. A
+// single "-" is a name, as in the flag package.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, names []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			names = append(names, args[i+1:]...)
+			i = len(args)
+		case len(a) < 2 || a[0] != '-':
+			names = append(names, a)
+		default:
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if strings.Contains(name, "=") {
+				continue
+			}
+			f := fs.Lookup(name)
+			if f == nil {
+				continue // an unknown flag: Parse refuses it
+			}
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				continue
+			}
+			if i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+		}
+	}
+	if len(names) == 0 {
+		return flags
+	}
+	return append(append(flags, "--"), names...)
 }
 
 // usageError prints what is wrong with a command line, and where its help

@@ -19,7 +19,7 @@ import (
 // only; the file it writes is for a person to review before it goes to
 // /etc/keel.
 func runExport(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("export", "keel export [-o FILE] [--node SNAPSHOT] [--timeout D]",
+	fs := newFlags("export", "",
 		"Writes a desired state (CUE) that describes this host as it is: lvm.conf's devices settings,",
 		"every VG with its VDO and thin pools, every bcache device with its tunables. keel check against",
 		"it on the same host reports no setting as drift. Review it before committing it to /etc/keel.",
@@ -40,7 +40,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	}
 	h, err := probes.Probe(context.Background(), src)
 	if err != nil {
-		fmt.Fprintf(stderr, "keel export: %v\n", err)
+		fmt.Fprintf(stderr, "keel export: %s\n", probeErrorText(err))
 		return exitError
 	}
 	ex := plan.Export(h)

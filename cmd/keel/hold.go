@@ -24,7 +24,7 @@ import (
 // bcache device out, rewritten here at once. Exit 0: held; 2: bad
 // arguments, or the state could not be written.
 func runHold(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("hold", "keel hold OBJECT --reason TEXT [--until TIME] [-c PATH]",
+	fs := newFlags("hold", "OBJECT",
 		"Puts OBJECT on hold for storage surgery by hand: until keel release OBJECT (or TIME), keel",
 		"changes nothing on it (keel check reports hold.active and what keel would do), and keel's",
 		"bcache udev rule has no line for a held bcache device. OBJECT is a VG (with its LVs), vg/lv,",
@@ -32,7 +32,7 @@ func runHold(args []string, stdout, stderr io.Writer) int {
 		"TIME is a date (YYYY-MM-DD: the hold ends after that day, UTC), an RFC 3339 time, or a",
 		"duration from now (90m, 8h).",
 		"Exit status: 0 held, 2 bad arguments or keel's state file could not be written.")
-	reason := fs.String("reason", "", "why the object is held, shown by keel check, status, the journal and the metrics (required)")
+	reason := fs.String("reason", "", "why the object is held, a `TEXT` shown by keel check, status, the journal and the metrics (required)")
 	until := fs.String("until", "", "when the hold lapses: `TIME` (YYYY-MM-DD, RFC 3339, or a duration such as 8h); default: until keel release")
 	var configs multiFlag
 	obj, code, ok := parseObject(fs, &configs, args, "hold", stdout, stderr)
@@ -74,7 +74,7 @@ func runHold(args []string, stdout, stderr io.Writer) int {
 // acts on the object again from its next pass. Exit 0: released (or not
 // held); 2: bad arguments, or the state could not be written.
 func runRelease(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("release", "keel release OBJECT [-c PATH]",
+	fs := newFlags("release", "OBJECT",
 		"Ends the hold keel hold put on OBJECT: keel acts on it again from its next pass (keel apply",
 		"converges it now), and its bcache udev rule has the device's line again.",
 		"Exit status: 0 released or not held, 2 bad arguments or keel's state file could not be written.")

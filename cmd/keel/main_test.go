@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 func TestOneShotGC(t *testing.T) {
 	env := func(kv ...string) func(string) string {
@@ -49,5 +53,43 @@ func TestCommandTable(t *testing.T) {
 	}
 	if _, ok := lookup("help"); ok {
 		t.Error("help is in the table; Main handles it before the lookup")
+	}
+}
+
+// TestUsageNamesEveryFlag: each command's usage line (with its continuation
+// lines) names every flag its -h lists, except the aliases ("same as
+// --size"), so the synopsis and the man page's SYNOPSIS leave none out.
+func TestUsageNamesEveryFlag(t *testing.T) {
+	for _, c := range commands {
+		var out, errOut strings.Builder
+		if code := c.run([]string{"-h"}, &out, &errOut); code != exitOK {
+			t.Fatalf("keel %s -h: exit %d: %s", c.name, code, errOut.String())
+		}
+		lines := strings.Split(out.String(), "\n")
+		if !strings.HasPrefix(lines[0], "usage: keel "+c.name) {
+			t.Fatalf("keel %s -h: first line %q", c.name, lines[0])
+		}
+		synopsis := lines[0]
+		for _, l := range lines[1:] {
+			if !strings.HasPrefix(l, " ") {
+				break
+			}
+			synopsis += " " + strings.TrimSpace(l)
+		}
+		words := strings.FieldsFunc(synopsis, func(r rune) bool { return strings.ContainsRune(" []|", r) })
+		for i, l := range lines {
+			name, _, _ := strings.Cut(strings.TrimPrefix(l, "  -"), " ")
+			name, _, _ = strings.Cut(name, "\t")
+			if !strings.HasPrefix(l, "  -") || strings.Contains(lines[i]+lines[min(i+1, len(lines)-1)], "same as --") {
+				continue
+			}
+			dash := "--" + name
+			if len(name) == 1 {
+				dash = "-" + name
+			}
+			if !slices.Contains(words, dash) {
+				t.Errorf("keel %s: usage %q does not name %s", c.name, synopsis, dash)
+			}
+		}
 	}
 }

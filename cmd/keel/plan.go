@@ -12,7 +12,7 @@ import (
 // not); 2: keel could not plan (bad flags, invalid desired state, failed
 // probe). keel check is the command whose exit status says "converged".
 func runPlan(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("plan", "keel plan [-c PATH] [--node SNAPSHOT] [--format text|json]",
+	fs := newFlags("plan", "",
 		"Prints what keel apply would do: live, maintenance, immutable (report only) and destructive actions.",
 		"Exit status: 0 plan printed (empty or not; keel check says whether the host is converged),",
 		"2 could not plan (bad flags, missing or invalid desired state, failed probe).")

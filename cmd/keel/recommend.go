@@ -111,8 +111,7 @@ func (s *sizeFlag) Set(v string) error {
 // be written.
 func runRecommend(args []string, stdout, stderr io.Writer) int {
 	o := recommendOpts{vg: "VG", pool: "vpool", lv: "vdolv", compression: true, dedupe: true}
-	fs := newFlags("recommend", "keel recommend --size SIZE [--cpus N] [--virtual-size SIZE] [--index-memory SIZE]\n"+
-		"         [--slab-size SIZE] [--sparse] [--split [--extent-size SIZE] [--grow SIZE]] [--format text|json]",
+	fs := newFlags("recommend", "",
 		"The VDO calculator: where vdoformat puts the index, slabs and journal, what the pool can",
 		"address, the largest virtual size it holds thick, LVM's RAM bill, a thread layout for the",
 		"CPU count and the lvcreate line. Sizes take LVM's suffixes (k m g t p e, KiB..EiB); a bare",
@@ -137,9 +136,9 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 	fs.Var(ext, "extent-size", "LVM physical extent `SIZE` (default 4M)")
 	fs.Var(ext, "split-fast-extent-size", "same as --extent-size `SIZE`")
 	fs.Var(&sizeFlag{v: &o.grow}, "grow", "plan growing the split pool by `SIZE`")
-	fs.StringVar(&o.vg, "vg", o.vg, "volume group for the printed commands")
-	fs.StringVar(&o.pool, "pool", o.pool, "VDO pool LV name for the printed commands")
-	fs.StringVar(&o.lv, "lv", o.lv, "VDO LV name for the printed commands")
+	fs.StringVar(&o.vg, "vg", o.vg, "volume group `NAME` for the printed commands")
+	fs.StringVar(&o.pool, "pool", o.pool, "VDO pool LV `NAME` for the printed commands")
+	fs.StringVar(&o.lv, "lv", o.lv, "VDO LV `NAME` for the printed commands")
 	var fast, slow multiFlag
 	fs.Var(&fast, "fast-pv", "fast `PV` for a split pool (repeatable; default FAST_PV)")
 	fs.Var(&slow, "slow-pv", "slow `PV` for a split pool (repeatable; default SLOW_PV)")
@@ -186,12 +185,11 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if *format == "json" {
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // the lvcreate line is a shell command
+		if err := enc.Encode(r); err != nil {
 			fmt.Fprintf(stderr, "keel recommend: %v\n", err)
-			return exitError
-		}
-		if _, err := stdout.Write(append(b, '\n')); err != nil {
 			return exitError
 		}
 	} else if err := writeRecommendation(stdout, r); err != nil {

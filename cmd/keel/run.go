@@ -22,7 +22,7 @@ import (
 // runDaemon implements keel run. It returns only on SIGTERM or SIGINT
 // (exit 0) or when it cannot start (exit 2).
 func runDaemon(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", "keel run [-c PATH] [--resync 1h] [--poll 30s] [--textfile FILE]",
+	fs := newFlags("run", "",
 		"Keeps the host converged: passes on desired-state and lvm.conf changes, on block device",
 		"uevents (device-mapper devices created, removed or resumed; bcache registrations), when the",
 		"LVM metadata headers of a PV change (read every --poll: an LVM commit on an inactive LV),",
@@ -34,8 +34,8 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	resync := fs.Duration("resync", time.Hour, "pass at least this often, changes seen or not")
 	poll := fs.Duration("poll", 30*time.Second, "read the LVM metadata headers of every PV this often; 0 turns the poll off")
 	textfile := fs.String("textfile", "", "write Prometheus metrics to `FILE` (overrides alerts.textfile)")
-	lvmConf := fs.String("lvm-conf", lvmconf.DefaultPath, "the lvm.conf to keep and watch")
-	level := fs.String("log-level", "info", "log `level`: trace, debug, info, warn, error")
+	lvmConf := fs.String("lvm-conf", lvmconf.DefaultPath, "the lvm.conf `FILE` to keep and watch")
+	level := fs.String("log-level", "info", "log `LEVEL`: trace, debug, info, warn, error")
 	logJSON := fs.Bool("log-json", false, "JSON log lines on stderr (when not logging to the journal)")
 	noUevents := fs.Bool("no-uevents", false, "do not listen to kernel uevents")
 	timeout := fs.Duration("timeout", 5*time.Minute, "per-command timeout; pvmove, lvconvert, lvextend, lvresize and activations have none (docs/operations.md)")

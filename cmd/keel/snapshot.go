@@ -21,7 +21,7 @@ import (
 // live pass or the replay of the written snapshot failed, or when the two
 // models differ; nothing is written then.
 func runSnapshot(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("snapshot", "keel snapshot [-c PATH] [-o FILE] [--node SNAPSHOT] [--timeout D] [-v] [--verify]",
+	fs := newFlags("snapshot", "",
 		"Records one probe pass of this host (every command keel runs and file it reads, with their",
 		"output) into a txtar node snapshot, for bug reports and for --node in the other commands.",
 		"Objects that could not be probed are recorded with their errors. With -c, the pass reads",
@@ -65,10 +65,10 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		if *verify {
 			// Nothing to verify: a replay that fails the same way would
 			// "equal" a pass that failed.
-			fmt.Fprintf(stderr, "keel snapshot: verify: the live pass failed: %v\n", perr)
+			fmt.Fprintf(stderr, "keel snapshot: verify: the live pass failed: %s\n", probeErrorText(perr))
 			return exitError
 		}
-		fmt.Fprintf(stderr, "keel snapshot: warning: %v\n", perr)
+		fmt.Fprintf(stderr, "keel snapshot: warning: %s\n", probeErrorText(perr))
 	}
 	snap := rec.Snapshot(h.Hostname, Version, time.Now())
 	if h.PVEStorageCfg != probes.DefaultPVEStorageCfg {

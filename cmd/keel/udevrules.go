@@ -22,7 +22,7 @@ import (
 // desired state, probe, write), or --check could not read a file and found
 // no drift in the other.
 func runUdevRules(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("udev-rules", "keel udev-rules [-c PATH] [--node SNAPSHOT] [--check | --write [--root DIR]]",
+	fs := newFlags("udev-rules", "",
 		"Prints the two udev rules files keel keeps from the desired state:",
 		"  "+activation.PVScanRule+"  LVM_PVSCAN_ON_LVS=1 for keel's LVs under stacked VGs",
 		"  "+activation.BcacheRule+"          the declared bcache tunables, set at registration",

@@ -14,7 +14,7 @@ import (
 // valid; 2: invalid (every problem printed as file:line:col: path:
 // message), missing or unreadable, or bad flags.
 func runVet(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("vet", "keel vet [-c PATH] [--print] [PATH ...]",
+	fs := newFlags("vet", "[PATH ...]",
 		"Validates the desired state: files, or directories whose *.cue files are unified.",
 		"Besides the schema: sizes LVM can take, VDO geometry, stacking, and global_filter",
 		"patterns against LVM's own regex grammar (\\d, {n} and (?:...) are not LVM's).",

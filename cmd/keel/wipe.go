@@ -29,7 +29,7 @@ import (
 // (bad flags, not root, missing, invalid or unsafe desired state, probe,
 // command or I/O failure, interrupted).
 func runWipe(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("wipe", "keel wipe [-c PATH] [--node SNAPSHOT] [--mode zeroout|discard] [--step SIZE] [--dry-run] [--absent] [VG/LV ...]",
+	fs := newFlags("wipe", "[VG/LV ...]",
 		"Renames each LV to del-<name>, zeroes (BLKZEROOUT) or discards (BLKDISCARD) it in steps with",
 		"progress, then lvremoves it. del-* LVs left by an interrupted wipe are finished first.",
 		"The VG must be declared in the desired state. Without --dry-run or --node keel must run as root.",
@@ -39,7 +39,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 	var configs multiFlag
 	desiredFlag(fs, &configs)
 	node := fs.String("node", "", "plan against the node `SNAPSHOT` instead of this host (implies --dry-run)")
-	modeFlag := fs.String("mode", "", "zeroout or discard (default: removal.mode of the desired state)")
+	modeFlag := fs.String("mode", "", "clear the LV with `zeroout|discard` (default: removal.mode of the desired state)")
 	stepFlag := fs.String("step", "", "step `SIZE` of one ioctl (default: removal.step); zeroout caps it at write_zeroes_max_bytes")
 	dryRun := fs.Bool("dry-run", false, "print what would be done and change nothing")
 	absent := fs.Bool("absent", false, "the daemon's rule: names must be in their VG's absent list; with no names, remove every absent LV")
@@ -120,7 +120,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 }
 
 func refused(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "keel wipe: %v\n", err)
+	fmt.Fprintf(stderr, "keel wipe: %s\n", probeErrorText(err))
 	if errors.Is(err, removal.ErrRefused) {
 		fmt.Fprintln(stderr, "keel wipe: nothing was changed")
 		return exitFindings

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/bits"
 	"strconv"
 	"strings"
 )
@@ -143,8 +144,12 @@ var units = []struct {
 // FormatSize prints n bytes for humans with 1024-based units. It picks the
 // largest unit not above n; when n is a whole number of that unit it prints
 // the exact form ParseSize reads back ("40G", "128M", "3K"), otherwise two
-// decimals with a lower-case unit as LVM prints them ("40.25g" is exact here
-// too, "1.28g" is rounded). Below 1 KiB it prints bytes ("512B").
+// decimals with a lower-case unit as lvs prints them ("40.25g" is exact here
+// too, "1.28g" is rounded down), with lvs's "<" when the two decimals round
+// up, so that the size is below the number shown ("<2.00g" for 2043M). That
+// is dm_size_to_string in lvm2's libdm/libdm-string.c for lvs's default
+// units "r": "<" when floor(100*size/unit) differs from nearbyint of it.
+// Below 1 KiB it prints bytes ("512B").
 func FormatSize(n uint64) string {
 	for _, u := range units {
 		if n < u.factor {
@@ -153,7 +158,16 @@ func FormatSize(n uint64) string {
 		if n%u.factor == 0 {
 			return strconv.FormatUint(n/u.factor, 10) + u.upper
 		}
-		return strconv.FormatFloat(float64(n)/float64(u.factor), 'f', 2, 64) + u.lower
+		// Hundredths of the unit, exactly: q = floor(100n/factor), rounded
+		// to nearest, ties to even, as printf's %.2f rounds.
+		hi, lo := bits.Mul64(n, 100)
+		q, r := bits.Div64(hi, lo, u.factor)
+		prefix := ""
+		if 2*r > u.factor || 2*r == u.factor && q%2 == 1 {
+			q++
+			prefix = "<"
+		}
+		return fmt.Sprintf("%s%d.%02d%s", prefix, q/100, q%100, u.lower)
 	}
 	return strconv.FormatUint(n, 10) + "B"
 }

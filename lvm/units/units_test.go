@@ -112,11 +112,15 @@ func TestFormatSize(t *testing.T) {
 		{40 << 30, "40G"},
 		{1536 << 20, "1.50g"},
 		{336555 * 4096, "1.28g"},
-		{5063921664, "4.72g"},
+		{5063921664, "<4.72g"},
 		{1 << 40, "1T"},
 		{16 << 40, "16T"},
 		{1 << 60, "1E"},
-		{18446744073709551615, "16.00e"},
+		// lvs's "<": the two decimals round up, so the size is below what
+		// they say (dm_size_to_string's own example: 2043M is <2.00g).
+		{2043 << 20, "<2.00g"},
+		{18446744073709551615, "<16.00e"},
+		{(1<<30)*128/100 + 1, "1.28g"}, // rounded down: no "<"
 	}
 	for _, tt := range tests {
 		if got := FormatSize(tt.in); got != tt.want {

@@ -76,10 +76,16 @@ func parseUsage(c *Command, usage string) {
 		line := lines[i]
 		switch {
 		case strings.HasPrefix(line, "usage: "):
-			if c.Synopsis == "" {
-				c.Synopsis = strings.TrimPrefix(line, "usage: ")
-			} else {
+			if c.Synopsis != "" {
 				c.Text = append(c.Text, line)
+				continue
+			}
+			// keel wraps a long usage into indented continuation lines, up
+			// to the blank line before the description: one SYNOPSIS.
+			c.Synopsis = strings.TrimPrefix(line, "usage: ")
+			for i+1 < len(lines) && strings.HasPrefix(lines[i+1], " ") {
+				i++
+				c.Synopsis += " " + strings.TrimSpace(lines[i])
 			}
 		case strings.HasPrefix(line, "  -"):
 			name, arg, _ := strings.Cut(strings.TrimPrefix(line, "  -"), " ")

@@ -55,6 +55,21 @@ func TestCollectFromBinary(t *testing.T) {
 	if timeout.Arg != "duration" || !strings.Contains(timeout.Doc, "default 2m0s") {
 		t.Errorf("timeout flag %+v", timeout)
 	}
+	// The SYNOPSIS is the whole usage, continuation lines included: every
+	// flag of recommend (the longest) and none of it left in the text.
+	for _, c := range cmds {
+		if c.Name != "recommend" {
+			continue
+		}
+		for _, f := range c.Flags {
+			if !strings.HasPrefix(f.Doc, "same as ") && !strings.Contains(c.Synopsis, f.Option()+" ") && !strings.Contains(c.Synopsis, f.Option()+"]") {
+				t.Errorf("recommend synopsis %q lacks %s", c.Synopsis, f.Option())
+			}
+		}
+		if len(c.Text) > 0 && strings.HasPrefix(c.Text[0], "[") {
+			t.Errorf("recommend: a synopsis line left in the description: %q", c.Text[0])
+		}
+	}
 	page := Page(*activate, version)
 	for _, want := range []string{".TH KEEL-ACTIVATE 8", ".SH OPTIONS", `.BI \-timeout " duration"`, ".SH DESCRIPTION"} {
 		if !strings.Contains(page, want) {

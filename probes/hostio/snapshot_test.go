@@ -236,3 +236,29 @@ func TestSnapshotPVEStorageCfg(t *testing.T) {
 		t.Fatalf("re-recorded: %v", err)
 	}
 }
+
+// TestReadSnapshotFileBound: a snapshot larger than MaxSnapshotSize is
+// refused from its size, before it is read (a sparse file here: none of its
+// bytes are read), and a file that is not regular is refused by its kind.
+func TestReadSnapshotFileBound(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.txtar")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(MaxSnapshotSize + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = ReadSnapshotFile(big)
+	want := "snapshot " + big + ": 67108865 bytes, more than a node snapshot holds (at most 64 MiB); pass a file written by keel snapshot"
+	if err == nil || err.Error() != want {
+		t.Errorf("ReadSnapshotFile(%d bytes) = %v, want %q", MaxSnapshotSize+1, err, want)
+	}
+	dir := t.TempDir()
+	_, err = ReadSnapshotFile(dir)
+	want = "snapshot " + dir + ": not a regular file (a directory); pass a file written by keel snapshot"
+	if err == nil || err.Error() != want {
+		t.Errorf("ReadSnapshotFile(directory) = %v, want %q", err, want)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/keel-storage/keel/lvm/lvmregex"
@@ -55,10 +57,14 @@ func (x *exporter) line(indent int, format string, args ...any) {
 	x.b.WriteString("\n")
 }
 
-// q quotes s as a CUE string (JSON's quoting is valid CUE).
+// q quotes s as a CUE string (JSON's quoting is valid CUE), with &, < and
+// > as they are: a filter pattern reads as the operator wrote it.
 func q(s string) string {
-	b, _ := json.Marshal(s) // a string: cannot fail
-	return string(b)
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string: cannot fail
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func qlist(ss []string) string {
@@ -422,7 +428,79 @@ func (x *exporter) bcache() {
 		if b.WritebackRateMinimum > 0 {
 			x.line(2, "writebackRateMinimum: %d", b.WritebackRateMinimum)
 		}
+		x.writebackRate(name, b)
+		// The thresholds are the cache set's (/sys/fs/bcache/<set>/), declared
+		// on each device that uses the set, as the planner reads them.
+		if cs := x.h.CacheSets[b.CacheSet]; cs != nil {
+			x.line(2, "congestedReadThresholdUs: %d", cs.CongestedReadThresholdUS)
+			x.line(2, "congestedWriteThresholdUs: %d", cs.CongestedWriteThresholdUS)
+		}
 		x.line(1, "}")
 	}
 	x.line(0, "}")
+}
+
+// writebackRate writes the device's writeback_rate when it is fixed: with
+// writeback_percent above 0 the kernel's rate controller sets it every few
+// seconds (update_writeback_rate, drivers/md/bcache/writeback.c) and the
+// planner does not judge it, so it is left out with a note.
+func (x *exporter) writebackRate(name string, b *model.Bcache) {
+	read, ok := b.Tunables["writeback_rate"]
+	if !ok {
+		return
+	}
+	if b.WritebackPercent != 0 {
+		x.note("bcache %s: writebackRate left out: writeback_percent %d lets the kernel move writeback_rate (now %s/s); declare writebackPercent: 0 and writebackRate to fix it", name, b.WritebackPercent, read)
+		return
+	}
+	v, ok := rateSectors(read)
+	if !ok {
+		x.note("bcache %s: writebackRate left out: writeback_rate %q is not a rate bcache prints", name, read)
+		return
+	}
+	x.line(2, "writebackRate: %d", v)
+}
+
+// rateSectors returns the writeback_rate, in sectors per second as the
+// schema and the kernel's store take it, that reads back as read: sysfs
+// prints it as bch_hprint of rate<<9 bytes (drivers/md/bcache/sysfs.c),
+// which truncates, so dividing the bytes read by 512 may give a rate that
+// reads lower. The planner compares model.Hprint(rate*512) with the
+// reading; this is the smallest rate in the schema's 1..2^31-1 for which
+// they are equal. bch_hprint's (unit, integer, tenth) grows with its
+// argument, so the search is a bisection.
+func rateSectors(read string) (int64, bool) {
+	want, ok := hprintKey(read)
+	if !ok {
+		return 0, false
+	}
+	const maxRate = 1<<31 - 1
+	i := sort.Search(maxRate, func(i int) bool {
+		got, _ := hprintKey(model.Hprint(int64(i+1) * 512))
+		return slices.Compare(got[:], want[:]) >= 0
+	})
+	v := int64(i + 1)
+	if i == maxRate || model.Hprint(v*512) != read {
+		return 0, false
+	}
+	return v, true
+}
+
+// hprintKey splits a bch_hprint reading ("3.3M") into its unit's rank, its
+// integer and its tenth, the order in which bch_hprint's output grows.
+func hprintKey(s string) ([3]int64, bool) {
+	if s == "" {
+		return [3]int64{}, false
+	}
+	u := strings.IndexByte("kMGTPEZY", s[len(s)-1])
+	whole, tenth, ok := strings.Cut(s[:len(s)-1], ".")
+	if u < 0 || !ok || len(tenth) != 1 {
+		return [3]int64{}, false
+	}
+	q, err1 := strconv.ParseInt(whole, 10, 64)
+	d, err2 := strconv.ParseInt(tenth, 10, 64)
+	if err1 != nil || err2 != nil || q < 0 {
+		return [3]int64{}, false
+	}
+	return [3]int64{int64(u), q, d}, true
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -154,4 +155,85 @@ func TestExportFilterAdvice(t *testing.T) {
 	if v := without.Decide(aliases); v.Accepted {
 		t.Errorf("the rejects alone accept the VM disk: %+v", v)
 	}
+}
+
+// TestExportBcacheTunables: the export carries the cache set's congested
+// thresholds (bcache-defaults was captured with the kernel's 2000 and
+// 20000 µs) and, on a device whose writeback_percent is 0, its fixed
+// writeback_rate, so that keel restores them after adoption: planned
+// against the host it came from it raises nothing, planned against the
+// same host with other values it raises bcache.tunable. With
+// writeback_percent above 0 the rate is the kernel's to move and is left
+// out, with a NOTE.
+func TestExportBcacheTunables(t *testing.T) {
+	h := replayHost(t, "bcache-defaults")
+	if len(h.Bcache) != 1 || len(h.CacheSets) != 1 {
+		t.Fatalf("bcache-defaults: want one bcache device and one cache set, have %d and %d", len(h.Bcache), len(h.CacheSets))
+	}
+	var b *model.Bcache
+	for _, d := range h.Bcache {
+		b = d
+	}
+	cs := h.CacheSets[b.CacheSet]
+	if cs == nil || cs.CongestedReadThresholdUS != 2000 || cs.CongestedWriteThresholdUS != 20000 || b.WritebackPercent == 0 {
+		t.Fatalf("bcache-defaults: want a cache set with thresholds 2000/20000 and writeback_percent above 0, have %+v, percent %d", cs, b.WritebackPercent)
+	}
+	ex := Export(h)
+	for _, line := range []string{"\t\tcongestedReadThresholdUs: 2000\n", "\t\tcongestedWriteThresholdUs: 20000\n"} {
+		if !strings.Contains(ex.Text, line) {
+			t.Errorf("export of bcache-defaults lacks %q:\n%s", line, ex.Text)
+		}
+	}
+	if strings.Contains(ex.Text, "writebackRate:") {
+		t.Errorf("export declares writebackRate with writeback_percent %d:\n%s", b.WritebackPercent, ex.Text)
+	}
+	if !slices.ContainsFunc(ex.Notes, func(n string) bool { return strings.Contains(n, "writebackRate left out") }) {
+		t.Errorf("no NOTE says why writebackRate is left out: %q", ex.Notes)
+	}
+	// The thresholds back at 0 (keel's reference rules): the export restores them.
+	zero := *cs
+	zero.CongestedReadThresholdUS, zero.CongestedWriteThresholdUS = 0, 0
+	zh := *h
+	zh.CacheSets = map[string]*model.CacheSet{cs.UUID: &zero}
+	if got := tunableFinding(PlanWith(loadExport(t, ex), &zh, Memory{})); !strings.Contains(got, "congested_read_threshold_us=2000 congested_write_threshold_us=20000") {
+		t.Errorf("export against the host with thresholds 0: bcache.tunable expected %q, want both thresholds", got)
+	}
+
+	// The same device with writeback_percent 0 and a fixed rate of 3.3M
+	// (6797 sectors/s, which 3.3M, truncated by bch_hprint, does not give
+	// back by a plain division).
+	fixed := *b
+	fixed.WritebackPercent = 0
+	fixed.Tunables = maps.Clone(b.Tunables)
+	fixed.Tunables["writeback_percent"] = "0"
+	fixed.Tunables["writeback_rate"] = model.Hprint(6797 * 512)
+	fh := *h
+	fh.Bcache = map[string]*model.Bcache{fixed.UUID: &fixed}
+	fex := Export(&fh)
+	if !strings.Contains(fex.Text, "\t\twritebackRate: ") {
+		t.Fatalf("export with writeback_percent 0 lacks writebackRate:\n%s", fex.Text)
+	}
+	cfg := loadExport(t, fex)
+	if got := tunableFinding(PlanWith(cfg, &fh, Memory{})); got != "" {
+		t.Errorf("host with a fixed rate against its own export: bcache.tunable expected %q", got)
+	}
+	other := fixed
+	other.Tunables = maps.Clone(fixed.Tunables)
+	other.Tunables["writeback_rate"] = "512.0k"
+	oh := fh
+	oh.Bcache = map[string]*model.Bcache{other.UUID: &other}
+	if got := tunableFinding(PlanWith(cfg, &oh, Memory{})); !strings.Contains(got, "writeback_rate=3.3M") {
+		t.Errorf("export against the host at 512.0k: bcache.tunable expected %q, want writeback_rate=3.3M", got)
+	}
+}
+
+// tunableFinding is the Expected of res's bcache.tunable finding, "" when
+// there is none.
+func tunableFinding(res Result) string {
+	for _, f := range res.Findings {
+		if f.ID == BcacheTunable {
+			return f.Expected
+		}
+	}
+	return ""
 }

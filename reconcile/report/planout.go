@@ -56,6 +56,8 @@ func NewPlanReport(host HostInfo, r plan.Result) PlanReport {
 func (pr PlanReport) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	// A remedy is a shell command: && stays &&, not \u0026.
+	enc.SetEscapeHTML(false)
 	return enc.Encode(pr)
 }
 

@@ -95,6 +95,8 @@ func NewReport(host HostInfo, findings []plan.Finding, levels []plan.Level, notE
 func (r Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	// A remedy is a shell command: && stays &&, not \u0026.
+	enc.SetEscapeHTML(false)
 	return enc.Encode(r)
 }
 
