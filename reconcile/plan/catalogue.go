@@ -100,6 +100,8 @@ var Catalogue = []Rule{
 		"A declared thin pool does not exist in its VG."},
 	{ThinOnVDO, Error, "thin pool on VDO",
 		"A thin pool's data sits on a VDO LV: two thin layers, two sets of books."},
+	{ThinOverprovisioned, Warning, "thin LVs add up to more than the pool's declared maxOverprovision",
+		"The virtual sizes of the pool's thin LVs and snapshots, added up, exceed maxOverprovision times the pool's data size: written in full, they would need more than the pool can grow into before it fills."},
 	{ThinSize, Warning, "thin pool data size differs from the declared size",
 		"The pool's data LV, in whole extents, is below its declared size (keel grows it live with lvextend) or above it (reported; keel never shrinks)."},
 	{ThinStripeAlignment, Warning, "thin chunk does not cover a RAID stripe",

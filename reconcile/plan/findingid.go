@@ -142,6 +142,10 @@ const (
 	// ThinOnVDO is thin.on_vdo: thin pool on VDO.
 	ThinOnVDO FindingID = "thin.on_vdo"
 
+	// ThinOverprovisioned is thin.overprovisioned: thin LVs add up to more
+	// than the pool's declared maxOverprovision.
+	ThinOverprovisioned FindingID = "thin.overprovisioned"
+
 	// ThinSize is thin.size: thin pool data size differs from the declared
 	// size.
 	ThinSize FindingID = "thin.size"

@@ -180,6 +180,10 @@ var scenarios = []scenario{
 		actions: []string{"lvm.conf:lvm.conf", "lv.absent:vdovg/vm-100-disk-0"},
 	},
 	{
+		name: "thin-overprovisioned", snapshot: "thin", desired: "thin-overprovisioned",
+		want: []string{"thin.overprovisioned@thinvg/tp"},
+	},
+	{
 		name: "thin-grow", snapshot: "thin", desired: "thin-grow",
 		want:    []string{"thin.metadata_size@thinvg/tp"},
 		actions: []string{"thin.metadata_size:thinvg/tp"},

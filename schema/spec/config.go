@@ -192,7 +192,10 @@ type ThinPool struct {
 	RAID                 *RAID      `json:"raid,omitempty"`
 	DataPercentAlert     float64    `json:"dataPercentAlert"`
 	MetadataPercentAlert float64    `json:"metadataPercentAlert"`
-	Create               bool       `json:"create"`
+	// MaxOverprovision is the most the thin LVs' virtual sizes may add up
+	// to, as a multiple of the pool's data size; 0 when not declared.
+	MaxOverprovision float64 `json:"maxOverprovision,omitempty"`
+	Create           bool    `json:"create"`
 }
 
 // RAID describes the hardware RAID under a thin pool; the chunk must cover a
