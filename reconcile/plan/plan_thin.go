@@ -30,6 +30,8 @@ func (p *planner) planThin(vgName, name string, want spec.ThinPool, phase int) {
 	}
 	p.finishThinCreate(object, p.h.LVs[object], phase)
 	p.planThinSize(object, tp, want)
+	p.planAutoextend(thinAutoextend, autoextendPool{object: object, size: tp.DataSize, active: tp.Status != nil,
+		monitor: tp.Monitor, profile: tp.Profile}, want.Autoextend)
 	if wantChunk != 0 && tp.ChunkSize != wantChunk {
 		key := p.add(Finding{ID: ThinChunkSize, Object: object,
 			Message:  "chunk size differs from the declared one; it is fixed at creation",

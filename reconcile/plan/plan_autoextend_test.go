@@ -1,0 +1,134 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/schema/spec"
+)
+
+// autoextendStep follows lvextend --use-policies: percent of the pool's
+// extents rounded up to an extent, at least the VDO slab minimum. The
+// e2e scenario's pool goes 32M, 48M, 72M at 50%.
+func TestAutoextendStep(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		size, extent, min uint64
+		pct               int
+		want              uint64
+	}{
+		{32 * mib, 4 * mib, 0, 50, 48 * mib},
+		{48 * mib, 4 * mib, 0, 50, 72 * mib},
+		{72 * mib, 4 * mib, 0, 50, 108 * mib},
+		{8 << 30, 4 * mib, 0, 20, 8<<30 + 410*4*mib}, // 2048 extents * 20% = 409.6, rounded up
+		{40 * mib, 4 * mib, 0, 1, 44 * mib},
+		{10 << 30, 4 * mib, 2<<30 + 4*mib, 10, 10<<30 + 2<<30 + 4*mib}, // a VDO step is at least a slab
+	} {
+		if got := autoextendStep(c.size, c.extent, c.min, c.pct); got != c.want {
+			t.Errorf("autoextendStep(%d, %d, %d, %d%%) = %d, want %d", c.size, c.extent, c.min, c.pct, got, c.want)
+		}
+	}
+}
+
+// TestAutoextendThin replays the thin capture (tp: 8G of data, monitored,
+// no profile, 4 MiB extents; a snapshot taken before keel read LVM's
+// profile directory) against autoextend policies: the profile attached,
+// the maximum enforced, a size above the declared one within the maximum
+// left alone, and an unmonitored pool reported.
+func TestAutoextendThin(t *testing.T) {
+	h := replayHost(t, "thin")
+	if tp := h.ThinPools["thinvg/tp"]; tp.Monitor != "monitored" || tp.Profile != "" {
+		t.Fatalf("capture: tp monitor %q profile %q, want monitored and none", tp.Monitor, tp.Profile)
+	}
+	for _, c := range []struct {
+		name     string
+		policy   *spec.Autoextend
+		size     string
+		monitor  string // replaces the captured seg_monitor when set
+		findings []string
+		commands [][]string
+	}{
+		{name: "policy below its maximum", policy: &spec.Autoextend{Threshold: 70, Percent: 20, Maximum: size(t, "16G")},
+			findings: []string{"autoextend.policy@thinvg/tp"},
+			commands: [][]string{{"lvchange", "--metadataprofile", "keel-thinvg-tp-t70-p20", "thinvg/tp"}}},
+		{name: "next step passes the maximum", policy: &spec.Autoextend{Threshold: 70, Percent: 20, Maximum: size(t, "9G")},
+			findings: []string{"autoextend.at_maximum@thinvg/tp", "autoextend.policy@thinvg/tp"},
+			commands: [][]string{{"lvchange", "--metadataprofile", "keel-thinvg-tp-off", "thinvg/tp"}}},
+		{name: "above its declared size, within its maximum", policy: &spec.Autoextend{Threshold: 70, Percent: 20, Maximum: size(t, "16G")}, size: "4G",
+			findings: []string{"autoextend.policy@thinvg/tp"},
+			commands: [][]string{{"lvchange", "--metadataprofile", "keel-thinvg-tp-t70-p20", "thinvg/tp"}}},
+		{name: "above its declared size, no policy", size: "4G",
+			findings: []string{"thin.size@thinvg/tp"}},
+		{name: "unmonitored", policy: &spec.Autoextend{Threshold: 80, Percent: 10, Maximum: size(t, "16G")}, monitor: "not monitored",
+			findings: []string{"autoextend.policy@thinvg/tp", "autoextend.unmonitored@thinvg/tp"},
+			commands: [][]string{{"lvchange", "--metadataprofile", "keel-thinvg-tp-t80-p10", "thinvg/tp"}, {"lvchange", "--monitor", "y", "thinvg/tp"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := replayHost(t, "thin")
+			if c.monitor != "" {
+				h.ThinPools["thinvg/tp"].Monitor = c.monitor
+			}
+			d := loadDesired(t, "thin", h)
+			want := d.VolumeGroups["thinvg"].ThinPools["tp"]
+			want.Autoextend = c.policy
+			if c.size != "" {
+				want.Size = size(t, c.size)
+			}
+			d.VolumeGroups["thinvg"].ThinPools["tp"] = want
+			r := Plan(d, h)
+			var got []string
+			for _, f := range r.Findings {
+				if f.Object == "thinvg/tp" {
+					got = append(got, f.Key())
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.findings) {
+				t.Errorf("findings %q, want %q", got, c.findings)
+			}
+			var cmds [][]string
+			for _, a := range r.Actions {
+				if a.Object == "thinvg/tp" {
+					if a.Class != Live {
+						t.Errorf("%s is %s, want live", a.ID, a.Class)
+					}
+					if len(a.Files) > 0 {
+						t.Errorf("%s writes %v though the capture did not read the profile directory", a.ID, a.Files)
+					}
+					cmds = append(cmds, a.Commands...)
+				}
+			}
+			if !slices.EqualFunc(cmds, c.commands, slices.Equal) {
+				t.Errorf("commands %q, want %q", cmds, c.commands)
+			}
+		})
+	}
+}
+
+// The profile keel writes names the pool kind's settings; the -off one
+// turns autoextend off with threshold 100 (lvm.conf(5)).
+func TestAutoextendProfile(t *testing.T) {
+	a := spec.Autoextend{Threshold: 70, Percent: 50}
+	name, content := autoextendProfile(vdoAutoextend, "vg-a/pool", a, false)
+	if name != "keel-vg--a-pool-t70-p50" || !containsAll(content, "vdo_pool_autoextend_threshold = 70", "vdo_pool_autoextend_percent = 50") {
+		t.Errorf("profile %s:\n%s", name, content)
+	}
+	name, content = autoextendProfile(thinAutoextend, "vg/tp", a, true)
+	if name != "keel-vg-tp-off" || !containsAll(content, "thin_pool_autoextend_threshold = 100") {
+		t.Errorf("profile %s:\n%s", name, content)
+	}
+	if p := autoextendProfilePath(name); p != model.LVMProfileDir+"/keel-vg-tp-off.profile" {
+		t.Errorf("path %s", p)
+	}
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
