@@ -133,7 +133,7 @@ func (p *planner) planAutoextend(k autoextendKind, o autoextendPool, a *spec.Aut
 			state = "is missing"
 		}
 		drift = append(drift, fmt.Sprintf("profile %s %s", file, state))
-		fileAct = &Action{ID: "autoextend.profile:" + o.object, Kind: KindFile, Class: Live, Object: o.object,
+		fileAct = &Action{ID: "autoextend.policy:" + o.object, Kind: KindFile, Class: Live, Object: o.object,
 			Summary: fmt.Sprintf("write LVM profile %s (%s)", file, policyText(k, *a, off)),
 			Files:   []FileWrite{{Path: file, Content: content, Mode: 0o644}}}
 	}
@@ -155,13 +155,21 @@ func (p *planner) planAutoextend(k autoextendKind, o autoextendPool, a *spec.Aut
 			Expected: "profile " + name + " (" + policyText(k, *a, off) + ")", Observed: profileText(o.profile),
 			Remedy: remedy,
 		})
-		if fileAct != nil {
-			fileAct.Remedies = []string{key}
-			p.act(phaseChange, *fileAct)
-		}
-		p.act(phaseChange+1, Action{ID: "autoextend.attach:" + o.object, Kind: KindCommand, Class: Live, Object: o.object,
+		// One action: the executor verifies each by the findings it
+		// clears, and the profile is in force only once written and
+		// attached. A KindFile action runs its commands after its writes.
+		act := Action{ID: "autoextend.policy:" + o.object, Kind: KindCommand, Class: Live, Object: o.object,
 			Summary:  fmt.Sprintf("attach profile %s to %s (%s)", name, o.object, policyText(k, *a, off)),
-			Commands: [][]string{attach}, Remedies: []string{key}})
+			Commands: [][]string{attach}, Remedies: []string{key}}
+		if fileAct != nil {
+			act = *fileAct
+			act.Remedies = []string{key}
+			if o.profile != name {
+				act.Summary += ", attach it to " + o.object
+				act.Commands = [][]string{attach}
+			}
+		}
+		p.act(phaseChange, act)
 	}
 	// seg_monitor is "" for an inactive pool and in a snapshot captured
 	// before keel read it: nothing to judge.

@@ -132,3 +132,46 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// TestAutoextendFromCapture replays the captures of e2e/sizes/autoextend.sh:
+// before keel ran, the t70-p50 profile is written and attached in one
+// action; at 72M, where the next step (+50%, 108M) passes the maximum, the
+// -off profile (threshold 100) is, and the pool is at its maximum. The
+// profile written at the first capture's apply is read back unchanged.
+func TestAutoextendFromCapture(t *testing.T) {
+	for _, c := range []struct {
+		snapshot, profile, setting string
+		size                       uint64
+	}{
+		{"sizes-autoextend", "keel-autovg-tp-t70-p50", "thin_pool_autoextend_threshold = 70", 32 << 20},
+		{"sizes-autoextend-max", "keel-autovg-tp-off", "thin_pool_autoextend_threshold = 100", 72 << 20},
+	} {
+		t.Run(c.snapshot, func(t *testing.T) {
+			h := replayHost(t, c.snapshot)
+			tp := h.ThinPools["autovg/tp"]
+			if tp == nil || tp.DataSize != c.size || tp.Monitor != "monitored" {
+				t.Fatalf("capture: tp %+v, want %d bytes, monitored", tp, c.size)
+			}
+			r := Plan(loadDesired(t, "sizes-autoextend", h), h)
+			a := actionOf(r, "autoextend.policy:autovg/tp")
+			if a == nil {
+				t.Fatalf("no autoextend.policy action in %+v", r.Actions)
+			}
+			attach := [][]string{{"lvchange", "--metadataprofile", c.profile, "autovg/tp"}}
+			if a.Kind != KindFile || len(a.Files) != 1 || a.Files[0].Path != autoextendProfilePath(c.profile) ||
+				!strings.Contains(a.Files[0].Content, c.setting) || !slices.EqualFunc(a.Commands, attach, slices.Equal) {
+				t.Errorf("action %+v, want %s written with %q, then %q", a, c.profile, c.setting, attach)
+			}
+		})
+	}
+	h := replayHost(t, "sizes-autoextend-max")
+	if tp := h.ThinPools["autovg/tp"]; tp.Profile != "keel-autovg-tp-t70-p50" {
+		t.Errorf("capture at 72M: profile %q, want the t70-p50 one keel attached", tp.Profile)
+	}
+	want, _ := autoextendProfile(thinAutoextend, "autovg/tp", spec.Autoextend{Threshold: 70, Percent: 50}, false)
+	if f := h.KeelFiles[autoextendProfilePath(want)]; f == nil {
+		t.Errorf("capture at 72M: no %s read", want)
+	} else if _, content := autoextendProfile(thinAutoextend, "autovg/tp", spec.Autoextend{Threshold: 70, Percent: 50}, false); f.Content != content {
+		t.Errorf("capture at 72M: %s is\n%s\nwant\n%s", want, f.Content, content)
+	}
+}
