@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Autoextend within bounds (autoextend_test.go), in one boot. Thin pool
-# autovg/tp is made by hand at 32M (4 MiB extents) with a 256M thin LV;
+# Autoextend within bounds (autoextend_test.go), in TestGrow's boot after
+# grow.sh, on its own virtio disk auto1. Thin pool autovg/tp is made by
+# hand at 32M (4 MiB extents) with a 256M thin LV;
 # the desired state declares autoextend {threshold 70, percent 50,
 # maximum 72M}. keel plan must show the LVM profile keel attaches, keel
 # apply must write and attach it; then dd fills the thin LV past 70% and
@@ -14,7 +15,7 @@ mkdir -p "$O"
 . "$SHARE/wipelib.sh" # ok, fail, must
 
 CFG=/etc/keel/autoextend.cue
-d1=$(disk data1)
+d1=$(disk auto1)
 mkdir -p /etc/keel
 chmod 755 /etc/keel
 cp "$SHARE/autoextend.cue" "$CFG"
