@@ -113,9 +113,9 @@ func (p *planner) planAutoextend(k autoextendKind, o autoextendPool, a *spec.Aut
 	file := autoextendProfilePath(name)
 	if off {
 		f := Finding{ID: AutoextendAtMaximum, Object: o.object,
-			Message: fmt.Sprintf("%s %s is %s: its next autoextend step (+%d%%, to %s) would pass its maximum %s, so keel turned autoextend off (profile %s)",
-				k.what, o.object, units.FormatSize(o.size), a.Percent, units.FormatSize(next), a.Maximum, name),
-			Expected: "below " + units.FormatSize(maxBytes), Observed: units.FormatSize(o.size),
+			Message: fmt.Sprintf("%s %s is %s: its next autoextend step (%s) would take it to %s, past its maximum %s, so keel turned autoextend off (profile %s)",
+				k.what, o.object, units.FormatSize(o.size), stepText(a.Percent, o.minStep), units.FormatSize(next), a.Maximum, name),
+			Expected: "room for its next step within " + units.FormatSize(maxBytes), Observed: units.FormatSize(o.size),
 			Remedy: fmt.Sprintf("declare a larger autoextend maximum for %s (%q lets it take the next step), or free space in it (fstrim, discard)", o.object, units.LVMArg(next)),
 		}
 		if o.size > maxBytes {
@@ -203,6 +203,14 @@ func policyText(k autoextendKind, a spec.Autoextend, off bool) string {
 		return "autoextend off: at its maximum " + a.Maximum.Text
 	}
 	return fmt.Sprintf("%s_threshold %d, %s_percent %d, maximum %s", k.key, a.Threshold, k.key, a.Percent, a.Maximum.Text)
+}
+
+// stepText says how lvm2 sizes one autoextend step.
+func stepText(pct int, minStep uint64) string {
+	if minStep > 0 {
+		return fmt.Sprintf("%d%% in whole extents, at least %s for a new VDO slab", pct, units.FormatSize(minStep))
+	}
+	return fmt.Sprintf("%d%% in whole extents", pct)
 }
 
 func profileText(s string) string {

@@ -175,3 +175,43 @@ func TestAutoextendFromCapture(t *testing.T) {
 		t.Errorf("capture at 72M: %s is\n%s\nwant\n%s", want, f.Content, content)
 	}
 }
+
+// TestAutoextendVDO replays the vdo-thick capture (vdopool: 40G, 2G slabs,
+// monitored, no profile) with a VDO autoextend policy: the profile holds
+// vdo_pool_autoextend_*, a step is at least one slab (a 1% step of 40G
+// would be 412M, lvm2 raises it to a slab), and a pool above its declared
+// size within its maximum is no vdo.size finding.
+func TestAutoextendVDO(t *testing.T) {
+	for _, c := range []struct {
+		name, size, maximum, profile string
+		findings                     []string
+	}{
+		{"below its maximum", "", "44G", "keel-vdolab-vdopool-t80-p1", []string{"autoextend.policy@vdolab/vdopool"}},
+		{"a slab would pass it", "", "41G", "keel-vdolab-vdopool-off", []string{"autoextend.at_maximum@vdolab/vdopool", "autoextend.policy@vdolab/vdopool"}},
+		{"above its declared size", "20G", "44G", "keel-vdolab-vdopool-t80-p1", []string{"autoextend.policy@vdolab/vdopool"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, r := planVDODeclared(t, "vdo-thick", "vdo-thick", "vdolab", "vdopool", func(p *spec.VDOPool) {
+				p.Autoextend = &spec.Autoextend{Threshold: 80, Percent: 1, Maximum: size(t, c.maximum)}
+				if c.size != "" {
+					p.Size = size(t, c.size)
+				}
+			})
+			var got []string
+			for _, f := range r.Findings {
+				if f.Object == "vdolab/vdopool" && (strings.HasPrefix(string(f.ID), "autoextend.") || f.ID == VDOSize) {
+					got = append(got, f.Key())
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.findings) {
+				t.Errorf("findings %q, want %q", got, c.findings)
+			}
+			a := actionOf(r, "autoextend.policy:vdolab/vdopool")
+			want := [][]string{{"lvchange", "--metadataprofile", c.profile, "vdolab/vdopool"}}
+			if a == nil || !slices.EqualFunc(a.Commands, want, slices.Equal) {
+				t.Fatalf("action %+v, want %q", a, want)
+			}
+		})
+	}
+}
