@@ -35,6 +35,22 @@ const (
 // does not hold it, so that snapshots recorded then still replay: their
 // rows carry more fields, which the parser keeps (LV.Fields).
 func legacyReportCmd(c hostio.Cmd) (hostio.Cmd, bool) {
+	return rewriteReportOptions(c, func(sub, options string) (string, bool) {
+		switch {
+		case sub == "lv" && options == reportLVOptions:
+			return legacyLVOptions, true
+		case sub == "seg" && options == reportSegOptions:
+			return legacySegOptions, true
+		}
+		return "", false
+	})
+}
+
+// rewriteReportOptions is c, a report built from fullReportCmd, with the
+// field list of each subreport (--configreport SUB -o OPTIONS) replaced
+// by what to returns for it; ok is false for any other command, or when
+// to replaced none.
+func rewriteReportOptions(c hostio.Cmd, to func(sub, options string) (string, bool)) (hostio.Cmd, bool) {
 	if c.Name != "lvm" || len(c.Args) == 0 || c.Args[0] != "fullreport" {
 		return hostio.Cmd{}, false
 	}
@@ -44,11 +60,8 @@ func legacyReportCmd(c hostio.Cmd) (hostio.Cmd, bool) {
 		if args[i] != "--configreport" || args[i+2] != "-o" {
 			continue
 		}
-		switch {
-		case args[i+1] == "lv" && args[i+3] == reportLVOptions:
-			args[i+3], changed = legacyLVOptions, true
-		case args[i+1] == "seg" && args[i+3] == reportSegOptions:
-			args[i+3], changed = legacySegOptions, true
+		if o, ok := to(args[i+1], args[i+3]); ok {
+			args[i+3], changed = o, true
 		}
 	}
 	if !changed {
@@ -113,4 +126,39 @@ func narrowLegacyReport(s *hostio.Snapshot) {
 func quoteJSON(v string) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// Snapshots recorded after fullReportCmd named its fields, and before it
+// asked for lv_profile and seg_monitor (a pool's autoextend profile and its
+// monitoring), replay from the report under the argv keel recorded then:
+// their rows lack the two fields, which read as "" (not known).
+func init() {
+	hostio.RegisterMigration(hostio.Migration{Cmd: namedV1ReportCmd})
+}
+
+// namedV1Added are the fields fullReportCmd asks for since the named lists'
+// first version.
+var namedV1Added = []string{"lv_profile", "seg_monitor"}
+
+// namedV1Options is options, a comma-separated field list of
+// fullReportCmd, without namedV1Added.
+func namedV1Options(options string) string {
+	var out []string
+	for _, f := range strings.Split(options, ",") {
+		if !slices.Contains(namedV1Added, f) {
+			out = append(out, f)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// namedV1ReportCmd is c, a report built from fullReportCmd, as the first
+// named lists built it; ok is false for any other command.
+func namedV1ReportCmd(c hostio.Cmd) (hostio.Cmd, bool) {
+	return rewriteReportOptions(c, func(sub, options string) (string, bool) {
+		if (sub == "lv" && options == reportLVOptions) || (sub == "seg" && options == reportSegOptions) {
+			return namedV1Options(options), true
+		}
+		return "", false
+	})
 }

@@ -28,7 +28,10 @@ var fullReportCmd = hostio.Cmd{Name: "lvm", Args: []string{"fullreport", "--repo
 	"--configreport", "seg", "-o", reportSegOptions,
 	"--configreport", "pvseg", "-o", "pvseg_all,pv_name,lv_uuid"}, ReadOnly: true}
 
-// reportLVFields are the LV fields of fullReportCmd: what the report
+// reportLVFields are the LV fields of fullReportCmd (lv_profile: the
+// metadata profile attached to the LV, lvchange --metadataprofile, which
+// carries a pool's autoextend policy; seg_monitor in reportSegFields:
+// whether dmeventd monitors the pool, lvs(8)): what the report
 // parser, the planner and the wipe inventory read (LV, LV.Fields), and the
 // VDO pool's state fields that VDOPool.Settings shows. Every one is in
 // lib/report/columns.h of lvm2 2.03.16 (Debian bookworm, Proxmox VE 8);
@@ -40,7 +43,7 @@ var reportLVFields = []string{
 	"lv_name", "vg_name", "lv_uuid", "lv_attr", "lv_size", "lv_metadata_size",
 	"lv_kernel_major", "lv_kernel_minor", "lv_role", "lv_layout",
 	"pool_lv", "data_lv", "metadata_lv", "origin", "data_percent", "metadata_percent",
-	"lv_tags", "lv_time", "lv_autoactivation",
+	"lv_tags", "lv_time", "lv_autoactivation", "lv_profile",
 	"vdo_operating_mode", "vdo_compression_state", "vdo_index_state", "vdo_used_size",
 }
 
@@ -56,7 +59,7 @@ var (
 // (a segment field in LVM; VDOPool.Settings).
 var reportSegFields = []string{
 	"segtype", "lv_uuid", "lv_name", "vg_name", "seg_start_pe", "seg_size_pe", "seg_size", "stripes", "devices",
-	"chunk_size", "zero", "discards",
+	"chunk_size", "zero", "discards", "seg_monitor",
 	"vdo_compression", "vdo_deduplication", "vdo_use_metadata_hints", "vdo_minimum_io_size",
 	"vdo_block_map_cache_size", "vdo_block_map_era_length", "vdo_use_sparse_index", "vdo_index_memory_size",
 	"vdo_slab_size", "vdo_ack_threads", "vdo_bio_threads", "vdo_bio_rotation", "vdo_cpu_threads",

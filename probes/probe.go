@@ -395,6 +395,28 @@ func probeKeelFiles(fsys hostio.FS, h *model.Host) {
 		}
 		h.KeelFiles[p] = f
 	}
+	dir := &model.KeelFile{Path: model.LVMProfileDir}
+	h.KeelFiles[dir.Path] = dir
+	names, err := fsys.ReadDir(model.LVMProfileDir)
+	switch {
+	case isNotExist(err):
+		dir.Missing = true
+	case err != nil:
+		dir.Unknown = err.Error()
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, model.KeelProfilePrefix) || !strings.HasSuffix(n, ".profile") {
+			continue
+		}
+		p := path.Join(model.LVMProfileDir, n)
+		f := &model.KeelFile{Path: p}
+		if b, err := fsys.ReadFile(p); err != nil {
+			f.Unknown = err.Error()
+		} else {
+			f.Content = string(b)
+		}
+		h.KeelFiles[p] = f
+	}
 }
 
 // sysfsView is what the sysfs pass read, before it is joined with LVM's view.
@@ -669,6 +691,7 @@ func buildThinPools(h *model.Host) {
 		}
 		tp.Zero = truthy(seg.Fields.Get("zero"))
 		tp.Discards = seg.Fields.Get("discards")
+		tp.Monitor, tp.Profile = seg.Fields.Get("seg_monitor"), lv.Fields.Get("lv_profile")
 		tp.ThinLVs = users[lv.FullName]
 		if name, d := poolTarget(h, lv, "-tpool", "thin-pool"); d != nil && len(d.Status) == 1 && d.Status[0].Target == "thin-pool" {
 			tp.DMName = name
@@ -736,6 +759,7 @@ func buildVDOPools(h *model.Host) []*model.VDOPool {
 			}
 		}
 		p.VDOLVs = users[lv.FullName]
+		p.Monitor, p.Profile = lv.Segments[0].Fields.Get("seg_monitor"), lv.Fields.Get("lv_profile")
 		if name, d := poolTarget(h, lv, "-vpool", "vdo"); d != nil {
 			p.DMName = name
 			t, err := parseVDOTable(d.Table[0].Length, d.Table[0].Args)

@@ -127,6 +127,14 @@ func TestReplayAllSnapshots(t *testing.T) {
 					}
 				}
 			}
+			// Likewise LVM's profile directory, where keel's autoextend
+			// profiles are (probeKeelFiles): not read then, unknown.
+			if _, ok := snap.Files[hostio.OpDir+model.LVMProfileDir]; !ok {
+				delete(re.Files, hostio.OpDir+model.LVMProfileDir)
+				if d := h.KeelFiles[model.LVMProfileDir]; d == nil || d.Unknown == "" {
+					t.Errorf("profile directory from a snapshot without it: %+v", d)
+				}
+			}
 			// Likewise /dev/disk/by-path, read only to match declared PV
 			// paths (removal.MatchPVs): a snapshot without it has no
 			// by-path names, and that is no probe error.

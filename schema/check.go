@@ -129,6 +129,7 @@ func (c *checker) sizes() {
 			} {
 				c.size(f.v, f.lvm, append(base, f.field)...)
 			}
+			c.autoextend(p.Autoextend, p.Size, base)
 		}
 		for _, name := range slices.Sorted(maps.Keys(g.ThinPools)) {
 			p := g.ThinPools[name]
@@ -144,6 +145,7 @@ func (c *checker) sizes() {
 			if p.RAID != nil {
 				c.size(p.RAID.StripeSize, false, append(base, "raid", "stripeSize")...)
 			}
+			c.autoextend(p.Autoextend, p.Size, base)
 		}
 	}
 	c.size(units.NewSize(c.cfg.Removal.Step), false, "removal", "step")
@@ -151,6 +153,19 @@ func (c *checker) sizes() {
 		if err := c.cfg.Bcache[name].CutoffErr(); err != nil {
 			c.at("sizes", err.Error(), "bcache", name, "sequentialCutoff")
 		}
+	}
+}
+
+// autoextend checks a pool's autoextend maximum: a size LVM takes, and
+// not below the pool's declared size, which is where the pool starts.
+func (c *checker) autoextend(a *spec.Autoextend, size units.Size, base []any) {
+	if a == nil {
+		return
+	}
+	path := append(slices.Clone(base), "autoextend", "maximum")
+	c.size(a.Maximum, true, path...)
+	if a.Maximum.Err() == nil && size.IsSet() && size.Err() == nil && a.Maximum.Bytes < size.Bytes {
+		c.at("sizes", fmt.Sprintf("autoextend maximum %s is below the pool's size %s: raise it to %s or more", a.Maximum.Text, size.Text, size.Text), path...)
 	}
 }
 

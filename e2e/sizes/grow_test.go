@@ -12,22 +12,30 @@ import (
 // TestGrow runs grow.sh in one boot on two small virtio disks and a loop
 // device: a thin pool at half its declared size is grown, a PV whose device
 // grew is pvresized and a declared PV not in the VG is vgextended, each
-// shown by keel plan first. Set KEEL_SIZES_SNAPSHOT_DIR=DIR to keep the node
-// snapshot taken before keel acts (reconcile/plan/testdata).
+// shown by keel plan first. autoextend.sh runs next in the same boot, on a
+// disk of its own (autoextend_test.go). Set KEEL_SIZES_SNAPSHOT_DIR=DIR to
+// keep the node snapshots taken before keel acts (reconcile/plan/testdata).
 func TestGrow(t *testing.T) {
 	r := guest.Run(t, guest.Spec{
 		Disks: []guest.Disk{
 			{Kind: guest.Virtio, Size: "512M", Serial: "data1"},
 			{Kind: guest.Virtio, Size: "256M", Serial: "data2"},
+			autoextendDisk,
 		},
-		Keel:    true,
-		Files:   guest.ShareFiles(t, "grow.cue", "../wipe/wipelib.sh"),
-		Script:  string(guest.ShareFiles(t, "grow.sh")["grow.sh"]),
-		Timeout: 15 * time.Minute,
+		Keel:  true,
+		Files: guest.ShareFiles(t, "grow.cue", "grow.sh", "autoextend.cue", "autoextend.sh", "../wipe/wipelib.sh"),
+		// Each script in a subshell: its exit (a failed setup step's
+		// included) ends it alone, and the next still runs.
+		Script: `( . "$SHARE/grow.sh" ); g=$?
+( . "$SHARE/autoextend.sh" ); a=$?
+echo "grow.sh exit $g, autoextend.sh exit $a"
+exit $((g + a))`,
+		Timeout: 20 * time.Minute,
 	})
 	r.LogVerdicts(t)
 	r.KeepCaptures(t, "KEEL_SIZES_SNAPSHOT_DIR", "sizes", "sizes-before.txtar")
-	r.RequireLines(t,
+	keepAutoextendCaptures(t, r)
+	r.RequireLines(t, append([]string{
 		"ok: check: keel check reports thin.size, vg.pv_grown and vg.pv_not_in_vg",
 		"ok: plan: keel plan shows lvextend",
 		"ok: plan: keel plan shows pvresize",
@@ -36,5 +44,5 @@ func TestGrow(t *testing.T) {
 		"ok: pv: the loop PV was pvresized to its grown device",
 		"ok: vg: data2 was added to sizevg",
 		"ok: check: no size finding left after apply",
-	)
+	}, autoextendLines...)...)
 }

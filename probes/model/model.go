@@ -369,6 +369,16 @@ type PVEStorage struct {
 // bcache-tools' 69-bcache.rules, which registers the devices).
 var UdevRulePaths = []string{"/etc/udev/rules.d/68-keel-pvscan-on-lvs.rules", "/etc/udev/rules.d/70-keel-bcache.rules"}
 
+// LVMProfileDir is where LVM reads its configuration profiles, a profile
+// NAME from NAME.profile (lvm.conf(5), config/profile_dir; lvmthin(7),
+// "Automatic extend settings"). keel writes a pool's autoextend policy
+// there under KeelProfilePrefix, and every pass reads those files; the
+// directory's own KeelFile says whether it was missing or unreadable.
+const LVMProfileDir = "/etc/lvm/profile"
+
+// KeelProfilePrefix starts the name of every LVM profile keel writes.
+const KeelProfilePrefix = "keel-"
+
 // Process is a running process from /proc/PID/cmdline: one that may poll
 // a pvmove (a pvmove command, in the foreground or the child `pvmove -b`
 // leaves polling, or the lvm lvpoll command lvmpolld runs for each move

@@ -22,7 +22,12 @@ type ThinPool struct {
 	DataPercent     float64         `json:"dataPercent"`
 	MetadataPercent float64         `json:"metadataPercent"`
 	Status          *ThinPoolStatus `json:"status"` // nil when inactive
-	Errors          []string        `json:"errors"`
+	// Monitor is the pool segment's seg_monitor: "monitored", "not
+	// monitored", "pending", "failed", or "" (inactive, or not reported).
+	Monitor string `json:"monitor,omitempty"`
+	// Profile is the metadata profile attached to the pool (lv_profile).
+	Profile string   `json:"profile,omitempty"`
+	Errors  []string `json:"errors"`
 }
 
 // ThinPoolStatus is a parsed dm-thin pool status line.

@@ -26,7 +26,11 @@ type VDOPool struct {
 	OnDisk   *VDOLayout        `json:"onDisk"`   // from the geometry and super block; nil when unreadable
 	Computed *VDOLayout        `json:"computed"` // from the physical size, as a cross-check; nil when unknown
 	Regions  []VDORegion       `json:"regions"`  // where index, super block, journal and summary sit, mapped to PVs
-	Errors   []string          `json:"errors"`
+	// Monitor is the pool segment's seg_monitor and Profile the metadata
+	// profile attached to the pool (lv_profile), as for ThinPool.
+	Monitor string   `json:"monitor,omitempty"`
+	Profile string   `json:"profile,omitempty"`
+	Errors  []string `json:"errors"`
 }
 
 // VDOTable is a parsed dm-vdo table line (V4).

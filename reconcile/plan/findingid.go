@@ -18,6 +18,18 @@ const (
 	// missing or stale.
 	ActivationUdevRule FindingID = "activation.udev_rule"
 
+	// AutoextendAtMaximum is autoextend.at_maximum: a pool reached its
+	// autoextend maximum.
+	AutoextendAtMaximum FindingID = "autoextend.at_maximum"
+
+	// AutoextendPolicy is autoextend.policy: a pool's autoextend policy is
+	// not applied.
+	AutoextendPolicy FindingID = "autoextend.policy"
+
+	// AutoextendUnmonitored is autoextend.unmonitored: a pool with an
+	// autoextend policy is not monitored.
+	AutoextendUnmonitored FindingID = "autoextend.unmonitored"
+
 	// BcacheCacheMode is bcache.cache_mode: bcache cache mode differs.
 	BcacheCacheMode FindingID = "bcache.cache_mode"
 
@@ -145,6 +157,10 @@ const (
 
 	// ThinOnVDO is thin.on_vdo: thin pool on VDO.
 	ThinOnVDO FindingID = "thin.on_vdo"
+
+	// ThinOverprovisioned is thin.overprovisioned: thin LVs add up to more
+	// than the pool's declared maxOverprovision.
+	ThinOverprovisioned FindingID = "thin.overprovisioned"
 
 	// ThinSize is thin.size: thin pool data size differs from the declared
 	// size.

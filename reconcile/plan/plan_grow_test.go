@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -266,5 +267,57 @@ func TestOvercommitRemedyNamesPoolSize(t *testing.T) {
 		if got := l.MaxThickVirtualBytes(o.extent) >= 30<<30; got != c.holds {
 			t.Errorf("a %s pool holds 30G thick: %v, want %v", units.FormatSize(c.pool), got, c.holds)
 		}
+	}
+}
+
+// TestThinOverprovisioned replays the thin capture (tp: 8G of data, thin
+// LVs of 20G) against maxOverprovision declared around the observed 2.5:
+// above it a finding whose remedy brings the ratio down to the maximum, in
+// whole extents; at or below it none; the ratio is a level either way.
+func TestThinOverprovisioned(t *testing.T) {
+	h := replayHost(t, "thin")
+	tp := h.ThinPools["thinvg/tp"]
+	extent := h.VGs["thinvg"].ExtentSize
+	for _, c := range []struct {
+		name   string
+		max    float64
+		size   string
+		remedy string // "" = no finding
+	}{
+		{"above, size not declared", 2, "", "lvextend -L 10G thinvg/tp"},
+		{"above, uneven ratio rounds up to an extent", 3.0 / 2, "", "lvextend -L " + units.LVMArg(roundUpExtent(uint64(math.Ceil(20*float64(1<<30)/1.5)), extent)) + " thinvg/tp"},
+		{"above, size declared", 2, "8G", `declare size: "10G" for thinvg/tp (keel grows it), or remove thin LVs from it`},
+		{"at the maximum", 2.5, "", ""},
+		{"below", 3, "", ""},
+		{"not declared", 0, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := loadDesired(t, "thin-overprovisioned", h)
+			want := d.VolumeGroups["thinvg"].ThinPools["tp"]
+			want.MaxOverprovision = c.max
+			if c.size != "" {
+				want.Size = size(t, c.size)
+			}
+			d.VolumeGroups["thinvg"].ThinPools["tp"] = want
+			r := Plan(d, h)
+			f := findingOf(r, "thin.overprovisioned@thinvg/tp")
+			switch {
+			case c.remedy == "" && f != nil:
+				t.Errorf("finding %+v, want none", f)
+			case c.remedy != "" && f == nil:
+				t.Fatalf("no finding in %q", keys(r.Findings))
+			case c.remedy != "" && f.Remedy != c.remedy:
+				t.Errorf("remedy %q, want %q", f.Remedy, c.remedy)
+			}
+			var lvl *Level
+			for i := range r.Levels {
+				if r.Levels[i].Kind == overprovisionKind && r.Levels[i].Object == "thinvg/tp" {
+					lvl = &r.Levels[i]
+				}
+			}
+			if lvl == nil || lvl.Ratio() != 2.5 || lvl.AlertRatio() != c.max {
+				t.Errorf("level %+v, want ratio 2.5 and maximum %g (pool of %d bytes)", lvl, c.max, tp.DataSize)
+			}
+		})
 	}
 }

@@ -91,7 +91,7 @@ func (p *planner) planThinSize(object string, tp *model.ThinPool, want spec.Thin
 		p.act(phaseChange, Action{ID: "thin.size:" + object, Kind: KindCommand, Class: Live, Object: object,
 			Summary:  fmt.Sprintf("grow thin pool %s from %s to its declared %s", object, units.FormatSize(tp.DataSize), want.Size),
 			Commands: [][]string{grow}, Remedies: []string{key}})
-	case tp.DataSize > wantBytes:
+	case tp.DataSize > wantBytes && !p.autoextendAllows(tp.VG, want.Autoextend, tp.DataSize):
 		p.add(Finding{ID: ThinSize, Object: object,
 			Message: fmt.Sprintf("thin pool %s holds %s of data, above its declared %s: keel never shrinks a pool (lvm2 cannot reduce a thin pool's data)",
 				object, units.FormatSize(tp.DataSize), want.Size),
@@ -198,7 +198,7 @@ func (p *planner) thickAfter(o observedVDO, grow *Action, want spec.VDOPool) uin
 // adds the finding and returns the grow, if any, for planVDOSize to plan.
 func (p *planner) planVDOPhysical(object string, have uint64, o observedVDO, d vdo.Pool, vgWant spec.VolumeGroup, want spec.VDOPool) *Action {
 	wantBytes := roundUpExtent(want.Size.Bytes, o.extent)
-	if have > wantBytes+vdoGrowSlack(o) {
+	if have > wantBytes+vdoGrowSlack(o) && !p.autoextendAllows(o.pool.VG, want.Autoextend, have) {
 		p.add(Finding{ID: VDOSize, Object: object,
 			Message: fmt.Sprintf("VDO pool %s is %s, above its declared size %s: a VDO pool cannot shrink (lvmvdo(7))",
 				object, units.FormatSize(have), want.Size),
@@ -208,6 +208,8 @@ func (p *planner) planVDOPhysical(object string, have uint64, o observedVDO, d v
 		return nil
 	}
 	if have >= wantBytes {
+		// At or above it: an autoextend policy grows a pool past its
+		// declared size, up to its maximum (planAutoextend).
 		return nil
 	}
 	f := Finding{ID: VDOSize, Object: object,

@@ -181,6 +181,20 @@ var scenarios = []scenario{
 		actions: []string{"lvm.conf:lvm.conf", "lv.absent:vdovg/vm-100-disk-0"},
 	},
 	{
+		name: "sizes-autoextend", snapshot: "sizes-autoextend", desired: "sizes-autoextend",
+		want:    []string{"autoextend.policy@autovg/tp"},
+		actions: []string{"autoextend.policy:autovg/tp"},
+	},
+	{
+		name: "sizes-autoextend-max", snapshot: "sizes-autoextend-max", desired: "sizes-autoextend",
+		want:    []string{"autoextend.at_maximum@autovg/tp", "autoextend.policy@autovg/tp"},
+		actions: []string{"autoextend.policy:autovg/tp"},
+	},
+	{
+		name: "thin-overprovisioned", snapshot: "thin", desired: "thin-overprovisioned",
+		want: []string{"thin.overprovisioned@thinvg/tp"},
+	},
+	{
 		name: "thin-grow", snapshot: "thin", desired: "thin-grow",
 		want:    []string{"thin.metadata_size@thinvg/tp"},
 		actions: []string{"thin.metadata_size:thinvg/tp"},

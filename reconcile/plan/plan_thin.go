@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/keel-storage/keel/lvm/units"
@@ -29,6 +30,8 @@ func (p *planner) planThin(vgName, name string, want spec.ThinPool, phase int) {
 	}
 	p.finishThinCreate(object, p.h.LVs[object], phase)
 	p.planThinSize(object, tp, want)
+	p.planAutoextend(thinAutoextend, autoextendPool{object: object, size: tp.DataSize, active: tp.Status != nil,
+		monitor: tp.Monitor, profile: tp.Profile}, want.Autoextend)
 	if wantChunk != 0 && tp.ChunkSize != wantChunk {
 		key := p.add(Finding{ID: ThinChunkSize, Object: object,
 			Message:  "chunk size differs from the declared one; it is fixed at creation",
@@ -71,6 +74,66 @@ func (p *planner) planThin(vgName, name string, want spec.ThinPool, phase int) {
 			Commands: [][]string{grow}, Remedies: []string{key}})
 	}
 	p.checkThinHealth(tp, want.DataPercentAlert, want.MetadataPercentAlert)
+	p.planOverprovision(tp, want)
+}
+
+// overprovisionKind is the Level kind of a thin pool's overprovisioning:
+// its Percent is the thin LVs' virtual sizes added up, in percent of the
+// pool's data size; its Alert is maxOverprovision in percent, 0 when not
+// declared.
+const overprovisionKind = "thin_overprovision"
+
+// thinVirtualSum is the virtual sizes of tp's thin LVs added up, thin
+// snapshots included, as lvm2 adds them up when it warns that the "Sum of
+// all thin volume sizes ... exceeds the size of thin pool" (lvmthin(7),
+// "Over-provisioning"; the check on lvcreate and lvextend of a thin LV in
+// lib/metadata/thin_manip.c, tested by test/shell/thin-overprovisioning.sh).
+func (p *planner) thinVirtualSum(tp *model.ThinPool) uint64 {
+	var sum uint64
+	for _, name := range tp.ThinLVs {
+		if lv := p.h.LVs[name]; lv != nil {
+			sum += lv.Size
+		}
+	}
+	return sum
+}
+
+// planOverprovision publishes the overprovisioning of thin pool tp as a
+// level and, with a declared maxOverprovision, raises thin.overprovisioned
+// above it. The remedy grows the pool to the smallest size, in whole
+// extents, that brings the ratio down to the maximum: a live lvextend
+// when the pool's size is not declared, else the declared size to raise
+// (keel then grows the pool itself: planThinSize), so that no remedy moves
+// away from the desired state.
+func (p *planner) planOverprovision(tp *model.ThinPool, want spec.ThinPool) {
+	if tp.DataSize == 0 {
+		return
+	}
+	sum := p.thinVirtualSum(tp)
+	ratio := float64(sum) / float64(tp.DataSize)
+	maxRatio := want.MaxOverprovision
+	p.level(overprovisionKind, tp.LV, ratio*100, maxRatio*100)
+	if maxRatio <= 0 || ratio <= maxRatio {
+		return
+	}
+	extent := p.vgExtent(tp.VG)
+	need := roundUpExtent(uint64(math.Ceil(float64(sum)/maxRatio)), extent)
+	f := Finding{ID: ThinOverprovisioned, Object: tp.LV,
+		Message: fmt.Sprintf("the thin LVs of %s (%d) add up to %s, %.2f times its %s of data, above its maxOverprovision %g",
+			tp.LV, len(tp.ThinLVs), units.FormatSize(sum), ratio, units.FormatSize(tp.DataSize), maxRatio),
+		Expected: fmt.Sprintf("at most %g x %s = %s", maxRatio, units.FormatSize(tp.DataSize), units.FormatSize(uint64(maxRatio*float64(tp.DataSize)))),
+		Observed: fmt.Sprintf("%s (%.2f x)", units.FormatSize(sum), ratio),
+	}
+	switch {
+	case want.Size.IsSet():
+		f.Remedy = fmt.Sprintf("declare size: %q for %s (keel grows it), or remove thin LVs from it", units.LVMArg(need), tp.LV)
+	case !p.vgRoom(tp.VG, need-tp.DataSize):
+		msg, remedy := p.noRoom(tp.VG, need-tp.DataSize)
+		f.Message, f.Remedy = f.Message+msg, remedy
+	default:
+		f.Remedy = shell.Join([]string{"lvextend", "-L", units.LVMArg(need), tp.LV})
+	}
+	p.add(f)
 }
 
 // planMissingThin reports a declared thin pool that is not there and, with
@@ -238,4 +301,5 @@ func (p *planner) auditThin(tp *model.ThinPool) {
 		})
 	}
 	p.checkThinHealth(tp, auditThinDataAlert, auditThinMetadataAlert)
+	p.planOverprovision(tp, spec.ThinPool{})
 }

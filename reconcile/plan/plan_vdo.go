@@ -196,6 +196,14 @@ func (p *planner) planVDO(vgName, poolName string, vgWant spec.VolumeGroup, want
 	}
 	p.checkVDOImmutables(object, o, d)
 	p.planVDOSize(object, o, d, vgWant, want)
+	if poolLV := p.h.LVs[object]; poolLV != nil {
+		var minStep uint64
+		if o.slab > 0 {
+			minStep = vdo.MinGrowBytes(o.slab, o.extent)
+		}
+		p.planAutoextend(vdoAutoextend, autoextendPool{object: object, size: poolLV.Size, minStep: minStep,
+			active: pool.Table != nil, monitor: pool.Monitor, profile: pool.Profile}, want.Autoextend)
+	}
 	if t := pool.Table; t != nil {
 		p.checkVDOLive(object, t, d)
 		p.checkVDOMaintenance(object, o, d)

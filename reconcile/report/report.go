@@ -236,7 +236,7 @@ func (r Report) WritePrometheus(w io.Writer) error {
 			{g.Threshold, g.ThresholdHelp, plan.Level.AlertRatio}} {
 			metricHead(&b, m.name, m.help)
 			for _, l := range r.Levels {
-				if l.Kind == g.Kind {
+				if l.Kind == g.Kind && (m.name == g.Name || HasThreshold(l)) {
 					vg, lv := ObjectLabels(l.Object)
 					fmt.Fprintf(&b, "%s{vg=%s,lv=%s} %s\n", m.name, promQuote(vg), promQuote(lv), promFloat(m.value(l)))
 				}
@@ -282,7 +282,13 @@ var LevelMetrics = []LevelMetric{
 		"keel_thin_metadata_alert_threshold_ratio", "Thin pool metadata use at which keel raises thin.metadata_usage (metadataPercentAlert / 100)."},
 	{"vdo_used", "keel_vdo_used_ratio", "VDO pool physical use, 0 to 1 (vdostats Use% / 100).",
 		"keel_vdo_alert_threshold_ratio", "VDO pool physical use at which keel raises vdo.usage (usedPercentAlert / 100)."},
+	{"thin_overprovision", "keel_thin_overprovision_ratio", "Thin LVs' virtual sizes added up, over the thin pool's data size (above 1: overprovisioned).",
+		"keel_thin_overprovision_max_ratio", "The thin pool's declared maxOverprovision, where keel raises thin.overprovisioned (absent when not declared)."},
 }
+
+// HasThreshold reports whether level l has a threshold series: every fill
+// level has one, an overprovisioning level only with a declared maximum.
+func HasThreshold(l plan.Level) bool { return l.Alert > 0 }
 
 // ObjectLabels splits a finding's or level's object into the vg and lv
 // labels of the metrics: "vg/lv" gives both, a bare VG name gives vg, and

@@ -167,7 +167,9 @@ type VDOPool struct {
 	// block-map roots) and the tail (recovery journal, slab summary).
 	Split            *Split  `json:"split,omitempty"`
 	UsedPercentAlert float64 `json:"usedPercentAlert"`
-	Create           bool    `json:"create"`
+	// Autoextend is the pool's autoextend policy; nil when not declared.
+	Autoextend *Autoextend `json:"autoextend,omitempty"`
+	Create     bool        `json:"create"`
 }
 
 // Threads is a VDO thread layout. Auto means one thread per CPU, spread as the
@@ -192,7 +194,21 @@ type ThinPool struct {
 	RAID                 *RAID      `json:"raid,omitempty"`
 	DataPercentAlert     float64    `json:"dataPercentAlert"`
 	MetadataPercentAlert float64    `json:"metadataPercentAlert"`
-	Create               bool       `json:"create"`
+	// MaxOverprovision is the most the thin LVs' virtual sizes may add up
+	// to, as a multiple of the pool's data size; 0 when not declared.
+	MaxOverprovision float64 `json:"maxOverprovision,omitempty"`
+	// Autoextend is the pool's autoextend policy; nil when not declared.
+	Autoextend *Autoextend `json:"autoextend,omitempty"`
+	Create     bool        `json:"create"`
+}
+
+// Autoextend is a pool's autoextend policy: dmeventd grows the pool by
+// Percent of its size once its use passes Threshold percent, and keel
+// turns that off before the pool would pass Maximum.
+type Autoextend struct {
+	Threshold int        `json:"threshold"`
+	Percent   int        `json:"percent"`
+	Maximum   units.Size `json:"maximum"`
 }
 
 // RAID describes the hardware RAID under a thin pool; the chunk must cover a

@@ -146,7 +146,9 @@ func (m *Metrics) Pass(at time.Time, err error, statuses map[string]int, finding
 		}
 		vg, lv := report.ObjectLabels(l.Object)
 		g[0].WithLabelValues(vg, lv).Set(l.Ratio())
-		g[1].WithLabelValues(vg, lv).Set(l.AlertRatio())
+		if report.HasThreshold(l) {
+			g[1].WithLabelValues(vg, lv).Set(l.AlertRatio())
+		}
 	}
 }
 
