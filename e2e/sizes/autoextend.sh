@@ -73,9 +73,11 @@ else
 	fail "apply: tp is '$(pool seg_monitor)'"
 fi
 
-# grows MIB WHAT: tp reaches MIB MiB within 60 s.
+# grows MIB WHAT: tp reaches MIB MiB within 180 s: dmeventd's 10 s poll plus
+# lvextend, on a one-vCPU guest that shares the machine with another in CI's
+# lanes (a bound on waiting, not a figure; it returns once tp has grown).
 grows() {
-	if waitsize $(($1 << 20)) 60; then
+	if waitsize $(($1 << 20)) 180; then
 		ok "grow: dmeventd grew tp $2 $(($(size) >> 20))M"
 	else
 		fail "grow: tp is $(($(size) >> 20))M at $(pool data_percent)%, not grown to $1M"
