@@ -56,6 +56,12 @@ func TestAutoextendThin(t *testing.T) {
 		{name: "next step passes the maximum", policy: &spec.Autoextend{Threshold: 70, Percent: 20, Maximum: size(t, "9G")},
 			findings: []string{"autoextend.at_maximum@thinvg/tp", "autoextend.policy@thinvg/tp"},
 			commands: [][]string{{"lvchange", "--metadataprofile", "keel-thinvg-tp-off", "thinvg/tp"}}},
+		// 8G and 20 % of its 2,048 extents of 4M, rounded up as lvm2's
+		// _adjust_amount does: 410 extents, 9,832M, which the maximum
+		// allows exactly.
+		{name: "next step lands on the maximum", policy: &spec.Autoextend{Threshold: 70, Percent: 20, Maximum: size(t, "9832M")},
+			findings: []string{"autoextend.policy@thinvg/tp"},
+			commands: [][]string{{"lvchange", "--metadataprofile", "keel-thinvg-tp-t70-p20", "thinvg/tp"}}},
 		{name: "above its declared size, within its maximum", policy: &spec.Autoextend{Threshold: 70, Percent: 20, Maximum: size(t, "16G")}, size: "4G",
 			findings: []string{"autoextend.policy@thinvg/tp"},
 			commands: [][]string{{"lvchange", "--metadataprofile", "keel-thinvg-tp-t70-p20", "thinvg/tp"}}},
