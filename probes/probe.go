@@ -191,6 +191,7 @@ func ProbeWith(ctx context.Context, src hostio.Source, opt Options) (*model.Host
 		sys = readSysfs(src.FS)
 		probeHostFiles(src.FS, h)
 		ProbeProxmox(src, h, opt)
+		probePVEStorageVersion(ctx, src, h)
 		probeKeelFiles(src.FS, h)
 		probeGuests(src.FS, h)
 	}()

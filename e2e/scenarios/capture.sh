@@ -82,8 +82,7 @@ run_scenario() {
 	pve)
 		stack_vdo_thick "$nv" || return
 		mkdir -p /etc/pve
-		# The operator's file: an lvm storage on vdovg without saferemove
-		# and without on-volume-remove discard.
+		# The operator's file: an lvm storage on vdovg without saferemove.
 		cat >/etc/pve/storage.cfg <<'CFG'
 dir: local
 	path /var/lib/vz

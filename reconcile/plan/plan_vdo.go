@@ -671,7 +671,7 @@ func (p *planner) checkVDOHealth(object string, o observedVDO, alert float64) {
 			p.add(Finding{ID: VDOUsage, Object: object,
 				Message:  fmt.Sprintf("VDO pool is %s used, alert at %s", pct(used), pct(alert)),
 				Expected: "below " + pct(alert), Observed: pct(used),
-				Remedy: "discard unused blocks above (fstrim, on-volume-remove discard=1) or grow the pool",
+				Remedy: "discard unused blocks above (fstrim in the guests, saferemove 1 on a Proxmox VE storage) or grow the pool",
 			})
 		}
 	}
