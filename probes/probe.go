@@ -671,6 +671,9 @@ func buildThinPools(h *model.Host) {
 		tp.Zero = truthy(seg.Fields.Get("zero"))
 		tp.Discards = seg.Fields.Get("discards")
 		tp.ThinLVs = users[lv.FullName]
+		if data := h.LVs[lv.DataLV]; data != nil && data.SegType == "vdo" {
+			tp.DataVDO = data.Pool
+		}
 		if name, d := poolTarget(h, lv, "-tpool", "thin-pool"); d != nil && len(d.Status) == 1 && d.Status[0].Target == "thin-pool" {
 			tp.DMName = name
 			st, err := model.ParseThinPoolStatus(d.Status[0].Args)

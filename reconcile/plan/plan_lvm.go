@@ -516,7 +516,10 @@ func (p *planner) planStacking() {
 	p.checkProxmox(stacked)
 }
 
-// checkThinOnVDO reports a thin pool whose VG has a PV on a VDO LV.
+// checkThinOnVDO reports a thin pool whose VG has a PV on a VDO LV: two
+// layers LVM does not know are one. A thin pool whose data LV is a VDO LV
+// (--pooldatavdo, model.ThinPool.DataVDO) has its PVs on disks and is not
+// reported: LVM made that layout as one pool (plan_thin_vdo.go).
 func (p *planner) checkThinOnVDO(tp *model.ThinPool) {
 	v := p.h.VGs[tp.VG]
 	if v == nil {

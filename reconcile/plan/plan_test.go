@@ -204,6 +204,14 @@ var scenarios = []scenario{
 			"vdo.threads@vdodef/vdopool"},
 	},
 	{
+		// A thin pool whose data is VDO (--pooldatavdo), declared: its VDO
+		// pool's findings by the reference rules, on the data LV and its
+		// pool, not undeclared; no thin.on_vdo (LVM's own layout).
+		name: "thin-vdodata", snapshot: "thin-vdodata", desired: "thin-vdodata",
+		want: []string{"vdo.max_discard@tvdo/tpv_vpool0", "vdo.overcommit@tvdo/tpv_tdata", "vdo.slab_remainder@tvdo/tpv_vpool0",
+			"vdo.threads@tvdo/tpv_vpool0"},
+	},
+	{
 		// tpbad left out of a declared VG: audited, never rebuilt.
 		name: "undeclared-thin", snapshot: "thin", desired: "thin-one-pool",
 		want: []string{"thin.chunk_size@thinvg/tpbad", "thin.zeroing@thinvg/tpbad"},
@@ -372,6 +380,11 @@ var scenarios = []scenario{
 	},
 	{
 		// tpbad's 8M chunks and zeroing; tp (512K, -Z n) passes.
+		name: "audit-thin-vdodata", snapshot: "thin-vdodata",
+		want: []string{"vdo.max_discard@tvdo/tpv_vpool0", "vdo.overcommit@tvdo/tpv_tdata", "vdo.slab_remainder@tvdo/tpv_vpool0",
+			"vdo.threads@tvdo/tpv_vpool0"},
+	},
+	{
 		name: "audit-thin", snapshot: "thin",
 		want: []string{"thin.chunk_size@thinvg/tpbad", "thin.zeroing@thinvg/tpbad"},
 	},

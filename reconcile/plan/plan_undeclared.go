@@ -21,9 +21,15 @@ func (p *planner) auditUndeclared() {
 	was := p.audit
 	p.audit = true // audit's wording and no action, as in Audit
 	defer func() { p.audit = was }()
+	dataOf := p.thinOfDataVDO()
 	for _, key := range slices.Sorted(maps.Keys(p.h.VDOPools)) {
 		pool := p.h.VDOPools[key]
 		_, declared := p.d.VolumeGroups[pool.VG].VDOPools[pool.Name]
+		if tp := dataOf[key]; tp != nil {
+			// A thin pool's data: judged with that thin pool
+			// (planDataVDO when it is declared).
+			_, declared = p.d.VolumeGroups[tp.VG].ThinPools[tp.Name]
+		}
 		p.auditIfUndeclared(declared, func() { p.auditVDO(pool) })
 	}
 	for _, key := range slices.Sorted(maps.Keys(p.h.ThinPools)) {

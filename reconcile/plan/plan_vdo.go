@@ -585,7 +585,9 @@ func (p *planner) checkOvercommit(object string, o observedVDO, want *spec.VDOPo
 		msg += " (declare overcommit: true if that is intended)"
 	}
 	remedy, note := p.overcommitRemedy(o, limit)
-	if want != nil && want.VirtualSize.Bytes > limit {
+	if tp := p.thinOfDataVDO()[o.pool.LV]; tp != nil {
+		remedy, note = dataVDORemedy(tp, limit), ""
+	} else if want != nil && want.VirtualSize.Bytes > limit {
 		remedy, note = p.declaredOvercommitRemedy(object, o, limit, *want), ""
 	}
 	key := p.add(Finding{ID: VDOOvercommit, Object: o.lv.FullName,
@@ -761,7 +763,7 @@ func (p *planner) auditVDO(pool *model.VDOPool) {
 		}
 		if t.MaxDiscard == 1 {
 			p.add(Finding{ID: VDOMaxDiscard, Object: object,
-				Message:  "max_discard is LVM's default of one 4 KiB block: discards burn a core; it changes only with the pool stopped (its VMs stopped)",
+				Message:  "max_discard is LVM's default of one 4 KiB block: discards burn a core; it changes only with the pool stopped (its VMs stopped)" + p.passdownOff(pool),
 				Expected: discardText(auditMaxDiscardBlocks), Observed: discardText(t.MaxDiscard),
 				Remedy: p.vdoSettingsRemedy(object, lvName, fmt.Sprintf("max_discard=%d", auditMaxDiscardBlocks)),
 			})
