@@ -75,3 +75,30 @@ func (p *planner) passdownOff(pool *model.VDOPool) string {
 	}
 	return fmt.Sprintf("; dm-thin turned discard passdown off for thin pool %s (chunk %s above it), so the guests' discards never reach VDO", tp.LV, units.FormatSize(tp.ChunkSize))
 }
+
+// framedDataVDOSettings is framedVDOSettings for the VDO pool under a thin
+// pool's data: LVM refuses to deactivate the data LV itself (a hidden
+// sub-LV), so the thin pool's active thin LVs and then the thin pool go
+// down, the settings change on the VDO pool, and exactly the thin LVs that
+// were active come back (each brings the pool up), or the pool alone when
+// none was. Run in the test guest with lvm2 2.03.31 on the thin-vdodata
+// stack (testdata/snapshots/thin-vdodata-commands.log): lvchange -an on
+// pool_tdata fails ("used by another device"), this sequence succeeds and
+// max_discard=128 (the 512K chunk) brings discard passdown back.
+func (p *planner) framedDataVDOSettings(tp *model.ThinPool, pool, settings string) [][]string {
+	var active []string
+	for _, key := range tp.ThinLVs {
+		if lv := p.h.LVs[key]; lv != nil && lv.Active {
+			active = append(active, key)
+		}
+	}
+	var cmds [][]string
+	if len(active) > 0 {
+		cmds = append(cmds, append([]string{"lvchange", "-an"}, active...))
+	}
+	cmds = append(cmds, []string{"lvchange", "-an", tp.LV}, []string{"lvchange", "--vdosettings", settings, pool})
+	if len(active) == 0 {
+		return append(cmds, []string{"lvchange", "-ay", tp.LV})
+	}
+	return append(cmds, append([]string{"lvchange", "-ay"}, active...))
+}

@@ -530,6 +530,9 @@ func discardText(blocks uint64) string {
 // active: a vgchange -ay would also start every guest disk Proxmox had left
 // inactive.
 func (p *planner) framedVDOSettings(pool, vdoLV, settings string) [][]string {
+	if tp := p.thinOfDataVDO()[pool]; tp != nil {
+		return p.framedDataVDOSettings(tp, pool, settings)
+	}
 	var uppers []string
 	for vg, lowers := range p.stackedVGs() {
 		for _, l := range lowers {
