@@ -191,6 +191,7 @@ func ProbeWith(ctx context.Context, src hostio.Source, opt Options) (*model.Host
 		sys = readSysfs(src.FS)
 		probeHostFiles(src.FS, h)
 		ProbeProxmox(src, h, opt)
+		probePVEStorageVersion(ctx, src, h)
 		probeKeelFiles(src.FS, h)
 		probeGuests(src.FS, h)
 	}()
@@ -693,6 +694,9 @@ func buildThinPools(h *model.Host) {
 		tp.Discards = seg.Fields.Get("discards")
 		tp.Monitor, tp.Profile = seg.Fields.Get("seg_monitor"), lv.Fields.Get("lv_profile")
 		tp.ThinLVs = users[lv.FullName]
+		if data := h.LVs[lv.DataLV]; data != nil && data.SegType == "vdo" {
+			tp.DataVDO = data.Pool
+		}
 		if name, d := poolTarget(h, lv, "-tpool", "thin-pool"); d != nil && len(d.Status) == 1 && d.Status[0].Target == "thin-pool" {
 			tp.DMName = name
 			st, err := model.ParseThinPoolStatus(d.Status[0].Args)

@@ -117,6 +117,16 @@ func TestReplayAllSnapshots(t *testing.T) {
 					delete(re.Files, k)
 				}
 			}
+			// Likewise pve-storage's version (probePVEStorageVersion): not
+			// asked then, unknown.
+			if k := pveStorageVersionCmd.String(); h.Proxmox != nil {
+				if _, ok := snap.Commands[k]; !ok {
+					delete(re.Commands, k)
+					if h.PVEStorageVersion != "" {
+						t.Errorf("pve-storage version %q from a snapshot without dpkg-query", h.PVEStorageVersion)
+					}
+				}
+			}
 			// Likewise lvmlocal.conf and the devices file (devicesfile.go):
 			// not read then, judged absent.
 			for _, f := range []string{lvmLocalConfPath, lvmDevicesDir + "/" + defaultDevicesFile} {

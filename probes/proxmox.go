@@ -1,8 +1,11 @@
 package probes
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
@@ -38,6 +41,31 @@ type Options struct {
 	// Source that names its own (a replay: hostio.Source.PVEStorageCfg)
 	// wins.
 	PVEStorageCfg string
+}
+
+// pveStorageVersionCmd asks dpkg for the version of pve-storage, the
+// Debian package libpve-storage-perl (it ships PVE::Storage and the LVM
+// plugin, src/PVE/Storage/LVMPlugin.pm, whose options the planner's
+// pve.discard_on_remove remedy names). dpkg-query -W exits 1 with "no
+// packages found matching" where it is not installed.
+var pveStorageVersionCmd = hostio.Cmd{Name: "dpkg-query", Args: []string{"-W", "-f", "${Version}", "libpve-storage-perl"},
+	ReadOnly: true, Timeout: 10 * time.Second}
+
+// probePVEStorageVersion reads the installed pve-storage's version into
+// h.PVEStorageVersion on a Proxmox VE node (h.Proxmox set), through the
+// pass's Runner so that a node snapshot records it. Any failure (not
+// installed, a snapshot without the command, the bcache fast path's
+// runner that runs nothing) leaves it "": unknown, and every rule that
+// reads it has an answer for that.
+func probePVEStorageVersion(ctx context.Context, src hostio.Source, h *model.Host) {
+	if h.Proxmox == nil {
+		return
+	}
+	out, err := run(ctx, src, pveStorageVersionCmd)
+	if err != nil {
+		return
+	}
+	h.PVEStorageVersion = strings.TrimSpace(string(out))
 }
 
 // pveStorageCfgPath is the storage.cfg a pass over src with opt reads.

@@ -73,3 +73,59 @@ func TestProbeProxmoxConfiguredPath(t *testing.T) {
 		}
 	}
 }
+
+// dpkgRunner answers pveStorageVersionCmd with version (exit 1 when "",
+// as dpkg-query without the package), counts it, and passes every other
+// command to the replay.
+type dpkgRunner struct {
+	hostio.Runner
+	version string
+	asked   int
+}
+
+func (r *dpkgRunner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
+	if c.String() != pveStorageVersionCmd.String() {
+		return r.Runner.Run(ctx, c)
+	}
+	r.asked++
+	if r.version == "" {
+		return hostio.Result{ExitCode: 1, Stderr: []byte("dpkg-query: no packages found matching libpve-storage-perl\n")}, nil
+	}
+	return hostio.Result{Stdout: []byte(r.version)}, nil
+}
+
+// On a Proxmox VE node the probe asks dpkg for pve-storage's version, once;
+// elsewhere it never asks; a package that is absent, or a snapshot taken
+// before keel asked, leaves the version unknown and adds no probe error.
+func TestProbePVEStorageVersion(t *testing.T) {
+	for _, c := range []struct {
+		snapshot, version, want string
+		asked                   int
+	}{
+		{"sharedcfg-window", "9.1.7", "9.1.7", 1},
+		{"sharedcfg-window", "", "", 1},
+		{"sharedcfg-declared", "9.1.7", "", 0},
+	} {
+		s, err := hostio.ReadSnapshotFile(sharedCfgSnapshots + c.snapshot + ".txtar")
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := hostio.Replay(s)
+		r := &dpkgRunner{Runner: src.Runner, version: c.version}
+		src.Runner = r
+		h, err := Probe(context.Background(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.PVEStorageVersion != c.want || r.asked != c.asked {
+			t.Errorf("%s, dpkg says %q: version %q, asked %d times; want %q, %d", c.snapshot, c.version, h.PVEStorageVersion, r.asked, c.want, c.asked)
+		}
+		if len(h.Errors) != 0 {
+			t.Errorf("%s: probe errors %q", c.snapshot, h.Errors)
+		}
+	}
+	// Replayed as recorded (no dpkg-query in the snapshot): unknown.
+	if h := replaySharedCfg(t, "sharedcfg-window", Options{}); h.PVEStorageVersion != "" || len(h.Errors) != 0 {
+		t.Errorf("replay without dpkg-query: version %q, errors %q", h.PVEStorageVersion, h.Errors)
+	}
+}

@@ -62,8 +62,9 @@ func TestFaults(t *testing.T) {
 		{name: "base", rc: "0", want: []string{rem}},
 		// A thin pool (tvg, not declared) whose metadata writes land 12 s
 		// late: keel check reads its status without committing it, so it
-		// neither waits nor reports anything new (slowRead below).
-		{name: "thin-slow-metadata", rc: "0", want: []string{rem}},
+		// does not wait (slowRead below); the pool, undeclared, is audited
+		// against the reference rules, which flag LVM's default zeroing.
+		{name: "thin-slow-metadata", rc: "1", want: []string{"thin.zeroing@tvg/tpool", rem}},
 		{name: "index-closed", rc: "1", want: []string{"vdo.index@fvg/vpool", rem}},
 		// Reads of the PV 6 s late, dm-vdo's dedupe timeout 5 s: a rewrite
 		// of indexed data times out waiting for the index's chapter reads.
@@ -78,8 +79,10 @@ func TestFaults(t *testing.T) {
 		// device under it (TestUnreadableVGNamesWhatRuns on the capture).
 		{name: "eio", rc: "1", want: []string{"vg.unreadable@fvg"}},
 		{name: "readonly", rc: "1", want: []string{"vdo.mode@fvg/vpool", rem}},
-		{name: "memory-inactive", rc: "1", want: []string{"vdo.memory@host", "vdo.mode@fvg/vpool", rem}},
-		{name: "memory-create", rc: "1", want: []string{"vdo.memory@host", "vdo.missing@fvg/vpool3", "vdo.mode@fvg/vpool", rem}},
+		// vpool2 is not declared: audited, its slab remainder reported.
+		{name: "memory-inactive", rc: "1", want: []string{"vdo.memory@host", "vdo.mode@fvg/vpool", rem, "vdo.slab_remainder@fvg/vpool2"}},
+		{name: "memory-create", rc: "1", want: []string{"vdo.memory@host", "vdo.missing@fvg/vpool3", "vdo.mode@fvg/vpool", rem,
+			"vdo.slab_remainder@fvg/vpool2"}},
 	}
 	for _, p := range phases {
 		t.Run(p.name, func(t *testing.T) {

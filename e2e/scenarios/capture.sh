@@ -82,8 +82,7 @@ run_scenario() {
 	pve)
 		stack_vdo_thick "$nv" || return
 		mkdir -p /etc/pve
-		# The operator's file: an lvm storage on vdovg without saferemove
-		# and without on-volume-remove discard.
+		# The operator's file: an lvm storage on vdovg without saferemove.
 		cat >/etc/pve/storage.cfg <<'CFG'
 dir: local
 	path /var/lib/vz
@@ -103,6 +102,18 @@ CFG
 		step vgchange -an thinvg || return
 		lvs -a -o lv_name,lv_active,lv_attr thinvg
 		snap thin-inactive
+		;;
+	thin-vdodata)
+		# A thin pool whose data LV is a VDO LV (lvm2 2.03.24, lvcreate
+		# --pooldatavdo y): LVM's own thin-on-VDO layout, pool_tdata a VDO
+		# LV on the hidden pool_vpool, in one VG.
+		step pvcreate -q "$nv" && step vgcreate -q tvdo "$nv" || return
+		step lvcreate -y --type thin-pool --pooldatavdo y -L 10G --chunksize 512k -Z n -n tpv tvdo || return
+		step lvcreate -y -V 20G -n vm-102-disk-0 --thinpool tpv tvdo || return
+		step dd if=/dev/urandom of=/dev/tvdo/vm-102-disk-0 bs=1M count=64 oflag=direct status=none || return
+		lvs -a -o lv_name,segtype,lv_size,pool_lv,data_lv,lv_attr tvdo
+		dmsetup table
+		snap thin-vdodata
 		;;
 	vdo-nodedupe)
 		# The article's lab with deduplication turned off on the pool.

@@ -39,6 +39,13 @@ type Host struct {
 	// (the desired state's proxmox.storageConfig, or a replayed snapshot's);
 	// kept in node snapshots so that a replay reads the same file.
 	PVEStorageCfg string `json:"pveStorageCfg"`
+	// PVEStorageVersion is the Debian version of the installed pve-storage
+	// (package libpve-storage-perl, as dpkg-query prints it, e.g. "9.1.7"),
+	// read on a Proxmox VE node only; "" when unknown: not a node, the
+	// package absent, or a snapshot taken before keel read it. Which
+	// storage.cfg options exist, and how a removed volume is wiped, depend
+	// on it.
+	PVEStorageVersion string `json:"pveStorageVersion,omitempty"`
 	// Guests are the disks the guests' configurations name (Proxmox VE VM
 	// and container configs, libvirt domains); nil when the host has none
 	// of those directories.

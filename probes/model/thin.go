@@ -18,6 +18,12 @@ type ThinPool struct {
 	Discards     string   `json:"discards"`     // discards: passdown, nopassdown, ignore
 	DataSize     uint64   `json:"dataSize"`     // lv_size
 	MetadataSize uint64   `json:"metadataSize"` // lv_metadata_size
+	// DataVDO is the VDO pool ("vg/pool_vpool", a key of Host.VDOPools)
+	// under the pool's data LV when that LV is a VDO LV: the layout lvm2
+	// 2.03.24 creates with lvcreate --type thin-pool --pooldatavdo y
+	// (pool_tdata of segtype vdo on the hidden vdo-pool pool_vpool; lvm2's
+	// test/shell/lvcreate-thin-vdo.sh). "" for a pool on plain extents.
+	DataVDO string `json:"dataVDO,omitempty"`
 	// DataPercent and MetadataPercent are LVM's figures, -1 when unknown.
 	DataPercent     float64         `json:"dataPercent"`
 	MetadataPercent float64         `json:"metadataPercent"`

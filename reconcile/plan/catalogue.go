@@ -83,7 +83,7 @@ var Catalogue = []Rule{
 	{LVMScanLVs, Error, "scan_lvs does not match the stack",
 		"devices/scan_lvs differs from the declared value, or a declared VG sits on an LV while scan_lvs is 0."},
 	{PVEDiscardOnRemove, Warning, "Proxmox storage on VDO does not discard removed disks",
-		"A Proxmox lvm storage on a VG stacked on VDO lacks saferemove or on-volume-remove discard, so VDO keeps the blocks of deleted disks."},
+		"A Proxmox lvm storage on a VG stacked on VDO lacks saferemove, so VDO keeps the blocks of deleted disks."},
 	{PVEStorageCfgUnreadable, Warning, "Proxmox VE node whose storage.cfg cannot be read",
 		"pve-manager is installed or /etc/pve exists, but storage.cfg is missing or unreadable (pmxcfs has not mounted /etc/pve yet, or pve-cluster is restarting): keel cannot tell which VGs a Proxmox storage shares, so it counts every VG shared and removes no absent LV."},
 	{ReconcileRefused, Error, "an action was refused by a safety guard",

@@ -66,6 +66,11 @@ type Finding struct {
 	// Waived is set when a waiver of the desired state accepts the finding;
 	// Severity is then info.
 	Waived *Waived `json:"waived,omitempty"`
+	// Undeclared is set on a finding about a pool the desired state does
+	// not declare, judged against the reference rules as keel check
+	// --audit judges it (agent.auditUndeclared); it counts at its
+	// severity like any other.
+	Undeclared bool `json:"undeclared,omitempty"`
 }
 
 // Key identifies a finding on one object; alerts are raised and cleared by key.

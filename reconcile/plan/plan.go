@@ -52,6 +52,8 @@ func plan(desired *spec.Config, host *model.Host, mem Memory) Result {
 		p.planVG(name, desired.VolumeGroups[name])
 	}
 	p.planUnrecorded()
+	p.planDataVDO()
+	p.auditUndeclared()
 	for _, name := range slices.Sorted(maps.Keys(desired.Bcache)) {
 		p.planBcache(name, desired.Bcache[name])
 	}

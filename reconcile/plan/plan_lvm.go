@@ -516,7 +516,10 @@ func (p *planner) planStacking() {
 	p.checkProxmox(stacked)
 }
 
-// checkThinOnVDO reports a thin pool whose VG has a PV on a VDO LV.
+// checkThinOnVDO reports a thin pool whose VG has a PV on a VDO LV: two
+// layers LVM does not know are one. A thin pool whose data LV is a VDO LV
+// (--pooldatavdo, model.ThinPool.DataVDO) has its PVs on disks and is not
+// reported: LVM made that layout as one pool (plan_thin_vdo.go).
 func (p *planner) checkThinOnVDO(tp *model.ThinPool) {
 	v := p.h.VGs[tp.VG]
 	if v == nil {
@@ -566,18 +569,92 @@ func (p *planner) checkProxmox(stacked map[string][]string) {
 		if !onVDO {
 			continue
 		}
-		remove := s.Options["on-volume-remove"]
-		if s.Saferemove || strings.Contains(remove, "discard=1") {
+		if s.Saferemove {
 			continue
 		}
-		observed := "saferemove 0, on-volume-remove unset"
-		if remove != "" {
-			observed = "on-volume-remove " + remove
+		observed := "saferemove 0"
+		if remove := s.Options["on-volume-remove"]; remove != "" {
+			// Not an option of any pve-storage: Proxmox VE's section
+			// config parser warns about the line and ignores it.
+			observed += fmt.Sprintf("; on-volume-remove %s is no pve-storage option, Proxmox VE ignores it", remove)
 		}
 		p.add(Finding{ID: PVEDiscardOnRemove, Object: "pve:" + s.ID,
-			Message:  fmt.Sprintf("Proxmox storage %s (VG %s on VDO) does not discard removed disks, so VDO keeps their blocks", s.ID, s.VG),
-			Expected: "on-volume-remove discard=1", Observed: observed,
-			Remedy: fmt.Sprintf("pvesm set %s --on-volume-remove discard=1", s.ID),
+			Message: fmt.Sprintf("Proxmox storage %s (VG %s on VDO) removes disks without wiping them, so VDO keeps their blocks%s",
+				s.ID, s.VG, pveSaferemoveWipe(p.h.PVEStorageVersion)),
+			Expected: "saferemove 1", Observed: observed,
+			Remedy: fmt.Sprintf("pvesm set %s --saferemove 1", s.ID),
 		})
 	}
+}
+
+// pveSaferemoveWipe says how the installed pve-storage (version, "" when
+// unknown) wipes a removed volume once saferemove is set, as read in
+// proxmox/pve-storage, src/PVE/Storage/LVMPlugin.pm (free_lvm_volumes,
+// properties and options):
+//
+//   - saferemove ("Zero-out data when removing LVs") is an option of the
+//     lvm plugin in every version since the plugin architecture (commit
+//     1dc01b9), and in 9.1.7, the newest read; with it pve-storage renames
+//     the LV del-<name>, zeroes it in a worker and removes it.
+//   - Up to 9.0.13 the zeroes come from cstream at 10 MB/s unless
+//     saferemove_throughput says otherwise.
+//   - From 9.0.14 (commit 728d8f3, "use blkdiscard when supported instead
+//     cstream") from blkdiscard --zeroout in saferemove-stepsize steps
+//     (32 MiB) where the device takes WRITE ZEROES
+//     (queue/write_zeroes_max_bytes above 0), else from cstream as before.
+//   - No version has an on-volume-remove option, nor saferemove_discard
+//     (proposed on pve-devel in August 2025, not merged): a discard before
+//     removal is not among pve-storage's choices.
+//
+// Zeroes are enough for VDO, which keeps no data block for an all-zero
+// block (the kernel's Documentation/admin-guide/device-mapper/vdo-design.rst).
+func pveSaferemoveWipe(version string) string {
+	v, ok := debianVersion(version)
+	switch {
+	case !ok:
+		return ""
+	case v.atLeast(9, 0, 14):
+		return fmt.Sprintf("; with saferemove 1, pve-storage %s zeroes a removed disk (blkdiscard --zeroout, or cstream where the device takes no write-zeroes) and VDO keeps no block for zeroes", version)
+	}
+	return fmt.Sprintf("; with saferemove 1, pve-storage %s zeroes a removed disk with cstream, at most 10 MB/s unless saferemove_throughput is set, and VDO keeps no block for zeroes", version)
+}
+
+// debVersion is the numeric upstream part of a Debian version, major,
+// minor and patch ("9.1.7" of "9.1.7", "8.2.9" of "1:8.2.9~bpo1").
+type debVersion [3]int
+
+// debianVersion reads the first three dot-separated numbers of a Debian
+// version after its epoch; ok is false when there are none.
+func debianVersion(s string) (v debVersion, ok bool) {
+	if _, after, found := strings.Cut(s, ":"); found {
+		s = after
+	}
+	for i, f := range strings.SplitN(s, ".", 3) {
+		end := strings.IndexFunc(f, func(r rune) bool { return r < '0' || r > '9' })
+		if end < 0 {
+			end = len(f)
+		}
+		if end == 0 {
+			return v, i > 0
+		}
+		n, err := strconv.Atoi(f[:end])
+		if err != nil {
+			return v, false
+		}
+		v[i] = n
+		if end < len(f) {
+			break // "7~bpo1": nothing numeric follows
+		}
+	}
+	return v, true
+}
+
+// atLeast reports whether v is major.minor.patch or later.
+func (v debVersion) atLeast(major, minor, patch int) bool {
+	for i, w := range [3]int{major, minor, patch} {
+		if v[i] != w {
+			return v[i] > w
+		}
+	}
+	return true
 }

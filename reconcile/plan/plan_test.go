@@ -182,21 +182,25 @@ var scenarios = []scenario{
 	},
 	{
 		name: "sizes-autoextend", snapshot: "sizes-autoextend", desired: "sizes-autoextend",
-		want:    []string{"autoextend.policy@autovg/tp"},
+		// sizevg/tp (TestGrow's pool, zeroing off) is not declared here:
+		// audited, marked undeclared, no action.
+		want:    []string{"autoextend.policy@autovg/tp", "thin.zeroing@sizevg/tp"},
 		actions: []string{"autoextend.policy:autovg/tp"},
 	},
 	{
 		name: "sizes-autoextend-max", snapshot: "sizes-autoextend-max", desired: "sizes-autoextend",
-		want:    []string{"autoextend.at_maximum@autovg/tp", "autoextend.policy@autovg/tp"},
+		want:    []string{"autoextend.at_maximum@autovg/tp", "autoextend.policy@autovg/tp", "thin.zeroing@sizevg/tp"},
 		actions: []string{"autoextend.policy:autovg/tp"},
 	},
 	{
 		name: "thin-overprovisioned", snapshot: "thin", desired: "thin-overprovisioned",
-		want: []string{"thin.overprovisioned@thinvg/tp"},
+		// tpbad is not declared: audited, marked undeclared, no action.
+		want: []string{"thin.chunk_size@thinvg/tpbad", "thin.overprovisioned@thinvg/tp", "thin.zeroing@thinvg/tpbad"},
 	},
 	{
 		name: "thin-grow", snapshot: "thin", desired: "thin-grow",
-		want:    []string{"thin.metadata_size@thinvg/tp"},
+		// tpbad is not declared: audited, marked undeclared, no action.
+		want:    []string{"thin.chunk_size@thinvg/tpbad", "thin.metadata_size@thinvg/tp", "thin.zeroing@thinvg/tpbad"},
 		actions: []string{"thin.metadata_size:thinvg/tp"},
 	},
 	{
@@ -211,9 +215,29 @@ var scenarios = []scenario{
 		actions: []string{"vdo.overcommit:vdodef/vdolv"},
 	},
 	{
+		// Nothing declared (an agent.cue alone): the pools are audited as
+		// audit-vdo-defaults audits them, marked undeclared, no action.
+		name: "undeclared-vdo", snapshot: "vdo-defaults", desired: "agent-only",
+		want: []string{"vdo.max_discard@vdodef/vdopool", "vdo.overcommit@vdodef/vdolv", "vdo.slab_remainder@vdodef/vdopool",
+			"vdo.threads@vdodef/vdopool"},
+	},
+	{
+		// A thin pool whose data is VDO (--pooldatavdo), declared: its VDO
+		// pool's findings by the reference rules, on the data LV and its
+		// pool, not undeclared; no thin.on_vdo (LVM's own layout).
+		name: "thin-vdodata", snapshot: "thin-vdodata", desired: "thin-vdodata",
+		want: []string{"vdo.max_discard@tvdo/tpv_vpool0", "vdo.overcommit@tvdo/tpv_tdata", "vdo.slab_remainder@tvdo/tpv_vpool0",
+			"vdo.threads@tvdo/tpv_vpool0"},
+	},
+	{
+		// tpbad left out of a declared VG: audited, never rebuilt.
+		name: "undeclared-thin", snapshot: "thin", desired: "thin-one-pool",
+		want: []string{"thin.chunk_size@thinvg/tpbad", "thin.zeroing@thinvg/tpbad"},
+	},
+	{
 		name: "thin-drift", snapshot: "thin", desired: "thin-drift",
-		want: []string{"thin.chunk_size@thinvg/tp", "thin.data_usage@thinvg/tp", "thin.metadata_usage@thinvg/tp",
-			"thin.missing@thinvg/tpnew", "thin.stripe_alignment@thinvg/tp"},
+		want: []string{"thin.chunk_size@thinvg/tp", "thin.chunk_size@thinvg/tpbad", "thin.data_usage@thinvg/tp", "thin.metadata_usage@thinvg/tp",
+			"thin.missing@thinvg/tpnew", "thin.stripe_alignment@thinvg/tp", "thin.zeroing@thinvg/tpbad"},
 		actions: []string{"thin.create:thinvg/tpnew", "thin.chunk_size:thinvg/tp", "thin.stripe_alignment:thinvg/tp"},
 	},
 	{
@@ -335,12 +359,13 @@ var scenarios = []scenario{
 		// A second pool, inactive, given a 4G block map cache by lvchange:
 		// activating it would need more RAM than the 2G guest has.
 		name: "fault-memory-inactive", snapshot: "fault-memory-inactive", desired: "faults",
-		want: []string{"vdo.memory@host", "vdo.mode@fvg/vpool", "vdo.slab_remainder@fvg/vpool"},
+		want: []string{"vdo.memory@host", "vdo.mode@fvg/vpool", "vdo.slab_remainder@fvg/vpool", "vdo.slab_remainder@fvg/vpool2"},
 	},
 	{
 		// The same host, a third pool declared with a 4G cache, not created.
 		name: "fault-memory-create", snapshot: "fault-memory-create", desired: "faults-memory",
-		want: []string{"vdo.memory@host", "vdo.missing@fvg/vpool3", "vdo.mode@fvg/vpool", "vdo.slab_remainder@fvg/vpool"},
+		want: []string{"vdo.memory@host", "vdo.missing@fvg/vpool3", "vdo.mode@fvg/vpool", "vdo.slab_remainder@fvg/vpool",
+			"vdo.slab_remainder@fvg/vpool2"},
 	},
 	{
 		// The read-only pool judged by the reference rules alone: its one
@@ -373,6 +398,11 @@ var scenarios = []scenario{
 	},
 	{
 		// tpbad's 8M chunks and zeroing; tp (512K, -Z n) passes.
+		name: "audit-thin-vdodata", snapshot: "thin-vdodata",
+		want: []string{"vdo.max_discard@tvdo/tpv_vpool0", "vdo.overcommit@tvdo/tpv_tdata", "vdo.slab_remainder@tvdo/tpv_vpool0",
+			"vdo.threads@tvdo/tpv_vpool0"},
+	},
+	{
 		name: "audit-thin", snapshot: "thin",
 		want: []string{"thin.chunk_size@thinvg/tpbad", "thin.zeroing@thinvg/tpbad"},
 	},

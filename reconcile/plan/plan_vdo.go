@@ -538,6 +538,9 @@ func discardText(blocks uint64) string {
 // active: a vgchange -ay would also start every guest disk Proxmox had left
 // inactive.
 func (p *planner) framedVDOSettings(pool, vdoLV, settings string) [][]string {
+	if tp := p.thinOfDataVDO()[pool]; tp != nil {
+		return p.framedDataVDOSettings(tp, pool, settings)
+	}
 	var uppers []string
 	for vg, lowers := range p.stackedVGs() {
 		for _, l := range lowers {
@@ -593,7 +596,9 @@ func (p *planner) checkOvercommit(object string, o observedVDO, want *spec.VDOPo
 		msg += " (declare overcommit: true if that is intended)"
 	}
 	remedy, note := p.overcommitRemedy(o, limit)
-	if want != nil && want.VirtualSize.Bytes > limit {
+	if tp := p.thinOfDataVDO()[o.pool.LV]; tp != nil {
+		remedy, note = dataVDORemedy(tp, limit), ""
+	} else if want != nil && want.VirtualSize.Bytes > limit {
 		remedy, note = p.declaredOvercommitRemedy(object, o, limit, *want), ""
 	}
 	key := p.add(Finding{ID: VDOOvercommit, Object: o.lv.FullName,
@@ -679,7 +684,7 @@ func (p *planner) checkVDOHealth(object string, o observedVDO, alert float64) {
 			p.add(Finding{ID: VDOUsage, Object: object,
 				Message:  fmt.Sprintf("VDO pool is %s used, alert at %s", pct(used), pct(alert)),
 				Expected: "below " + pct(alert), Observed: pct(used),
-				Remedy: "discard unused blocks above (fstrim, on-volume-remove discard=1) or grow the pool",
+				Remedy: "discard unused blocks above (fstrim in the guests, saferemove 1 on a Proxmox VE storage) or grow the pool",
 			})
 		}
 	}
@@ -769,7 +774,7 @@ func (p *planner) auditVDO(pool *model.VDOPool) {
 		}
 		if t.MaxDiscard == 1 {
 			p.add(Finding{ID: VDOMaxDiscard, Object: object,
-				Message:  "max_discard is LVM's default of one 4 KiB block: discards burn a core; it changes only with the pool stopped (its VMs stopped)",
+				Message:  "max_discard is LVM's default of one 4 KiB block: discards burn a core; it changes only with the pool stopped (its VMs stopped)" + p.passdownOff(pool),
 				Expected: discardText(auditMaxDiscardBlocks), Observed: discardText(t.MaxDiscard),
 				Remedy: p.vdoSettingsRemedy(object, lvName, fmt.Sprintf("max_discard=%d", auditMaxDiscardBlocks)),
 			})

@@ -7,6 +7,7 @@ import (
 	"github.com/keel-storage/keel/probes/shell"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -18,6 +19,10 @@ type PlanReport struct {
 	// Unremedied lists the keys of findings no action remedies (health
 	// findings, report-only drift in audit mode).
 	Unremedied []string `json:"unremedied"`
+	// Undeclared lists the keys of Unremedied whose finding is on a pool
+	// the desired state does not declare (plan.Finding.Undeclared): keel
+	// plans nothing for those.
+	Undeclared []string `json:"undeclared,omitempty"`
 	// observed is what the text shows beside an unremedied finding's key:
 	// the uuid and creation time of an LV kept under an absent name, which
 	// the operator pins to declare its removal (docs/removal.md).
@@ -41,6 +46,9 @@ func NewPlanReport(host HostInfo, r plan.Result) PlanReport {
 	for _, f := range fs {
 		if !covered[f.Key()] {
 			pr.Unremedied = append(pr.Unremedied, f.Key())
+			if f.Undeclared {
+				pr.Undeclared = append(pr.Undeclared, f.Key())
+			}
 			if f.ID == plan.LVAbsentReappeared {
 				if pr.observed == nil {
 					pr.observed = map[string]string{}
@@ -93,6 +101,10 @@ func (pr PlanReport) WriteText(w io.Writer) error {
 	if len(pr.Unremedied) > 0 {
 		fmt.Fprintf(&b, "\nfindings no action clears (see keel check):\n")
 		for _, k := range pr.Unremedied {
+			if slices.Contains(pr.Undeclared, k) {
+				fmt.Fprintf(&b, "  %s (undeclared)\n", k)
+				continue
+			}
 			if o := pr.observed[k]; o != "" {
 				fmt.Fprintf(&b, "  %s (%s)\n", k, o)
 				continue

@@ -106,7 +106,7 @@ func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "host %s (%s, %s)\n", r.Host.Name, modeText(r.Host.Mode), plural(r.Host.CPUs, "CPU"))
 	for _, f := range r.Findings {
-		fmt.Fprintf(&b, "\n%-8s %s  %s\n", strings.ToUpper(f.Severity.String()), f.ID, f.Object)
+		fmt.Fprintf(&b, "\n%-8s %s  %s%s\n", strings.ToUpper(f.Severity.String()), f.ID, f.Object, undeclaredMark(f))
 		fmt.Fprintf(&b, "         %s\n", f.Message)
 		for _, kv := range [][2]string{{"expected", f.Expected}, {"observed", f.Observed}, {"remedy", f.Remedy}, {"waived", f.Waived.String()}} {
 			if kv[1] != "" {
@@ -123,6 +123,20 @@ func (r Report) WriteText(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// undeclaredMark is what the text and JUnit forms write after the object
+// of a finding on a pool the desired state does not declare.
+func undeclaredMark(f plan.Finding) string {
+	if f.Undeclared {
+		return " (undeclared)"
+	}
+	return ""
+}
+
+// UndeclaredLabel is the value of the undeclared label of FindingMetric:
+// "true" for a finding on a pool the desired state does not declare
+// (plan.Finding.Undeclared), else "false".
+func UndeclaredLabel(f plan.Finding) string { return strconv.FormatBool(f.Undeclared) }
 
 func modeText(mode string) string {
 	if mode == "audit" {
@@ -188,7 +202,7 @@ func (r Report) WriteJUnit(w io.Writer) error {
 			if f.Severity >= plan.Warning {
 				dst, failing = &fail, true
 			}
-			fmt.Fprintf(dst, "%s %s: %s", f.Severity, f.Object, f.Message)
+			fmt.Fprintf(dst, "%s %s%s: %s", f.Severity, f.Object, undeclaredMark(f), f.Message)
 			if f.Remedy != "" {
 				fmt.Fprintf(dst, " (remedy: %s)", f.Remedy)
 			}
@@ -220,8 +234,9 @@ func (r Report) WritePrometheus(w io.Writer) error {
 	metricHead(&b, FindingMetric, FindingMetricHelp)
 	for _, f := range r.Findings {
 		vg, lv := ObjectLabels(f.Object)
-		fmt.Fprintf(&b, "%s{id=%s,severity=%s,object=%s,vg=%s,lv=%s} 1\n", FindingMetric,
-			promQuote(string(f.ID)), promQuote(f.Severity.String()), promQuote(f.Object), promQuote(vg), promQuote(lv))
+		fmt.Fprintf(&b, "%s{id=%s,severity=%s,object=%s,vg=%s,lv=%s,undeclared=%s} 1\n", FindingMetric,
+			promQuote(string(f.ID)), promQuote(f.Severity.String()), promQuote(f.Object), promQuote(vg), promQuote(lv),
+			promQuote(UndeclaredLabel(f)))
 	}
 	metricHead(&b, FindingsMetric, FindingsMetricHelp)
 	counts := []int{r.Summary.Info, r.Summary.Warning, r.Summary.Error, r.Summary.Critical}
@@ -258,11 +273,12 @@ func WritePrometheusFailure(w io.Writer) error {
 }
 
 // FindingMetric is the gauge that is 1 for each active finding, with the
-// labels id, severity, object, vg and lv; FindingsMetric counts the active
-// findings per severity. keel check and keel run write both.
+// labels id, severity, object, vg, lv and undeclared (UndeclaredLabel);
+// FindingsMetric counts the active findings per severity. keel check and
+// keel run write both.
 const (
 	FindingMetric      = "keel_finding_active"
-	FindingMetricHelp  = "1 for each active finding (absent once it clears), by ID, severity and object; vg and lv name the object when it is an LVM one."
+	FindingMetricHelp  = "1 for each active finding (absent once it clears), by ID, severity and object; vg and lv name the object when it is an LVM one; undeclared is true on a pool the desired state does not declare."
 	FindingsMetric     = "keel_findings"
 	FindingsMetricHelp = "Number of active findings by severity."
 )

@@ -109,7 +109,7 @@ func TestReportPrometheus(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"keel_check_success 1\n",
-		`keel_finding_active{id="vdo.layout.journal_off_fast",severity="critical",object="vdolab/vdopool",vg="vdolab",lv="vdopool"} 1` + "\n",
+		`keel_finding_active{id="vdo.layout.journal_off_fast",severity="critical",object="vdolab/vdopool",vg="vdolab",lv="vdopool",undeclared="false"} 1` + "\n",
 		`keel_findings{severity="warning"} 1` + "\n",
 		`keel_vdo_used_ratio{vg="vdolab",lv="vdopool"} 0.4004` + "\n",
 		`keel_vdo_alert_threshold_ratio{vg="vdolab",lv="vdopool"} 0.9` + "\n",

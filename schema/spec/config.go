@@ -310,7 +310,16 @@ type Agent struct {
 	// that stays suspended (dm.suspended) once no LVM or dmsetup command
 	// was seen on its VG for that many minutes; 0 only reports it.
 	ResumeSuspendedMinutes int `json:"resumeSuspendedMinutes,omitempty"`
+	// AuditUndeclared, unless false, audits the pools the desired state
+	// does not declare against keel's reference rules in every plan
+	// (AuditsUndeclared). A pointer: a desired state without an agent
+	// block decodes no default, and unset means on.
+	AuditUndeclared *bool `json:"auditUndeclared,omitempty"`
 }
+
+// AuditsUndeclared reports whether the pools the desired state does not
+// declare are audited: true unless agent.auditUndeclared is false.
+func (a Agent) AuditsUndeclared() bool { return a.AuditUndeclared == nil || *a.AuditUndeclared }
 
 // Alerts says where keel sends alert transitions besides the journal.
 type Alerts struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/plan"
+	"github.com/keel-storage/keel/reconcile/report"
 )
 
 // Kind is the direction of a transition.
@@ -87,6 +88,11 @@ func Log(log hclog.Logger, ts []Transition) {
 		f := tr.Finding
 		args := []interface{}{"finding", f.ID, "object", f.Object, "severity", f.Severity.String(),
 			"message", f.Message, "expected", f.Expected, "observed", f.Observed}
+		if f.Undeclared {
+			// A pool the desired state does not declare, audited against
+			// the reference rules (agent.auditUndeclared).
+			args = append(args, "undeclared", true)
+		}
 		switch {
 		case tr.Kind == Cleared:
 			log.Info("finding cleared", args[:6]...)
@@ -103,7 +109,8 @@ func Log(log hclog.Logger, ts []Transition) {
 // Hook runs an exec hook for each transition: argv (an absolute program
 // path and its arguments, from alerts.exec), the finding in the
 // environment (KEEL_ALERT, KEEL_FINDING_ID, KEEL_OBJECT, KEEL_SEVERITY,
-// KEEL_MESSAGE, KEEL_EXPECTED, KEEL_OBSERVED, KEEL_REMEDY) and the
+// KEEL_MESSAGE, KEEL_EXPECTED, KEEL_OBSERVED, KEEL_REMEDY, KEEL_UNDECLARED
+// "true" or "false", as the metric's undeclared label) and the
 // transition as JSON on stdin. It runs through the same probes.Runner as
 // every other child process of keel, under its own policy: any absolute
 // program (it is the operator's, not an LVM command, so the executor's
@@ -152,7 +159,8 @@ func (h Hook) one(ctx context.Context, tr Transition, timeout time.Duration) err
 	c := hostio.Cmd{Name: h.Argv[0], Args: h.Argv[1:], Timeout: timeout, Stdin: append(in, '\n'),
 		Env: []string{"KEEL_ALERT=" + string(tr.Kind), "KEEL_FINDING_ID=" + string(f.ID), "KEEL_OBJECT=" + f.Object,
 			"KEEL_SEVERITY=" + f.Severity.String(), "KEEL_MESSAGE=" + f.Message,
-			"KEEL_EXPECTED=" + f.Expected, "KEEL_OBSERVED=" + f.Observed, "KEEL_REMEDY=" + f.Remedy}}
+			"KEEL_EXPECTED=" + f.Expected, "KEEL_OBSERVED=" + f.Observed, "KEEL_REMEDY=" + f.Remedy,
+			"KEEL_UNDECLARED=" + report.UndeclaredLabel(f)}}
 	var r hostio.Runner = hostio.ExecRunner{}
 	if h.Runner != nil {
 		r = h.Runner

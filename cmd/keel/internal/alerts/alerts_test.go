@@ -126,7 +126,7 @@ func TestTextfile(t *testing.T) {
 		"keel_reconcile_errors_total 1\n",
 		"keel_reconcile_passes_total 2\n",
 		`keel_reconcile_actions_total{status="converged"} 2` + "\n",
-		`keel_finding_active{id="reconcile.stuck",lv="",object="bcache:a3a774bf",severity="error",vg=""} 1` + "\n",
+		`keel_finding_active{id="reconcile.stuck",lv="",object="bcache:a3a774bf",severity="error",undeclared="false",vg=""} 1` + "\n",
 		`keel_findings{severity="error"} 1` + "\n",
 		`keel_findings{severity="warning"} 0` + "\n",
 		"keel_actions_stuck 1\n",
@@ -144,5 +144,27 @@ func TestTextfile(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
 		t.Errorf("temporary files left: %v", ents)
+	}
+}
+
+// A finding on a pool the desired state does not declare says so in the
+// journal and to the hook, as the metric's undeclared label does.
+func TestUndeclaredMarked(t *testing.T) {
+	f := plan.Finding{ID: plan.VDOOvercommit, Severity: plan.Error, Object: "vdodef/vdolv", Message: "overcommitted", Undeclared: true}
+	var buf bytes.Buffer
+	Log(hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info}), []Transition{{Raised, f}})
+	if !strings.Contains(buf.String(), "undeclared=true") {
+		t.Errorf("log lacks undeclared=true:\n%s", buf.String())
+	}
+	dir := t.TempDir()
+	script, out := filepath.Join(dir, "hook"), filepath.Join(dir, "out")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$KEEL_UNDECLARED\" > "+out+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Hook{Argv: []string{script}}).Run(context.Background(), []Transition{{Raised, f}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "true\n" {
+		t.Errorf("hook saw KEEL_UNDECLARED=%q, want true", b)
 	}
 }

@@ -50,7 +50,7 @@ func NewMetrics() *Metrics {
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keel_reconcile_actions_total",
 			Help: "Actions by outcome (converged, stuck, failed, refused, skipped)."}, []string{"status"}),
 		findings: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: report.FindingMetric,
-			Help: report.FindingMetricHelp}, []string{"id", "severity", "object", "vg", "lv"}),
+			Help: report.FindingMetricHelp}, []string{"id", "severity", "object", "vg", "lv", "undeclared"}),
 		findingsBySeverity: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: report.FindingsMetric,
 			Help: report.FindingsMetricHelp}, []string{"severity"}),
 		stuck: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keel_actions_stuck",
@@ -121,7 +121,7 @@ func (m *Metrics) Pass(at time.Time, err error, statuses map[string]int, finding
 	stuck, holds := 0, 0
 	for _, f := range findings {
 		vg, lv := report.ObjectLabels(f.Object)
-		m.findings.WithLabelValues(string(f.ID), f.Severity.String(), f.Object, vg, lv).Set(1)
+		m.findings.WithLabelValues(string(f.ID), f.Severity.String(), f.Object, vg, lv, report.UndeclaredLabel(f)).Set(1)
 		counts[f.Severity.String()]++
 		switch f.ID {
 		case plan.ReconcileStuck:

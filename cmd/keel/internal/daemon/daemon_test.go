@@ -569,13 +569,13 @@ func TestDaemonAuditChangesNothing(t *testing.T) {
 		}
 		t.Logf("converging: commands %q, sysfs %q, lvm.conf rewritten %v", conv.cmds, conv.sysfs, conv.lvmConf)
 		want := []string{"keel_audit_mode 1",
-			`keel_finding_active{id="bcache.tunable",lv="",object="bcache:a67c2e52-040c-493e-99e7-8498486cebf1",severity="warning",vg=""} 1`,
+			`keel_finding_active{id="bcache.tunable",lv="",object="bcache:a67c2e52-040c-493e-99e7-8498486cebf1",severity="warning",undeclared="false",vg=""} 1`,
 			`keel_reconcile_actions_total{status="planned"}`}
 		if desired == auditDesired {
 			// Audit records thin1's first sight at the bubble's clock
 			// (synctest starts it in 2000), before the capture made thin1:
 			// keel judges it a reused name and keeps it.
-			want = append(want, `keel_finding_active{id="lv.absent_reappeared",lv="thin1",object="vg0/thin1",severity="warning",vg="vg0"} 1`,
+			want = append(want, `keel_finding_active{id="lv.absent_reappeared",lv="thin1",object="vg0/thin1",severity="warning",undeclared="false",vg="vg0"} 1`,
 				`keel_thin_data_used_ratio{lv="tp",vg="vg0"} 0`, `keel_thin_data_alert_threshold_ratio{lv="tp",vg="vg0"} 0.85`)
 		}
 		runs := map[string]changes{}
@@ -619,6 +619,9 @@ func TestDaemonAuditNoFastPath(t *testing.T) {
 		dir := t.TempDir()
 		cfg := filepath.Join(dir, "b.cue")
 		os.WriteFile(cfg, []byte(bcacheCue(40)), 0o644)
+		// The pools of mixed are not declared: left unaudited, the status
+		// counts the bcache drift alone.
+		os.WriteFile(filepath.Join(dir, "agent.cue"), []byte("agent: auditUndeclared: false\n"), 0o644)
 		src, sys, _ := convergetest.Replayed(t, "../../../../probes/testdata/snapshots/mixed.txtar")
 		var logs strings.Builder
 		d := &Daemon{Log: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: &logs}, Level: hclog.Debug}),
