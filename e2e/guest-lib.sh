@@ -6,6 +6,8 @@
 #   disks            the share's disk list: "serial kind size" lines
 #   step CMD...      run CMD, logging the command line, its time and status
 #   versions         log uname -r, lvm version, vdoformat --version, dpkg versions
+#   alive PID        whether PID runs (a zombie does not)
+#   stop_daemon PID  SIGTERM a daemon this shell started, wait for it, judge its exit
 #
 # Variables: KEEL (the static keel binary, when the host put one in the share),
 # OUT (a directory in the share whose files the host gets back), SHARE.
@@ -66,4 +68,45 @@ versions() {
 	dpkg-query -W lvm2 dmsetup vdo bcache-tools thin-provisioning-tools util-linux udev kmod 2>&1 | sed 's/^/dpkg: /'
 	dmsetup targets 2>&1 | sed 's/^/dm target: /'
 	echo "=="
+}
+
+# alive PID: whether the process runs. A child that died but was not waited
+# for yet is a zombie: kill -0 still succeeds on it, its state in
+# /proc/PID/stat (the field after the parenthesised command name, proc(5))
+# is Z.
+alive() {
+	local st
+	st=$(sed -n 's/^[0-9]* (.*) \([A-Za-z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null)
+	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
+# stop_daemon PID: stop a daemon this shell started in the background (keel
+# run) and judge how it ended: it must still run, and exit 0 within 30 s of
+# SIGTERM (keel run's status after SIGTERM, docs/cli.md). Sets STOP_STATUS
+# to what happened; fails when the daemon had died before, or exited
+# otherwise, or had to be killed. Call it in the shell that started the
+# daemon (wait knows only its own children), not in $(...).
+stop_daemon() {
+	local pid=$1 rc i
+	if ! alive "$pid"; then
+		wait "$pid"
+		rc=$?
+		STOP_STATUS="it had died before SIGTERM (exit $rc)"
+		return 1
+	fi
+	kill -TERM "$pid"
+	for i in $(seq 300); do
+		alive "$pid" || break
+		sleep 0.1
+	done
+	if alive "$pid"; then
+		kill -KILL "$pid"
+		wait "$pid"
+		STOP_STATUS="still running 30 s after SIGTERM (killed)"
+		return 1
+	fi
+	wait "$pid"
+	rc=$?
+	STOP_STATUS="exit $rc after SIGTERM"
+	[ "$rc" = 0 ]
 }

@@ -25,21 +25,32 @@ import (
 	"github.com/keel-storage/keel/e2e/guest"
 )
 
-// verdicts fails the test for every FAIL: line and logs the PASS: lines.
-func verdicts(t *testing.T, boot string, r *guest.Result) {
+// verdicts fails the test for every FAIL: line and logs the PASS: lines;
+// the boot's script must exit 0 having printed exactly want PASS lines, so
+// one that stopped early cannot pass.
+func verdicts(t *testing.T, boot string, r *guest.Result, want int) {
 	t.Helper()
+	passes := 0
 	for _, line := range strings.Split(r.Output, "\n") {
 		switch {
 		case strings.HasPrefix(line, "PASS: "):
+			passes++
 			t.Logf("%s: %s", boot, line)
 		case strings.HasPrefix(line, "FAIL: "):
 			t.Errorf("%s: %s", boot, line)
 		}
 	}
-	if r.ExitCode != 0 {
-		t.Errorf("%s: scenario exit %d", boot, r.ExitCode)
+	if r.ExitCode != 0 || passes != want {
+		t.Errorf("%s: scenario exit %d with %d PASS lines (want 0 and %d); output tail:\n%s", boot, r.ExitCode, passes, want, r.Tail(30))
 	}
 }
+
+// The number of PASS lines each boot's script prints.
+const (
+	wantBoot1 = 9  // boot1.sh: the .deb, the stack, the rules, the units
+	wantBoot2 = 13 // boot2.sh: the reboot's order, tunables, lvm.conf, keel.service, journal, data
+	wantBoot3 = 6  // boot3.sh: the missing disk
+)
 
 func TestRebootIsBoring(t *testing.T) {
 	root := guest.RepoRoot(t)
@@ -69,16 +80,16 @@ func TestRebootIsBoring(t *testing.T) {
 		Timeout: 10 * time.Minute,
 	})
 	r1 := m.Boot(t, string(read("e2e/boot/boot1.sh")))
-	verdicts(t, "boot 1", r1)
+	verdicts(t, "boot 1", r1, wantBoot1)
 	if !strings.Contains(r1.Output, "PASS: keel apply converged the stack") {
 		t.FailNow() // no stack to reboot
 	}
 	r2 := m.Boot(t, string(read("e2e/boot/boot2.sh")))
-	verdicts(t, "boot 2", r2)
+	verdicts(t, "boot 2", r2, wantBoot2)
 	if ms := regexp.MustCompile(`activate_start_to_ready_ms=(\d+)`).FindStringSubmatch(r2.Output); ms != nil {
 		t.Logf("keel-activate start to READY: %s ms (guest wall %.1fs)", ms[1], r2.Wall.Seconds())
 	}
 	m.Detach("hdd1")
 	r3 := m.Boot(t, string(read("e2e/boot/boot3.sh")))
-	verdicts(t, "boot 3", r3)
+	verdicts(t, "boot 3", r3, wantBoot3)
 }

@@ -219,7 +219,10 @@ func TestCheckOnRealStacks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rc, _ := strconv.Atoi(strings.TrimSpace(string(rcb)))
+			rc, err := strconv.Atoi(strings.TrimSpace(string(rcb)))
+			if err != nil {
+				t.Fatalf("keel check's exit status in %s.rc: %v", c.name, err)
+			}
 			js, err := r.File(c.name + ".json")
 			if err != nil {
 				t.Fatal(err)

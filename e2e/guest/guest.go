@@ -173,35 +173,15 @@ func (m *Machine) Detach(serial string) {
 // Run boots a fresh machine for spec once, runs spec.Script, and returns the
 // result. A guest that times out, crashes or cannot start fails the test
 // with the console tail; a scenario that exits non-zero does not (check
-// ExitCode or call RequireOK).
+// ExitCode or call RequireOK). A guest kernel that panics while the
+// scenario runs fails the test, saying so: the scenario is never run again,
+// since whatever made the kernel panic (keel, the storage stack under
+// test, or the emulator) would be hidden by a second run that passed.
 func Run(t testing.TB, spec Spec) *Result {
 	t.Helper()
-	for attempt := 1; ; attempt++ {
-		m := New(t, spec)
-		r, rc, stderr := m.boot(t, spec.Script)
-		if rc == 125 && attempt < runAttempts && emulatorFault(r.Console) {
-			t.Logf("guest run, attempt %d: the kernel died of an exception in interrupt context, "+
-				"a fault of TCG (emulatorFault); the scenario runs again on a fresh machine. Console tail:\n%s",
-				attempt, tail(r.Console, 12))
-			continue
-		}
-		return m.judge(t, r, rc, stderr)
-	}
-}
-
-// runAttempts bounds the fresh machines of one Run (emulatorFault).
-const runAttempts = 2
-
-// emulatorFault reports whether a guest that wrote no exit code died of an
-// exception in interrupt context. Under TCG the guest kernel now and then
-// takes one with nonsense state (an int3 oops in sched_clock_cpu while
-// booting, a page fault in kmem_cache_alloc while pvcreate ran:
-// docs/testing.md), rarely and never twice in one test. Run, whose machine is
-// fresh, runs the scenario again once on a new machine; a machine booted more
-// than once (Machine.Boot) is not, as its disks hold what the dead boot wrote.
-// A crash of the test's own making (TestCrashedGuestFails) is not one.
-func emulatorFault(console string) bool {
-	return strings.Contains(console, "Kernel panic - not syncing: Fatal exception in interrupt")
+	m := New(t, spec)
+	r, rc, stderr := m.boot(t, spec.Script)
+	return m.judge(t, r, rc, stderr)
 }
 
 // Boot boots the machine, runs script, and powers it off. Disks keep what
@@ -283,7 +263,7 @@ func (m *Machine) judge(t testing.TB, r *Result, rc int, stderr string) *Result 
 	case 124:
 		t.Fatalf("guest boot %d timed out after %s; console tail:\n%s", m.boots, m.spec.Timeout, tail(r.Console, 40))
 	case 125:
-		t.Fatalf("guest boot %d wrote no exit code (panic or crash); console tail:\n%s", m.boots, tail(r.Console, 40))
+		t.Fatalf("guest boot %d wrote no exit code: %s; console tail:\n%s", m.boots, crashCause(r.Console), tail(r.Console, 40))
 	case 2:
 		if _, statErr := os.Stat(filepath.Join(share, "exitcode")); statErr != nil {
 			t.Fatalf("guest boot %d could not start: %s", m.boots, tail(stderr, 20))
@@ -291,6 +271,19 @@ func (m *Machine) judge(t testing.TB, r *Result, rc int, stderr string) *Result 
 	}
 	r.ExitCode = rc
 	return r
+}
+
+// crashCause says why a guest that wrote no exit code stopped, from its
+// serial console: the kernel's panic line when it panicked (the kernel
+// prints "Kernel panic - not syncing: <reason>", kernel/panic.c), or a crash
+// without a panic.
+func crashCause(console string) string {
+	for _, line := range strings.Split(console, "\n") {
+		if _, reason, ok := strings.Cut(line, "Kernel panic - not syncing: "); ok {
+			return "the guest kernel panicked (" + strings.TrimSpace(reason) + ")"
+		}
+	}
+	return "the guest crashed or powered off without a kernel panic on its console"
 }
 
 // bootAttempts bounds the boots of one Boot call: a guest whose kernel dies

@@ -185,6 +185,12 @@ func judge(tt *testing.T, n int, file func(string) ([]byte, error), rc int) {
 			if kr.LastCommand == kr.Trigger {
 				inStep[kind]++
 			}
+		} else {
+			// An iteration whose keel was not killed tests a plain
+			// apply, not the recovery from a kill: every iteration must
+			// show its kill landed, whatever the number of iterations.
+			t.Errorf("iteration %d (%s): the kill did not land: trigger seen %v, killed %v, keel's exit %d, its last command %s",
+				i, kind, kr.TriggerSeen, kr.Killed, kr.Exit, kr.LastCommand)
 		}
 		t.Logf("it%d %-13s killed=%v group=%v delay=%dms at %dms running=%q last=%s", i, kind, kr.Killed, kr.Group, kr.DelayMS, kr.AfterMS, kr.Running, kr.LastCommand)
 		var cmds []string

@@ -165,10 +165,17 @@ hz=$(getconf CLK_TCK)
 awk -v a="$t0" -v b="$t1" -v u0="$up0" -v u1="$up1" -v hz="$hz" \
 	'BEGIN{printf "idle %.0f s: %d ticks = %.3f%% of a core (own + children)\n", u1-u0, b-a, 100*(b-a)/hz/(u1-u0)}' |
 	tee "$OUT/idle-cpu.txt"
-[ "$idle_passes" = 0 ] && pass "idle: no pass in ${IDLE:-60} s" || flunk "idle: $idle_passes passes in ${IDLE:-60} s without a change"
-kill -TERM $dpid
-wait $dpid
-echo "daemon exit $?" >>"$LOG"
+# No pass counts only from a daemon that ran the whole minute: a dead one
+# runs none either.
+if ! alive $dpid; then
+	flunk "idle: the daemon (pid $dpid) is not running: $(tail -n 3 "$LOG" | tr '\n' ' ')"
+elif [ "$idle_passes" = 0 ]; then
+	pass "idle: no pass in ${IDLE:-60} s, the daemon still running"
+else
+	flunk "idle: $idle_passes passes in ${IDLE:-60} s without a change"
+fi
+stop_daemon $dpid && pass "daemon: $STOP_STATUS" || flunk "daemon: $STOP_STATUS"
+echo "daemon $STOP_STATUS" >>"$LOG"
 
 echo "== the metadata poll alone (--no-uevents): metadata-only changes"
 # udev's watch makes the kernel send a change uevent on a disk LVM wrote and
@@ -195,8 +202,7 @@ change "poll: lvextend (inactive LV)" lvextend -q -y -L +32M sigvg/new3
 change "poll: lvremove (inactive LV)" lvremove -q -y sigvg/new3
 unset WANT_WHY
 dd if="$hd" of="$OUT/pv-hdd1.bin" bs=4096 count=2 iflag=direct status=none
-kill -TERM $dpid
-wait $dpid
-echo "daemon exit $?" >>"$LOG"
+stop_daemon $dpid && pass "poll: daemon $STOP_STATUS" || flunk "poll: daemon $STOP_STATUS"
+echo "daemon $STOP_STATUS" >>"$LOG"
 kill $mon
 exit $fail

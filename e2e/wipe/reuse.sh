@@ -49,7 +49,9 @@ if exists vmdata/vm-101-disk-0 || exists vmdata/del-vm-101-disk-0; then
 else
 	ok "first apply removed vmdata/vm-101-disk-0 (uuid $old_uuid)"
 fi
-[ -f /var/lib/keel/state.json ] && cp /var/lib/keel/state.json "$O/state-1.json"
+# The state file is what lets the next keel process tell a new LV from the
+# one it removed: the checks below mean nothing without it.
+cp /var/lib/keel/state.json "$O/state-1.json" || fail "no /var/lib/keel/state.json after the first removal"
 
 # A new disk under the same name, and one under a name keel already had in
 # absent before it existed. lv_time has one-second resolution.
@@ -101,7 +103,7 @@ if [ "$rc" -eq 0 ] && ! exists vmdata/vm-103-disk-0; then
 else
 	fail "remedy keel wipe vmdata/vm-103-disk-0: rc $rc"
 fi
-[ -f /var/lib/keel/state.json ] && cp /var/lib/keel/state.json "$O/state-2.json"
+cp /var/lib/keel/state.json "$O/state-2.json" || fail "no /var/lib/keel/state.json after the remedy"
 
 # --- 2. dependents ----------------------------------------------------------------
 refuse() { # refuse WANT LV: keel wipe by hand exits 1, says WANT, changes nothing
