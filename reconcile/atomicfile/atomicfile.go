@@ -5,9 +5,13 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 )
 
 // rename is os.Rename; a test makes it fail between the write and the
@@ -35,7 +39,8 @@ func Write(path string, data []byte, perm os.FileMode) error {
 // write is Write with the temporary file's attributes set by attrs.
 func write(path string, data []byte, attrs func(*os.File) error) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".keel-*")
+	removeStale(dir, filepath.Base(path))
+	f, err := os.CreateTemp(dir, tempPrefix(filepath.Base(path))+strconv.Itoa(os.Getpid())+"-*")
 	if err != nil {
 		return err
 	}
@@ -66,4 +71,38 @@ func write(path string, data []byte, attrs func(*os.File) error) error {
 		return fmt.Errorf("sync directory: %w", err)
 	}
 	return nil
+}
+
+// tempPrefix starts the name of every temporary file written for the file
+// base: ".base.keel-", then the writer's PID, "-" and CreateTemp's random
+// part.
+func tempPrefix(base string) string { return "." + base + ".keel-" }
+
+// removeStale removes the temporary files for base in dir that a writer
+// killed between CreateTemp and the rename left (SIGKILL, a power cut):
+// those whose writer's PID no longer runs. A file of a writer still running
+// (another keel process writing the same file) is left alone; one whose
+// name carries no PID is removed. Failures are ignored: a leftover is
+// untidy, never wrong, since nothing reads it.
+func removeStale(dir, base string) {
+	names, err := filepath.Glob(filepath.Join(dir, tempPrefix(base)+"*"))
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		rest := strings.TrimPrefix(filepath.Base(name), tempPrefix(base))
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if ok && err == nil && pid > 0 && running(pid) {
+			continue
+		}
+		os.Remove(name)
+	}
+}
+
+// running reports whether a process with this PID exists (kill(2) with
+// signal 0: ESRCH when it does not; EPERM means it exists and is not ours).
+func running(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

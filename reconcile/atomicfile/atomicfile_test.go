@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -95,5 +96,40 @@ func TestWriteSyncsFileThenDirectory(t *testing.T) {
 	want := []string{fmt.Sprintf("sync %s holding %q (<nil>)", dir, "devices {\n}\n"), "rename to lvm.conf", "sync dir"}
 	if !slices.Equal(events, want) {
 		t.Errorf("events %q, want %q", events, want)
+	}
+}
+
+// A writer killed between CreateTemp and the rename leaves its temporary
+// file; the next write of the same file removes it when its writer's PID
+// no longer runs (or its name carries none, as before the PID was in it),
+// and keeps one whose writer still runs and the temporary files of other
+// files.
+func TestWriteRemovesStaleTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "lvm.conf")
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := cmd.Process.Pid   // reaped: no process has it now, barring reuse
+	files := map[string]bool{ // name: kept
+		fmt.Sprintf(".lvm.conf.keel-%d-123", dead):        false,
+		".lvm.conf.keel-4242424242":                       false,
+		fmt.Sprintf(".lvm.conf.keel-%d-456", os.Getpid()): true,
+		fmt.Sprintf(".other.conf.keel-%d-789", dead):      true,
+	}
+	for name := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("part"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Write(p, []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, kept := range files {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if kept != (err == nil) {
+			t.Errorf("%s: kept %v, want %v", name, err == nil, kept)
+		}
 	}
 }
