@@ -5,6 +5,7 @@
 package integrations
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -164,7 +165,7 @@ func TestDropInsUseRealCommands(t *testing.T) {
 	// keel invoked as a command: at the start of a value or after a quote,
 	// "name:", "cmd:" or "unless:", never in comments or prose.
 	re := regexp.MustCompile(`(?:^|[:"\]]\s*|^\s*-?\s*(?:name|unless|check_cmd):\s*)keel ([a-z][a-z-]+)`)
-	for _, p := range []string{"ansible/keel.yml", "salt/keel.sls"} {
+	for _, p := range []string{"ansible/roles/keel/tasks/main.yml", "salt/keel.sls"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -188,67 +189,209 @@ func TestDropInsUseRealCommands(t *testing.T) {
 	}
 }
 
-// The playbook is one play whose every task has a name, whose notify names
-// a handler it defines, and whose files under /etc/keel are vetted with
-// the whole directory (vet-dropin) before they replace the old ones.
-func TestAnsiblePlaybook(t *testing.T) {
-	type task struct {
-		Name   string         `json:"name"`
-		Notify any            `json:"notify"`
-		Copy   map[string]any `json:"ansible.builtin.copy"`
-		Cmd    string         `json:"ansible.builtin.command"`
-		When   string         `json:"when"`
+// ansibleTask is the part of an Ansible task the tests read.
+type ansibleTask struct {
+	Name      string         `json:"name"`
+	Notify    any            `json:"notify"`
+	Copy      map[string]any `json:"ansible.builtin.copy"`
+	Template  map[string]any `json:"ansible.builtin.template"`
+	File      map[string]any `json:"ansible.builtin.file"`
+	Apt       map[string]any `json:"ansible.builtin.apt"`
+	Cmd       any            `json:"ansible.builtin.command"`
+	When      any            `json:"when"`
+	CheckMode *bool          `json:"check_mode"`
+	Block     []ansibleTask  `json:"block"`
+	Always    []ansibleTask  `json:"always"`
+}
+
+// flatTasks lists the tasks with those of blocks in their place, in order.
+func flatTasks(ts []ansibleTask) []ansibleTask {
+	var out []ansibleTask
+	for _, x := range ts {
+		out = append(out, x)
+		out = append(out, flatTasks(x.Block)...)
+		out = append(out, flatTasks(x.Always)...)
 	}
-	var plays []struct {
-		Hosts    string         `json:"hosts"`
-		Vars     map[string]any `json:"vars"`
-		Tasks    []task         `json:"tasks"`
-		Handlers []task         `json:"handlers"`
-	}
-	decodeYAML(t, "ansible/keel.yml", &plays)
-	if len(plays) != 1 || len(plays[0].Tasks) < 5 || len(plays[0].Handlers) == 0 {
-		t.Fatalf("plays: %+v", plays)
-	}
-	play := plays[0]
-	if _, set := play.Vars["keel_mode"]; set {
-		t.Error("keel_mode is a play var: host_vars and group_vars could not override it")
-	}
-	handlers := map[string]bool{}
-	for _, h := range play.Handlers {
-		handlers[h.Name] = true
-	}
-	vetted, writes := 0, 0
-	for _, x := range play.Tasks {
-		// Audit mode changes nothing on the host: a task that writes keel's
-		// udev rules runs only when converging.
-		if strings.HasPrefix(x.Cmd, "keel udev-rules --write") {
-			writes++
-			if x.When != "keel_mode | default('audit') == 'converge'" {
-				t.Errorf("task %q runs %q with when %q: also in audit mode", x.Name, x.Cmd, x.When)
+	return out
+}
+
+// argv returns a command task's argument vector ("keel udev-rules --write"
+// split, or its argv list), nil for other tasks.
+func (x ansibleTask) argv() []string {
+	switch c := x.Cmd.(type) {
+	case string:
+		return strings.Fields(c)
+	case map[string]any:
+		var out []string
+		if list, ok := c["argv"].([]any); ok {
+			for _, a := range list {
+				out = append(out, fmt.Sprint(a))
 			}
 		}
+		return out
+	}
+	return nil
+}
+
+// The playbook is one play that applies the keel role and sets no
+// variable: play vars beat inventory variables, so a per-host desired state
+// in host_vars would be ignored. Every variable the role reads is a role
+// default, the lowest precedence there is.
+func TestAnsiblePlaybook(t *testing.T) {
+	var plays []struct {
+		Hosts string         `json:"hosts"`
+		Vars  map[string]any `json:"vars"`
+		Roles []string       `json:"roles"`
+		Tasks []any          `json:"tasks"`
+	}
+	decodeYAML(t, "ansible/keel.yml", &plays)
+	if len(plays) != 1 || !slices.Equal(plays[0].Roles, []string{"keel"}) || len(plays[0].Tasks) != 0 {
+		t.Fatalf("plays: %+v: want one play applying the role keel", plays)
+	}
+	if len(plays[0].Vars) != 0 {
+		t.Errorf("play vars %v: they beat host_vars and group_vars; make them role defaults", slices.Sorted(maps.Keys(plays[0].Vars)))
+	}
+	var defaults map[string]any
+	decodeYAML(t, "ansible/roles/keel/defaults/main.yml", &defaults)
+	if defaults["keel_mode"] != "audit" {
+		t.Errorf("keel_mode defaults to %v, want audit", defaults["keel_mode"])
+	}
+	// Every keel_ variable the role reads is a default or one the role
+	// sets itself (register, set_fact, vars).
+	var text strings.Builder
+	for _, dir := range []string{"tasks", "handlers", "templates"} {
+		ents, err := os.ReadDir(filepath.Join("ansible/roles/keel", dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join("ansible/roles/keel", dir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text.Write(b)
+		}
+	}
+	own := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*(?:register:\s*|)(keel_[a-z_]+)(?::|$)`).FindAllStringSubmatch(text.String(), -1) {
+		own[m[1]] = true
+	}
+	for _, v := range regexp.MustCompile(`\bkeel_[a-z_]+\b`).FindAllString(text.String(), -1) {
+		if _, ok := defaults[v]; !ok && !own[v] {
+			t.Errorf("the role reads %s, which is neither a role default nor set by the role", v)
+		}
+	}
+}
+
+// The role's tasks: each named, each notify a handler; in check mode
+// nothing outside the staging directory is touched (a task forced to run in
+// check mode writes only under keel_stage or runs a keel command that
+// reads); the whole staged directory is vetted before any change; keel's
+// udev rules are written only when converging.
+func TestAnsibleRole(t *testing.T) {
+	var tasks, handlers []ansibleTask
+	decodeYAML(t, "ansible/roles/keel/tasks/main.yml", &tasks)
+	decodeYAML(t, "ansible/roles/keel/handlers/main.yml", &handlers)
+	names := map[string]bool{}
+	for _, h := range handlers {
+		names[h.Name] = true
+	}
+	all := flatTasks(tasks)
+	vet, firstChange, writes := -1, -1, 0
+	keelCmds := map[string]bool{}
+	for i, x := range all {
 		if x.Name == "" {
 			t.Errorf("ansible task without a name: %+v", x)
 		}
-		if n, ok := x.Notify.(string); ok && !handlers[n] {
-			t.Errorf("task %q notifies %q, which is not a handler (%v)", x.Name, n, handlers)
+		if n, ok := x.Notify.(string); ok && !names[n] {
+			t.Errorf("task %q notifies %q, which is not a handler (%v)", x.Name, n, names)
 		}
-		if x.Copy["dest"] == "/etc/keel/agent.cue" && x.Copy["content"] != "agent: mode: \"{{ keel_mode | default('audit') }}\"\n" {
-			t.Errorf("agent.cue content %q: not audit by default", x.Copy["content"])
+		argv := x.argv()
+		sub := ""
+		if len(argv) > 1 && strings.Contains(argv[0], "keel") {
+			sub = argv[1]
+			keelCmds[sub] = true
 		}
-		if dest, _ := x.Copy["dest"].(string); strings.HasPrefix(dest, "/etc/keel/") {
-			if want := "/usr/lib/keel/vet-dropin " + dest + " %s"; x.Copy["validate"] != want {
-				t.Errorf("task %q: validate %v, want %q", x.Name, x.Copy["validate"], want)
+		if sub == "vet" && vet < 0 {
+			vet = i
+		}
+		if sub == "apply" && !slices.Contains(argv, "--dry-run") {
+			t.Errorf("task %q runs keel apply without --dry-run", x.Name)
+		}
+		if sub == "udev-rules" && slices.Contains(argv, "--write") {
+			writes++
+			if x.When != "keel_mode == 'converge'" {
+				t.Errorf("task %q writes keel's udev rules with when %v: also in audit mode", x.Name, x.When)
 			}
-			vetted++
+		}
+		dest := fmt.Sprint(x.Copy["dest"], x.Template["dest"], x.File["path"])
+		if firstChange < 0 && (x.Apt != nil || strings.Contains(dest, "/etc/keel")) {
+			firstChange = i
+		}
+		if x.CheckMode != nil && !*x.CheckMode {
+			staged := strings.Contains(dest, "keel_stage") || slices.ContainsFunc(argv, func(a string) bool { return strings.Contains(a, "keel_stage") })
+			reads := slices.Contains([]string{"vet", "plan", "check", "apply"}, sub) || (len(argv) > 0 && argv[0] == "dpkg-deb")
+			if x.Copy == nil && x.Template == nil && x.File == nil && x.Cmd == nil {
+				staged = true // tempfile and the like
+			}
+			if x.Cmd != nil && !reads || x.Cmd == nil && !staged {
+				t.Errorf("task %q runs in check mode and may change the host (dest %q, argv %q)", x.Name, dest, argv)
+			}
 		}
 	}
-	if vetted != 2 {
-		t.Errorf("%d files under /etc/keel vetted, want 2 (agent.cue, keel.cue)", vetted)
+	if vet < 0 || firstChange < 0 || vet > firstChange {
+		t.Errorf("keel vet at task %d, the first change at %d: the desired state must be vetted before anything changes", vet, firstChange)
 	}
 	if writes != 1 {
 		t.Errorf("%d tasks write keel's udev rules, want 1", writes)
 	}
+	for _, want := range []string{"vet", "plan", "apply", "check"} {
+		if !keelCmds[want] {
+			t.Errorf("the role never runs keel %s (it runs %v)", want, slices.Sorted(maps.Keys(keelCmds)))
+		}
+	}
+	for c := range keelCmds {
+		if !slices.Contains(registered(t), c) {
+			t.Errorf("the role runs keel %s, which is not a keel command", c)
+		}
+	}
+	b, err := os.ReadFile("ansible/roles/keel/templates/agent.cue.j2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "agent: mode: \"{{ keel_mode }}\"\n") {
+		t.Errorf("agent.cue.j2 does not set agent.mode from keel_mode:\n%s", b)
+	}
+}
+
+// The playbook and role pass ansible-playbook --syntax-check and
+// ansible-lint's production profile (Debian: ansible-core, ansible-lint;
+// .ci/install-deps installs them). Without them the test is skipped on a
+// workstation and fails under CI (CI set), as TestPromtool does.
+func TestAnsibleLint(t *testing.T) {
+	for _, c := range [][]string{
+		{"ansible-playbook", "--syntax-check", "-i", "localhost,", "keel.yml"},
+		{"ansible-lint", "--nocolor", "--profile", "production", "keel.yml", "roles/keel"},
+	} {
+		if _, err := exec.LookPath(c[0]); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s not found and CI is set: .ci/install-deps installs it", c[0])
+			}
+			t.Skipf("%s not installed (apt-get install ansible-core ansible-lint)", c[0])
+		}
+		cmd := exec.Command(c[0], c[1:]...)
+		cmd.Dir = "ansible"
+		// ansible-lint writes its cache under HOME; keep it out of the tree.
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "ANSIBLE_NOCOLOR=1", "ANSIBLE_LOCAL_TEMP="+t.TempDir())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", strings.Join(c, " "), err, out)
+		}
+	}
+}
+
+// The Salt state vets each file with the whole directory and writes keel's
+// udev rules only when converging.
+func TestSaltState(t *testing.T) {
 	b, err := os.ReadFile("salt/keel.sls")
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -68,7 +69,7 @@ func TestPromtool(t *testing.T) {
 		}
 	}
 	run(nil, rulesDir, "check", "rules", "keel-alerts.yml")
-	run(nil, rulesDir, "test", "rules", "keel-alerts.test.yml")
+	run(nil, rulesDir, "test", "rules", "keel-alerts.test.yml", "keel-alerts-days.test.yml")
 	path := filepath.Join(t.TempDir(), "keel.prom")
 	if err := sampleMetrics().WriteTextfile(path); err != nil {
 		t.Fatal(err)
@@ -79,6 +80,62 @@ func TestPromtool(t *testing.T) {
 	}
 	run(daemon, ".", "check", "metrics")
 	run(sampleCheck(t), ".", "check", "metrics")
+}
+
+// Every alert's unit tests fail when its rule is broken: with every
+// expression replaced by one that never fires, promtool test rules must fail
+// and name each alert among its failures. An alert with no test in which it
+// fires would pass unnoticed here.
+func TestPromtoolRulesFailWhenBroken(t *testing.T) {
+	bin := promtool(t)
+	rules, err := os.ReadFile(filepath.Join(rulesDir, "keel-alerts.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alerts []string
+	var broken strings.Builder
+	for _, line := range strings.SplitAfter(string(rules), "\n") {
+		trim := strings.TrimSpace(line)
+		if name, ok := strings.CutPrefix(trim, "- alert: "); ok {
+			alerts = append(alerts, name)
+		}
+		if strings.HasPrefix(trim, "expr: ") {
+			line = line[:strings.Index(line, "expr: ")] + "expr: vector(0) > 1\n"
+		}
+		broken.WriteString(line)
+	}
+	if len(alerts) < 15 {
+		t.Fatalf("found %d alerts in keel-alerts.yml", len(alerts))
+	}
+	dir := t.TempDir()
+	files := []string{"keel-alerts.test.yml", "keel-alerts-days.test.yml"}
+	for _, name := range files {
+		b, err := os.ReadFile(filepath.Join(rulesDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "keel-alerts.yml"), []byte(broken.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append([]string{"test", "rules"}, files...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("promtool test rules passed with every rule broken:\n%s", out)
+	}
+	failed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`alertname: (\w+),`).FindAllStringSubmatch(string(out), -1) {
+		failed[m[1]] = true
+	}
+	for _, a := range alerts {
+		if !failed[a] {
+			t.Errorf("%s: its rule broken, no unit test failed: add a test in which it fires", a)
+		}
+	}
 }
 
 // The names follow Prometheus's conventions (prometheus.io/docs/practices/
