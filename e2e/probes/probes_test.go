@@ -94,10 +94,16 @@ func TestLiveMatchesReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hostJSON, err := json.MarshalIndent(h, "", "  ")
-		if err != nil {
+		// As keel status --format json writes it: indented, and with
+		// "&&" and "<>" as typed (SetEscapeHTML(false)).
+		var hostBuf bytes.Buffer
+		enc := json.NewEncoder(&hostBuf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(h); err != nil {
 			t.Fatal(err)
 		}
+		hostJSON := hostBuf.Bytes()
 		if !bytes.Equal(bytes.TrimSpace(guestJSON), bytes.TrimSpace(hostJSON)) {
 			t.Errorf("%s: the host's replay differs from the guest's", name)
 		}
