@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/keel-storage/keel/e2e/guest"
+	"github.com/keel-storage/keel/reconcile/plan"
 )
 
 // Bounds. A pass of this guest's stack takes 1–3 s under TCG, so passes
@@ -132,7 +134,11 @@ func TestUnderFire(t *testing.T) {
 				t.Errorf("command log line %q: %v", l, err)
 				continue
 			}
-			if guest.Mutating(argv) {
+			// keel's bcache udev rule follows the devices it sees, and
+			// writing it reloads udevd's rules: that rereads files and
+			// changes no block device (udevadm(8), control --reload), so it
+			// is no write to the failing storage.
+			if guest.Mutating(argv) && !slices.Equal(argv, plan.UdevReload) {
 				t.Errorf("keel ran a mutating command under EIO: %s", l)
 			}
 		}
