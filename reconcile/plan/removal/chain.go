@@ -52,12 +52,6 @@ type Chain struct {
 	Storage string
 }
 
-// snapLVPrefix is the start of the snapshot LVs of the chain whose current
-// volume is volume: "snap_" + the volume without ".qcow2" + "_".
-func snapLVPrefix(volume string) string {
-	return "snap_" + strings.TrimSuffix(volume, ".qcow2") + "_"
-}
-
 // ChainOf returns the volume chain that holds the removal of vg/name, nil
 // when name is in no chain or when every other LV of its chain is covered
 // (declared absent, or removed along with it).
@@ -115,7 +109,7 @@ func chainOf(h *model.Host, vg, name string) *Chain {
 // chainSnapshots returns the LV names of the snapshots of the chain whose
 // current volume is vg/volume, sorted.
 func chainSnapshots(h *model.Host, vg, volume string) []string {
-	prefix := snapLVPrefix(volume)
+	prefix := "snap_" + strings.TrimSuffix(volume, ".qcow2") + "_" // get_snap_name
 	var out []string
 	for _, lv := range h.LVs {
 		if lv.VG == vg && strings.HasPrefix(lv.Name, prefix) && strings.HasSuffix(lv.Name, ".qcow2") && len(lv.Name) > len(prefix)+len(".qcow2") {
@@ -137,34 +131,28 @@ func (c *Chain) Why() string {
 }
 
 // Remedy is the way forward: the Proxmox VE command that changes the
-// chain as pve-storage does, or every LV of it declared absent.
+// chain as pve-storage does, or every LV of it declared absent. The
+// current volume's remedy names no guest: a volume a guest names is held
+// by refuseGuests before this rule, so pvesm free applies as it is.
 func (c *Chain) Remedy() string {
-	all := append([]string{c.Volume}, chainSnapshotsOf(c)...)
+	all := []string{c.Volume}
+	for _, n := range c.Left {
+		if n != c.Volume {
+			all = append(all, n)
+		}
+	}
+	if c.Snapshot != "" {
+		all = append(all, snapshotLVName(c.Volume, c.Snapshot))
+	}
+	sort.Strings(all[1:])
 	whole := "declare the whole chain absent in vg " + c.VG + ": " + quoteNames(all)
 	if c.Snapshot != "" {
 		return "qm delsnapshot " + c.VMID + " " + c.Snapshot + " (merges the snapshot and removes its LV), or " + whole
 	}
-	storage := c.Storage
-	if storage == "" {
-		storage = "<storage>"
+	if c.Storage == "" {
+		return whole
 	}
-	return whole + ", or remove the disk in Proxmox VE, which frees the whole chain (qm disk unlink " + c.VMID + " --idlist <disk>, then pvesm free " + storage + ":" + c.Volume + ")"
-}
-
-// chainSnapshotsOf returns the chain's snapshot LVs among Left and the one
-// whose removal is held (the sorted union, without the current volume).
-func chainSnapshotsOf(c *Chain) []string {
-	var out []string
-	for _, n := range c.Left {
-		if n != c.Volume {
-			out = append(out, n)
-		}
-	}
-	if c.Snapshot != "" {
-		out = append(out, snapLVPrefix(c.Volume)+c.Snapshot+".qcow2")
-	}
-	sort.Strings(out)
-	return out
+	return whole + ", or free it in Proxmox VE, which frees the whole chain: pvesm free " + c.Storage + ":" + c.Volume
 }
 
 // quoteNames renders names as a CUE list.
