@@ -35,7 +35,11 @@ import (
 //   - KindSysfs: bcache tunables are attributes of this host's kernel
 //     (/sys/block/bcacheN/bcache, /sys/fs/bcache), of a cache device that
 //     no other host reads;
-//   - KindFile: keel's udev rules are this host's files (/etc/udev/rules.d).
+//   - KindFile whose commands only tell this host's udevd (udevadm): keel's
+//     udev rules are this host's files (/etc/udev/rules.d). A KindFile that
+//     also runs an LVM command (an autoextend profile written and attached
+//     with lvchange --metadataprofile, which commits the VG's metadata) is
+//     held like any command.
 //
 // None of them writes a VG's metadata or loads a device-mapper table.
 // Every KindCommand (lvcreate, lvchange, lvextend, vgcreate, pvmove, lvremove,
@@ -46,7 +50,14 @@ import (
 // "LV activation"), so another node holding the LV active makes it fail.
 func sharedSafe(a Action) bool {
 	switch a.Kind {
-	case KindNone, KindLVMConf, KindSysfs, KindFile:
+	case KindNone, KindLVMConf, KindSysfs:
+		return true
+	case KindFile:
+		for _, c := range a.Commands {
+			if len(c) == 0 || c[0] != "udevadm" {
+				return false
+			}
+		}
 		return true
 	}
 	return false

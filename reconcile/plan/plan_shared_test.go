@@ -113,3 +113,29 @@ func TestPlanSharedVGProxmox(t *testing.T) {
 		t.Errorf("severity %s\nmessage %q\nremedy %q\nwant    %q", f.Severity, f.Message, f.Remedy, remedy)
 	}
 }
+
+// An autoextend profile is written and attached in one KindFile action
+// whose lvchange --metadataprofile commits the VG's metadata: on a shared
+// VG it is held like any command, not let through as a host file.
+func TestPlanSharedVGHoldsAutoextendProfile(t *testing.T) {
+	h := replayHost(t, "sizes-autoextend")
+	d := loadDesired(t, "sizes-autoextend", h)
+	vg := d.VolumeGroups["autovg"]
+	vg.Shared = true
+	d.VolumeGroups["autovg"] = vg
+	r := Plan(d, h)
+	for _, a := range r.Actions {
+		if a.Object == "autovg/tp" {
+			t.Errorf("%s (%s, %q) planned on shared vg autovg", a.ID, a.Kind, a.Commands)
+		}
+	}
+	var held bool
+	for _, f := range r.Findings {
+		if f.ID == VGSharedChange && f.Object == "autovg/tp" && strings.Contains(f.Remedy, "lvchange --metadataprofile") {
+			held = true
+		}
+	}
+	if !held {
+		t.Errorf("no vg.shared_change naming lvchange --metadataprofile on autovg/tp: %q", keys(r.Findings))
+	}
+}
