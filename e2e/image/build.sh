@@ -32,8 +32,9 @@ suite=trixie
 # Storage modules whose dependency closure goes into the guest.
 modules="dm-mod dm-vdo dm-thin-pool dm-cache dm-cache-smq dm-snapshot dm-mirror dm-zero
 dm-writecache dm-integrity dm-delay dm-flakey dm-crypt xts essiv bcache nvme virtio_scsi sd_mod virtio_blk 9p 9pnet_virtio loop
-ext4 xfs crc32c_generic crct10dif_generic virtio-rng"
-packages=lvm2,vdo,bcache-tools,thin-provisioning-tools,util-linux,udev,kmod,e2fsprogs,procps
+ext4 xfs crc32c_generic crct10dif_generic virtio-rng
+dm-raid raid1 md-mod dm-multipath dm-round-robin dm-service-time softdog"
+packages=lvm2,vdo,bcache-tools,thin-provisioning-tools,util-linux,udev,kmod,e2fsprogs,procps,mdadm,lvm2-lockd,sanlock
 fast_packages=systemd-standalone-sysusers
 systemd_packages=systemd,systemd-sysv,dbus,iproute2
 
