@@ -69,6 +69,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false) // "<max discard>" as lvm.conf has it
+		emptyLists(h)
 		if err := enc.Encode(h); err != nil {
 			fmt.Fprintf(stderr, "keel status: %v\n", err)
 			return exitError
