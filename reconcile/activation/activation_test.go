@@ -374,6 +374,35 @@ func TestBcacheRuleFromSnapshot(t *testing.T) {
 	}
 }
 
+// A declared device keel cannot resolve in this pass (unregistered, LVM's
+// report failed, EIO) keeps the line the installed rule has for it, so the
+// rule is not rewritten, nor udev reloaded, each time a read fails; a line
+// installed for another backing is not taken.
+func TestBcacheRuleKeepsInstalledLine(t *testing.T) {
+	h, _ := probeNode(t, bcacheNode)
+	good, _ := Rules(stack(), h, nil)
+	gone := &model.Host{KeelFiles: map[string]*model.KeelFile{
+		BcacheRule: {Path: BcacheRule, Content: good[1].Content},
+	}}
+	files, _ := Rules(stack(), gone, nil)
+	if files[1].Content != good[1].Content || len(files[1].Notes) != 0 {
+		t.Errorf("unresolved device dropped its installed line (notes %q):\n%s\nwant:\n%s", files[1].Notes, files[1].Content, good[1].Content)
+	}
+	other := stack()
+	bc := other.Bcache["bcache0"]
+	bc.Backing = "/dev/sdz"
+	other.Bcache["bcache0"] = bc
+	files, _ = Rules(other, gone, nil)
+	if BcacheRuleComplete(files[1].Content) {
+		t.Errorf("a line installed for another backing was taken:\n%s", files[1].Content)
+	}
+	gone.KeelFiles[BcacheRule].Unknown = "not recorded"
+	files, _ = Rules(stack(), gone, nil)
+	if BcacheRuleComplete(files[1].Content) {
+		t.Errorf("a rule whose content is unknown was read:\n%s", files[1].Content)
+	}
+}
+
 func TestCompare(t *testing.T) {
 	h, _ := probeNode(t, bcacheNode)
 	files, _ := Rules(stack(), h, nil)

@@ -161,6 +161,7 @@ func bcacheRule(cfg *spec.Config, h *model.Host, resolve Resolver, held map[stri
 	b.WriteString("# The kernel resets these tunables at every registration; set them on the change uevent the\n")
 	b.WriteString("# kernel emits then (DRIVER=bcache), after bcache-tools' 69-bcache.rules, matched by the backing\n")
 	b.WriteString("# device's UUID (CACHED_UUID); later change uevents leave the values alone.\n")
+	installed := installedBcacheUUIDs(h)
 	names := make([]string, 0, len(cfg.Bcache))
 	for n := range cfg.Bcache {
 		names = append(names, n)
@@ -173,6 +174,9 @@ func bcacheRule(cfg *spec.Config, h *model.Host, resolve Resolver, held map[stri
 		want := cfg.Bcache[n]
 		attrs := bcacheAttrs(want)
 		uuid := bcacheUUID(h, want, resolve)
+		if uuid == "" {
+			uuid = installed[n+"\x00"+want.Backing]
+		}
 		switch why, isHeld := held[n]; {
 		case isHeld:
 			fmt.Fprintf(&b, "# %s: %s; no rule until keel release\n", n, why)
@@ -189,6 +193,39 @@ func bcacheRule(cfg *spec.Config, h *model.Host, resolve Resolver, held map[stri
 	}
 	rf.Content = b.String()
 	return rf
+}
+
+// installedBcacheUUIDs reads, from the bcache rule installed on the host,
+// the backing UUID each of its lines matches, keyed by the device's
+// declared name and backing ("name\x00backing", from the comment line
+// bcacheRule writes above each rule line). A declared device whose UUID
+// keel cannot learn in this pass (its backing device unregistered for a
+// while, LVM's report failed so a PV path does not resolve, the disk
+// returning EIO) keeps the line it has: dropping it would rewrite the rule
+// and reload udev at each such pass, then put it back at the next, and a
+// device registering in between would miss its tunables.
+func installedBcacheUUIDs(h *model.Host) map[string]string {
+	out := map[string]string{}
+	f := h.KeelFiles[BcacheRule]
+	if f == nil || f.Missing || f.Unknown != "" {
+		return out
+	}
+	var key string
+	for _, line := range strings.Split(f.Content, "\n") {
+		if name, rest, ok := strings.Cut(strings.TrimPrefix(line, "# "), " (backing "); ok && strings.HasPrefix(line, "# ") && strings.HasSuffix(rest, ")") {
+			key = name + "\x00" + strings.TrimSuffix(rest, ")")
+			continue
+		}
+		if key != "" {
+			if _, after, ok := strings.Cut(line, `ENV{CACHED_UUID}=="`); ok {
+				if uuid, _, ok := strings.Cut(after, `"`); ok && uuid != "" {
+					out[key] = uuid
+				}
+			}
+		}
+		key = ""
+	}
+	return out
 }
 
 // noRuleYet ends the comment the bcache rule carries for a declared device
