@@ -213,3 +213,21 @@ func writeHolds(w io.Writer, now time.Time) {
 		fmt.Fprintf(w, "  %s  until %s%s: %s\n", obj, end, lapsed, h.Reason)
 	}
 }
+
+// heldJSON is one hold in keel status --format json.
+type heldJSON struct {
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+	Until  time.Time `json:"until,omitzero"` // absent: until keel release
+	// InForce is false for a hold whose time has passed: it holds nothing.
+	InForce bool `json:"inForce"`
+}
+
+// holdsJSON renders holds for keel status --format json, by object.
+func holdsJSON(holds map[string]state.Hold, now time.Time) map[string]heldJSON {
+	out := make(map[string]heldJSON, len(holds))
+	for obj, h := range holds {
+		out[obj] = heldJSON{Reason: h.Reason, Since: h.Since, Until: h.Until, InForce: h.InForce(now)}
+	}
+	return out
+}

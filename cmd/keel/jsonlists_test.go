@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/keel-storage/keel/reconcile/state"
 )
 
 // Every list in keel status --format json is [] when empty, never null, on
@@ -62,5 +65,27 @@ func TestEmptyListsKeepsValues(t *testing.T) {
 	emptyLists(&v)
 	if v.A == nil || len(v.A) != 0 || len(v.B) != 1 || v.M["k"].L == nil || v.P != nil {
 		t.Fatalf("emptyLists: %+v", v)
+	}
+}
+
+// keel status --format json carries the holds of this host's state, each
+// saying whether it still holds; a replayed snapshot recorded none and has
+// no "holds" key.
+func TestStatusJSONHolds(t *testing.T) {
+	now := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)
+	got := holdsJSON(map[string]state.Hold{
+		"vg0":     {Reason: "pvmove by hand", Since: now.Add(-time.Hour)},
+		"vg1/lv0": {Reason: "drain", Since: now.Add(-2 * time.Hour), Until: now.Add(-time.Minute)},
+	}, now)
+	if !got["vg0"].InForce || got["vg1/lv0"].InForce || got["vg0"].Reason != "pvmove by hand" {
+		t.Errorf("holds %+v", got)
+	}
+	b, err := json.Marshal(got)
+	if err != nil || strings.Count(string(b), `"until"`) != 1 {
+		t.Errorf("holds JSON %s (%v): want one until, for the hold that has an end", b, err)
+	}
+	_, out, _ := runKeel(t, "status", "--format", "json", "--node", "../../probes/testdata/snapshots/thin.txtar")
+	if strings.Contains(out, `"holds"`) {
+		t.Errorf("a replayed snapshot shows holds:\n%s", out)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
+	"github.com/keel-storage/keel/reconcile/state/statefile"
 )
 
 // runStatus prints the observed stack. Exit 0 when the probe pass worked,
@@ -70,7 +71,19 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false) // "<max discard>" as lvm.conf has it
 		emptyLists(h)
-		if err := enc.Encode(h); err != nil {
+		// The holds of this host's keel state, as the text shows them; a
+		// replayed snapshot has none recorded, and no "holds" key.
+		out := struct {
+			*model.Host
+			Holds map[string]heldJSON `json:"holds,omitzero"`
+		}{Host: h}
+		if *node == "" {
+			out.Holds = map[string]heldJSON{}
+			if st, err := (statefile.Store{}).Load(); err == nil {
+				out.Holds = holdsJSON(st.Holds, time.Now())
+			}
+		}
+		if err := enc.Encode(out); err != nil {
 			fmt.Fprintf(stderr, "keel status: %v\n", err)
 			return exitError
 		}
