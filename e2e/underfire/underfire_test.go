@@ -134,10 +134,12 @@ func TestUnderFire(t *testing.T) {
 				t.Errorf("command log line %q: %v", l, err)
 				continue
 			}
-			// keel's bcache udev rule follows the devices it sees, and
-			// writing it reloads udevd's rules: that rereads files and
-			// changes no block device (udevadm(8), control --reload), so it
-			// is no write to the failing storage.
+			// The scenario changes a declared bcache tunable under EIO
+			// (underfire.sh "desired 22"), which keel's bcache udev rule
+			// carries: keel rewrites the rule, a file of this host, and
+			// reloads udevd's rules, which rereads files and changes no
+			// block device (udevadm(8), control --reload). That is no
+			// write to the failing storage.
 			if guest.Mutating(argv) && !slices.Equal(argv, plan.UdevReload) {
 				t.Errorf("keel ran a mutating command under EIO: %s", l)
 			}
