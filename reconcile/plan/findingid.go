@@ -119,6 +119,21 @@ const (
 	// whose storage.cfg cannot be read.
 	PVEStorageCfgUnreadable FindingID = "pve.storage_cfg_unreadable"
 
+	// RAIDDegraded is raid.degraded: a RAID under a declared pool lost a
+	// member.
+	RAIDDegraded FindingID = "raid.degraded"
+
+	// RAIDMismatches is raid.mismatches: a RAID's copies differ.
+	RAIDMismatches FindingID = "raid.mismatches"
+
+	// RAIDRefreshNeeded is raid.refresh_needed: an LVM RAID LV's kernel
+	// table still has a failed leg.
+	RAIDRefreshNeeded FindingID = "raid.refresh_needed"
+
+	// RAIDResyncing is raid.resyncing: a RAID is copying or checking its
+	// members.
+	RAIDResyncing FindingID = "raid.resyncing"
+
 	// ReconcileRefused is reconcile.refused: an action was refused by a safety
 	// guard.
 	ReconcileRefused FindingID = "reconcile.refused"
