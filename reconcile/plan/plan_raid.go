@@ -71,7 +71,8 @@ func (p *planner) raidLV(lv *model.LV) {
 	case health == model.HealthPartial:
 		missing := p.missingPVs(lv.VG)
 		what := "a PV of its VG is missing"
-		if len(missing) > 0 {
+		if len(missing) > 0 && !slices.Contains(missing, "[unknown]") {
+			// LVM names a PV it cannot find "[unknown]": no name to give.
 			what = "PV " + strings.Join(missing, ", ") + " of its VG is missing"
 		}
 		// lvmraid(7), "Replacing failed devices": lvconvert --repair
