@@ -80,6 +80,8 @@ var Catalogue = []Rule{
 		"devices/global_filter is not the declared filter, or (audit) scan_lvs is on and the filter does not hide the LVs holding VM disks."},
 	{LVMInitramfsStale, Info, "the initramfs holds an older lvm.conf",
 		"keel rewrites global_filter or scan_lvs this pass; the initramfs keeps its own copy of /etc/lvm, which early boot uses until update-initramfs -u rebuilds it."},
+	{LVMRaidFaultPolicy, Warning, "raid_fault_policy is not the declared one",
+		"activation/raid_fault_policy, which tells dmeventd what to do when a leg of a monitored LVM RAID LV fails (warn, or allocate a replacement), is not the value declared in lvm: raidFaultPolicy."},
 	{LVMScanLVs, Error, "scan_lvs does not match the stack",
 		"devices/scan_lvs differs from the declared value, or a declared VG sits on an LV while scan_lvs is 0."},
 	{PVEDiscardOnRemove, Warning, "Proxmox storage on VDO does not discard removed disks",

@@ -108,6 +108,10 @@ const (
 	// lvm.conf.
 	LVMInitramfsStale FindingID = "lvm.initramfs_stale"
 
+	// LVMRaidFaultPolicy is lvm.raid_fault_policy: raid_fault_policy is not
+	// the declared one.
+	LVMRaidFaultPolicy FindingID = "lvm.raid_fault_policy"
+
 	// LVMScanLVs is lvm.scan_lvs: scan_lvs does not match the stack.
 	LVMScanLVs FindingID = "lvm.scan_lvs"
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/keel-storage/keel/probes/model"
@@ -198,4 +199,25 @@ func orWord(s, alt string) string {
 		return alt
 	}
 	return s
+}
+
+// raidFaultPolicy reports activation/raid_fault_policy when it is not the
+// declared one ("" not managed) and returns the finding's key ("" when it
+// matches). lvmraid(7), "RAID fault policy": when dmeventd sees a leg of a
+// monitored RAID LV fail it runs lvconvert --repair --use-policies, which
+// only logs with "warn" and replaces the leg with "allocate"; lvmconfig
+// prints the value quoted, as lvm.conf states it.
+func (p *planner) raidFaultPolicy(want string) string {
+	if want == "" {
+		return ""
+	}
+	got := p.h.LVMConfig.Values["activation/raid_fault_policy"]
+	if got == strconv.Quote(want) {
+		return ""
+	}
+	return p.add(Finding{ID: LVMRaidFaultPolicy, Object: LVMConfObject,
+		Message:  "activation/raid_fault_policy is not the declared value: dmeventd acts on a failed RAID leg by it",
+		Expected: "raid_fault_policy=" + strconv.Quote(want), Observed: "raid_fault_policy=" + got,
+		Remedy: "set activation/raid_fault_policy in lvm.conf",
+	})
 }

@@ -191,3 +191,39 @@ func TestRAIDMismatches(t *testing.T) {
 		t.Errorf("md mismatches while a check runs (the count is in flux): %+v", f)
 	}
 }
+
+// lvm.raidFaultPolicy "allocate" on the guest's lvm2, whose
+// raid_fault_policy is its default "warn": lvm.raid_fault_policy and an
+// lvm.conf action that writes the declared value; "warn" declared is
+// already in force, nothing to do.
+func TestRAIDFaultPolicy(t *testing.T) {
+	h := replayHost(t, "raid-lvmraid-clean")
+	if got := h.LVMConfig.Values["activation/raid_fault_policy"]; got != `"warn"` {
+		t.Fatalf("capture's raid_fault_policy %s, want \"warn\"", got)
+	}
+	d := loadDesired(t, "raid-policy", h)
+	r := Plan(d, h)
+	f := findingsOf(r, LVMRaidFaultPolicy)
+	if len(f) != 1 || f[0].Expected != `raid_fault_policy="allocate"` || f[0].Observed != `raid_fault_policy="warn"` {
+		t.Fatalf("lvm.raid_fault_policy: %+v", f)
+	}
+	var ch *LVMConfChange
+	for _, a := range r.Actions {
+		if a.Kind == KindLVMConf {
+			ch = a.LVMConf
+		}
+	}
+	if ch == nil || ch.RaidFaultPolicy != "allocate" || ch.ScanLVs != nil || ch.GlobalFilter != nil {
+		t.Fatalf("lvm.conf change %+v, want raid_fault_policy alone", ch)
+	}
+	if got := ch.Lines(); !slices.Equal(got, []string{`activation/raid_fault_policy = "allocate"`}) {
+		t.Errorf("keel plan lines %q", got)
+	}
+	if len(findingsOf(r, LVMInitramfsStale)) != 0 {
+		t.Error("lvm.initramfs_stale for raid_fault_policy, which early boot does not read")
+	}
+	d.LVM.RaidFaultPolicy = "warn"
+	if f := findingsOf(Plan(d, h), LVMRaidFaultPolicy); len(f) != 0 {
+		t.Errorf("warn declared and in force: %+v", f)
+	}
+}
