@@ -203,7 +203,7 @@ func orWord(s, alt string) string {
 
 // raidFaultPolicy reports activation/raid_fault_policy when it is not the
 // declared one ("" not managed) and returns the finding's key ("" when it
-// matches). lvmraid(7), "RAID fault policy": when dmeventd sees a leg of a
+// matches). lvmraid(7), "Automatic repair": when dmeventd sees a leg of a
 // monitored RAID LV fail it runs lvconvert --repair --use-policies, which
 // only logs with "warn" and replaces the leg with "allocate"; lvmconfig
 // prints the value quoted, as lvm.conf states it.
