@@ -141,11 +141,16 @@ func init() {
 var namedV1Added = []string{"lv_profile", "seg_monitor"}
 
 // namedV1Options is options, a comma-separated field list of
-// fullReportCmd, without namedV1Added.
+// fullReportCmd, without namedV1Added (nor what came after it).
 func namedV1Options(options string) string {
+	return withoutFields(options, slices.Concat(namedV1Added, namedV2Added))
+}
+
+// withoutFields is options, a comma-separated field list, without drop.
+func withoutFields(options string, drop []string) string {
 	var out []string
 	for _, f := range strings.Split(options, ",") {
-		if !slices.Contains(namedV1Added, f) {
+		if !slices.Contains(drop, f) {
 			out = append(out, f)
 		}
 	}
@@ -158,6 +163,29 @@ func namedV1ReportCmd(c hostio.Cmd) (hostio.Cmd, bool) {
 	return rewriteReportOptions(c, func(sub, options string) (string, bool) {
 		if (sub == "lv" && options == reportLVOptions) || (sub == "seg" && options == reportSegOptions) {
 			return namedV1Options(options), true
+		}
+		return "", false
+	})
+}
+
+// Snapshots recorded before fullReportCmd asked for a RAID LV's health
+// (lv_health_status, sync_percent, raid_sync_action, raid_mismatch_count)
+// replay from the report under the argv keel recorded then: their rows
+// lack the four fields, which read as "" (not known; no RAID finding).
+func init() {
+	hostio.RegisterMigration(hostio.Migration{Cmd: namedV2ReportCmd})
+}
+
+// namedV2Added are the fields fullReportCmd asks for since the lists that
+// added namedV1Added.
+var namedV2Added = []string{"lv_health_status", "sync_percent", "raid_sync_action", "raid_mismatch_count"}
+
+// namedV2ReportCmd is c, a report built from fullReportCmd, as keel built
+// it before namedV2Added; ok is false for any other command.
+func namedV2ReportCmd(c hostio.Cmd) (hostio.Cmd, bool) {
+	return rewriteReportOptions(c, func(sub, options string) (string, bool) {
+		if sub == "lv" && options == reportLVOptions {
+			return withoutFields(options, namedV2Added), true
 		}
 		return "", false
 	})

@@ -45,6 +45,10 @@ var reportLVFields = []string{
 	"pool_lv", "data_lv", "metadata_lv", "origin", "data_percent", "metadata_percent",
 	"lv_tags", "lv_time", "lv_autoactivation", "lv_profile",
 	"vdo_operating_mode", "vdo_compression_state", "vdo_index_state", "vdo_used_size",
+	// A RAID LV's health (model.LV.HealthStatus and its kin; lvs(8),
+	// lvmraid(7)): partial, refresh needed, mismatches exist; its sync and
+	// the last scrub's count.
+	"lv_health_status", "sync_percent", "raid_sync_action", "raid_mismatch_count",
 }
 
 // reportLVOptions and reportSegOptions are the lists as fullReportCmd's

@@ -427,6 +427,7 @@ type sysfsView struct {
 	byPath    map[string][]string // kernel name → by-path names
 	bcache    []*model.Bcache
 	cacheSets []*model.CacheSet
+	md        []*model.MDArray
 	errors    []string
 }
 
@@ -445,6 +446,9 @@ func readSysfs(fsys hostio.FS) sysfsView {
 		v.queues[dev] = readQueue(fsys, dev)
 		if strings.HasPrefix(dev, "bcache") {
 			v.bcache = append(v.bcache, readBcache(fsys, dev))
+		}
+		if isMDName(dev) {
+			v.md = append(v.md, readMD(fsys, dev))
 		}
 	}
 	if ids, err := fsys.ReadDir(devDiskByID); err == nil {
@@ -638,6 +642,12 @@ func (v *sysfsView) apply(h *model.Host) {
 	}
 	for _, c := range v.cacheSets {
 		h.CacheSets[c.UUID] = c
+	}
+	for _, a := range v.md {
+		if h.MD == nil {
+			h.MD = map[string]*model.MDArray{}
+		}
+		h.MD[a.Device] = a
 	}
 }
 

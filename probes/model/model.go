@@ -53,6 +53,9 @@ type Host struct {
 	// KeelFiles are the files keel generates and keeps in sync (its udev
 	// rules, UdevRulePaths), as the host has them, by path.
 	KeelFiles map[string]*KeelFile `json:"keelFiles"`
+	// MD are the md (software RAID) arrays, by kernel name ("md0"), read
+	// from /sys/block/md*/md (MDArray).
+	MD map[string]*MDArray `json:"md,omitempty"`
 
 	// Suspended lists, sorted, the device-mapper devices that stayed
 	// suspended through the pass's wait (suspended.go): left so by a killed

@@ -1,5 +1,7 @@
 package plan
 
+import "strconv"
+
 // Class says when and how an action may be applied.
 type Class int
 
@@ -100,6 +102,8 @@ type LVMConfChange struct {
 	ScanLVs        *bool    `json:"scanLVs,omitempty"`
 	GlobalFilter   []string `json:"globalFilter,omitempty"` // full entries, e.g. "r|^/dev/zd.*|"
 	UseDevicesFile *bool    `json:"useDevicesFile,omitempty"`
+	// RaidFaultPolicy is activation/raid_fault_policy ("" not changed).
+	RaidFaultPolicy string `json:"raidFaultPolicy,omitempty"`
 }
 
 // WipeSpec describes a safe removal: rename to del-<name>, zero or discard
@@ -116,7 +120,7 @@ type WipeSpec struct {
 
 // Lines gives the settings of c as keel plan prints them, one per line
 // ("devices/scan_lvs = 1"), in the order scan_lvs, global_filter,
-// use_devicesfile.
+// use_devicesfile, raid_fault_policy.
 func (c LVMConfChange) Lines() []string {
 	var out []string
 	if c.ScanLVs != nil {
@@ -127,6 +131,9 @@ func (c LVMConfChange) Lines() []string {
 	}
 	if c.UseDevicesFile != nil {
 		out = append(out, "devices/use_devicesfile = "+boolDigit(*c.UseDevicesFile))
+	}
+	if c.RaidFaultPolicy != "" {
+		out = append(out, "activation/raid_fault_policy = "+strconv.Quote(c.RaidFaultPolicy))
 	}
 	return out
 }

@@ -79,7 +79,8 @@ func (f Finding) Key() string { return string(f.ID) + "@" + f.Object }
 // Level is a fill level with its alert threshold: a VDO pool's used
 // percent, or a thin pool's data or metadata percent.
 type Level struct {
-	// Kind is "vdo_used", "thin_data" or "thin_metadata".
+	// Kind is "vdo_used", "thin_data", "thin_metadata", "thin_overprovision"
+	// or "raid_sync" (a RAID LV's or md array's part in sync; no alert).
 	Kind    string  `json:"kind"`
 	Object  string  `json:"object"`
 	Percent float64 `json:"percent"`

@@ -108,6 +108,10 @@ const (
 	// lvm.conf.
 	LVMInitramfsStale FindingID = "lvm.initramfs_stale"
 
+	// LVMRaidFaultPolicy is lvm.raid_fault_policy: raid_fault_policy is not
+	// the declared one.
+	LVMRaidFaultPolicy FindingID = "lvm.raid_fault_policy"
+
 	// LVMScanLVs is lvm.scan_lvs: scan_lvs does not match the stack.
 	LVMScanLVs FindingID = "lvm.scan_lvs"
 
@@ -118,6 +122,21 @@ const (
 	// PVEStorageCfgUnreadable is pve.storage_cfg_unreadable: Proxmox VE node
 	// whose storage.cfg cannot be read.
 	PVEStorageCfgUnreadable FindingID = "pve.storage_cfg_unreadable"
+
+	// RAIDDegraded is raid.degraded: a RAID under a declared pool lost a
+	// member.
+	RAIDDegraded FindingID = "raid.degraded"
+
+	// RAIDMismatches is raid.mismatches: a RAID's copies differ.
+	RAIDMismatches FindingID = "raid.mismatches"
+
+	// RAIDRefreshNeeded is raid.refresh_needed: an LVM RAID LV's kernel
+	// table still has a failed leg.
+	RAIDRefreshNeeded FindingID = "raid.refresh_needed"
+
+	// RAIDResyncing is raid.resyncing: a RAID is copying or checking its
+	// members.
+	RAIDResyncing FindingID = "raid.resyncing"
 
 	// ReconcileRefused is reconcile.refused: an action was refused by a safety
 	// guard.

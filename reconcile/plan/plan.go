@@ -54,6 +54,7 @@ func plan(desired *spec.Config, host *model.Host, mem Memory) Result {
 	p.planUnrecorded()
 	p.planDataVDO()
 	p.auditUndeclared()
+	p.planRAID()
 	for _, name := range slices.Sorted(maps.Keys(desired.Bcache)) {
 		p.planBcache(name, desired.Bcache[name])
 	}
@@ -89,6 +90,7 @@ func Audit(host *model.Host) Result {
 	for _, uuid := range slices.Sorted(maps.Keys(host.Bcache)) {
 		p.auditBcache(host.Bcache[uuid])
 	}
+	p.planRAID()
 	p.planVDOMemory()
 	p.planStacking()
 	p.notEvaluated = append(p.notEvaluated, udevRuleIDs...)

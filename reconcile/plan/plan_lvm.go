@@ -107,6 +107,9 @@ func (p *planner) planLVMConf() {
 	if k := p.lvmBoolSetting(LVMDevicesFile, "devices/use_devicesfile", want.UseDevicesFile); k != "" {
 		keys, change.UseDevicesFile = append(keys, k), want.UseDevicesFile
 	}
+	if k := p.raidFaultPolicy(want.RaidFaultPolicy); k != "" {
+		keys, change.RaidFaultPolicy = append(keys, k), want.RaidFaultPolicy
+	}
 	dropped := p.gateLVMConf(change)
 	keys = slices.DeleteFunc(keys, func(k string) bool { return dropped[settingOfKey[k]] })
 	if len(keys) > 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/keel-storage/keel/lvm/conffile"
@@ -19,9 +20,10 @@ const (
 // settingOfKey maps the key of the finding planLVMConf remedies to the
 // setting it is about.
 var settingOfKey = map[string]string{
-	Finding{ID: LVMScanLVs, Object: LVMConfObject}.Key():      "devices/scan_lvs",
-	Finding{ID: LVMGlobalFilter, Object: LVMConfObject}.Key(): "devices/global_filter",
-	Finding{ID: LVMDevicesFile, Object: LVMConfObject}.Key():  "devices/use_devicesfile",
+	Finding{ID: LVMScanLVs, Object: LVMConfObject}.Key():         "devices/scan_lvs",
+	Finding{ID: LVMGlobalFilter, Object: LVMConfObject}.Key():    "devices/global_filter",
+	Finding{ID: LVMDevicesFile, Object: LVMConfObject}.Key():     "devices/use_devicesfile",
+	Finding{ID: LVMRaidFaultPolicy, Object: LVMConfObject}.Key(): "activation/raid_fault_policy",
 }
 
 // lvmSetting is one managed setting of an lvm.conf change: its path, the
@@ -43,6 +45,9 @@ func (ch *LVMConfChange) settings() []lvmSetting {
 	}
 	if ch.UseDevicesFile != nil {
 		out = append(out, lvmSetting{"devices/use_devicesfile", boolDigit(*ch.UseDevicesFile), func() { ch.UseDevicesFile = nil }})
+	}
+	if ch.RaidFaultPolicy != "" {
+		out = append(out, lvmSetting{"activation/raid_fault_policy", strconv.Quote(ch.RaidFaultPolicy), func() { ch.RaidFaultPolicy = "" }})
 	}
 	return out
 }
@@ -69,6 +74,10 @@ func fileValue(f *conffile.File, path string) (string, bool) {
 	}
 	if b, ok := f.Bool(path); ok {
 		return boolDigit(b), true
+	}
+	if !a.IsList && len(a.Values) == 1 && a.Values[0].Kind == conffile.TString {
+		// A string setting, as lvmconfig prints it (quoted).
+		return strconv.Quote(conffile.Unescape(a.Values[0].Text)), true
 	}
 	return "", true
 }

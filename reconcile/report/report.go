@@ -249,11 +249,13 @@ func (r Report) WritePrometheus(w io.Writer) error {
 			value      func(plan.Level) float64
 		}{{g.Name, g.Help, plan.Level.Ratio},
 			{g.Threshold, g.ThresholdHelp, plan.Level.AlertRatio}} {
+			if m.name == "" {
+				continue // a level without a threshold (LevelMetric.Threshold)
+			}
 			metricHead(&b, m.name, m.help)
 			for _, l := range r.Levels {
 				if l.Kind == g.Kind && (m.name == g.Name || HasThreshold(l)) {
-					vg, lv := ObjectLabels(l.Object)
-					fmt.Fprintf(&b, "%s{vg=%s,lv=%s} %s\n", m.name, promQuote(vg), promQuote(lv), promFloat(m.value(l)))
+					fmt.Fprintf(&b, "%s{%s} %s\n", m.name, levelLabels(g, l), promFloat(m.value(l)))
 				}
 			}
 		}
@@ -286,20 +288,56 @@ const (
 // LevelMetric names the gauges of one kind of fill level (Level.Kind): the
 // use as a ratio from 0 to 1, and the alert threshold of the desired state
 // (the schema default in audit mode) as a ratio too, both labelled vg, lv.
+// A kind without a threshold has Threshold "". ByObject labels its series
+// with the object too, for objects that are not LVM ones (an md array,
+// "/dev/md0": vg and lv empty).
 type LevelMetric struct {
 	Kind, Name, Help, Threshold, ThresholdHelp string
+	ByObject                                   bool
+}
+
+// LevelLabelNames are the label names of g's series, in the order
+// LevelLabelValues gives them.
+func LevelLabelNames(g LevelMetric) []string {
+	if g.ByObject {
+		return []string{"object", "vg", "lv"}
+	}
+	return []string{"vg", "lv"}
+}
+
+// LevelLabelValues are the label values of l's series of kind g.
+func LevelLabelValues(g LevelMetric, l plan.Level) []string {
+	vg, lv := ObjectLabels(l.Object)
+	if g.ByObject {
+		return []string{l.Object, vg, lv}
+	}
+	return []string{vg, lv}
+}
+
+// levelLabels is the label set of l's series in the text format.
+func levelLabels(g LevelMetric, l plan.Level) string {
+	names, values := LevelLabelNames(g), LevelLabelValues(g, l)
+	parts := make([]string, len(names))
+	for i := range names {
+		parts[i] = names[i] + "=" + promQuote(values[i])
+	}
+	return strings.Join(parts, ",")
 }
 
 // LevelMetrics are the fill-level gauges of keel check and keel run.
 var LevelMetrics = []LevelMetric{
 	{"thin_data", "keel_thin_data_used_ratio", "Thin pool data use, 0 to 1 (lvs data_percent / 100).",
-		"keel_thin_data_alert_threshold_ratio", "Thin pool data use at which keel raises thin.data_usage (dataPercentAlert / 100)."},
+		"keel_thin_data_alert_threshold_ratio", "Thin pool data use at which keel raises thin.data_usage (dataPercentAlert / 100).", false},
 	{"thin_metadata", "keel_thin_metadata_used_ratio", "Thin pool metadata use, 0 to 1 (lvs metadata_percent / 100).",
-		"keel_thin_metadata_alert_threshold_ratio", "Thin pool metadata use at which keel raises thin.metadata_usage (metadataPercentAlert / 100)."},
+		"keel_thin_metadata_alert_threshold_ratio", "Thin pool metadata use at which keel raises thin.metadata_usage (metadataPercentAlert / 100).", false},
 	{"vdo_used", "keel_vdo_used_ratio", "VDO pool physical use, 0 to 1 (vdostats Use% / 100).",
-		"keel_vdo_alert_threshold_ratio", "VDO pool physical use at which keel raises vdo.usage (usedPercentAlert / 100)."},
+		"keel_vdo_alert_threshold_ratio", "VDO pool physical use at which keel raises vdo.usage (usedPercentAlert / 100).", false},
 	{"thin_overprovision", "keel_thin_overprovision_ratio", "Thin LVs' virtual sizes added up, over the thin pool's data size (above 1: overprovisioned).",
-		"keel_thin_overprovision_max_ratio", "The thin pool's declared maxOverprovision, where keel raises thin.overprovisioned (absent when not declared)."},
+		"keel_thin_overprovision_max_ratio", "The thin pool's declared maxOverprovision, where keel raises thin.overprovisioned (absent when not declared).", false},
+	// A RAID's sync (raid.resyncing): an LVM RAID LV's sync_percent / 100,
+	// an md array's sync_completed; 1 when whole and idle.
+	{"raid_sync", "keel_raid_sync_ratio", "Part of a RAID in sync, 0 to 1: an LVM RAID LV's sync_percent / 100 (vg, lv), an md array under a PV's sync_completed (object /dev/mdN); 1 when no sync runs.",
+		"", "", true},
 }
 
 // HasThreshold reports whether level l has a threshold series: every fill

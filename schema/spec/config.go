@@ -52,11 +52,16 @@ type Hold struct {
 }
 
 // LVM is the part of lvm.conf that keel keeps: devices/scan_lvs,
-// devices/global_filter and devices/use_devicesfile. A nil field is not managed.
+// devices/global_filter, devices/use_devicesfile and
+// activation/raid_fault_policy. A nil or empty field is not managed.
 type LVM struct {
 	ScanLVs        *bool         `json:"scanLVs,omitempty"`
 	GlobalFilter   *GlobalFilter `json:"globalFilter,omitempty"`
 	UseDevicesFile *bool         `json:"useDevicesFile,omitempty"`
+	// RaidFaultPolicy is activation/raid_fault_policy, "warn" or
+	// "allocate" (lvmraid(7)): what dmeventd does when a leg of a RAID LV
+	// fails.
+	RaidFaultPolicy string `json:"raidFaultPolicy,omitempty"`
 }
 
 // GlobalFilter lists regexes as they stand inside lvm.conf's "r|…|" and "a|…|"

@@ -1,12 +1,13 @@
-// Package lvmconf keeps three settings of lvm.conf — devices/scan_lvs,
-// devices/global_filter and devices/use_devicesfile — and every other byte
-// of the file as it was.
+// Package lvmconf keeps four settings of lvm.conf — devices/scan_lvs,
+// devices/global_filter, devices/use_devicesfile and
+// activation/raid_fault_policy — and every other byte of the file as it
+// was.
 //
 // Edit is pure: it tokenizes the file just enough to find the devices
 // sections and their assignments, replaces the value bytes of the managed
 // settings (every active occurrence, so duplicate sections such as the one
 // Proxmox VE's postinst appends cannot disagree) or inserts a missing one into
-// the first devices section. Comments, spacing, order and unrelated sections
+// the first section of its name. Comments, spacing, order and unrelated sections
 // are untouched. A global_filter it cannot parse is never rewritten: Edit
 // returns a *FilterError the planner turns into a finding, as oVirt's
 // config-lvm-filter refuses to replace a filter it does not understand.
@@ -132,7 +133,7 @@ func Edit(src []byte, ch plan.LVMConfChange) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	var edits []edit
-	var inserts []string
+	var inserts, activationInserts []string
 	setBool := func(key string, want *bool) error {
 		if want == nil {
 			return nil
@@ -161,6 +162,23 @@ func Edit(src []byte, ch plan.LVMConfChange) ([]byte, bool, error) {
 	if err := setBool("use_devicesfile", ch.UseDevicesFile); err != nil {
 		return nil, false, err
 	}
+	if ch.RaidFaultPolicy != "" {
+		found := false
+		for _, a := range p.Assigns {
+			if a.Path != "activation/raid_fault_policy" {
+				continue
+			}
+			found = true
+			if !a.IsList && len(a.Values) == 1 && a.Values[0].Kind == conffile.TString &&
+				conffile.Unescape(a.Values[0].Text) == ch.RaidFaultPolicy {
+				continue
+			}
+			edits = append(edits, edit{a.ValStart, a.ValEnd, quote(ch.RaidFaultPolicy)})
+		}
+		if !found {
+			activationInserts = append(activationInserts, "raid_fault_policy = "+quote(ch.RaidFaultPolicy))
+		}
+	}
 	if ch.GlobalFilter != nil {
 		found := false
 		for _, a := range p.Assigns {
@@ -181,11 +199,25 @@ func Edit(src []byte, ch plan.LVMConfChange) ([]byte, bool, error) {
 			inserts = append(inserts, "global_filter = "+listText(ch.GlobalFilter))
 		}
 	}
-	if len(edits) == 0 && len(inserts) == 0 {
+	if len(edits) == 0 && len(inserts) == 0 && len(activationInserts) == 0 {
 		return src, false, nil
 	}
 	if len(inserts) > 0 {
-		edits = append(edits, insertEdit(src, p, inserts))
+		edits = append(edits, insertEdit(src, p, "devices", inserts))
+	}
+	if len(activationInserts) > 0 {
+		e := insertEdit(src, p, "activation", activationInserts)
+		if len(inserts) > 0 && e.start == len(src) {
+			// Both sections appended at the end: one edit at that offset.
+			last := &edits[len(edits)-1]
+			if last.start == len(src) {
+				last.text += strings.TrimPrefix(e.text, "\n")
+				e = edit{}
+			}
+		}
+		if e.text != "" {
+			edits = append(edits, e)
+		}
 	}
 	sort.Slice(edits, func(i, j int) bool { return edits[i].start > edits[j].start })
 	out := append([]byte(nil), src...)
@@ -202,10 +234,10 @@ func Edit(src []byte, ch plan.LVMConfChange) ([]byte, bool, error) {
 }
 
 // insertEdit places new assignments on their own lines just before the
-// closing brace of the first devices section, or appends a devices section.
-func insertEdit(src []byte, p *conffile.File, lines []string) edit {
+// closing brace of the first section named name, or appends that section.
+func insertEdit(src []byte, p *conffile.File, name string, lines []string) edit {
 	for _, s := range p.Sections {
-		if s.Name != "devices" {
+		if s.Name != name {
 			continue
 		}
 		lineStart := bytes.LastIndexByte(src[:s.CloseStart], '\n') + 1
@@ -227,7 +259,7 @@ func insertEdit(src []byte, p *conffile.File, lines []string) edit {
 	if len(src) > 0 && src[len(src)-1] != '\n' {
 		b.WriteString("\n")
 	}
-	b.WriteString("devices {\n")
+	b.WriteString(name + " {\n")
 	for _, l := range lines {
 		b.WriteString("\t" + l + "\n")
 	}
@@ -253,6 +285,8 @@ type Values struct {
 	ScanLVs        *bool
 	GlobalFilter   []string
 	UseDevicesFile *bool
+	// RaidFaultPolicy is activation/raid_fault_policy, "" when not set.
+	RaidFaultPolicy string
 }
 
 // Read returns the managed settings the file sets (the last occurrence of
@@ -278,6 +312,10 @@ func Read(src []byte) (Values, error) {
 				v.ScanLVs = &b
 			} else {
 				v.UseDevicesFile = &b
+			}
+		case "activation/raid_fault_policy":
+			if !a.IsList && len(a.Values) == 1 && a.Values[0].Kind == conffile.TString {
+				v.RaidFaultPolicy = conffile.Unescape(a.Values[0].Text)
 			}
 		case "devices/global_filter":
 			f, err := filterOf(src, a)

@@ -362,3 +362,45 @@ func TestEditKeepsValueApartFromNextWord(t *testing.T) {
 		t.Fatalf("wrote %q, want %q", out, want)
 	}
 }
+
+// activation/raid_fault_policy goes into the stock file's activation
+// section (where lvm.conf(5) documents it), read back as set; a file that
+// states another value has that value's bytes replaced; a file without
+// either section gets both, in one edit each.
+func TestEditRaidFaultPolicy(t *testing.T) {
+	src := stock(t)
+	ch := plan.LVMConfChange{RaidFaultPolicy: "allocate"}
+	out, changed, err := Edit(src, ch)
+	if err != nil || !changed {
+		t.Fatalf("changed %v err %v", changed, err)
+	}
+	ins, ok := onlyInserted(src, out)
+	if !ok || ins != "\traid_fault_policy = \"allocate\"\n" {
+		t.Fatalf("inserted %q (one insertion: %v)", ins, ok)
+	}
+	i := bytes.Index(out, []byte("\nactivation {\n"))
+	j := bytes.Index(out[i:], []byte("\n}\n"))
+	if i < 0 || !bytes.Contains(out[i:i+j], []byte("raid_fault_policy = \"allocate\"")) {
+		t.Fatal("not inside activation {}")
+	}
+	if v, err := Read(out); err != nil || v.RaidFaultPolicy != "allocate" {
+		t.Fatalf("read back %+v, %v", v, err)
+	}
+	if again, changed, err := Edit(out, ch); err != nil || changed || !bytes.Equal(again, out) {
+		t.Fatalf("second edit changed the file (changed %v, err %v)", changed, err)
+	}
+	warn := []byte("activation {\n\traid_fault_policy = \"warn\" # the default\n}\n")
+	out, _, err = Edit(warn, ch)
+	if err != nil || string(out) != "activation {\n\traid_fault_policy = \"allocate\" # the default\n}\n" {
+		t.Fatalf("%q %v", out, err)
+	}
+	out, _, err = Edit([]byte("global {\n}\n"), plan.LVMConfChange{ScanLVs: ptr(true), RaidFaultPolicy: "warn"})
+	if err != nil || string(out) != "global {\n}\ndevices {\n\tscan_lvs = 1\n}\nactivation {\n\traid_fault_policy = \"warn\"\n}\n" {
+		t.Fatalf("%q %v", out, err)
+	}
+	// A policy lvmlocal.conf states is written there.
+	main, local, err := Route(ch, []byte("activation {\n\traid_fault_policy = \"warn\"\n}\n"))
+	if err != nil || main.RaidFaultPolicy != "" || local.RaidFaultPolicy != "allocate" {
+		t.Fatalf("route: main %+v local %+v, %v", main, local, err)
+	}
+}

@@ -136,6 +136,9 @@ func Route(ch plan.LVMConfChange, local []byte) (mainCh, localCh plan.LVMConfCha
 	if v.UseDevicesFile != nil {
 		mainCh.UseDevicesFile, localCh.UseDevicesFile = nil, ch.UseDevicesFile
 	}
+	if v.RaidFaultPolicy != "" {
+		mainCh.RaidFaultPolicy, localCh.RaidFaultPolicy = "", ch.RaidFaultPolicy
+	}
 	return mainCh, localCh, nil
 }
 

@@ -27,7 +27,7 @@ type Metrics struct {
 	audit              prometheus.Gauge
 	// levels holds the used and threshold gauges of each
 	// reconcile.LevelMetrics kind.
-	levels map[string][2]*prometheus.GaugeVec
+	levels map[string]levelGauges
 
 	mu    sync.Mutex
 	wipes map[[2]string]func() (done, total uint64, rate float64)
@@ -61,15 +61,19 @@ func NewMetrics() *Metrics {
 			Help: "Passes that panicked and were recovered (the daemon logged the stack and went on)."}),
 		audit: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keel_audit_mode",
 			Help: "1 while keel run is in audit mode (observes and reports, changes nothing), 0 while it converges."}),
-		levels: map[string][2]*prometheus.GaugeVec{},
+		levels: map[string]levelGauges{},
 	}
 	m.reg.MustRegister(m.reloadOK, m.reloadTime, m.reconcileTime, m.reconcileErrors, m.passes,
 		m.actions, m.findings, m.findingsBySeverity, m.stuck, m.holds, m.panics, m.audit, wipeCollector{m})
 	for _, g := range report.LevelMetrics {
-		used := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.Name, Help: g.Help}, []string{"vg", "lv"})
-		alert := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.Threshold, Help: g.ThresholdHelp}, []string{"vg", "lv"})
-		m.reg.MustRegister(used, alert)
-		m.levels[g.Kind] = [2]*prometheus.GaugeVec{used, alert}
+		used := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.Name, Help: g.Help}, report.LevelLabelNames(g))
+		m.reg.MustRegister(used)
+		var alert *prometheus.GaugeVec
+		if g.Threshold != "" {
+			alert = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.Threshold, Help: g.ThresholdHelp}, report.LevelLabelNames(g))
+			m.reg.MustRegister(alert)
+		}
+		m.levels[g.Kind] = levelGauges{g, used, alert}
 	}
 	for _, s := range []string{"info", "warning", "error", "critical"} {
 		m.findingsBySeverity.WithLabelValues(s)
@@ -136,20 +140,29 @@ func (m *Metrics) Pass(at time.Time, err error, statuses map[string]int, finding
 	m.stuck.Set(float64(stuck))
 	m.holds.Set(float64(holds))
 	for _, g := range m.levels {
-		g[0].Reset()
-		g[1].Reset()
+		g.used.Reset()
+		if g.alert != nil {
+			g.alert.Reset()
+		}
 	}
 	for _, l := range levels {
 		g, ok := m.levels[l.Kind]
 		if !ok {
 			continue
 		}
-		vg, lv := report.ObjectLabels(l.Object)
-		g[0].WithLabelValues(vg, lv).Set(l.Ratio())
-		if report.HasThreshold(l) {
-			g[1].WithLabelValues(vg, lv).Set(l.AlertRatio())
+		values := report.LevelLabelValues(g.metric, l)
+		g.used.WithLabelValues(values...).Set(l.Ratio())
+		if g.alert != nil && report.HasThreshold(l) {
+			g.alert.WithLabelValues(values...).Set(l.AlertRatio())
 		}
 	}
+}
+
+// levelGauges are the gauges of one reconcile.LevelMetrics kind: its use,
+// and its threshold (nil for a kind without one).
+type levelGauges struct {
+	metric      report.LevelMetric
+	used, alert *prometheus.GaugeVec
 }
 
 // WriteTextfile writes every metric to path atomically (a temporary file
