@@ -115,4 +115,17 @@ else
 	fail "ceiling: tp grew past its maximum to $(($(size) >> 20))M"
 fi
 echo "    tp: $(state)"
+# The profile tp no longer uses is keel's and no LV refers to it: the next
+# pass removes it; an operator's profile no LV uses stays.
+printf 'activation {\n}\n' >/etc/lvm/profile/ops-spare.profile
+"$KEEL" snapshot -o "$O/autoextend-off.txtar" >/dev/null 2>&1 || fail "keel snapshot"
+plan=$("$KEEL" plan -c "$CFG" 2>&1)
+"$KEEL" apply -c "$CFG" >/dev/null 2>&1
+if grep -q 'keel-autovg-tp-t70-p50' <<<"$plan" && [ ! -e /etc/lvm/profile/keel-autovg-tp-t70-p50.profile ] &&
+	[ -f /etc/lvm/profile/keel-autovg-tp-off.profile ] && [ -f /etc/lvm/profile/ops-spare.profile ]; then
+	ok "profiles: keel removed the superseded keel-autovg-tp-t70-p50, shown by keel plan first"
+else
+	fail "profiles: $(ls /etc/lvm/profile | tr '\n' ' ')left after keel apply"
+	echo "$plan" | sed 's/^/    /'
+fi
 exit "$FAILS"
