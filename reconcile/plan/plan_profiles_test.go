@@ -82,3 +82,35 @@ func TestStaleProfiles(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleProfileFromCapture replays e2e/sizes/autoextend.sh's capture
+// once tp has its -off profile attached, with the t70-p50 profile keel
+// wrote before put back: the state between the attach and the removal
+// that keel apply's next round sees. It is stale; the -off profile and
+// vpool's t70-p1, both attached, are not.
+func TestStaleProfileFromCapture(t *testing.T) {
+	h := replayHost(t, "sizes-autoextend-off")
+	if h.ThinPools["autovg/tp"].Profile != "keel-autovg-tp-off" {
+		t.Fatalf("capture: tp profile %q, want keel-autovg-tp-off", h.ThinPools["autovg/tp"].Profile)
+	}
+	file := autoextendProfilePath("keel-autovg-tp-t70-p50")
+	if f := h.KeelFiles[file]; f != nil {
+		t.Fatalf("capture: %s is there: %+v", file, f)
+	}
+	_, content := autoextendProfile(thinAutoextend, "autovg/tp", spec.Autoextend{Threshold: 70, Percent: 50}, false)
+	h.KeelFiles[file] = &model.KeelFile{Path: file, Content: content}
+	r := Plan(loadDesired(t, "sizes-autoextend", h), h)
+	var stale []string
+	for _, f := range r.Findings {
+		if f.ID == AutoextendStaleProfile {
+			stale = append(stale, f.Object)
+		}
+	}
+	if !slices.Equal(stale, []string{file}) {
+		t.Errorf("stale profiles %q, want only %s", stale, file)
+	}
+	a := actionOf(r, "autoextend.stale_profile:"+file)
+	if a == nil || len(a.Files) != 1 || !a.Files[0].Remove || a.Files[0].Path != file {
+		t.Errorf("action %+v, want %s removed", a, file)
+	}
+}
