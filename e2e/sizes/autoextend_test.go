@@ -25,9 +25,9 @@ var autoextendLines = []string{
 	"ok: grow: dmeventd grew tp past 70% from 32M to 48M",
 	"ok: grow: dmeventd grew tp again to 72M",
 	"ok: ceiling: keel attached keel-autovg-tp-off at 72M",
+	"ok: profiles: keel apply removed the superseded keel-autovg-tp-t70-p50 and kept the operator's",
 	"ok: ceiling: keel check reports autoextend.at_maximum",
 	"ok: ceiling: tp stayed at its maximum 72M",
-	"ok: profiles: keel removed the superseded keel-autovg-tp-t70-p50, shown by keel plan first",
 }
 
 // keepAutoextendCaptures copies the node snapshots autoextend.sh takes
