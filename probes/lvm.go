@@ -175,6 +175,7 @@ func (p *reportParser) vgs(f *fieldReader, rows []model.Fields) string {
 		if aa, ok := r.Lookup("vg_autoactivation"); ok {
 			vg.NoAutoactivation = aa != "enabled"
 		}
+		vg.Profile = r.Get("vg_profile")
 		if t := r.Get("vg_tags"); t != "" {
 			vg.Tags = strings.Split(t, ",")
 		}

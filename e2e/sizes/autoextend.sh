@@ -92,6 +92,8 @@ grows 72 "again to"
 "$KEEL" snapshot -o "$O/autoextend-max.txtar" >/dev/null 2>&1 || fail "keel snapshot"
 plan=$("$KEEL" plan -c "$CFG" 2>&1)
 echo "$plan" | sed 's/^/    /'
+# An operator's profile no LV uses, which keel must leave alone.
+printf 'activation {\n}\n' >/etc/lvm/profile/ops-spare.profile
 rc=0
 out=$("$KEEL" apply -c "$CFG" 2>&1) || rc=$?
 if [ "$(pool lv_profile)" = keel-autovg-tp-off ]; then
@@ -100,6 +102,17 @@ else
 	fail "ceiling: tp has profile '$(pool lv_profile)' at $(($(size) >> 20))M (apply exit $rc)"
 	echo "$out" | sed 's/^/    /'
 fi
+# The profile tp used until then is keel's and no LV names it any more:
+# the same apply, re-reading the host after the attach, removes it.
+if grep -q 'autoextend\.stale_profile:/etc/lvm/profile/keel-autovg-tp-t70-p50\.profile' <<<"$out" &&
+	[ ! -e /etc/lvm/profile/keel-autovg-tp-t70-p50.profile ] && [ -f /etc/lvm/profile/keel-autovg-tp-off.profile ] &&
+	[ -f /etc/lvm/profile/ops-spare.profile ]; then
+	ok "profiles: keel apply removed the superseded keel-autovg-tp-t70-p50 and kept the operator's"
+else
+	fail "profiles: $(ls /etc/lvm/profile | tr '\n' ' ')after keel apply"
+	echo "$out" | sed 's/^/    /'
+fi
+"$KEEL" snapshot -o "$O/autoextend-off.txtar" >/dev/null 2>&1 || fail "keel snapshot"
 chk=$("$KEEL" check -c "$CFG" 2>&1)
 if grep -q 'autoextend\.at_maximum' <<<"$chk"; then
 	ok "ceiling: keel check reports autoextend.at_maximum"

@@ -25,14 +25,17 @@ var autoextendLines = []string{
 	"ok: grow: dmeventd grew tp past 70% from 32M to 48M",
 	"ok: grow: dmeventd grew tp again to 72M",
 	"ok: ceiling: keel attached keel-autovg-tp-off at 72M",
+	"ok: profiles: keel apply removed the superseded keel-autovg-tp-t70-p50 and kept the operator's",
 	"ok: ceiling: keel check reports autoextend.at_maximum",
 	"ok: ceiling: tp stayed at its maximum 72M",
 }
 
 // keepAutoextendCaptures copies the node snapshots autoextend.sh takes
-// before keel acts and at the maximum into KEEL_SIZES_SNAPSHOT_DIR, when
-// set (reconcile/plan/testdata/snapshots: sizes-autoextend and
-// sizes-autoextend-max).
+// before keel acts, at the maximum and once the -off profile is attached
+// into KEEL_SIZES_SNAPSHOT_DIR, when set (reconcile/plan/testdata/snapshots:
+// sizes-autoextend, sizes-autoextend-max and sizes-autoextend-off), and
+// those of vdosplit.sh and vdoauto.sh.
 func keepAutoextendCaptures(t *testing.T, r *guest.Result) {
-	r.KeepCaptures(t, "KEEL_SIZES_SNAPSHOT_DIR", "sizes", "autoextend-before.txtar", "autoextend-max.txtar")
+	r.KeepCaptures(t, "KEEL_SIZES_SNAPSHOT_DIR", "sizes", "autoextend-before.txtar", "autoextend-max.txtar",
+		"autoextend-off.txtar", "vdosplit-before.txtar", "vdoauto-max.txtar")
 }

@@ -3,6 +3,7 @@
 package sizes
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -21,15 +22,22 @@ func TestGrow(t *testing.T) {
 			{Kind: guest.Virtio, Size: "512M", Serial: "data1"},
 			{Kind: guest.Virtio, Size: "256M", Serial: "data2"},
 			autoextendDisk,
+			vdosplitDisks[0], vdosplitDisks[1], vdoautoDisk,
 		},
-		Keel:  true,
-		Files: guest.ShareFiles(t, "grow.cue", "grow.sh", "autoextend.cue", "autoextend.sh", "../wipe/wipelib.sh"),
+		Keel: true,
+		Files: guest.ShareFiles(t, "grow.cue", "grow.sh", "autoextend.cue", "autoextend.sh",
+			"vdosplit.cue", "vdosplit.sh", "vdoauto.cue", "vdoauto.sh", "../wipe/wipelib.sh"),
 		// Each script in a subshell: its exit (a failed setup step's
 		// included) ends it alone, and the next still runs.
-		Script: `( . "$SHARE/grow.sh" ); g=$?
-( . "$SHARE/autoextend.sh" ); a=$?
-echo "grow.sh exit $g, autoextend.sh exit $a"
-exit $((g + a))`,
+		// Each script's guest time is printed for docs/testing.md.
+		Script: `t0=$(date +%s)
+( . "$SHARE/grow.sh" ); g=$?; t1=$(date +%s)
+( . "$SHARE/autoextend.sh" ); a=$?; t2=$(date +%s)
+( . "$SHARE/vdosplit.sh" ); s=$?; t3=$(date +%s)
+( . "$SHARE/vdoauto.sh" ); v=$?; t4=$(date +%s)
+echo "grow.sh exit $g, autoextend.sh exit $a, vdosplit.sh exit $s, vdoauto.sh exit $v"
+echo "guest time: grow.sh $((t1 - t0))s, autoextend.sh $((t2 - t1))s, vdosplit.sh $((t3 - t2))s, vdoauto.sh $((t4 - t3))s"
+exit $((g + a + s + v))`,
 		Timeout: 20 * time.Minute,
 	})
 	r.LogVerdicts(t)
@@ -44,5 +52,5 @@ exit $((g + a))`,
 		"ok: pv: the loop PV was pvresized to its grown device",
 		"ok: vg: data2 was added to sizevg",
 		"ok: check: no size finding left after apply",
-	}, autoextendLines...)...)
+	}, slices.Concat(autoextendLines, vdosplitLines, vdoautoLines)...)...)
 }

@@ -178,8 +178,12 @@ type VG struct {
 	NoAutoactivation bool `json:"noAutoactivation,omitempty"`
 	// Tags are vg_tags, which auto_activation_volume_list's "@tag" entries
 	// match as well as the LV's own (lvm2 lib/activate/activate.c).
-	Tags   []string `json:"tags,omitempty"`
-	Errors []string `json:"errors"`
+	Tags []string `json:"tags,omitempty"`
+	// Profile is vg_profile, the metadata profile attached to the VG
+	// (vgchange --metadataprofile), which its LVs without one of their
+	// own use (lvm.conf(5), config/profile_dir).
+	Profile string   `json:"profile,omitempty"`
+	Errors  []string `json:"errors"`
 }
 
 // Partial reports whether LVM reads the VG with PVs missing: the fourth

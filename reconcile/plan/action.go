@@ -90,11 +90,15 @@ type SysfsWrite struct {
 	Value string `json:"value"`
 }
 
-// FileWrite is the whole content of one file keel generates.
+// FileWrite is the whole content of one file keel generates, or, with
+// Remove, one such file keel removes.
 type FileWrite struct {
 	Path    string `json:"path"`
 	Content string `json:"content"`
 	Mode    uint32 `json:"mode"` // permission bits, e.g. 0o644
+	// Remove removes the file (a missing one is no error); Content and
+	// Mode are unused.
+	Remove bool `json:"remove,omitempty"`
 }
 
 // LVMConfChange lists the lvm.conf settings to assert; nil fields are left alone.

@@ -34,6 +34,8 @@ var Catalogue = []Rule{
 		"The next autoextend step at the declared percent would take the pool past its declared maximum (LVM cannot express one), so keel attached the pool's profile that turns autoextend off; or an extension already passed it. The pool no longer grows on its own."},
 	{AutoextendPolicy, Warning, "a pool's autoextend policy is not applied",
 		"The LVM metadata profile keel writes for the pool's policy (/etc/lvm/profile/keel-*.profile) is missing or differs, or the pool has another profile attached (lv_profile): dmeventd's lvextend --use-policies does not use the declared threshold and percent."},
+	{AutoextendStaleProfile, Info, "an LVM profile keel wrote is used by no LV or VG",
+		"A keel-<vg>-<pool>-t<T>-p<P> or -off profile in /etc/lvm/profile, left when a pool's policy changed or the pool went away, that no LV or VG on this host has attached (lv_profile, vg_profile). keel removes it; it never touches a profile it did not write."},
 	{AutoextendUnmonitored, Error, "a pool with an autoextend policy is not monitored",
 		"The pool's seg_monitor is not \"monitored\": dmeventd does not watch it, so nothing extends it however full it gets."},
 	{BcacheCacheMode, Warning, "bcache cache mode differs",

@@ -26,6 +26,10 @@ const (
 	// not applied.
 	AutoextendPolicy FindingID = "autoextend.policy"
 
+	// AutoextendStaleProfile is autoextend.stale_profile: an LVM profile
+	// keel wrote is used by no LV or VG.
+	AutoextendStaleProfile FindingID = "autoextend.stale_profile"
+
 	// AutoextendUnmonitored is autoextend.unmonitored: a pool with an
 	// autoextend policy is not monitored.
 	AutoextendUnmonitored FindingID = "autoextend.unmonitored"

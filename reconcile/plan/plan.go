@@ -53,6 +53,7 @@ func plan(desired *spec.Config, host *model.Host, mem Memory) Result {
 	}
 	p.planUnrecorded()
 	p.planDataVDO()
+	p.planStaleProfiles()
 	p.auditUndeclared()
 	p.planRAID()
 	for _, name := range slices.Sorted(maps.Keys(desired.Bcache)) {
@@ -129,6 +130,9 @@ type planner struct {
 	clearing *removal.Clearing
 	// shared caches sharedVGs: the VGs no action may change (holdShared).
 	shared map[string]removal.SharedVG
+	// profiles are the autoextend profiles this pass keeps (written or
+	// attached by planAutoextend), which planStaleProfiles never removes.
+	profiles map[string]bool
 }
 
 // sortedLVKeys returns the keys of the host's LVs in order, sorted once per

@@ -111,6 +111,10 @@ func (p *planner) planAutoextend(k autoextendKind, o autoextendPool, a *spec.Aut
 	off := next > maxBytes
 	name, content := autoextendProfile(k, o.object, *a, off)
 	file := autoextendProfilePath(name)
+	if p.profiles == nil {
+		p.profiles = map[string]bool{}
+	}
+	p.profiles[name] = true
 	if off {
 		f := Finding{ID: AutoextendAtMaximum, Object: o.object,
 			Message: fmt.Sprintf("%s %s is %s: its next autoextend step (%s) would take it to %s, past its maximum %s, so keel turned autoextend off (profile %s)",

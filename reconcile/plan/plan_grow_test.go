@@ -321,3 +321,21 @@ func TestThinOverprovisioned(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitGrowFromCapture replays e2e/sizes/vdosplit.sh's capture: the
+// split pool keel created at 4G (head 664 extents and tail 33 on the
+// NVMe, 327 of slabs on the HDD), declared 5G. The grow is keel recommend
+// --grow's: the slabs on the HDD first, then a new tail of the same 33
+// extents on the NVMe, so the recovery journal, at the end, stays there.
+func TestSplitGrowFromCapture(t *testing.T) {
+	h := replayHost(t, "sizes-vdosplit-before")
+	r := Plan(loadDesired(t, "sizes-vdosplit", h), h)
+	a := actionOf(r, "vdo.size:svg/spool")
+	want := [][]string{
+		{"lvextend", "-l", "+223", "svg/spool", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_sslow"},
+		{"lvextend", "-l", "+33", "svg/spool", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_sfast"},
+	}
+	if a == nil || !slices.EqualFunc(a.Commands, want, slices.Equal) {
+		t.Fatalf("action %+v, want %q", a, want)
+	}
+}

@@ -193,6 +193,27 @@ var scenarios = []scenario{
 		actions: []string{"autoextend.policy:autovg/tp"},
 	},
 	{
+		// tp at 72M with its -off profile attached, in the same apply that
+		// removed the t70-p50 profile no LV named any more: nothing is
+		// stale, and the -off and vpool's t70-p1 profiles are in use.
+		name: "sizes-autoextend-off", snapshot: "sizes-autoextend-off", desired: "sizes-autoextend",
+		want: []string{"autoextend.at_maximum@autovg/tp", "thin.data_usage@autovg/tp", "thin.zeroing@sizevg/tp"},
+	},
+	{
+		// The VDO pool dmeventd grew one slab to 4228M, its maximum.
+		name: "sizes-vdoauto-max", snapshot: "sizes-vdoauto-max", desired: "sizes-vdoauto",
+		want: []string{"autoextend.at_maximum@avg/vpool", "autoextend.policy@avg/vpool",
+			"thin.data_usage@autovg/tp", "thin.zeroing@autovg/tp", "thin.zeroing@sizevg/tp", "vdo.slab_remainder@avg/vpool"},
+		actions: []string{"autoextend.policy:avg/vpool"},
+	},
+	{
+		// The split pool keel created at 4G, declared 5G.
+		name: "sizes-vdosplit-before", snapshot: "sizes-vdosplit-before", desired: "sizes-vdosplit",
+		want: []string{"thin.data_usage@autovg/tp", "thin.zeroing@autovg/tp", "thin.zeroing@sizevg/tp",
+			"vdo.size@svg/spool", "vdo.slab_remainder@svg/spool"},
+		actions: []string{"vdo.size:svg/spool"},
+	},
+	{
 		name: "thin-overprovisioned", snapshot: "thin", desired: "thin-overprovisioned",
 		// tpbad is not declared: audited, marked undeclared, no action.
 		want: []string{"thin.chunk_size@thinvg/tpbad", "thin.overprovisioned@thinvg/tp", "thin.zeroing@thinvg/tpbad"},

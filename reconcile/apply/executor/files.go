@@ -2,11 +2,14 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/atomicfile"
 	"github.com/keel-storage/keel/reconcile/plan"
 )
@@ -14,7 +17,9 @@ import (
 // DirFiles returns a FileApplier that writes each file under root ("/" on
 // a live host): the parent directory is created if needed, the file is
 // replaced atomically (temporary file, fsync, rename, directory fsync) and
-// a file whose content already matches is left alone.
+// a file whose content already matches is left alone. A FileWrite with
+// Remove removes its file, which must be an LVM profile of keel's name
+// (removeKeelFile).
 func DirFiles(root string) FileApplier {
 	return func(ctx context.Context, files []plan.FileWrite) error {
 		for _, f := range files {
@@ -22,6 +27,12 @@ func DirFiles(root string) FileApplier {
 				return err
 			}
 			dst := filepath.Join(root, f.Path)
+			if f.Remove {
+				if err := removeKeelFile(dst, f.Path); err != nil {
+					return err
+				}
+				continue
+			}
 			if old, err := os.ReadFile(dst); err == nil && string(old) == f.Content {
 				continue
 			}
@@ -38,4 +49,27 @@ func DirFiles(root string) FileApplier {
 		}
 		return nil
 	}
+}
+
+// removeKeelFile removes dst, the file at path on the host, and syncs its
+// directory. Only an LVM profile keel names (model.KeelProfilePrefix in
+// model.LVMProfileDir) is ever removed: a planner bug must not reach an
+// operator's file. A file already gone is no error.
+func removeKeelFile(dst, path string) error {
+	base := filepath.Base(path)
+	if filepath.Dir(path) != model.LVMProfileDir || !strings.HasPrefix(base, model.KeelProfilePrefix) || !strings.HasSuffix(base, ".profile") {
+		return fmt.Errorf("file %s: keel removes only its own LVM profiles (%s/%s*.profile)", path, model.LVMProfileDir, model.KeelProfilePrefix)
+	}
+	if err := os.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("file %s: %w", path, err)
+	}
+	d, err := os.Open(filepath.Dir(dst))
+	if err != nil {
+		return fmt.Errorf("file %s: directory: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("file %s: directory sync: %w", path, err)
+	}
+	return nil
 }

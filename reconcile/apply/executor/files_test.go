@@ -94,3 +94,38 @@ func TestOwnFindingsCatalogued(t *testing.T) {
 		}
 	}
 }
+
+// A removal takes only an LVM profile of keel's name: a planner that
+// named any other file must not reach it. A profile already gone is no
+// error (a pass interrupted after the removal runs it again).
+func TestDirFilesRemovesOnlyKeelProfiles(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "etc/lvm/profile")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"keel-vg-tp-t70-p50.profile", "ops.profile"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("activation {\n}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply := DirFiles(root)
+	ctx := context.Background()
+	if err := apply(ctx, []plan.FileWrite{{Path: "/etc/lvm/profile/keel-vg-tp-t70-p50.profile", Remove: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "keel-vg-tp-t70-p50.profile")); !os.IsNotExist(err) {
+		t.Errorf("keel's profile after its removal: %v", err)
+	}
+	if err := apply(ctx, []plan.FileWrite{{Path: "/etc/lvm/profile/keel-vg-tp-t70-p50.profile", Remove: true}}); err != nil {
+		t.Errorf("removing it again: %v", err)
+	}
+	for _, p := range []string{"/etc/lvm/profile/ops.profile", "/etc/lvm/lvm.conf", "/etc/lvm/profile/../profile/ops.profile"} {
+		if err := apply(ctx, []plan.FileWrite{{Path: p, Remove: true}}); err == nil || !strings.Contains(err.Error(), "keel removes only its own LVM profiles") {
+			t.Errorf("removing %s: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ops.profile")); err != nil {
+		t.Errorf("the operator's profile: %v", err)
+	}
+}
