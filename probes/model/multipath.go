@@ -91,22 +91,43 @@ func (m *Multipath) ActivePaths() int {
 }
 
 // MultipathOf returns the multipath map that has the block device dev
-// (a kernel name, "sdb") as one of its paths, or nil.
+// (a kernel name, "sdb") as one of its paths, or a partition of one of its
+// paths ("sdb1", "nvme0n1p1": LVM judges a partition by its whole disk,
+// lvm2 lib/device/dev-mpath.c), or nil.
 func (h *Host) MultipathOf(dev string) *Multipath {
 	if dev == "" {
 		return nil
 	}
 	for _, m := range h.Multipath {
-		if q := h.Queues[m.Device]; q != nil && slices.Contains(q.Slaves, dev) {
-			return m
+		var paths []string
+		if q := h.Queues[m.Device]; q != nil {
+			paths = append(paths, q.Slaves...)
 		}
 		for _, p := range m.Paths() {
-			if p.Device == dev {
-				return m
-			}
+			paths = append(paths, p.Device)
+		}
+		if slices.ContainsFunc(paths, func(p string) bool { return p != "" && (p == dev || isPartitionOf(dev, p)) }) {
+			return m
 		}
 	}
 	return nil
+}
+
+// isPartitionOf reports whether kernel name part names a partition of the
+// whole disk disk: the disk's name followed by the partition number, with
+// a "p" between when the disk's name ends in a digit ("nvme0n1p1"), as the
+// kernel names them (block/partitions/core.c, add_partition).
+func isPartitionOf(part, disk string) bool {
+	rest, ok := strings.CutPrefix(part, disk)
+	if !ok || rest == "" {
+		return false
+	}
+	if c := disk[len(disk)-1]; c >= '0' && c <= '9' {
+		if rest, ok = strings.CutPrefix(rest, "p"); !ok || rest == "" {
+			return false
+		}
+	}
+	return strings.Trim(rest, "0123456789") == ""
 }
 
 // MultipathByDevice returns the multipath map whose kernel name is dev

@@ -47,9 +47,9 @@ func (p *planner) planMultipath(name string, want spec.VolumeGroup) bool {
 			hidden = "; LVM hides the path (multipath_component_detection) and sees the PV on the map"
 		}
 		p.add(Finding{ID: PVMultipathComponent, Object: name,
-			Message: fmt.Sprintf("declared PV %s of VG %s is %s, one path of multipath map %s, not the map%s; keel plans nothing in VG %s",
+			Message: fmt.Sprintf("declared PV %s of VG %s is %s, on a path of multipath map %s, not the map%s; keel plans nothing in VG %s",
 				path, name, dev, m.Name, hidden, name),
-			Expected: mapPath, Observed: path + " (" + dev + ", a path of " + m.Name + ")",
+			Expected: mapPath, Observed: path + " (" + dev + ", on a path of " + m.Name + ")",
 			Remedy: fmt.Sprintf("declare %s instead of %s in volumeGroups.%s.pvs (dmsetup table %s lists the map's paths)", mapPath, path, name, m.Name),
 		})
 		held = true
