@@ -3,11 +3,16 @@
 package health
 
 import (
+	"os"
 	"testing"
 	"time"
 
 	"github.com/keel-storage/keel/e2e/guest"
 )
+
+// snapshotEnv names the directory that keeps the scenario's node
+// snapshots, the fixtures of reconcile/plan/testdata/snapshots.
+const snapshotEnv = "KEEL_MULTIPATH_SNAPSHOT_DIR"
 
 // TestMultipath runs multipath.sh in one boot: a declared VG on a
 // device-mapper multipath map of two paths to one disk; a failed path is
@@ -15,17 +20,21 @@ import (
 // VG declared on one path instead of the map is pv.multipath_component,
 // and keel plan proposes nothing on the path.
 func TestMultipath(t *testing.T) {
+	files := guest.ShareFiles(t, "mpmap.cue", "mppath.cue", "../wipe/wipelib.sh")
+	if os.Getenv(snapshotEnv) != "" {
+		files["capture"] = nil // the script takes node snapshots only then
+	}
 	r := guest.Run(t, guest.Spec{
 		Disks:   []guest.Disk{{Kind: guest.HDD, Size: "256M", Serial: "mp1"}},
 		Keel:    true,
-		Files:   guest.ShareFiles(t, "mpmap.cue", "mppath.cue", "../wipe/wipelib.sh"),
+		Files:   files,
 		Script:  string(guest.ShareFiles(t, "multipath.sh")["multipath.sh"]),
 		Timeout: 10 * time.Minute,
 	})
 	r.LogVerdicts(t, "scenario time")
 	// Keep the node snapshots for reconcile/plan/testdata/snapshots: the
 	// host tests of the probe's multipath model and of the findings.
-	r.KeepCaptures(t, "KEEL_MULTIPATH_SNAPSHOT_DIR", "multipath",
+	r.KeepCaptures(t, snapshotEnv, "multipath",
 		"multipath-healthy.txtar", "multipath-degraded.txtar", "multipath-nopath.txtar")
 	r.RequireLines(t,
 		"ok: healthy map mpkeel: no multipath finding",
