@@ -10,7 +10,8 @@
 # devices only, so LVM hides the SCSI path and takes the loop path for a
 # duplicate of the map, preferring the map as a dm device).
 #
-#  1. healthy map: keel check raises no multipath finding;
+#  1. healthy map: a node snapshot for the host tests (which check keel
+#     raises no multipath finding on it);
 #  2. one path failed (dmsetup message MAP 0 fail_path MAJ:MIN): keel check
 #     raises pv.multipath_degraded naming the failed path, and its remedy
 #     (dmsetup status MAP) runs as printed;
@@ -85,13 +86,9 @@ install -m 0644 "$SHARE/mpmap.cue" /etc/keel/mpmap.cue
 install -m 0644 "$SHARE/mppath.cue" /etc/keel/mppath.cue
 
 # --- 1. healthy ---------------------------------------------------------------
-check healthy /etc/keel/mpmap.cue
+# That keel raises nothing on the healthy map is the host tests' (on this
+# snapshot): a keel check pass here would cost seconds of guest time.
 snap multipath-healthy
-if grep -q 'pv\.multipath' "$O/healthy.out"; then
-	fail "healthy map $MAP: keel check raised a multipath finding"
-else
-	ok "healthy map $MAP: no multipath finding"
-fi
 
 # --- 2. one path failed -------------------------------------------------------
 must dmsetup message "$MAP" 0 fail_path "$p2"

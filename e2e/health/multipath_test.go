@@ -37,7 +37,6 @@ func TestMultipath(t *testing.T) {
 	r.KeepCaptures(t, snapshotEnv, "multipath",
 		"multipath-healthy.txtar", "multipath-degraded.txtar", "multipath-nopath.txtar")
 	r.RequireLines(t,
-		"ok: healthy map mpkeel: no multipath finding",
 		"ok: one path of mpkeel failed: pv.multipath_degraded names loop0",
 		"ok: remedy 'dmsetup status mpkeel' runs as printed",
 		"ok: no active path left in mpkeel: pv.multipath_no_path is critical",
