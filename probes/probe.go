@@ -318,6 +318,7 @@ func ProbeWith(ctx context.Context, src hostio.Source, opt Options) (*model.Host
 
 	sys.apply(h)
 	resolvePVs(src.FS, h, &sys)
+	buildMultipath(src.FS, h)
 	buildThinPools(h)
 	pools := buildVDOPools(h)
 	for _, p := range pools {

@@ -24,6 +24,10 @@ type Host struct {
 	CacheSets map[string]*CacheSet `json:"cacheSets"` // cache sets by set UUID
 	Queues    map[string]*Queue    `json:"queues"`    // block devices by kernel name ("sda", "dm-3")
 	DM        map[string]*DMDevice `json:"dm"`        // device-mapper devices by dm name
+	// Multipath are the device-mapper multipath maps by dm name, with
+	// their path groups and the state of each path; nil when the host has
+	// none.
+	Multipath map[string]*Multipath `json:"multipath,omitempty"`
 	// ByID maps the kernel name of every device /dev/disk/by-id points at,
 	// partitions included ("sda3"), to those names, sorted.
 	ByID map[string][]string `json:"byID"`

@@ -119,6 +119,18 @@ const (
 	// LVMScanLVs is lvm.scan_lvs: scan_lvs does not match the stack.
 	LVMScanLVs FindingID = "lvm.scan_lvs"
 
+	// PVMultipathComponent is pv.multipath_component: a declared PV is one
+	// path of a multipath map, not the map.
+	PVMultipathComponent FindingID = "pv.multipath_component"
+
+	// PVMultipathDegraded is pv.multipath_degraded: a path of the multipath
+	// map under a PV failed.
+	PVMultipathDegraded FindingID = "pv.multipath_degraded"
+
+	// PVMultipathNoPath is pv.multipath_no_path: no path of the multipath map
+	// under a PV is left.
+	PVMultipathNoPath FindingID = "pv.multipath_no_path"
+
 	// PVEDiscardOnRemove is pve.discard_on_remove: Proxmox storage on VDO does
 	// not discard removed disks.
 	PVEDiscardOnRemove FindingID = "pve.discard_on_remove"

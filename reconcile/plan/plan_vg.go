@@ -132,6 +132,9 @@ func (p *planner) planVG(name string, want spec.VolumeGroup) {
 			phase = phaseStacked
 		}
 	}
+	if p.planMultipath(name, want) {
+		return // a declared PV is a path of a multipath map: findings only
+	}
 	if vg == nil && p.unreadableVG(name, want) {
 		return // nothing is planned on a VG whose PVs fail
 	}
