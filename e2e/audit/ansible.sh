@@ -130,6 +130,10 @@ installed && ok "audit run installed the .deb" || fail "audit run: keel not inst
 files=$(cd /etc/keel 2>/dev/null && ls *.cue | tr '\n' ' ')
 [ "$files" = "00-base.cue 01-textfile.cue 10-group.cue 50-host.cue agent.cue " ] &&
 	ok "audit run wrote the layers: $files" || fail "audit run: /etc/keel holds $files"
+# A directory copy with a mode gives it to the directory too (a 0644 /etc/keel).
+modes=$(stat -c %a /etc/keel/*.cue | sort -u | tr '\n' ' ')
+[ "$modes" = "644 " ] && [ "$(stat -c %a /etc/keel)" = 755 ] && ok "audit run: /etc/keel is 0755, its drop-ins 0644" ||
+	fail "audit run: modes of /etc/keel and its drop-ins: $(stat -c '%a %n' /etc/keel /etc/keel/*.cue | tr '\n' ' ')"
 systemctl is-active --quiet keel.service && ok "audit run: keel.service is running" || fail "audit run: keel.service not running"
 grep -q "$(hostname): keel_mode audit, NOT compliant" "$O/audit.txt" &&
 	ok "audit run prints the compliance summary of the host" || fail "audit run: no compliance summary"

@@ -67,6 +67,7 @@ func TestAnsibleRollout(t *testing.T) {
 		"ok: audit run: the play passes",
 		"ok: audit run installed the .deb",
 		"ok: audit run wrote the layers: 00-base.cue 01-textfile.cue 10-group.cue 50-host.cue agent.cue ",
+		"ok: audit run: /etc/keel is 0755, its drop-ins 0644",
 		"ok: audit run: keel.service is running",
 		"ok: audit run prints the compliance summary of the host",
 		"ok: audit run changed nothing on the host (lvm.conf, ansvg)",

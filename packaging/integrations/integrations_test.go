@@ -329,6 +329,9 @@ func TestAnsibleRole(t *testing.T) {
 				t.Errorf("task %q writes keel's udev rules with when %v: also in audit mode", x.Name, x.When)
 			}
 		}
+		if src, _ := x.Copy["src"].(string); strings.HasSuffix(src, "/") && x.Copy["mode"] != nil && x.Copy["mode"] != "preserve" {
+			t.Errorf("task %q copies a directory with mode %v: the copy module gives that mode to the destination directory too", x.Name, x.Copy["mode"])
+		}
 		dest := fmt.Sprint(x.Copy["dest"], x.Template["dest"], x.File["path"])
 		if firstChange < 0 && (x.Apt != nil || strings.Contains(dest, "/etc/keel")) {
 			firstChange = i
