@@ -54,7 +54,7 @@ func TestAnsibleRollout(t *testing.T) {
 		Disks:   []guest.Disk{{Kind: guest.HDD, Size: "256M", Serial: "hdd1"}},
 		Files:   files,
 		Script:  string(files["ansible.sh"]),
-		Timeout: 25 * time.Minute,
+		Timeout: 35 * time.Minute,
 	})
 	r.LogVerdicts(t, "time: ")
 	r.RequireLines(t,
