@@ -11,7 +11,7 @@ KEEL_ROOT_TESTS ?= $(if $(CI),require)
 # (and CI) they fail instead (docs/testing.md).
 KEEL_REQUIRE_TOOLS ?= $(if $(CI),1)
 
-.PHONY: all build test lint mutate demo e2e e2e-long fixtures bench check deps deb clean
+.PHONY: all build test lint mutate demo e2e e2e-long e2e-ansible fixtures bench check deps deb clean
 
 all: build
 
@@ -47,6 +47,10 @@ e2e:
 ## e2e-long: the kill loop's 50 iterations, kept out of CI for time (CI runs 4, from a random place in the rotation of 11 kinds); docs/reliability.md
 e2e-long:
 	KEEL_KILL_ITERATIONS=50 E2E_TIMEOUT=120m E2E_PKGS=./e2e/kill ./e2e/run-e2e.sh
+
+## e2e-ansible: the shipped Ansible role run for real in the systemd guest (TestAnsibleRollout), kept out of CI for time; docs/testing.md
+e2e-ansible:
+	KEEL_E2E_ANSIBLE=1 E2E_TIMEOUT=60m E2E_PKGS=./e2e/audit ./e2e/run-e2e.sh -run TestAnsibleRollout
 
 ## fixtures: re-capture the host-side test data from the real kernel
 fixtures:

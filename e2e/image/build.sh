@@ -36,7 +36,7 @@ ext4 xfs crc32c_generic crct10dif_generic virtio-rng
 dm-raid raid1 md-mod dm-multipath dm-round-robin dm-service-time softdog"
 packages=lvm2,vdo,bcache-tools,thin-provisioning-tools,util-linux,udev,kmod,e2fsprogs,procps,mdadm,lvm2-lockd,sanlock
 fast_packages=systemd-standalone-sysusers
-systemd_packages=systemd,systemd-sysv,dbus,iproute2
+systemd_packages=systemd,systemd-sysv,dbus,iproute2,ansible-core,python3-apt,apt
 
 recipe_hash() {
 	cat "$here/build.sh" "$here/init" "$here/keel-e2e.service" "$here/keel-e2e-run" | sha256sum | cut -c1-12

@@ -216,17 +216,21 @@ func flatTasks(ts []ansibleTask) []ansibleTask {
 }
 
 // argv returns a command task's argument vector ("keel udev-rules --write"
-// split, or its argv list), nil for other tasks.
+// split, its argv list, or an argv template split into words), nil for
+// other tasks.
 func (x ansibleTask) argv() []string {
 	switch c := x.Cmd.(type) {
 	case string:
 		return strings.Fields(c)
 	case map[string]any:
 		var out []string
-		if list, ok := c["argv"].([]any); ok {
-			for _, a := range list {
+		switch argv := c["argv"].(type) {
+		case []any:
+			for _, a := range argv {
 				out = append(out, fmt.Sprint(a))
 			}
+		case string:
+			out = strings.Fields(argv)
 		}
 		return out
 	}
@@ -285,8 +289,9 @@ func TestAnsiblePlaybook(t *testing.T) {
 
 // The role's tasks: each named, each notify a handler; in check mode
 // nothing outside the staging directory is touched (a task forced to run in
-// check mode writes only under keel_stage or runs a keel command that
-// reads); the whole staged directory is vetted before any change; keel's
+// check mode writes only under keel_stage, by its destination or by a
+// command whose arguments name the staged directory, or runs a keel command
+// that reads); the whole staged directory is vetted before any change; keel's
 // udev rules are written only when converging.
 func TestAnsibleRole(t *testing.T) {
 	var tasks, handlers []ansibleTask
@@ -324,6 +329,9 @@ func TestAnsibleRole(t *testing.T) {
 				t.Errorf("task %q writes keel's udev rules with when %v: also in audit mode", x.Name, x.When)
 			}
 		}
+		if src, _ := x.Copy["src"].(string); strings.HasSuffix(src, "/") && x.Copy["mode"] != nil && x.Copy["mode"] != "preserve" {
+			t.Errorf("task %q copies a directory with mode %v: the copy module gives that mode to the destination directory too", x.Name, x.Copy["mode"])
+		}
 		dest := fmt.Sprint(x.Copy["dest"], x.Template["dest"], x.File["path"])
 		if firstChange < 0 && (x.Apt != nil || strings.Contains(dest, "/etc/keel")) {
 			firstChange = i
@@ -334,7 +342,7 @@ func TestAnsibleRole(t *testing.T) {
 			if x.Copy == nil && x.Template == nil && x.File == nil && x.Cmd == nil {
 				staged = true // tempfile and the like
 			}
-			if x.Cmd != nil && !reads || x.Cmd == nil && !staged {
+			if x.Cmd != nil && !reads && !staged || x.Cmd == nil && !staged {
 				t.Errorf("task %q runs in check mode and may change the host (dest %q, argv %q)", x.Name, dest, argv)
 			}
 		}
