@@ -54,7 +54,10 @@ func judge(name string, configs []string, node string, audit bool, timeout time.
 	case audit:
 		return judged{host: l.host, result: plan.Audit(l.host), mode: "audit"}, nil
 	}
-	mem := seeVGs(checkMemory(l.cfg, node), l.cfg, l.host, node)
+	mem := checkMemory(l.cfg, node)
+	phases.mark("state file")
+	mem = seeVGs(mem, l.cfg, l.host, node)
+	phases.mark("vg records")
 	return judged{host: l.host, result: plan.PlanWith(l.cfg, l.host, mem), mode: "desired"}, nil
 }
 

@@ -46,6 +46,11 @@ func ParseEntry(s string) (Entry, error) {
 type Filter struct {
 	entries []Entry
 	res     []*Regexp
+	// need[i] is a literal every match of res[i] begins with, when it holds
+	// no framing character ("" otherwise): a name without it cannot match,
+	// and Decide skips the regex for it (a check runs the filter over every
+	// alias of thousands of VM disks, most of which miss every entry).
+	need []string
 }
 
 // NewFilter parses lvm.conf entries ("r|…|", "a|…|"). It fails when LVM
@@ -72,6 +77,11 @@ func NewFilter(entries []string) (*Filter, error) {
 			return nil, fmt.Errorf("filter entry %q: %w", e.String(), err)
 		}
 		f.res = append(f.res, re)
+		need, _ := re.re.LiteralPrefix()
+		if strings.ContainsAny(need, string([]byte{hatChar, dollarChar})) {
+			need = ""
+		}
+		f.need = append(f.need, need)
 	}
 	return f, nil
 }
@@ -95,8 +105,14 @@ type Verdict struct {
 func (f *Filter) Decide(aliases []string) Verdict {
 	var rejected Verdict
 	for _, a := range aliases {
-		w := wrap(a)
+		w := ""
 		for i, re := range f.res {
+			if n := f.need[i]; n != "" && !strings.Contains(a, n) {
+				continue // the literal lies inside the name, not the frame
+			}
+			if w == "" {
+				w = wrap(a)
+			}
 			if !re.re.MatchString(w) {
 				continue
 			}

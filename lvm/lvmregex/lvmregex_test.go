@@ -179,3 +179,40 @@ func TestCompileCorpusVerdicts(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideSkipsOnlyWhatCannotMatch holds Decide's literal prefilter
+// (Filter.need) to the verdicts of every regex run on every alias, and
+// shows it is in use: it skips only names that lack the literal every
+// match begins with, so no verdict, alias or entry changes.
+func TestDecideSkipsOnlyWhatCannotMatch(t *testing.T) {
+	aliases := []string{"/dev/dm-5", "/dev/block/253:5", "/dev/mapper/vdovg-vm--100--disk--0", "/dev/vdovg/vm-100-disk-0",
+		"/dev/disk/by-id/dm-name-vdovg-vm--100--disk--0", "/dev/disk/by-id/dm-uuid-LVM-abc", "/dev/sda", "/dev/zd0"}
+	entryLists := [][]string{
+		{"r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|"},
+		{"r|/dev/zd.*|", "r|/dev/rbd.*|", "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|", "a|.*|"},
+		{"a|^/dev/sda$|", "r|^/dev/mapper/|", "a|dm-name|", "r|.*|"},
+		{"a|/dev/dm-[0-9]+$|", "r|disk|", "a|vdovg|"},
+		{"r|(vm|base)--|", "a|^/dev/block/|", "r|uuid-LVM|"},
+	}
+	skipping := false
+	for _, entries := range entryLists {
+		f, err := NewFilter(entries)
+		if err != nil {
+			t.Fatalf("%q: %v", entries, err)
+		}
+		all := &Filter{entries: f.entries, res: f.res, need: make([]string, len(f.res))}
+		for _, n := range f.need {
+			skipping = skipping || n != ""
+		}
+		for i := range aliases {
+			for j := i + 1; j <= len(aliases); j++ {
+				if got, want := f.Decide(aliases[i:j]), all.Decide(aliases[i:j]); got != want {
+					t.Errorf("%q on %q: %+v, every regex run gives %+v", entries, aliases[i:j], got, want)
+				}
+			}
+		}
+	}
+	if !skipping {
+		t.Error("no entry has a literal to skip by: the test does not reach the prefilter")
+	}
+}

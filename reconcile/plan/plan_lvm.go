@@ -299,9 +299,26 @@ func (p *planner) lvAliases(lv *model.LV) []string {
 	}
 	out = append(out, "/dev/mapper/"+dmName, "/dev/"+lv.VG+"/"+lv.Name, "/dev/disk/by-id/dm-name-"+dmName)
 	if vg := p.h.VGs[lv.VG]; vg != nil && vg.UUID != "" && lv.UUID != "" {
-		out = append(out, "/dev/disk/by-id/dm-uuid-LVM-"+strings.ReplaceAll(vg.UUID, "-", "")+strings.ReplaceAll(lv.UUID, "-", ""))
+		out = append(out, dmUUIDLink(vg.UUID, lv.UUID))
 	}
 	return out
+}
+
+// dmUUIDLink is an LV's /dev/disk/by-id/dm-uuid-LVM-<vg uuid><lv uuid>
+// link, the UUIDs without their dashes, built in one allocation.
+func dmUUIDLink(vgUUID, lvUUID string) string {
+	const prefix = "/dev/disk/by-id/dm-uuid-LVM-"
+	var b strings.Builder
+	b.Grow(len(prefix) + len(vgUUID) + len(lvUUID))
+	b.WriteString(prefix)
+	for _, u := range [2]string{vgUUID, lvUUID} {
+		for i := 0; i < len(u); i++ {
+			if u[i] != '-' {
+				b.WriteByte(u[i])
+			}
+		}
+	}
+	return b.String()
 }
 
 // vmDiskLVs returns the LVs that hold (or will hold) VM disks: those named

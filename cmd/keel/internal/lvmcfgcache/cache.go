@@ -18,6 +18,13 @@
 // during the run is never stored under the old content), with exit status
 // 0 and nothing on stderr.
 //
+// LVM_COMMAND_PROFILE in the environment puts a command profile
+// (<config/profile_dir>/<name>.profile) at the front of LVM's config
+// cascade, and lvmconfig without --mergedconfig prints that front
+// (lvmconfig(8), --mergedconfig; lvm.conf(5), the config cascade): its
+// answer then depends on a file whose directory lvm.conf may move, so
+// under a command profile lvmconfig always runs and nothing is stored.
+//
 // keel snapshot does not use it (a snapshot records what lvmconfig prints
 // now), and a replayed snapshot is never wrapped (ForNode). Any doubt (a
 // file that cannot be read, an entry that is not ours) runs lvmconfig.
@@ -96,6 +103,10 @@ func (r *Runner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
 // path is p under Root.
 func (r *Runner) path(p string) string { return filepath.Join(r.Root, p) }
 
+// errCommandProfile is key's answer under a command profile (package
+// comment): lvmconfig runs.
+var errCommandProfile = errors.New("lvmconfig cache: LVM_COMMAND_PROFILE is set: the profile's file is not in the key")
+
 // key hashes every input of lvmconfig --typeconfig full named in the
 // package comment.
 func (r *Runner) key(name string) (string, error) {
@@ -112,6 +123,9 @@ func (r *Runner) key(name string) (string, error) {
 	var env []string
 	sysDir := "/etc/lvm"
 	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "LVM_COMMAND_PROFILE="); ok && v != "" {
+			return "", errCommandProfile
+		}
 		if strings.HasPrefix(kv, "LVM_") {
 			env = append(env, kv)
 			if v, ok := strings.CutPrefix(kv, "LVM_SYSTEM_DIR="); ok {

@@ -92,7 +92,7 @@ func TestAnsweredUntilAnInputChanges(t *testing.T) {
 		{"a host tag file edited", func() { h.write("etc/lvm/lvm_pve1.conf", "devices { x = 1 }\n") }},
 		{"the hostname changed", func() { h.write("proc/sys/kernel/hostname", "pve2\n") }},
 		{"a reboot", func() { h.write("proc/sys/kernel/random/boot_id", "b2\n") }},
-		{"an LVM variable set", func() { h.env = append(h.env, "LVM_COMMAND_PROFILE=x") }},
+		{"an LVM variable set", func() { h.env = append(h.env, "LVM_SUPPRESS_FD_WARNINGS=1") }},
 		{"LVM_SYSTEM_DIR moved", func() {
 			h.write("opt/lvm/lvm.conf", "global { }\n")
 			h.env = append(h.env, "LVM_SYSTEM_DIR=/opt/lvm")
@@ -112,6 +112,26 @@ func TestAnsweredUntilAnInputChanges(t *testing.T) {
 		if _, ran := h.config(); ran {
 			t.Errorf("%s, then nothing: lvmconfig ran again", c.what)
 		}
+	}
+}
+
+// With LVM_COMMAND_PROFILE set, lvmconfig shows the command profile at the
+// front of LVM's config cascade (lvmconfig(8), --mergedconfig): its answer
+// then depends on a profile file the key does not hash, so it is never
+// answered from the cache.
+func TestCommandProfileRunsLVMConfig(t *testing.T) {
+	h := newHost(t)
+	h.env = append(h.env, "LVM_COMMAND_PROFILE=lvmdbusd")
+	h.write("etc/lvm/profile/lvmdbusd.profile", "report { output_format = \"json\" }\n")
+	if _, ran := h.config(); !ran {
+		t.Fatal("first run: answered without lvmconfig")
+	}
+	h.write("etc/lvm/profile/lvmdbusd.profile", "report { output_format = \"basic\" }\n")
+	if _, ran := h.config(); !ran {
+		t.Error("the command profile edited: answered from the cache")
+	}
+	if entries, _ := os.ReadDir(h.r.Dir); len(entries) > 0 {
+		t.Errorf("an answer under a command profile was stored: %d entries", len(entries))
 	}
 }
 
