@@ -50,9 +50,10 @@ func (r *report) bootCost() {
 	r.p("### Boot cost: keel-activate against the bare LVM activation\n\n")
 	if len(got) == 0 {
 		why := r.notRun("boot")
-		r.p("%s.\n\n", why)
+		r.p("`BENCH_ONLY=boot make bench` measures it (`e2e/boot` TestBootCost, docs/boot.md): %s.\n\n", why)
 		for _, n := range []string{"~50", "2,000"} {
 			r.missing("keel-activate start to READY, "+n+" LVs", "≤ 1.05 × bare `vgchange -aay` per VG (median)", why)
+			r.missing("pve-guests reached, "+n+" LVs", "≤ bare + 5 % of the bare activation (median)", why)
 		}
 		return
 	}
