@@ -74,7 +74,9 @@ func TestBootCost(t *testing.T) {
 				t.Errorf("boot %d: %s", i+2, line)
 			}
 		}
-		if !found || r.ExitCode != 0 {
+		// A boot whose checks failed is reported above and the next ones
+		// still run; without its line the modes can no longer be told apart.
+		if !found {
 			t.Fatalf("boot %d: exit %d, no bootcost line; output tail:\n%s", i+2, r.ExitCode, r.Tail(30))
 		}
 	}
