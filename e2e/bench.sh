@@ -8,6 +8,8 @@
 #   BENCH_ONLY=part,...      only these parts: config scale micro check guest boot wipe
 #                            (the report then goes to $BENCH_REPORT, not docs/)
 #   BENCH_DAEMON_SECONDS=N   the daemon's idle window in the guest (default 600)
+#   BENCH_BOOTCOST_50=N, BENCH_BOOTCOST_2000=N  reboots of the boot-cost bench
+#                            (part boot) at ~50 and 2,000 LVs (default 6 and 4)
 #   BENCH_REPORT=FILE        where to write the report (default docs/benchmarks.md)
 #   BENCH_RAW=DIR            keep the raw outputs there (default: a temporary directory)
 # The guest parts need root and the test guest (docs/testing.md); they queue
@@ -20,9 +22,11 @@ quick=${BENCH_QUICK:-0}
 parts=${BENCH_ONLY:-config,scale,micro,check,guest,boot,wipe}
 if [ "$quick" = 1 ]; then
 	count=2 scale_time=1x micro_time=200ms rounds=3 guest_rounds=2 react=2 boots=1
+	bootcost50=2 bootcost2000=2
 	wipe_mib=512 wipe_offload_mib=1024 wipe_runs=3 daemon=${BENCH_DAEMON_SECONDS:-30}
 else
 	count=5 scale_time=3x micro_time=1s rounds=20 guest_rounds=11 react=5 boots=3
+	bootcost50=${BENCH_BOOTCOST_50:-6} bootcost2000=${BENCH_BOOTCOST_2000:-4}
 	wipe_mib=2048 wipe_offload_mib=8192 wipe_runs=15 daemon=${BENCH_DAEMON_SECONDS:-600}
 fi
 if [ -n "${BENCH_ONLY:-}" ]; then
@@ -101,6 +105,12 @@ guest_parts() {
 			log "boot: e2e/boot TestRebootIsBoring (three systemd boots)"
 			KEEL_E2E_BIN=$keel go test -tags e2e -count=1 -v -run TestRebootIsBoring -timeout 90m \
 				./e2e/boot/ >"$raw/boot.txt" 2>&1 || fail boot "e2e/boot: $(grep -m3 -E 'FAIL|Error' "$raw/boot.txt")"
+			# keel-activate against the bare vgchange per VG, modes
+			# alternating over reboots of one guest (docs/boot.md).
+			log "boot: e2e/boot TestBootCost ($bootcost50 boots at ~50 LVs, $bootcost2000 at 2,000)"
+			KEEL_BENCH_BOOTCOST=1 KEEL_BOOTCOST_BOOTS_50=$bootcost50 KEEL_BOOTCOST_BOOTS_2000=$bootcost2000 \
+				KEEL_E2E_BIN=$keel go test -tags e2e -count=1 -v -run TestBootCost -timeout 120m \
+				./e2e/boot/ >"$raw/bootcost.txt" 2>&1 || fail boot "e2e/boot TestBootCost: $(grep -m3 -E 'FAIL|Error' "$raw/bootcost.txt")"
 		fi
 	fi
 }

@@ -52,33 +52,49 @@ const (
 	wantBoot3 = 6  // boot3.sh: the missing disk
 )
 
-func TestRebootIsBoring(t *testing.T) {
-	root := guest.RepoRoot(t)
-	// read returns a repository file; the scripts are read at each boot.
-	read := func(rel string) []byte {
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil {
-			t.Fatalf("boot test input: %v", err)
-		}
-		return b
+// repoFile returns a repository file read for a guest boot.
+func repoFile(t *testing.T, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(guest.RepoRoot(t), filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatalf("boot test input: %v", err)
 	}
-	debBytes := guest.Deb(t)
-	m := guest.New(t, guest.Spec{
+	return b
+}
+
+// stackMachine is the systemd guest both tests of this package reboot:
+// the disks of examples/vdo-on-bcache.cue in the guest (nvme0, the slow
+// hdd1, the cache ssd2), keel's .deb, stacks.sh, the desired state and the
+// pve-guests stand-in in the share, plus the repository files extra names
+// (share name: repository path).
+func stackMachine(t *testing.T, timeout time.Duration, extra map[string]string) *guest.Machine {
+	t.Helper()
+	files := map[string][]byte{
+		"keel.deb":           guest.Deb(t),
+		"stacks.sh":          repoFile(t, "e2e/scenarios/stacks.sh"),
+		"desired.cue":        repoFile(t, "examples/vdo-on-bcache.cue"),
+		"pve-guests.service": repoFile(t, "e2e/boot/pve-guests.service"),
+	}
+	for name, rel := range extra {
+		files[name] = repoFile(t, rel)
+	}
+	return guest.New(t, guest.Spec{
 		Flavour: guest.Systemd,
 		Disks: []guest.Disk{
 			{Kind: guest.NVMe, Size: "20G", Serial: "nvme0"},
 			{Kind: guest.HDD, Size: "60G", Serial: "hdd1"},
 			{Kind: guest.SSD, Size: "8G", Serial: "ssd2"},
 		},
-		Files: map[string][]byte{
-			"keel.deb":           debBytes,
-			"stacks.sh":          read("e2e/scenarios/stacks.sh"),
-			"desired.cue":        read("examples/vdo-on-bcache.cue"),
-			"pve-guests.service": read("e2e/boot/pve-guests.service"),
-		},
+		Files:   files,
 		Mem:     "3G",
-		Timeout: 10 * time.Minute,
+		Timeout: timeout,
 	})
+}
+
+func TestRebootIsBoring(t *testing.T) {
+	// The scripts are read at each boot.
+	read := func(rel string) []byte { return repoFile(t, rel) }
+	m := stackMachine(t, 10*time.Minute, nil)
 	r1 := m.Boot(t, string(read("e2e/boot/boot1.sh")))
 	verdicts(t, "boot 1", r1, wantBoot1)
 	if !strings.Contains(r1.Output, "PASS: keel apply converged the stack") {

@@ -211,6 +211,7 @@ func build(raw string) (*report, error) {
 	r.guest()
 	r.slopes()
 	r.boot()
+	r.bootCost()
 	r.wipe()
 	r.micro()
 	return r, nil

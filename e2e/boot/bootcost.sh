@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# One measured boot of the boot-cost bench (e2e/boot, TestBootCost). The
+# boot that just happened ran in the mode /var/lib/keel-bench/mode names:
+#   keel  keel-activate.service and keel.service enabled (the package's units);
+#   lvm   both disabled, lvm-bare.service (the bare `vgchange -aay` per VG)
+#         enabled instead.
+# lvm2's own udev autoactivation and keel's udev rules are on in both. The
+# figures come from systemd's monotonic timestamps (µs since the kernel
+# started): the activation unit's main process start and its READY (Type=
+# notify) or end (oneshot), and the pve-guests stand-in's activation. Then
+# the next boot's mode is the other one, so both modes share the host's load
+# boot by boot. With GROW=2000 set (by the test, before the first boot at
+# 2,000 LVs), vdovg is grown to 2,000 VM disks after the measurement.
+set -uo pipefail
+fail=0
+flunk() { echo "FAIL: $*"; fail=1; }
+st=/var/lib/keel-bench
+mode=$(cat $st/mode)
+lvs=$(cat $st/lvs)
+case $mode in
+keel) unit=keel-activate.service other=lvm-bare.service next=lvm ;;
+lvm) unit=lvm-bare.service other=keel-activate.service next=keel ;;
+*) echo "FAIL: unknown mode $mode"; exit 1 ;;
+esac
+show() { systemctl show -P "$1" "$2"; }
+s=$(show ExecMainStartTimestampMonotonic $unit)
+a=$(show ActiveEnterTimestampMonotonic $unit)
+g=$(show ActiveEnterTimestampMonotonic pve-guests.service)
+[ "$(systemctl is-active $unit)" = active ] && [ "$s" -gt 0 ] && [ "$a" -ge "$s" ] || flunk "$unit: $(systemctl is-active $unit), start $s, ready $a"
+[ "$(show ActiveEnterTimestampMonotonic $other)" = 0 ] || flunk "$other ran in mode $mode"
+[ "$g" -ge "$a" ] || flunk "pve-guests stand-in active at ${g}us, before $unit at ${a}us"
+# The LVs a guest start needs: every VM disk with autoactivation on.
+# Counted from the fields, not with -S: a selection on lv_autoactivation
+# matched none of the 48 autoactivated VM disks in the guest (lvm2 2.03.31).
+want=$(lvs --noheadings -o lv_autoactivation vdovg 2>/dev/null | grep -c enabled)
+got=$(lvs --noheadings -o lv_active vdovg 2>/dev/null | grep -cw active)
+[ "$want" -gt 0 ] && [ "$got" = "$want" ] || flunk "vdovg: $got LVs active, $want to autoactivate"
+echo "bootcost lvs=$lvs mode=$mode start_us=$s ready_us=$a ready_ms=$(((a - s) / 1000)) guests_us=$g active=$got/$(lvs --noheadings -o lv_name vdovg | wc -l) guestload=$(cut -d' ' -f1 /proc/loadavg)"
+systemd-analyze critical-chain pve-guests.service >"$OUT/chain.txt" 2>&1
+cat "$OUT/chain.txt"
+journalctl -b -o short-monotonic -u $unit >"$OUT/unit.txt" 2>&1
+[ $mode = keel ] && journalctl -b -o json SYSLOG_IDENTIFIER=keel-activate >"$OUT/activate.json" 2>&1
+[ $mode = keel ] && grep -o '"MESSAGE":"[^"]*"\|"TOOK":"[^"]*"\|"COMMAND":"[^"]*"' "$OUT/activate.json" | tr '\n' ' ' | cut -c1-1500 && echo
+
+if [ "${GROW:-}" = 2000 ]; then
+	. "$SHARE/stacks.sh"
+	. "$SHARE/scale.sh"
+	cp $st/scale-vdovg.base /tmp/scale-vdovg.base
+	# 2,000 VM disks, 50 of them active and autoactivated, as on a host with
+	# 50 running VMs: the other 1,950 have autoactivation off (what
+	# `lvchange --setautoactivation n` writes, copied from one LV into the
+	# others' sections in one vgcfgrestore; one lvchange per LV would
+	# rewrite the 2,000-LV metadata 1,950 times). Without it every boot would
+	# create 2,000 devices, in both modes alike.
+	d=$(mktemp -d)
+	if scale_linear vdovg 2000 50 >"$OUT/grow.txt" 2>&1 &&
+		lvchange -q --setautoactivation n vdovg/vm-3000-disk-0 >>"$OUT/grow.txt" 2>&1 &&
+		vgcfgbackup -q -f "$d/b" vdovg >/dev/null 2>&1; then
+		awk '
+		function num(s) { sub(/^vm-/, "", s); sub(/-disk-0$/, "", s); return s + 0 }
+		FNR == NR {
+			if ($1 == "vm-3000-disk-0" && $2 == "{") inlv = 1
+			else if (inlv && ($1 == "status" || $1 == "flags")) tmpl[$1] = $0
+			else if (inlv && $1 == "creation_time") inlv = 0
+			next
+		}
+		$2 == "{" && $1 ~ /^vm-[0-9]+-disk-0$/ { n = num($1); cur = (n > 1050 && n < 3000) }
+		cur && ($1 == "status" || $1 == "flags") && ($1 in tmpl) { print tmpl[$1]; next }
+		cur && $1 == "creation_time" { cur = 0 }
+		{ print }
+		' "$d/b" "$d/b" >"$d/new" && vgcfgrestore -q -y -f "$d/new" vdovg >>"$OUT/grow.txt" 2>&1 ||
+			flunk "autoactivation off: $(tail -3 "$OUT/grow.txt")"
+	else
+		flunk "grow to 2000: $(tail -5 "$OUT/grow.txt")"
+	fi
+	echo 2000 >$st/lvs
+	echo "grown: $(lvs --noheadings -o lv_name vdovg | wc -l) VM disks, $(lvs --noheadings -o lv_autoactivation vdovg | grep -c enabled) autoactivated, $(lvs --noheadings -o lv_active vdovg | grep -cw active) active"
+fi
+
+if [ $next = keel ]; then
+	systemctl disable -q lvm-bare.service && systemctl enable -q keel-activate.service keel.service
+else
+	systemctl disable -q keel-activate.service keel.service && systemctl enable -q lvm-bare.service
+fi || flunk "switch to mode $next"
+echo $next >$st/mode
+sync
+exit $fail
