@@ -170,7 +170,7 @@ func (p *reportParser) vgs(f *fieldReader, rows []model.Fields) string {
 		}
 		vgName = r.Get("vg_name")
 		attr := r.Get("vg_attr")
-		vg := &model.VG{Name: vgName, UUID: r.Get("vg_uuid"), Attr: attr, LockType: r.Get("vg_lock_type"),
+		vg := &model.VG{Name: vgName, UUID: r.Get("vg_uuid"), Attr: attr, LockType: r.Get("vg_lock_type"), LockArgs: r.Get("vg_lock_args"),
 			Shared: truthy(r.Get("vg_shared")) || truthy(r.Get("vg_clustered")) || len(attr) > 5 && strings.ContainsRune("sc", rune(attr[5]))}
 		if aa, ok := r.Lookup("vg_autoactivation"); ok {
 			vg.NoAutoactivation = aa != "enabled"

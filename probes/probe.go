@@ -329,6 +329,12 @@ func ProbeWith(ctx context.Context, src hostio.Source, opt Options) (*model.Host
 			probeVDOPool(ctx, src, h, p, &stats)
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer crashed.catch(lvmlockctlInfoCmd.String())
+		probeLvmlockd(ctx, src, h)
+	}()
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		// Ended during the VDO pools' reads (a pool waiting for its layout

@@ -55,7 +55,7 @@ keel_deb: $SHARE/keel.deb
 keel_base: |
   lvm: {
     scanLVs: true
-    globalFilter: reject: ["/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"]
+    globalFilter: reject: ["/dev/mapper/.*-(snap_)?(vm|base)--[0-9]+--disk--[0-9]+"]
   }
 VARS
 cat >$A/group_vars/hypervisors.yml <<'VARS'

@@ -107,7 +107,7 @@ desired() {
 	for a in "$@"; do list+="\"$a\", "; done
 	{
 		# scan_lvs on, so the VM disks are rejected (lvm.global_filter).
-		echo 'lvm: {scanLVs: true, globalFilter: reject: ["/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"]}'
+		echo 'lvm: {scanLVs: true, globalFilter: reject: ["/dev/mapper/.*-(snap_)?(vm|base)--[0-9]+--disk--[0-9]+"]}'
 		echo 'removal: {mode: "zeroout", step: "1M"}'
 		# keel resumes a device of LVM left suspended (its own killed
 		# lvrename's) only with this opt-in, after a quiet minute.

@@ -63,7 +63,7 @@ echo "$out" | sed 's/^/    /'
 gf=$(lvmconfig devices/global_filter 2>&1)
 echo "    $gf"
 missing=""
-for r in 'r|/dev/zd.*|' 'r|/dev/rbd.*|' 'r|/dev/nbd.*|' 'r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|'; do
+for r in 'r|/dev/zd.*|' 'r|/dev/rbd.*|' 'r|/dev/nbd.*|' 'r|/dev/mapper/.*-(snap_)?(vm|base)--[0-9]+--disk--[0-9]+|'; do
 	grep -qF "\"$r\"" <<<"$gf" || missing="$missing $r"
 done
 if [ -z "$missing" ]; then

@@ -70,6 +70,11 @@ type Host struct {
 	// them may have suspended it and be about to resume it.
 	Commands []Process `json:"commands,omitempty"`
 
+	// Lvmlockd is what lvmlockd says of this host's lockspaces, read only
+	// when a VG has an lvmlockd lock type (VG.Lockd); nil otherwise, and
+	// in a snapshot taken before keel read it.
+	Lvmlockd *Lvmlockd `json:"lvmlockd,omitempty"`
+
 	// Pollers are the processes that may poll a pvmove (Process), read
 	// only when the LVM report holds a pvmove LV; nil when it holds none.
 	Pollers []Process `json:"pollers,omitempty"`
@@ -175,6 +180,10 @@ type VG struct {
 	// LockType is vg_lock_type: the lvmlockd lock manager ("sanlock",
 	// "dlm", ...), "" or "none" for a local VG (lvmlockd(8)).
 	LockType string `json:"lockType"`
+	// LockArgs is vg_lock_args: the lock manager's arguments for the VG
+	// (for sanlock the version and the LV holding its leases, "lvmlock"),
+	// "" for a local VG (lvmlockd(8)).
+	LockArgs string `json:"lockArgs,omitempty"`
 	// NoAutoactivation is set when LVM reports vg_autoactivation off
 	// (vgchange --setautoactivation n): vgchange -aay then activates none
 	// of its LVs (lvm2 tools/vgchange.c, _vgchange_activate). An LVM
@@ -189,6 +198,32 @@ type VG struct {
 	Profile string   `json:"profile,omitempty"`
 	Errors  []string `json:"errors"`
 }
+
+// Lockd reports whether the VG is shared through lvmlockd: its lock type
+// is one of lvmlockd's lock managers, sanlock or dlm (lvm2
+// lib/locking/lvmlockd.h, LOCK_TYPE_SANLOCK and LOCK_TYPE_DLM; "clvm" is
+// the older clvmd's, "none" and "" a local VG). Such a VG is used only
+// once lvmlockd has started its lockspace on this host (lvmlockd(8),
+// "Lock start").
+func (v *VG) Lockd() bool { return v.LockType == "sanlock" || v.LockType == "dlm" }
+
+// Lvmlockd is lvmlockd's state on this host as lvmlockctl --info prints it
+// (lvm2 daemons/lvmlockd/lvmlockctl.c, format_info_ls: a "VG <name>
+// lock_type=<type> <uuid>" line for each lockspace lvmlockd holds).
+type Lvmlockd struct {
+	// Running is set when lvmlockctl reached lvmlockd; unset when it said
+	// "Cannot connect to lvmlockd." (lvmlockctl.c, main).
+	Running bool `json:"running"`
+	// Started lists, sorted, the VGs whose lockspace lvmlockd holds here:
+	// started, or being started.
+	Started []string `json:"started,omitempty"`
+	// Error is why keel cannot tell (lvmlockctl could not run, or failed
+	// otherwise); Running and Started then say nothing.
+	Error string `json:"error,omitempty"`
+}
+
+// LockStarted reports whether lvmlockd holds vg's lockspace here.
+func (l *Lvmlockd) LockStarted(vg string) bool { return slices.Contains(l.Started, vg) }
 
 // Partial reports whether LVM reads the VG with PVs missing: the fourth
 // vg_attr character is 'p' (vgs(8)).

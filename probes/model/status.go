@@ -29,6 +29,9 @@ func WriteStatus(w io.Writer, h *Host) {
 	for _, name := range slices.Sorted(maps.Keys(h.VGs)) {
 		vg := h.VGs[name]
 		fmt.Fprintf(w, "\nvg %s: %s, %s free, extent %s\n", vg.Name, units.FormatSize(vg.Size), units.FormatSize(vg.Free), units.FormatSize(vg.ExtentSize))
+		if vg.Lockd() {
+			fmt.Fprintf(w, "  lock %s (lvmlockd, lock args %q), %s\n", vg.LockType, vg.LockArgs, lockspace(h.Lvmlockd, name))
+		}
 		for _, pn := range vg.PVs {
 			writePV(w, "  ", h, h.PVs[pn], lvByDM)
 		}
@@ -276,4 +279,19 @@ func pct(v float64) string {
 		return "?"
 	}
 	return fmt.Sprintf("%.1f%%", v)
+}
+
+// lockspace says whether lvmlockd has started vg's lockspace on this host.
+func lockspace(l *Lvmlockd, vg string) string {
+	switch {
+	case l == nil:
+		return "lockspace unknown (lvmlockd not asked)"
+	case l.Error != "":
+		return "lockspace unknown: " + l.Error
+	case !l.Running:
+		return "lockspace not started: lvmlockd is not running"
+	case l.LockStarted(vg):
+		return "lockspace started"
+	}
+	return "lockspace not started"
 }

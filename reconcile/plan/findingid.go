@@ -85,6 +85,10 @@ const (
 	// held: its pool does not zero new chunks.
 	LVAbsentUnzeroedPool FindingID = "lv.absent_unzeroed_pool"
 
+	// LVSharedAutoactivation is lv.shared_autoactivation: a guest disk of a
+	// shared VG is autoactivated at boot on every node.
+	LVSharedAutoactivation FindingID = "lv.shared_autoactivation"
+
 	// LVMDevicesFile is lvm.devices_file: lvm devices file setting differs.
 	LVMDevicesFile FindingID = "lvm.devices_file"
 
@@ -291,6 +295,14 @@ const (
 
 	// VGIncomplete is vg.incomplete: VG is missing PVs.
 	VGIncomplete FindingID = "vg.incomplete"
+
+	// VGLockstartMissing is vg.lockstart_missing: a shared VG's lockspace is
+	// not started on this host.
+	VGLockstartMissing FindingID = "vg.lockstart_missing"
+
+	// VGLvmlockdMissing is vg.lvmlockd_missing: a VG has an lvmlockd lock
+	// type but lvmlockd is not running.
+	VGLvmlockdMissing FindingID = "vg.lvmlockd_missing"
 
 	// VGMissing is vg.missing: VG missing.
 	VGMissing FindingID = "vg.missing"

@@ -48,6 +48,8 @@ func plan(desired *spec.Config, host *model.Host, mem Memory) Result {
 	p.planSuspended()
 	p.planLVMConf()
 	p.planDevicesFile()
+	p.planLockd()
+	p.planSharedAutoactivation()
 	for _, name := range slices.Sorted(maps.Keys(desired.VolumeGroups)) {
 		p.planVG(name, desired.VolumeGroups[name])
 	}
@@ -82,6 +84,8 @@ func Audit(host *model.Host) Result {
 	p.planSuspended()
 	p.auditLVMConf()
 	p.planDevicesFile()
+	p.planLockd()
+	p.planSharedAutoactivation()
 	for _, key := range slices.Sorted(maps.Keys(host.VDOPools)) {
 		p.auditVDO(host.VDOPools[key])
 	}

@@ -45,8 +45,11 @@ func TestAuditGlobalFilter(t *testing.T) {
 			t.Errorf("%s: message does not name the VM disk and why: %s", c.snapshot, f.Message)
 		}
 		// The remedy's filter, written into lvm.conf, is what seed 000
-		// wrote: the capture under it shows the guest VG hidden.
-		want := `global_filter = [ "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|", "r|/dev/zd.*|", "r|/dev/rbd.*|" ]`
+		// wrote with its VM-disk reject widened to the disks' snapshots
+		// (snap_): the capture under seed 000's shows the guest VG
+		// hidden, and the wider reject matches every name it matches
+		// (lvmregex TestVMDiskRejectSnapshots).
+		want := `global_filter = [ "r|/dev/mapper/.*-(snap_)?(vm|base)--[0-9]+--disk--[0-9]+|", "r|/dev/zd.*|", "r|/dev/rbd.*|" ]`
 		if !strings.Contains(f.Remedy, want) {
 			t.Errorf("%s: remedy %q, want it to contain %q", c.snapshot, f.Remedy, want)
 		}
@@ -54,15 +57,29 @@ func TestAuditGlobalFilter(t *testing.T) {
 }
 
 // TestFilterConverged: with keel's filter for examples/proxmox-vdo-thick.cue
-// in lvm.conf (captured on the guest), the example's lvm settings plan
-// nothing.
+// in lvm.conf (captured on the guest before the example's VM-disk reject
+// matched snapshots), the example's lvm settings with that reject plan
+// nothing; with the example's own, they plan one rewrite that adds it
+// (TestFilterWidened).
 func TestFilterConverged(t *testing.T) {
 	h := replayHost(t, "lvmfilter-keel-proxmox-vdo-thick")
 	cfg, err := schema.Load("../../examples/proxmox-vdo-thick.cue")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Plan(&spec.Config{LVM: cfg.LVM, Removal: cfg.Removal, Proxmox: cfg.Proxmox}, h)
+	lvm := cfg.LVM
+	if lvm.GlobalFilter == nil {
+		t.Fatal("the example declares no global_filter")
+	}
+	gf := *lvm.GlobalFilter
+	gf.Reject = slices.Clone(gf.Reject)
+	i := slices.Index(gf.Reject, vmDiskReject[2:len(vmDiskReject)-1])
+	if i < 0 {
+		t.Fatalf("the example's rejects %q lack %s", gf.Reject, vmDiskReject)
+	}
+	gf.Reject[i] = legacyVMDiskReject[2 : len(legacyVMDiskReject)-1]
+	lvm.GlobalFilter = &gf
+	r := Plan(&spec.Config{LVM: lvm, Removal: cfg.Removal, Proxmox: cfg.Proxmox}, h)
 	for _, a := range r.Actions {
 		if a.Kind == KindLVMConf {
 			t.Errorf("lvm.conf action on a host holding keel's own filter: %+v", a.LVMConf)
@@ -70,6 +87,62 @@ func TestFilterConverged(t *testing.T) {
 	}
 	if keys := keys(r.Findings); slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, "lvm.") }) {
 		t.Errorf("lvm findings: %v", keys)
+	}
+}
+
+// TestFilterWidened: on the host holding the filter keel wrote for
+// examples/proxmox-vdo-thick.cue before its VM-disk reject matched
+// snapshots, the example plans one rewrite, which puts the wider reject
+// first.
+func TestFilterWidened(t *testing.T) {
+	h := replayHost(t, "lvmfilter-keel-proxmox-vdo-thick")
+	cfg, err := schema.Load("../../examples/proxmox-vdo-thick.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]string
+	for _, a := range Plan(&spec.Config{LVM: cfg.LVM, Removal: cfg.Removal, Proxmox: cfg.Proxmox}, h).Actions {
+		if a.Kind == KindLVMConf && a.LVMConf != nil && a.LVMConf.GlobalFilter != nil {
+			got = append(got, a.LVMConf.GlobalFilter)
+		}
+	}
+	if len(got) != 1 || !slices.Contains(got[0], vmDiskReject) {
+		t.Errorf("filter rewrites %q, want one holding %s", got, vmDiskReject)
+	}
+}
+
+// TestVMDiskRejectSnapshots: on the capture of an active Proxmox VE thin
+// snapshot holding the guest's PV (e2e/health/lockd.sh), the snapshot is
+// a VM disk, seed 000's reject lets it through every one of its names
+// (as LVM did in the guest), and keel's reject hides it; on every capture
+// with VM disks, keel's reject hides what seed 000's hides.
+func TestVMDiskRejectSnapshots(t *testing.T) {
+	seed, err := lvmregex.NewFilter([]string{legacyVMDiskReject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keel, err := lvmregex.NewFilter([]string{vmDiskReject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := replayHost(t, "filter-thinsnap")
+	p := newPlanner(h)
+	snap := h.LVs["pvethin/snap_vm-100-disk-0_snap1"]
+	if snap == nil || !snap.Active || !slices.Contains(p.vmDiskLVs(), snap) {
+		t.Fatalf("capture: pvethin/snap_vm-100-disk-0_snap1 not an active VM disk: %+v", snap)
+	}
+	if !seed.Decide(p.lvAliases(snap)).Accepted || keel.Decide(p.lvAliases(snap)).Accepted {
+		t.Errorf("snapshot aliases %q: seed 000's reject accepts %v, keel's %v; want true, false",
+			p.lvAliases(snap), seed.Decide(p.lvAliases(snap)).Accepted, keel.Decide(p.lvAliases(snap)).Accepted)
+	}
+	for _, name := range []string{"filter-thinsnap", "vdo-thick", "pve"} {
+		h := replayHost(t, name)
+		p := newPlanner(h)
+		for _, lv := range p.vmDiskLVs() {
+			if !seed.Decide(p.lvAliases(lv)).Accepted && keel.Decide(p.lvAliases(lv)).Accepted {
+				t.Errorf("%s: %s hidden by seed 000's reject, not by keel's", name, lv.FullName)
+			}
+		}
 	}
 }
 

@@ -268,19 +268,30 @@ func (p *planner) checkDeclaredFilter(entries []string, scanLVs *bool) {
 		p.add(Finding{ID: LVMGlobalFilter, Object: "desired:lvm.globalFilter",
 			Message:  "the declared global_filter does not hide VM disks while LVs are scanned: " + strings.Join(seen, "; "),
 			Expected: "every LV holding a VM disk rejected", Observed: quoteList(entries),
-			Remedy: `declare lvm: globalFilter: reject: ["/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+"] and no accept matching a VM disk's name`,
+			Remedy: `declare lvm: globalFilter: reject: ["` + vmDiskReject[2:len(vmDiskReject)-1] + `"] and no accept matching a VM disk's name`,
 		})
 	}
 }
 
 // vmDiskRE matches the LV names Proxmox VE gives VM disks and their
 // companions (vm-100-disk-0, base-101-disk-1, vm-100-cloudinit,
-// vm-100-state-snap1).
-var vmDiskRE = regexp.MustCompile(`^(vm|base)-[0-9]+-`)
+// vm-100-state-snap1), and the snapshots of a disk, which hold the same
+// guest data: pve-storage names a thin snapshot snap_<volname>_<snap>
+// (src/PVE/Storage/LvmThinPlugin.pm, volume_snapshot) and activates it
+// with lvchange -ay -K (activate_volume), so that while a backup or clone
+// reads it, it is an active LV holding the guest's own PVs.
+var vmDiskRE = regexp.MustCompile(`^(snap_)?(vm|base)-[0-9]+-`)
 
-// vmDiskReject is the entry that hides Proxmox VM disks by their
-// device-mapper name (seed 000's, and examples/proxmox-vdo-thick.cue's).
-const vmDiskReject = "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|"
+// vmDiskReject is the entry that hides Proxmox VM disks and their
+// snapshots by their device-mapper name (pvethin-vm--100--disk--0,
+// pvethin-snap_vm--100--disk--0_snap1: lvm.DMName doubles each hyphen of a
+// name, and the snapshot's snap_ prefix follows the VG's hyphen).
+const vmDiskReject = "r|/dev/mapper/.*-(snap_)?(vm|base)--[0-9]+--disk--[0-9]+|"
+
+// legacyVMDiskReject is the reject keel proposed before it matched
+// snapshots (seed 000's): a filter holding it is rewritten with
+// vmDiskReject in its place, not beside it.
+const legacyVMDiskReject = "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|"
 
 // lvAliases lists the names under /dev that udev gives an LV, which LVM's
 // filter matches one by one: /dev/dm-N, /dev/block/MAJ:MIN,
@@ -439,7 +450,7 @@ func (p *planner) decideDisks(f *lvmregex.Filter, disks []*model.LV) []lvmregex.
 func (p *planner) filterRemedy(got []string, disks []*model.LV) string {
 	proposal := []string{vmDiskReject}
 	for _, e := range got {
-		if e != vmDiskReject && !(strings.HasPrefix(e, "a") && len(e) > 2 && e[2:len(e)-1] == ".*") {
+		if e != vmDiskReject && e != legacyVMDiskReject && !(strings.HasPrefix(e, "a") && len(e) > 2 && e[2:len(e)-1] == ".*") {
 			proposal = append(proposal, e)
 		}
 	}
