@@ -54,20 +54,6 @@ func nullLists(v any, path string) []string {
 	return out
 }
 
-func TestEmptyListsKeepsValues(t *testing.T) {
-	type inner struct{ L []int }
-	v := struct {
-		A []string
-		B []string
-		M map[string]inner
-		P *inner
-	}{B: []string{"x"}, M: map[string]inner{"k": {}}}
-	emptyLists(&v)
-	if v.A == nil || len(v.A) != 0 || len(v.B) != 1 || v.M["k"].L == nil || v.P != nil {
-		t.Fatalf("emptyLists: %+v", v)
-	}
-}
-
 // keel status --format json carries the holds of this host's state, each
 // saying whether it still holds; a replayed snapshot recorded none and has
 // no "holds" key.

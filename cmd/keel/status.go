@@ -70,7 +70,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false) // "<max discard>" as lvm.conf has it
-		emptyLists(h)
+		model.EmptyLists(h)
 		// The holds of this host's keel state, as the text shows them; a
 		// replayed snapshot has none recorded, and no "holds" key.
 		out := struct {

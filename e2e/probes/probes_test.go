@@ -94,8 +94,10 @@ func TestLiveMatchesReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// As keel status --format json writes it: indented, and with
-		// "&&" and "<>" as typed (SetEscapeHTML(false)).
+		// As keel status --format json writes it: indented, with
+		// "&&" and "<>" as typed (SetEscapeHTML(false)), and empty
+		// lists as [] (model.EmptyLists).
+		model.EmptyLists(h)
 		var hostBuf bytes.Buffer
 		enc := json.NewEncoder(&hostBuf)
 		enc.SetEscapeHTML(false)

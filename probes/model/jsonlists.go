@@ -1,15 +1,15 @@
-package main
+package model
 
 import "reflect"
 
-// emptyLists replaces every nil slice reachable from v (a pointer) with an
+// EmptyLists replaces every nil slice reachable from v (a pointer) with an
 // empty one, so that a JSON consumer reads [] for "none" and never null:
 // jq's `.vgs[].pvs | length` and a Python loop over a field then work on
 // every host, whether or not the probe found something to list. Maps are
 // walked through copies of their values; pointers and interfaces are
 // followed; nil pointers (a pool with no status, a host that is not
 // Proxmox) stay null, since there null means "not there", not "none".
-func emptyLists(v any) {
+func EmptyLists(v any) {
 	fill(reflect.ValueOf(v))
 }
 
