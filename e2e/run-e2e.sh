@@ -46,7 +46,7 @@ export KEEL_KILL_ITERATIONS=${KEEL_KILL_ITERATIONS:-4}
 # underfire watchdog), and so does any package not in a lane, so a new
 # package is never raced by default. E2E_LANES=1 (or
 # E2E_PKGS, or any go test argument) runs everything one after another.
-lanes=("kill smoke probes guest ownership audit lvmfilter" "wipe check remedies vdo sizes health")
+lanes=("kill smoke probes guest ownership audit" "wipe check remedies vdo lvmfilter sizes health")
 gotest=(go test -tags e2e -count=1 -p 1 -v -timeout "${E2E_TIMEOUT:-40m}")
 rc=0
 if [ -n "${E2E_PKGS:-}" ] || [ $# -gt 0 ] || [ "${E2E_LANES:-2}" = 1 ]; then
