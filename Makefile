@@ -44,7 +44,7 @@ demo: build
 e2e:
 	./e2e/run-e2e.sh
 
-## e2e-long: the kill loop's 50 iterations, kept out of CI for time (CI runs 4, from a random place in the rotation of 11 kinds); docs/reliability.md
+## e2e-long: the kill loop's 50 iterations, kept out of CI for time (CI runs 2, from a random place in the rotation of 11 kinds); docs/reliability.md
 e2e-long:
 	KEEL_KILL_ITERATIONS=50 E2E_TIMEOUT=120m E2E_PKGS=./e2e/kill ./e2e/run-e2e.sh
 
