@@ -9,6 +9,6 @@
 // loop it makes the leftover of a pvmove that stopped between the two commits
 // of its finish (vg.pvmove_orphan) and an LV left suspended (dm.suspended),
 // and checks that one keel apply clears each.
-// KEEL_KILL_ITERATIONS sets the count (default: one per kind of step; run-e2e.sh sets 4),
+// KEEL_KILL_ITERATIONS sets the count (default: one per kind of step; run-e2e.sh sets 2),
 // KEEL_KILL_SEED the kill points. See docs/reliability.md.
 package kill
