@@ -3,6 +3,7 @@ package lvmregex
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // Entry is one filter entry: "a|regex|" accepts, "r|regex|" rejects.
@@ -51,6 +52,11 @@ type Filter struct {
 	// and Decide skips the regex for it (a check runs the filter over every
 	// alias of thousands of VM disks, most of which miss every entry).
 	need []string
+	// auto is every entry as one automaton, built on the first Decide;
+	// nil when the filter needs too many states, and then each entry's
+	// regex runs in turn.
+	auto     *dfa
+	autoOnce sync.Once
 }
 
 // NewFilter parses lvm.conf entries ("r|…|", "a|…|"). It fails when LVM
@@ -101,34 +107,80 @@ type Verdict struct {
 // (lib/filters/filter-regex.c _accept_p): each alias is decided by the first
 // entry that matches it; the device is accepted as soon as one alias is
 // accepted, rejected when some alias was rejected and none accepted, and
-// accepted when no entry matches any alias.
+// accepted when no entry matches any alias. All entries run as one
+// automaton, one pass over each alias.
 func (f *Filter) Decide(aliases []string) Verdict {
-	var rejected Verdict
-	for _, a := range aliases {
-		w := ""
-		for i, re := range f.res {
-			if n := f.need[i]; n != "" && !strings.Contains(a, n) {
-				continue // the literal lies inside the name, not the frame
-			}
-			if w == "" {
-				w = wrap(a)
-			}
-			if !re.re.MatchString(w) {
-				continue
-			}
-			if f.entries[i].Accept {
-				return Verdict{Accepted: true, Alias: a, Entry: f.entries[i].String()}
-			}
-			if rejected.Alias == "" {
-				rejected = Verdict{Alias: a, Entry: f.entries[i].String()}
-			}
-			break
+	return decide(f, len(aliases), func(k int) string { return aliases[k] })
+}
+
+// DecideJoined is Decide for aliases laid end to end in buf, alias k
+// ending at ends[k]: a caller judging thousands of devices writes their
+// names into one reused buffer, and only the alias a verdict names
+// becomes a string.
+func (f *Filter) DecideJoined(buf []byte, ends []int) Verdict {
+	return decide(f, len(ends), func(k int) []byte {
+		start := 0
+		if k > 0 {
+			start = ends[k-1]
+		}
+		return buf[start:ends[k]]
+	})
+}
+
+// decide is Decide over n aliases given by alias.
+func decide[T string | []byte](f *Filter, n int, alias func(k int) T) Verdict {
+	f.autoOnce.Do(f.buildAutomaton)
+	rejAlias, rejEntry := -1, -1
+	for k := range n {
+		a := alias(k)
+		var i int
+		if f.auto != nil {
+			i = firstMatch(f.auto, a)
+		} else {
+			i = f.firstRegex(string(a))
+		}
+		switch {
+		case i < 0:
+			continue
+		case f.entries[i].Accept:
+			return Verdict{Accepted: true, Alias: string(a), Entry: f.entries[i].String()}
+		case rejAlias < 0:
+			rejAlias, rejEntry = k, i
 		}
 	}
-	if rejected.Alias != "" {
-		return rejected
+	if rejAlias >= 0 {
+		return Verdict{Alias: string(alias(rejAlias)), Entry: f.entries[rejEntry].String()}
 	}
 	return Verdict{Accepted: true}
+}
+
+// buildAutomaton makes f.auto from the entries' parse trees.
+func (f *Filter) buildAutomaton() {
+	trees := make([]*node, len(f.res))
+	for i, re := range f.res {
+		if re.tree == nil {
+			return
+		}
+		trees[i] = re.tree
+	}
+	f.auto = newDFA(trees)
+}
+
+// firstRegex returns the first entry whose regex matches alias, or -1.
+func (f *Filter) firstRegex(alias string) int {
+	w := ""
+	for i, re := range f.res {
+		if n := f.need[i]; n != "" && !strings.Contains(alias, n) {
+			continue // the literal lies inside the name, not the frame
+		}
+		if w == "" {
+			w = wrap(alias)
+		}
+		if re.re.MatchString(w) {
+			return i
+		}
+	}
+	return -1
 }
 
 // String lists the filter's entries as lvm.conf holds them.

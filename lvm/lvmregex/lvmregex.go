@@ -394,8 +394,9 @@ func Check(pattern string) *Error { return CheckList([]string{pattern}) }
 
 // Regexp is a pattern keel accepts, ready to match device names as LVM does.
 type Regexp struct {
-	src string
-	re  *regexp.Regexp
+	src  string
+	re   *regexp.Regexp
+	tree *node // what LVM parsed, for a Filter's automaton
 }
 
 // String returns the pattern.
@@ -455,7 +456,7 @@ func Compile(pattern string) (*Regexp, error) {
 	if err != nil { // a defect: goSyntax writes only what RE2 reads
 		return nil, fmt.Errorf("lvmregex: pattern %q as Go %q: %w", pattern, b.String(), err)
 	}
-	return &Regexp{src: pattern, re: re}, nil
+	return &Regexp{src: pattern, re: re, tree: n}, nil
 }
 
 // emptySet finds a set that matches nothing (from "[]").

@@ -187,19 +187,35 @@ func TestCompileCorpusVerdicts(t *testing.T) {
 	}
 }
 
-// TestDecideSkipsOnlyWhatCannotMatch holds Decide's literal prefilter
-// (Filter.need) to the verdicts of every regex run on every alias, and
-// shows it is in use: it skips only names that lack the literal every
-// match begins with, so no verdict, alias or entry changes.
-func TestDecideSkipsOnlyWhatCannotMatch(t *testing.T) {
+// regexFilter is f deciding entry by entry with every regex run on every
+// alias, or with the literal prefilter when prefilter is set: the
+// reference the automaton is held to.
+func regexFilter(f *Filter, prefilter bool) *Filter {
+	g := &Filter{entries: f.entries, res: f.res, need: make([]string, len(f.res))}
+	if prefilter {
+		g.need = f.need
+	}
+	g.autoOnce.Do(func() {}) // no automaton: firstRegex decides
+	return g
+}
+
+// TestDecideAgreesWithEveryRegex holds the filter's automaton, and the
+// literal prefilter (Filter.need) of the entry-by-entry path, to the
+// verdicts of every regex run on every alias: no verdict, alias or entry
+// changes. It also shows both are in use.
+func TestDecideAgreesWithEveryRegex(t *testing.T) {
 	aliases := []string{"/dev/dm-5", "/dev/block/253:5", "/dev/mapper/vdovg-vm--100--disk--0", "/dev/vdovg/vm-100-disk-0",
-		"/dev/disk/by-id/dm-name-vdovg-vm--100--disk--0", "/dev/disk/by-id/dm-uuid-LVM-abc", "/dev/sda", "/dev/zd0"}
+		"/dev/disk/by-id/dm-name-vdovg-vm--100--disk--0", "/dev/disk/by-id/dm-uuid-LVM-abc", "/dev/sda", "/dev/zd0",
+		"/dev/mapper/pvethin-snap_vm--100--disk--0_nightly", ""}
 	entryLists := [][]string{
 		{"r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|"},
-		{"r|/dev/zd.*|", "r|/dev/rbd.*|", "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|", "a|.*|"},
+		{"r|/dev/zd.*|", "r|/dev/rbd.*|", "r|/dev/mapper/.*-(snap_)?(vm|base)--[0-9]+--disk--[0-9]+|", "a|.*|"},
 		{"a|^/dev/sda$|", "r|^/dev/mapper/|", "a|dm-name|", "r|.*|"},
 		{"a|/dev/dm-[0-9]+$|", "r|disk|", "a|vdovg|"},
 		{"r|(vm|base)--|", "a|^/dev/block/|", "r|uuid-LVM|"},
+		{"a|x*|", "r|.*|"},                   // the first entry matches every name
+		{"r|^$|", "a|^/dev/sd.?$|", "r|a+|"}, // ^$ only the empty name
+		{"r|/dev/sda.|", "a|[^a-z]$|"},       // '.' and [^...] match the end marker
 	}
 	skipping := false
 	for _, entries := range entryLists {
@@ -207,19 +223,83 @@ func TestDecideSkipsOnlyWhatCannotMatch(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", entries, err)
 		}
-		all := &Filter{entries: f.entries, res: f.res, need: make([]string, len(f.res))}
+		all, pre := regexFilter(f, false), regexFilter(f, true)
 		for _, n := range f.need {
 			skipping = skipping || n != ""
 		}
 		for i := range aliases {
 			for j := i + 1; j <= len(aliases); j++ {
-				if got, want := f.Decide(aliases[i:j]), all.Decide(aliases[i:j]); got != want {
-					t.Errorf("%q on %q: %+v, every regex run gives %+v", entries, aliases[i:j], got, want)
+				want := all.Decide(aliases[i:j])
+				if got := f.Decide(aliases[i:j]); got != want {
+					t.Errorf("%q on %q: the automaton gives %+v, every regex run %+v", entries, aliases[i:j], got, want)
+				}
+				if got := pre.Decide(aliases[i:j]); got != want {
+					t.Errorf("%q on %q: the prefilter gives %+v, every regex run %+v", entries, aliases[i:j], got, want)
+				}
+				var buf []byte
+				var ends []int
+				for _, a := range aliases[i:j] {
+					buf = append(buf, a...)
+					ends = append(ends, len(buf))
+				}
+				if got := f.DecideJoined(buf, ends); got != want {
+					t.Errorf("%q on %q joined: %+v, every regex run %+v", entries, aliases[i:j], got, want)
 				}
 			}
+		}
+		if f.auto == nil {
+			t.Errorf("%q: no automaton: the test does not reach it", entries)
 		}
 	}
 	if !skipping {
 		t.Error("no entry has a literal to skip by: the test does not reach the prefilter")
+	}
+}
+
+// FuzzFilterAutomaton: for any two entries keel accepts, the automaton
+// and the entries' regexes run one by one pick the same first entry for
+// any ASCII name. Beyond ASCII they differ, and the automaton is the one
+// that reads as LVM does: LVM's matcher and the automaton read bytes, Go's
+// regexp reads UTF-8 runes ("." is one rune of "é", two bytes for LVM).
+// Device names and the links udev makes are ASCII (udev escapes the rest
+// as \xNN).
+func FuzzFilterAutomaton(f *testing.F) {
+	f.Add("/dev/mapper/.*-(snap_)?(vm|base)--[0-9]+--disk--[0-9]+", "a|.*", "/dev/mapper/pve-vm--100--disk--0")
+	f.Add("^/dev/sd[a-z]$", "x*", "/dev/sda")
+	f.Add("(a|b)+c?$", "[^]a]", "ab")
+	f.Fuzz(func(t *testing.T, p1, p2, name string) {
+		fl, err := NewFilter([]string{"r|" + p1 + "|", "a|" + p2 + "|"})
+		if err != nil || strings.ContainsAny(p1+p2, "|") {
+			return // not a filter, or a '|' that ends an entry early
+		}
+		for i := 0; i < len(name); i++ {
+			if name[i] >= 0x80 {
+				return
+			}
+		}
+		fl.Decide(nil)
+		if fl.auto == nil {
+			return // too many states: the regexes decide
+		}
+		all := regexFilter(fl, false)
+		if got, want := firstMatch(fl.auto, name), all.firstRegex(name); got != want {
+			t.Fatalf("r|%s| a|%s| on %q: automaton entry %d, regexes entry %d", p1, p2, name, got, want)
+		}
+	})
+}
+
+// TestAutomatonBound: a filter whose automaton would outgrow dfaMaxStates
+// is decided by its regexes, with the same verdicts.
+func TestAutomatonBound(t *testing.T) {
+	// (a|b)*a(a|b)(a|b)...: the classic pattern whose automaton doubles
+	// with each (a|b) after the a.
+	p := "a" + strings.Repeat("[ab]", 13)
+	f, err := NewFilter([]string{"r|" + p + "|"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "b" + strings.Repeat("ab", 10)
+	if v, want := f.Decide([]string{name}), regexFilter(f, false).Decide([]string{name}); v != want || f.auto != nil {
+		t.Errorf("%q on %q: %+v (automaton %v), want %+v from the regex alone", p, name, v, f.auto != nil, want)
 	}
 }
