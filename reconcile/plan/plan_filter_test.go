@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -149,6 +150,23 @@ func TestVMDiskRejectSnapshots(t *testing.T) {
 // TestDeclaredFilterLeak: a declared filter whose accept matches a VM disk by
 // another of its names is reported against the desired state, on the
 // vdo-thick capture (vdovg/vm-100-disk-0 is /dev/dm-3 there).
+// isVMDiskName is the regex ^(snap_)?(vm|base)-[0-9]+- written out: the
+// same answer on Proxmox's names, near misses and pieces of them.
+func TestIsVMDiskName(t *testing.T) {
+	re := regexp.MustCompile(`^(snap_)?(vm|base)-[0-9]+-`)
+	names := []string{"vm-100-disk-0", "base-101-disk-1", "vm-100-cloudinit", "vm-100-state-snap1",
+		"snap_vm-100-disk-0_nightly", "snap_base-9-disk-0_x", "snap_snap_vm-1-disk-0", "vm-100", "vm--disk",
+		"vm-x-disk-0", "VM-100-disk-0", "base100-disk", "snap_", "vm-", "vm-1-", "vm-1", "svm-1-disk", "data", "",
+		"vm-0123456789-", "basevm-1-", "snap_vm-1"}
+	for _, n := range names {
+		for i := 0; i <= len(n); i++ {
+			if got, want := isVMDiskName(n[:i]), re.MatchString(n[:i]); got != want {
+				t.Errorf("isVMDiskName(%q) = %v, the regex says %v", n[:i], got, want)
+			}
+		}
+	}
+}
+
 func TestDeclaredFilterLeak(t *testing.T) {
 	h := replayHost(t, "vdo-thick")
 	for _, c := range []struct {

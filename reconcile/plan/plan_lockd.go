@@ -85,7 +85,7 @@ func (p *planner) planSharedAutoactivation() {
 		lv := p.h.LVs[key]
 		s, ok := shared[lv.VG]
 		vg := p.h.VGs[lv.VG]
-		if !ok || s.Unknown || vg == nil || vg.NoAutoactivation || lv.Hidden || !vmDiskRE.MatchString(lv.Name) || !autoactivated(lv) {
+		if !ok || s.Unknown || vg == nil || vg.NoAutoactivation || lv.Hidden || !isVMDiskName(lv.Name) || !autoactivated(lv) {
 			continue
 		}
 		p.add(Finding{ID: LVSharedAutoactivation, Object: lv.FullName,

@@ -273,14 +273,29 @@ func (p *planner) checkDeclaredFilter(entries []string, scanLVs *bool) {
 	}
 }
 
-// vmDiskRE matches the LV names Proxmox VE gives VM disks and their
-// companions (vm-100-disk-0, base-101-disk-1, vm-100-cloudinit,
-// vm-100-state-snap1), and the snapshots of a disk, which hold the same
+// isVMDiskName reports whether an LV is named as Proxmox VE names VM disks
+// and their companions (vm-100-disk-0, base-101-disk-1, vm-100-cloudinit,
+// vm-100-state-snap1), or the snapshots of a disk, which hold the same
 // guest data: pve-storage names a thin snapshot snap_<volname>_<snap>
 // (src/PVE/Storage/LvmThinPlugin.pm, volume_snapshot) and activates it
 // with lvchange -ay -K (activate_volume), so that while a backup or clone
-// reads it, it is an active LV holding the guest's own PVs.
-var vmDiskRE = regexp.MustCompile(`^(snap_)?(vm|base)-[0-9]+-`)
+// reads it, it is an active LV holding the guest's own PVs. It is the
+// regex ^(snap_)?(vm|base)-[0-9]+- written out, as every check runs it
+// over every LV.
+func isVMDiskName(name string) bool {
+	name = strings.TrimPrefix(name, "snap_")
+	rest, ok := strings.CutPrefix(name, "vm-")
+	if !ok {
+		if rest, ok = strings.CutPrefix(name, "base-"); !ok {
+			return false
+		}
+	}
+	i := 0
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	return i > 0 && i < len(rest) && rest[i] == '-'
+}
 
 // vmDiskReject is the entry that hides Proxmox VM disks and their
 // snapshots by their device-mapper name (pvethin-vm--100--disk--0,
@@ -296,40 +311,50 @@ const legacyVMDiskReject = "r|/dev/mapper/.*-(vm|base)--[0-9]+--disk--[0-9]+|"
 // lvAliases lists the names under /dev that udev gives an LV, which LVM's
 // filter matches one by one: /dev/dm-N, /dev/block/MAJ:MIN,
 // /dev/mapper/<dm name>, /dev/VG/LV and the /dev/disk/by-id links (as listed
-// on the test guest; the /dev/disk/by-diskseq link is not modelled). It runs
-// once per VM disk on every check, so it builds the strings without fmt.
+// on the test guest; the /dev/disk/by-diskseq link is not modelled).
 func (p *planner) lvAliases(lv *model.LV) []string {
-	dmName := lv.DMName
-	if dmName == "" {
-		dmName = lvm.Split(lv.FullName).DMName()
-	}
-	out := make([]string, 0, 6)
-	if lv.Minor >= 0 && lv.Active {
-		minor := strconv.Itoa(lv.Minor)
-		out = append(out, "/dev/dm-"+minor, "/dev/block/"+strconv.Itoa(lv.Major)+":"+minor)
-	}
-	out = append(out, "/dev/mapper/"+dmName, "/dev/"+lv.VG+"/"+lv.Name, "/dev/disk/by-id/dm-name-"+dmName)
-	if vg := p.h.VGs[lv.VG]; vg != nil && vg.UUID != "" && lv.UUID != "" {
-		out = append(out, dmUUIDLink(vg.UUID, lv.UUID))
+	buf, ends := p.appendLVAliases(nil, nil, lv)
+	out := make([]string, len(ends))
+	start := 0
+	for k, end := range ends {
+		out[k], start = string(buf[start:end]), end
 	}
 	return out
 }
 
-// dmUUIDLink is an LV's /dev/disk/by-id/dm-uuid-LVM-<vg uuid><lv uuid>
-// link, the UUIDs without their dashes, built in one allocation.
-func dmUUIDLink(vgUUID, lvUUID string) string {
-	const prefix = "/dev/disk/by-id/dm-uuid-LVM-"
-	var b strings.Builder
-	b.Grow(len(prefix) + len(vgUUID) + len(lvUUID))
-	b.WriteString(prefix)
-	for _, u := range [2]string{vgUUID, lvUUID} {
-		for i := 0; i < len(u); i++ {
-			if u[i] != '-' {
-				b.WriteByte(u[i])
+// appendLVAliases writes lvAliases end to end into buf, each ending at the
+// offset it appends to ends (lvmregex.Filter.DecideJoined): it runs once
+// per VM disk on every check, and so reuses one buffer.
+func (p *planner) appendLVAliases(buf []byte, ends []int, lv *model.LV) ([]byte, []int) {
+	dmName := lv.DMName
+	if dmName == "" {
+		dmName = lvm.Split(lv.FullName).DMName()
+	}
+	if lv.Minor >= 0 && lv.Active {
+		buf = strconv.AppendInt(append(buf, "/dev/dm-"...), int64(lv.Minor), 10)
+		ends = append(ends, len(buf))
+		buf = strconv.AppendInt(append(buf, "/dev/block/"...), int64(lv.Major), 10)
+		buf = strconv.AppendInt(append(buf, ':'), int64(lv.Minor), 10)
+		ends = append(ends, len(buf))
+	}
+	buf = append(append(buf, "/dev/mapper/"...), dmName...)
+	ends = append(ends, len(buf))
+	buf = append(append(append(append(buf, "/dev/"...), lv.VG...), '/'), lv.Name...)
+	ends = append(ends, len(buf))
+	buf = append(append(buf, "/dev/disk/by-id/dm-name-"...), dmName...)
+	ends = append(ends, len(buf))
+	if vg := p.h.VGs[lv.VG]; vg != nil && vg.UUID != "" && lv.UUID != "" {
+		buf = append(buf, "/dev/disk/by-id/dm-uuid-LVM-"...)
+		for _, u := range [2]string{vg.UUID, lv.UUID} {
+			for i := 0; i < len(u); i++ {
+				if u[i] != '-' {
+					buf = append(buf, u[i])
+				}
 			}
 		}
+		ends = append(ends, len(buf))
 	}
-	return b.String()
+	return buf, ends
 }
 
 // vmDiskLVs returns the LVs that hold (or will hold) VM disks: those named
@@ -338,7 +363,7 @@ func dmUUIDLink(vgUUID, lvUUID string) string {
 func (p *planner) vmDiskLVs() []*model.LV {
 	var out []*model.LV
 	for _, key := range p.sortedLVKeys() {
-		if lv := p.h.LVs[key]; !lv.Hidden && vmDiskRE.MatchString(lv.Name) {
+		if lv := p.h.LVs[key]; !lv.Hidden && isVMDiskName(lv.Name) {
 			out = append(out, lv)
 		}
 	}
@@ -428,8 +453,11 @@ const decideDisksChunk = 256
 func (p *planner) decideDisks(f *lvmregex.Filter, disks []*model.LV) []lvmregex.Verdict {
 	out := make([]lvmregex.Verdict, len(disks))
 	decide := func(lo, hi int) {
+		var buf []byte
+		var ends []int
 		for i := lo; i < hi; i++ {
-			out[i] = f.Decide(p.lvAliases(disks[i]))
+			buf, ends = p.appendLVAliases(buf[:0], ends[:0], disks[i])
+			out[i] = f.DecideJoined(buf, ends)
 		}
 	}
 	if len(disks) <= decideDisksChunk || runtime.GOMAXPROCS(0) == 1 {
