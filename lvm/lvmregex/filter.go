@@ -52,6 +52,9 @@ type Filter struct {
 	// and Decide skips the regex for it (a check runs the filter over every
 	// alias of thousands of VM disks, most of which miss every entry).
 	need []string
+	// rejectOnly: no entry accepts, so the first alias a reject matches
+	// decides the device (no later alias can be accepted).
+	rejectOnly bool
 	// auto is every entry as one automaton, built on the first Decide;
 	// nil when the filter needs too many states, and then each entry's
 	// regex runs in turn.
@@ -64,7 +67,7 @@ type Filter struct {
 // (Compile's stricter rules): a Filter answers only for what it models
 // exactly.
 func NewFilter(entries []string) (*Filter, error) {
-	f := &Filter{}
+	f := &Filter{rejectOnly: true}
 	var regexes []string
 	for _, s := range entries {
 		e, err := ParseEntry(s)
@@ -72,6 +75,7 @@ func NewFilter(entries []string) (*Filter, error) {
 			return nil, err
 		}
 		f.entries = append(f.entries, e)
+		f.rejectOnly = f.rejectOnly && !e.Accept
 		regexes = append(regexes, e.Regex)
 	}
 	if err := CheckList(regexes); err != nil {
@@ -146,6 +150,9 @@ func decide[T string | []byte](f *Filter, n int, alias func(k int) T) Verdict {
 			return Verdict{Accepted: true, Alias: string(a), Entry: f.entries[i].String()}
 		case rejAlias < 0:
 			rejAlias, rejEntry = k, i
+			if f.rejectOnly {
+				return Verdict{Alias: string(a), Entry: f.entries[i].String()}
+			}
 		}
 	}
 	if rejAlias >= 0 {
