@@ -96,6 +96,10 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keel activate: using the last good desired state, saved %s in %s; fix the desired state (keel vet)\n",
 			lg.Saved.UTC().Format(time.RFC3339), lg.Path)
 	}
+	// What comes before the activation's own clock (took): the desired
+	// state's load since main started; the journal's timestamp of this
+	// line against the unit's start adds the process start.
+	log.Info("desired state loaded", "since_main", time.Since(mainStart).Round(time.Millisecond).String())
 	audit := *auditFlag || loop.Desired().Agent.Mode == spec.AgentAudit
 	if audit {
 		log.Info("audit mode: lvm.conf, bcache tunables and udev rules left as they are; only lvm2's vgchange -aay runs")

@@ -86,7 +86,11 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 	var out Activation
 	var probeErr error
 	for round := 0; ; round++ {
+		probeStart := time.Now()
 		h, err := l.Probe(ctx)
+		if round == 0 && err == nil {
+			l.log.Info("host probed", "took", time.Since(probeStart).Round(time.Millisecond).String())
+		}
 		if err == nil && !o.Audit && l.applyLive(ctx, h) > 0 {
 			// lvm.conf or sysfs changed what LVM and bcache show.
 			h, err = l.Probe(ctx)
