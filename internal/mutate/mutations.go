@@ -83,7 +83,7 @@ var mutations = []Mutation{
 	{Rule: "filter alias rule: the first entry matching an alias decides it",
 		File: "lvm/lvmregex/dfa.go",
 		Old:  "e >= 0 && (acc < 0 || e < acc)", New: "e >= 0 && (acc < 0 || e > acc)",
-		Pkgs: []string{"./lvm/lvmregex/"}, Run: `^TestDecide$`},
+		Pkgs: []string{"./lvm/lvmregex/"}, Run: `^(TestDecide|TestDecideAgreesWithEveryRegex)$`},
 	{Rule: "lvm.conf editor: every global_filter occurrence is set",
 		File: "reconcile/apply/lvmconf/edit.go",
 		Old:  "\t\t\tif slicesEqual(cur, ch.GlobalFilter) {\n\t\t\t\tcontinue", New: "\t\t\tif slicesEqual(cur, ch.GlobalFilter) {\n\t\t\t\tbreak",

@@ -53,14 +53,16 @@ func (b bitset) each(f func(i int)) {
 }
 
 // key is b as a map key.
-func (b bitset) key() string {
-	out := make([]byte, 0, 8*len(b))
+func (b bitset) key() string { return string(b.appendKey(nil)) }
+
+// appendKey appends b's key to buf.
+func (b bitset) appendKey(buf []byte) []byte {
 	for _, w := range b {
 		for i := 0; i < 64; i += 8 {
-			out = append(out, byte(w>>i))
+			buf = append(buf, byte(w>>i))
 		}
 	}
-	return string(out)
+	return buf
 }
 
 // positions holds the leaves of all entries' trees.
@@ -133,9 +135,10 @@ func newDFA(trees []*node) *dfa {
 	}
 	n := len(ps.sets)
 
-	// Bytes that belong to the same positions' sets are one class.
+	// Bytes that belong to the same positions' sets are one class; in[c]
+	// is the set of positions whose set holds class c's bytes.
 	classOf := map[string]uint8{}
-	var reps []byte
+	var in []bitset
 	for c := 0; c < 256; c++ {
 		sig := newBitset(n)
 		for p := range ps.sets {
@@ -146,13 +149,13 @@ func newDFA(trees []*node) *dfa {
 		k := sig.key()
 		id, ok := classOf[k]
 		if !ok {
-			id = uint8(len(reps)) // at most 256 classes: ids 0-255
+			id = uint8(len(in)) // at most 256 classes: ids 0-255
 			classOf[k] = id
-			reps = append(reps, byte(c))
+			in = append(in, sig)
 		}
 		d.class[c] = id
 	}
-	d.nclass = len(reps)
+	d.nclass = len(in)
 
 	// Unanchored: every entry may start at every byte, so each step may
 	// enter the first positions as well as follow the state's own.
@@ -167,18 +170,22 @@ func newDFA(trees []*node) *dfa {
 			follow[p].add(q)
 		}
 	}
+	// The work is states × classes × n/64 words: a filter of many long
+	// entries (tens of exact by-id names) builds in milliseconds.
 	ids := map[string]int32{}
 	var states []bitset
+	var keyBuf []byte
 	intern := func(s bitset) (int32, bool) {
-		k := s.key()
-		if id, ok := ids[k]; ok {
+		keyBuf = s.appendKey(keyBuf[:0])
+		if id, ok := ids[string(keyBuf)]; ok {
 			return id, true
 		}
 		if len(states) == dfaMaxStates {
 			return 0, false
 		}
 		id := int32(len(states))
-		ids[k] = id
+		ids[string(keyBuf)] = id
+		s = s.clone()
 		states = append(states, s)
 		acc := int32(-1)
 		s.each(func(p int) {
@@ -190,17 +197,15 @@ func newDFA(trees []*node) *dfa {
 		d.next = append(d.next, make([]int32, d.nclass)...)
 		return id, true
 	}
-	intern(newBitset(n)) // state 0: nothing read yet
+	reach, to := newBitset(n), newBitset(n)
+	intern(to) // state 0: nothing read yet
 	for s := 0; s < len(states); s++ {
-		reach := startSet.clone()
+		copy(reach, startSet)
 		states[s].each(func(p int) { reach.or(follow[p]) })
-		for c, rep := range reps {
-			to := newBitset(n)
-			reach.each(func(q int) {
-				if ps.sets[q].has(rep) {
-					to.add(q)
-				}
-			})
+		for c := range in {
+			for w := range to {
+				to[w] = reach[w] & in[c][w]
+			}
 			id, ok := intern(to)
 			if !ok {
 				return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Entry is one filter entry: "a|regex|" accepts, "r|regex|" rejects.
@@ -55,12 +56,20 @@ type Filter struct {
 	// rejectOnly: no entry accepts, so the first alias a reject matches
 	// decides the device (no later alias can be accepted).
 	rejectOnly bool
-	// auto is every entry as one automaton, built on the first Decide;
-	// nil when the filter needs too many states, and then each entry's
-	// regex runs in turn.
-	auto     *dfa
-	autoOnce sync.Once
+	// auto is every entry as one automaton, built once the filter has
+	// decided autoAfter aliases entry by entry (regexRuns counts them);
+	// nil before, and when the filter needs too many states.
+	auto      atomic.Pointer[dfa]
+	autoOnce  sync.Once
+	regexRuns atomic.Int64
 }
+
+// autoAfter is how many aliases a filter decides entry by entry before it
+// builds its automaton. Building costs about what a few hundred regex runs
+// do (BenchmarkFilterBuild: tens of long entries, milliseconds); a filter
+// judged over a handful of PVs never pays it, one judged over thousands of
+// VM disks' aliases does, once.
+const autoAfter = 256
 
 // NewFilter parses lvm.conf entries ("r|…|", "a|…|"). It fails when LVM
 // would refuse the filter, or when keel cannot model an entry's regex
@@ -133,13 +142,12 @@ func (f *Filter) DecideJoined(buf []byte, ends []int) Verdict {
 
 // decide is Decide over n aliases given by alias.
 func decide[T string | []byte](f *Filter, n int, alias func(k int) T) Verdict {
-	f.autoOnce.Do(f.buildAutomaton)
 	rejAlias, rejEntry := -1, -1
 	for k := range n {
 		a := alias(k)
 		var i int
-		if f.auto != nil {
-			i = firstMatch(f.auto, a)
+		if d := f.matcher(); d != nil {
+			i = firstMatch(d, a)
 		} else {
 			i = f.firstRegex(string(a))
 		}
@@ -161,16 +169,35 @@ func decide[T string | []byte](f *Filter, n int, alias func(k int) T) Verdict {
 	return Verdict{Accepted: true}
 }
 
-// buildAutomaton makes f.auto from the entries' parse trees.
-func (f *Filter) buildAutomaton() {
-	trees := make([]*node, len(f.res))
-	for i, re := range f.res {
-		if re.tree == nil {
-			return
-		}
-		trees[i] = re.tree
+// matcher returns the automaton, building it when this call is the
+// autoAfter-th alias decided entry by entry; nil until then. Decide runs
+// concurrently: one caller builds, the others go on with the regexes.
+func (f *Filter) matcher() *dfa {
+	if d := f.auto.Load(); d != nil {
+		return d
 	}
-	f.auto = newDFA(trees)
+	if f.regexRuns.Add(1) == autoAfter {
+		return f.automaton()
+	}
+	return nil
+}
+
+// automaton builds f's automaton from the entries' parse trees (once) and
+// returns it, nil when it would need too many states.
+func (f *Filter) automaton() *dfa {
+	f.autoOnce.Do(func() {
+		trees := make([]*node, len(f.res))
+		for i, re := range f.res {
+			if re.tree == nil {
+				return
+			}
+			trees[i] = re.tree
+		}
+		if d := newDFA(trees); d != nil {
+			f.auto.Store(d)
+		}
+	})
+	return f.auto.Load()
 }
 
 // firstRegex returns the first entry whose regex matches alias, or -1.

@@ -2,7 +2,9 @@ package lvmregex
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -199,6 +201,16 @@ func regexFilter(f *Filter, prefilter bool) *Filter {
 	return g
 }
 
+// withAutomaton returns f with its automaton built, as after autoAfter
+// aliases.
+func withAutomaton(t testing.TB, f *Filter) *Filter {
+	t.Helper()
+	if f.automaton() == nil {
+		t.Fatalf("%s: no automaton", f)
+	}
+	return f
+}
+
 // TestDecideAgreesWithEveryRegex holds the filter's automaton, and the
 // literal prefilter (Filter.need) of the entry-by-entry path, to the
 // verdicts of every regex run on every alias: no verdict, alias or entry
@@ -224,6 +236,7 @@ func TestDecideAgreesWithEveryRegex(t *testing.T) {
 			t.Fatalf("%q: %v", entries, err)
 		}
 		all, pre := regexFilter(f, false), regexFilter(f, true)
+		f = withAutomaton(t, f)
 		for _, n := range f.need {
 			skipping = skipping || n != ""
 		}
@@ -247,12 +260,35 @@ func TestDecideAgreesWithEveryRegex(t *testing.T) {
 				}
 			}
 		}
-		if f.auto == nil {
-			t.Errorf("%q: no automaton: the test does not reach it", entries)
-		}
 	}
 	if !skipping {
 		t.Error("no entry has a literal to skip by: the test does not reach the prefilter")
+	}
+}
+
+// A filter builds its automaton once it has decided autoAfter aliases by
+// its regexes, and decides the same with it, also when Decide runs on
+// many goroutines at once, as the planner runs it over VM disks.
+func TestAutomatonAfterManyAliases(t *testing.T) {
+	f, err := NewFilter([]string{"r|/dev/zd.*|", "r|/dev/mapper/.*-(snap_)?(vm|base)--[0-9]+--disk--[0-9]+|", "a|.*|"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := regexFilter(f, false)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range autoAfter {
+				a := []string{fmt.Sprintf("/dev/dm-%d", i), fmt.Sprintf("/dev/mapper/pve-vm--%d--disk--%d", 100+i, g)}
+				if got, want := f.Decide(a), all.Decide(a); got != want {
+					t.Errorf("%q: %+v, the regexes give %+v", a, got, want)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if f.auto.Load() == nil {
+		t.Errorf("no automaton after %d aliases", 4*2*autoAfter)
 	}
 }
 
@@ -277,12 +313,12 @@ func FuzzFilterAutomaton(f *testing.F) {
 				return
 			}
 		}
-		fl.Decide(nil)
-		if fl.auto == nil {
+		d := fl.automaton()
+		if d == nil {
 			return // too many states: the regexes decide
 		}
 		all := regexFilter(fl, false)
-		if got, want := firstMatch(fl.auto, name), all.firstRegex(name); got != want {
+		if got, want := firstMatch(d, name), all.firstRegex(name); got != want {
 			t.Fatalf("r|%s| a|%s| on %q: automaton entry %d, regexes entry %d", p1, p2, name, got, want)
 		}
 	})
@@ -299,7 +335,32 @@ func TestAutomatonBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := "b" + strings.Repeat("ab", 10)
-	if v, want := f.Decide([]string{name}), regexFilter(f, false).Decide([]string{name}); v != want || f.auto != nil {
-		t.Errorf("%q on %q: %+v (automaton %v), want %+v from the regex alone", p, name, v, f.auto != nil, want)
+	if f.automaton() != nil {
+		t.Errorf("%q: an automaton past %d states", p, dfaMaxStates)
+	}
+	if v, want := f.Decide([]string{name}), regexFilter(f, false).Decide([]string{name}); v != want {
+		t.Errorf("%q on %q: %+v, want %+v from the regex alone", p, name, v, want)
+	}
+}
+
+// BenchmarkFilterBuild is NewFilter and the automaton of a large filter:
+// fifty exact by-id accepts, as hosts that list their PVs write them, then
+// the VM-disk reject and a catch-all reject (autoAfter's price).
+func BenchmarkFilterBuild(b *testing.B) {
+	var entries []string
+	for i := range 50 {
+		entries = append(entries, fmt.Sprintf("a|^/dev/disk/by-id/wwn-0x5000c500a1b2%04x$|", i))
+	}
+	entries = append(entries, "r|/dev/mapper/.*-(snap_)?(vm|base)--[0-9]+--disk--[0-9]+|", "r|.*|")
+	aliases := []string{"/dev/sda", "/dev/disk/by-id/wwn-0x5000c500a1b20031"}
+	b.ReportAllocs()
+	for b.Loop() {
+		f, err := NewFilter(entries)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !withAutomaton(b, f).Decide(aliases).Accepted {
+			b.Fatal("the by-id accept did not decide")
+		}
 	}
 }
