@@ -31,10 +31,11 @@ import (
 // could not run (probe failed, bad flags).
 func runActivate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("activate", "",
-		"Brings the declared stack up in its stacking order: re-applies lvm.conf and the bcache",
-		"tunables (live actions only; nothing is created or destroyed), waits for the declared PVs,",
-		"activates the lower VGs and VDO pools, makes LVM scan the PVs on their LVs, activates the",
-		"VGs stacked on them, rewrites keel's udev rules if they drifted, and tells systemd READY.",
+		"Brings the declared stack up in its stacking order: waits while lvm2's own autoactivation",
+		"of a declared VG runs, re-applies lvm.conf and the bcache tunables (live actions only;",
+		"nothing is created or destroyed), waits for the declared PVs, activates the lower VGs and",
+		"VDO pools, makes LVM scan the PVs on their LVs, activates the VGs stacked on them, rewrites",
+		"keel's udev rules if they drifted, and tells systemd READY.",
 		"Activation commands are never killed: past --timeout, with one still running, keel tells",
 		"systemd READY so the guests start, and waits for it. An invalid desired state falls back to",
 		"the last one that loaded (/var/lib/keel/last-good-desired.txtar), saying so.",
@@ -114,6 +115,9 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		Waiting: func(blocked []string) {
 			log.Info("waiting for devices", "blocked", strings.Join(blocked, "; "))
 			w.set("waiting for devices: " + strings.Join(blocked, "; "))
+		},
+		LVMActivating: func(vgs []string) {
+			w.set("waiting for lvm2's own activation of vg " + strings.Join(vgs, ", "))
 		},
 		Running: w.running, Audit: audit})
 	w.stop()
