@@ -113,3 +113,23 @@ func writeDMEscaped(b *strings.Builder, s string) {
 		s = s[i+1:]
 	}
 }
+
+// DMUUID returns the device-mapper UUID LVM gives a top-level LV: "LVM-"
+// and the VG's and the LV's UUIDs without the dashes of their display form
+// (lvm2 lib/misc/lvm-string.c, build_dm_uuid: UUID_PREFIX and the LV's
+// lvid, the two raw ids; the layer suffix it adds to internal LVs is left
+// out). udev links it as /dev/disk/by-id/dm-uuid-<it>.
+func DMUUID(vgUUID, lvUUID string) string { return string(AppendDMUUID(nil, vgUUID, lvUUID)) }
+
+// AppendDMUUID appends DMUUID(vgUUID, lvUUID) to buf.
+func AppendDMUUID(buf []byte, vgUUID, lvUUID string) []byte {
+	buf = append(buf, "LVM-"...)
+	for _, u := range [2]string{vgUUID, lvUUID} {
+		for i := 0; i < len(u); i++ {
+			if u[i] != '-' {
+				buf = append(buf, u[i])
+			}
+		}
+	}
+	return buf
+}

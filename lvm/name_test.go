@@ -234,3 +234,15 @@ func TestDMNameAllocs(t *testing.T) {
 		t.Errorf("DMName allocates %v times, want 1", a)
 	}
 }
+
+// DMUUID drops the dashes of the display form after "LVM-".
+func TestDMUUID(t *testing.T) {
+	const vg, lv = "eoY1bk-5y3A-zeDZ-0Vpe-zU2q-bDA7-Zd1Kcn", "0w4Gvu-hSzw-cYrx-VmlX-Mdu2-sOvo-mUeTIK"
+	want := "LVM-eoY1bk5y3AzeDZ0VpezU2qbDA7Zd1Kcn0w4GvuhSzwcYrxVmlXMdu2sOvomUeTIK"
+	if got := DMUUID(vg, lv); got != want {
+		t.Errorf("DMUUID = %q, want %q", got, want)
+	}
+	if got := string(AppendDMUUID([]byte("x/"), vg, lv)); got != "x/"+want {
+		t.Errorf("AppendDMUUID = %q", got)
+	}
+}

@@ -62,12 +62,6 @@ func RulesHeld(cfg *spec.Config, h *model.Host, resolve Resolver, held map[strin
 	return []RuleFile{pv, bcacheRule(cfg, h, resolve, held)}, nil
 }
 
-// DMUUID returns the device-mapper UUID LVM gives an LV: "LVM-" and the VG
-// and LV UUIDs without dashes.
-func DMUUID(vgUUID, lvUUID string) string {
-	return "LVM-" + strings.ReplaceAll(vgUUID, "-", "") + strings.ReplaceAll(lvUUID, "-", "")
-}
-
 func pvScanRule(cfg *spec.Config, h *model.Host) (RuleFile, error) {
 	layers, err := Order(cfg)
 	if err != nil {
@@ -89,7 +83,7 @@ func pvScanRule(cfg *spec.Config, h *model.Host) (RuleFile, error) {
 	for _, lv := range lvs {
 		match := fmt.Sprintf(`ENV{DM_NAME}=="%s"`, lvm.Split(lv).DMName())
 		if o := h.LVs[lv]; o != nil && o.UUID != "" && h.VGs[o.VG] != nil && h.VGs[o.VG].UUID != "" {
-			match = fmt.Sprintf(`ENV{DM_UUID}=="%s"`, DMUUID(h.VGs[o.VG].UUID, o.UUID))
+			match = fmt.Sprintf(`ENV{DM_UUID}=="%s"`, lvm.DMUUID(h.VGs[o.VG].UUID, o.UUID))
 		}
 		fmt.Fprintf(&b, "# %s\n", lv)
 		fmt.Fprintf(&b, "SUBSYSTEM==\"block\", ACTION==\"add|change\", KERNEL==\"dm-[0-9]*\", %s, ENV{LVM_PVSCAN_ON_LVS}=\"1\"\n", match)

@@ -344,14 +344,7 @@ func (p *planner) appendLVAliases(buf []byte, ends []int, lv *model.LV) ([]byte,
 	buf = append(append(buf, "/dev/disk/by-id/dm-name-"...), dmName...)
 	ends = append(ends, len(buf))
 	if vg := p.h.VGs[lv.VG]; vg != nil && vg.UUID != "" && lv.UUID != "" {
-		buf = append(buf, "/dev/disk/by-id/dm-uuid-LVM-"...)
-		for _, u := range [2]string{vg.UUID, lv.UUID} {
-			for i := 0; i < len(u); i++ {
-				if u[i] != '-' {
-					buf = append(buf, u[i])
-				}
-			}
-		}
+		buf = lvm.AppendDMUUID(append(buf, "/dev/disk/by-id/dm-uuid-"...), vg.UUID, lv.UUID)
 		ends = append(ends, len(buf))
 	}
 	return buf, ends

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/schema"
@@ -137,7 +138,7 @@ func TestUdevPVRuleNamesTheLowerLVByUUID(t *testing.T) {
 	if lv == nil || vg == nil {
 		t.Fatal("snapshot lacks vdodef/vdolv")
 	}
-	want := `ENV{DM_UUID}=="` + activation.DMUUID(vg.UUID, lv.UUID) + `", ENV{LVM_PVSCAN_ON_LVS}="1"`
+	want := `ENV{DM_UUID}=="` + lvm.DMUUID(vg.UUID, lv.UUID) + `", ENV{LVM_PVSCAN_ON_LVS}="1"`
 	if !strings.Contains(write.Files[0].Content, want) {
 		t.Errorf("PV rule lacks %s:\n%s", want, write.Files[0].Content)
 	}
