@@ -117,6 +117,10 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 			w.set("waiting for devices: " + strings.Join(blocked, "; "))
 		},
 		LVMActivating: func(vgs []string) {
+			if vgs == nil {
+				w.set("probing the host")
+				return
+			}
 			w.set("waiting for lvm2's own activation of vg " + strings.Join(vgs, ", "))
 		},
 		Running: w.running, Audit: audit})

@@ -38,7 +38,8 @@ type ActivateOptions struct {
 	// caller can show what the activation waits for (systemd's STATUS=).
 	Running func(argv []string)
 	// LVMActivating, when set, is told the declared VGs lvm2's own event
-	// autoactivation is activating when Activate starts to wait for it.
+	// autoactivation is activating when Activate starts to wait for it,
+	// and nil when the wait ends.
 	LVMActivating func(vgs []string)
 	// Audit (agent.mode "audit", keel activate --audit) activates as
 	// lvm2's own boot activation does and changes no setting: the live
@@ -160,6 +161,9 @@ func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions) {
 		if err != nil || len(busy) == 0 {
 			if !since.IsZero() {
 				l.log.Info("lvm2's autoactivation ended", "waited", time.Since(since).Round(time.Millisecond).String())
+				if o.LVMActivating != nil {
+					o.LVMActivating(nil)
+				}
 			}
 			return
 		}

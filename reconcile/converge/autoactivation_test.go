@@ -60,7 +60,7 @@ func testActivateWaitsForLVMAutoactivation(t *testing.T) {
 		os.RemoveAll(busy)
 	}()
 	took, told := wait(time.Minute)
-	if took != 600*time.Millisecond || len(told) != 1 || !slices.Equal(told[0], []string{"vdovg"}) {
+	if took != 600*time.Millisecond || len(told) != 2 || !slices.Equal(told[0], []string{"vdovg"}) || told[1] != nil {
 		t.Errorf("waited %v for lvm2's activation of vdovg (ended after 500ms, polled every 200ms), told %q", took, told)
 	}
 }
