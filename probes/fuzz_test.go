@@ -153,6 +153,11 @@ func FuzzParseFullReport(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		o, err := parseFullReport(b)
 		errMust(t, err, "lvm fullreport: ")
+		// Built while it streams, the report gives the same objects.
+		so, serr, _ := streamBuilt(b, func() int { return 7 })
+		if fmt.Sprint(serr) != fmt.Sprint(err) || !reflect.DeepEqual(so, o) {
+			t.Errorf("built as it streams: %v, whole: %v, or other objects", serr, err)
+		}
 		if err == nil {
 			for k, lv := range o.LVs {
 				if k != lv.VG+"/"+lv.Name {

@@ -109,7 +109,11 @@ func parseRetried(failed lvmjson.Report, ferr error, retried []byte, vgs []strin
 
 // parseReport builds the PVs, VGs and LVs of a decoded full report.
 func parseReport(rep lvmjson.Report) (*lvmObjects, error) {
-	p := newReportParser(rep)
+	nLV := 0
+	for _, el := range rep.Report {
+		nLV += len(el["lv"])
+	}
+	p := newReportParser(nLV)
 	for i, el := range rep.Report {
 		var f fieldReader
 		vgName := p.vgs(&f, el["vg"])
@@ -138,26 +142,111 @@ func parsedSubreport(name string) bool {
 }
 
 // reportParser builds the objects of one full report, one sub-report
-// (vg, pv, lv, seg) at a time.
+// (vg, pv, lv, seg) at a time. The LVs of an element, and the first
+// segment of each, are laid out in one array apiece: fewer allocations,
+// and neighbours in memory for the passes over all LVs that follow.
 type reportParser struct {
 	o      *lvmObjects
 	byUUID map[string]*model.LV
-	// The LVs, and each element's first segment of every LV, are laid out
-	// in one array apiece: fewer allocations, and neighbours in memory for
-	// the passes over all LVs that follow.
-	arr []model.LV
 }
 
-func newReportParser(rep lvmjson.Report) *reportParser {
-	nLV := 0
-	for _, el := range rep.Report {
-		nLV += len(el["lv"])
-	}
+// newReportParser makes a parser for a report of about nLV LVs.
+func newReportParser(nLV int) *reportParser {
 	return &reportParser{
 		o:      &lvmObjects{PVs: map[string]*model.PV{}, VGs: map[string]*model.VG{}, LVs: make(map[string]*model.LV, nLV)},
 		byUUID: make(map[string]*model.LV, nLV),
-		arr:    make([]model.LV, 0, nLV),
 	}
+}
+
+// buildSteps are the subreports of an element in the order parseReport
+// reads them: a step needs the objects of the steps before it.
+var buildSteps = [...]string{"vg", "pv", "lv", "seg"}
+
+// streamBuilder runs parseReport's steps while the report is decoded
+// (lvmjson.Watch): an element's LVs are built while LVM still writes its
+// segments, and its segments while LVM writes the next VG. Whatever it
+// does not expect (a subreport twice, an error, elements out of order)
+// makes it give up, and the pass builds from the whole report with
+// parseReport instead, so that a failure reads the same.
+type streamBuilder struct {
+	p       *reportParser
+	elem    int                       // the element being read
+	rows    map[string][]model.Fields // its subreports read so far
+	step    int                       // its steps done (buildSteps)
+	vgName  string                    // its VG, once the vg step ran
+	f       fieldReader
+	gaveUp  bool
+	elemEnd int // elements read whole
+}
+
+func newStreamBuilder() *streamBuilder {
+	return &streamBuilder{p: newReportParser(0), rows: map[string][]model.Fields{}}
+}
+
+// watch is what the decoder tells of the report's parts.
+func (b *streamBuilder) watch() lvmjson.Watch {
+	return lvmjson.Watch{Subreport: b.subreport, ElementEnd: b.elementEnd}
+}
+
+func (b *streamBuilder) subreport(elem int, name string, rows []model.Fields) {
+	if b.gaveUp {
+		return
+	}
+	if _, again := b.rows[name]; again || elem != b.elem {
+		b.gaveUp = true
+		return
+	}
+	b.rows[name] = rows
+	for b.step < len(buildSteps) && !b.gaveUp {
+		if _, in := b.rows[buildSteps[b.step]]; !in {
+			break
+		}
+		b.run()
+	}
+}
+
+func (b *streamBuilder) elementEnd(elem int) {
+	if b.gaveUp {
+		return
+	}
+	if elem != b.elem {
+		b.gaveUp = true
+		return
+	}
+	for b.step < len(buildSteps) && !b.gaveUp {
+		b.run() // a subreport the element lacks reads as no rows
+	}
+	b.elem, b.step, b.vgName, b.f = elem+1, 0, "", fieldReader{}
+	clear(b.rows)
+	b.elemEnd++
+}
+
+// run runs the element's next step.
+func (b *streamBuilder) run() {
+	rows := b.rows[buildSteps[b.step]]
+	switch b.step {
+	case 0:
+		b.vgName = b.p.vgs(&b.f, rows)
+	case 1:
+		b.p.pvs(&b.f, rows)
+	case 2:
+		b.p.lvs(&b.f, rows, b.vgName)
+	case 3:
+		if err := b.p.segs(&b.f, b.elem, rows); err != nil || b.f.err != nil {
+			b.gaveUp = true
+		}
+	}
+	b.step++
+}
+
+// objects returns what parseReport returns for rep, the report whose
+// decoding the builder watched.
+func (b *streamBuilder) objects(rep lvmjson.Report) (*lvmObjects, error) {
+	if b.gaveUp || b.elemEnd != len(rep.Report) || b.step != 0 {
+		return parseReport(rep)
+	}
+	b.p.finish()
+	return b.p.o, nil
 }
 
 // vgs reads an element's VG rows and returns the name of its VG ("" for
@@ -242,6 +331,7 @@ var lvFields = [lvfCount]string{
 // lvs reads an element's LV rows; vgName is the element's VG.
 func (p *reportParser) lvs(f *fieldReader, rows []model.Fields, vgName string) {
 	set := newFieldSet(lvFields[:])
+	arr := make([]model.LV, 0, len(rows))
 	for _, r := range rows {
 		v := set.of(r)
 		lvName := v.get(lvfName)
@@ -253,10 +343,10 @@ func (p *reportParser) lvs(f *fieldReader, rows []model.Fields, vgName string) {
 			vg = vgName
 		}
 		name := stripBrackets(lvName)
-		p.arr = append(p.arr, model.LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: v.get(lvfUUID), Attr: v.get(lvfAttr),
+		arr = append(arr, model.LV{VG: vg, Name: name, FullName: vg + "/" + name, UUID: v.get(lvfUUID), Attr: v.get(lvfAttr),
 			Hidden: strings.HasPrefix(lvName, "["), Origin: stripBrackets(v.get(lvfOrigin)),
 			Role: v.get(lvfRole), Layout: v.get(lvfLayout), Fields: r, DMName: lvm.Name{VG: vg, LV: name}.DMName()})
-		lv := &p.arr[len(p.arr)-1]
+		lv := &arr[len(arr)-1]
 		obj := reportObject{kind: "lv", name: lv.FullName}
 		if len(lv.Attr) >= 6 {
 			lv.Active = lv.Attr[4] == 'a'

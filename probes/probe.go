@@ -96,8 +96,9 @@ func runResult(ctx context.Context, src hostio.Source, c hostio.Cmd) (res hostio
 // decoding error, a panic, a command that could not run) the pass decodes
 // the output it got, as without streaming, so a failure reads the same.
 type streamedReport struct {
-	rep lvmjson.Report
-	ok  bool
+	rep   lvmjson.Report
+	ok    bool
+	build *streamBuilder // the objects, built as the rows came in
 }
 
 // decode is the report's Cmd.Consume.
@@ -108,7 +109,8 @@ func (s *streamedReport) decode(next func() ([]byte, bool)) {
 			s.ok = false // decoded again after the command, panicking there as before
 		}
 	}()
-	s.rep, err = lvmjson.DecodeStream(next, parsedSubreport)
+	s.build = newStreamBuilder()
+	s.rep, err = lvmjson.DecodeStreamTo(next, parsedSubreport, s.build.watch())
 	s.ok = err == nil
 }
 
@@ -273,7 +275,7 @@ func ProbeWith(ctx context.Context, src hostio.Source, opt Options) (*model.Host
 			}
 		}
 	} else if reportErr == nil && streamed.ok {
-		objs, reportErr = parseReport(streamed.rep)
+		objs, reportErr = streamed.build.objects(streamed.rep)
 	} else if reportErr == nil {
 		objs, reportErr = parseFullReport(outs.report.res.Stdout)
 	}

@@ -188,3 +188,47 @@ func TestProbeStreamed(t *testing.T) {
 		}
 	}
 }
+
+// streamBuilt builds the objects of report b as a probe pass does while
+// LVM writes it, handed over in pieces of size(); gaveUp tells whether the
+// builder fell back to building from the whole report.
+func streamBuilt(b []byte, size func() int) (o *lvmObjects, err error, gaveUp bool) {
+	sb := newStreamBuilder()
+	rep, err := lvmjson.DecodeStreamTo(chunked(b, size), parsedSubreport, sb.watch())
+	if err != nil {
+		return nil, fmt.Errorf("lvm fullreport: %w", err), true
+	}
+	gaveUp = sb.gaveUp || sb.elemEnd != len(rep.Report)
+	o, err = sb.objects(rep)
+	return o, err, gaveUp
+}
+
+// TestStreamBuild: the PVs, VGs and LVs built while the report is decoded
+// are those parseFullReport builds from the whole report, or its error,
+// for every report the repository holds and for them cut short or
+// spoiled; and every report LVM wrote on a guest is built as it streams,
+// not again after it.
+func TestStreamBuild(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	streamed := 0
+	for name, b := range reportInputs(t) {
+		want, wantErr := parseFullReport(b)
+		got, err, gaveUp := streamBuilt(b, func() int { return 1 + rng.Intn(9000) })
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("%s: streamed build error %v, whole: %v", name, err, wantErr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: the streamed build differs from the whole one's", name)
+		}
+		guest := strings.HasSuffix(name, ": "+fullReportCmd.String()) && !strings.Contains(name, "fuzz")
+		if guest && wantErr == nil && gaveUp {
+			t.Errorf("%s: the builder gave up on a report LVM wrote", name)
+		}
+		if !gaveUp {
+			streamed++
+		}
+	}
+	if streamed < 10 {
+		t.Fatalf("only %d reports built as they streamed", streamed)
+	}
+}

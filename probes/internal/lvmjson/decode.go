@@ -52,8 +52,29 @@ func DecodeRows(b []byte, keep func(subreport string) bool, firstOnly bool) (Rep
 // command ends normally; a caller that sees the command fail decodes the
 // whole output again (Probe).
 func DecodeStream(grow func() ([]byte, bool), keep func(subreport string) bool) (Report, error) {
+	return DecodeStreamTo(grow, keep, Watch{})
+}
+
+// Watch is told of a report's parts as a streamed decoding reads them, so
+// that a caller can build on them while the command still writes the
+// rest. Either function may be nil. Every call is made from the decoding
+// goroutine, in the order the document holds the parts.
+type Watch struct {
+	// Subreport is handed the rows of a kept subreport of report element
+	// elem (counted from 0) as soon as they are read. They are the rows
+	// the returned Report holds.
+	Subreport func(elem int, name string, rows []model.Fields)
+	// ElementEnd is told that report element elem has been read whole.
+	ElementEnd func(elem int)
+}
+
+// DecodeStreamTo is DecodeStream telling w of each subreport and report
+// element as it is read. A document that repeats its "report" member
+// reads into the elements already read, as encoding/json does, and w is
+// told of them again.
+func DecodeStreamTo(grow func() ([]byte, bool), keep func(subreport string) bool, w Watch) (Report, error) {
 	b, done := grow()
-	d := &reportDecoder{b: b, keys: map[string]int32{}, keep: keep}
+	d := &reportDecoder{b: b, keys: map[string]int32{}, keep: keep, watch: w}
 	if !done {
 		d.grow = grow
 	}
@@ -121,6 +142,8 @@ type reportDecoder struct {
 	// row of a kept subreport is in first (reportHead).
 	stopAtFirst bool
 	first       model.Fields
+	// watch is told of the parts as they are read (DecodeStreamTo).
+	watch Watch
 }
 
 // rowKey is an interned key; plain tells whether JSON holds it verbatim,
@@ -403,11 +426,19 @@ func (d *reportDecoder) end(err error) error {
 // elements reads the "report" array, one object per VG. Like
 // encoding/json, it decodes into the elements a slice already has.
 func (d *reportDecoder) elements(dst *[]map[string][]model.Fields) error {
-	return decodeArray(d, dst, "report elements", d.element)
+	n := 0
+	return decodeArray(d, dst, "report elements", func(el *map[string][]model.Fields) error {
+		n++
+		err := d.element(el, n-1)
+		if err == nil && d.watch.ElementEnd != nil {
+			d.watch.ElementEnd(n - 1)
+		}
+		return err
+	})
 }
 
-// element reads one report element: subreport name to rows.
-func (d *reportDecoder) element(dst *map[string][]model.Fields) error {
+// element reads report element i: subreport name to rows.
+func (d *reportDecoder) element(dst *map[string][]model.Fields, i int) error {
 	if null, err := d.null(); null || err != nil {
 		*dst = nil
 		return err
@@ -434,6 +465,9 @@ func (d *reportDecoder) element(dst *map[string][]model.Fields) error {
 				return err
 			}
 			(*dst)[name] = rows
+			if d.watch.Subreport != nil {
+				d.watch.Subreport(i, name, rows)
+			}
 		}
 		if more, err = d.next('}'); err != nil {
 			return err
