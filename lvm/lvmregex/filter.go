@@ -169,6 +169,16 @@ func decide[T string | []byte](f *Filter, n int, alias func(k int) T) Verdict {
 	return Verdict{Accepted: true}
 }
 
+// Expect tells f that about n aliases are to be decided now. When they
+// are as many as f would decide entry by entry before it builds its
+// automaton (autoAfter), it builds the automaton at once: a caller judging
+// the aliases of thousands of devices knows the count beforehand.
+func (f *Filter) Expect(n int) {
+	if n >= autoAfter {
+		f.automaton()
+	}
+}
+
 // matcher returns the automaton, building it when this call is the
 // autoAfter-th alias decided entry by entry; nil until then. Decide runs
 // concurrently: one caller builds, the others go on with the regexes.

@@ -292,6 +292,22 @@ func TestAutomatonAfterManyAliases(t *testing.T) {
 	}
 }
 
+// TestExpect: a filter told of fewer aliases than it decides by regex
+// before it builds its automaton builds none; told of as many, it builds
+// it before deciding any.
+func TestExpect(t *testing.T) {
+	f, err := NewFilter([]string{"r|/dev/zd.*|", "a|.*|"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Expect(autoAfter - 1); f.auto.Load() != nil {
+		t.Errorf("an automaton for %d aliases", autoAfter-1)
+	}
+	if f.Expect(autoAfter); f.auto.Load() == nil {
+		t.Errorf("no automaton for %d aliases", autoAfter)
+	}
+}
+
 // FuzzFilterAutomaton: for any two entries keel accepts, the automaton
 // and the entries' regexes run one by one pick the same first entry for
 // any ASCII name. Beyond ASCII they differ, and the automaton is the one

@@ -445,6 +445,7 @@ const decideDisksChunk = 256
 // otherwise idle. The verdicts are in the disks' order, whatever ran first.
 func (p *planner) decideDisks(f *lvmregex.Filter, disks []*model.LV) []lvmregex.Verdict {
 	out := make([]lvmregex.Verdict, len(disks))
+	f.Expect(len(disks)) // each disk has one alias at least
 	decide := func(lo, hi int) {
 		var buf []byte
 		var ends []int
