@@ -125,10 +125,10 @@ func DMUUID(vgUUID, lvUUID string) string { return string(AppendDMUUID(nil, vgUU
 func AppendDMUUID(buf []byte, vgUUID, lvUUID string) []byte {
 	buf = append(buf, "LVM-"...)
 	for _, u := range [2]string{vgUUID, lvUUID} {
-		for i := 0; i < len(u); i++ {
-			if u[i] != '-' {
-				buf = append(buf, u[i])
-			}
+		for u != "" {
+			part, rest, _ := strings.Cut(u, "-")
+			buf = append(buf, part...)
+			u = rest
 		}
 	}
 	return buf

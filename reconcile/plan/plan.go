@@ -145,9 +145,37 @@ type planner struct {
 // VGs made the plan 45 times slower.
 func (p *planner) sortedLVKeys() []string {
 	if p.lvKeys == nil {
-		p.lvKeys = slices.Sorted(maps.Keys(p.h.LVs))
+		p.lvKeys = lvKeysByVG(p.h)
+		if p.lvKeys == nil {
+			p.lvKeys = slices.Sorted(maps.Keys(p.h.LVs))
+		}
 	}
 	return p.lvKeys
+}
+
+// lvKeysByVG returns the keys of h's LVs in order from the VGs' LV lists,
+// which the probe sorts, without sorting them all again: "vg/lv" keys of
+// two VGs compare as the VGs' names followed by "/" do, since no VG name
+// holds a "/" (so neither "A/" is a prefix of "B/"). It returns nil, and
+// the caller sorts, when the lists are not exactly the host's LVs, each
+// sorted.
+func lvKeysByVG(h *model.Host) []string {
+	vgs := slices.SortedFunc(maps.Keys(h.VGs), func(a, b string) int { return strings.Compare(a+"/", b+"/") })
+	keys := make([]string, 0, len(h.LVs))
+	for _, vg := range vgs {
+		lvs := h.VGs[vg].LVs
+		for i, k := range lvs {
+			_, ok := h.LVs[k]
+			if !ok || !strings.HasPrefix(k, vg) || len(k) == len(vg) || k[len(vg)] != '/' || i > 0 && lvs[i-1] >= k {
+				return nil
+			}
+		}
+		keys = append(keys, lvs...)
+	}
+	if len(keys) != len(h.LVs) {
+		return nil
+	}
+	return keys
 }
 
 // plannedAction carries the ordering phase next to the action.
