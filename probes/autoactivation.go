@@ -2,6 +2,7 @@ package probes
 
 import (
 	"path"
+	"strconv"
 
 	"github.com/keel-storage/keel/probes/hostio"
 )
@@ -16,6 +17,23 @@ import (
 // VG waits for it. A VG may be listed twice; "" stands for an activation
 // whose VG keel cannot tell (a vgchange of every VG).
 func Autoactivating(fsys hostio.FS) ([]string, error) {
+	acts, err := Autoactivations(fsys)
+	var vgs []string
+	for _, a := range acts {
+		vgs = append(vgs, a.VG)
+	}
+	return vgs, err
+}
+
+// Autoactivation is one running `vgchange -aay --autoactivation event`
+// (Autoactivating): its process and its VG ("" when keel cannot tell).
+type Autoactivation struct {
+	PID int
+	VG  string
+}
+
+// Autoactivations is Autoactivating with the processes.
+func Autoactivations(fsys hostio.FS) ([]Autoactivation, error) {
 	procs, err := readProcesses(fsys, func(argv []string) bool {
 		_, ok := autoactivatedVG(argv)
 		return ok
@@ -23,12 +41,35 @@ func Autoactivating(fsys hostio.FS) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var vgs []string
+	var out []Autoactivation
 	for _, p := range procs {
 		vg, _ := autoactivatedVG(p.Argv)
-		vgs = append(vgs, vg)
+		out = append(out, Autoactivation{PID: p.PID, VG: vg})
 	}
-	return vgs, nil
+	return out, nil
+}
+
+// Running reports whether process pid still runs, through fsys: its
+// /proc/PID/cmdline reads, and is not empty (a process that has exited
+// but is not yet reaped reads empty). Reading one file is far cheaper
+// than Autoactivations, which reads every process's command line.
+func Running(fsys hostio.FS, pid int) bool {
+	b, err := fsys.ReadFile(procDir + "/" + strconv.Itoa(pid) + "/cmdline")
+	return err == nil && len(b) > 0
+}
+
+// udevQueuePath exists while systemd-udevd has uevents queued or being
+// processed: udevd creates it when an event is queued to an empty queue
+// and removes it when the last event is done, its RUN programs included
+// (systemd src/udev/udevd.c; libudev's udev_queue_get_queue_is_empty and
+// `udevadm settle` read it).
+const udevQueuePath = "/run/udev/queue"
+
+// UdevBusy reports whether udev is still processing uevents (udevQueuePath),
+// through fsys. A queue that cannot be read counts as idle.
+func UdevBusy(fsys hostio.FS) bool {
+	_, err := fsys.ReadFile(udevQueuePath)
+	return err == nil
 }
 
 // autoactivatedVG reports whether argv is lvm2's event autoactivation

@@ -135,30 +135,89 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 	}
 }
 
-// lvmActivationPoll is how often Activate looks again at lvm2's own
-// autoactivation while it waits for it.
-const lvmActivationPoll = 200 * time.Millisecond
+// How keel watches lvm2's own autoactivation (waitForLVMActivation): the
+// processes it waits on are looked at every lvmActivationTick, one file
+// each, so that it probes within a tick of their end; all of /proc, which
+// is a file per process, every lvmActivationScan and whenever the known
+// ones have ended.
+const (
+	lvmActivationTick = 25 * time.Millisecond
+	lvmActivationScan = 200 * time.Millisecond
+	// udevSettleMax bounds the wait for udev's queue to empty when no
+	// activation of lvm2's runs: the uevents of LVs just activated are
+	// what starts lvm2's activation of a VG stacked on them.
+	udevSettleMax = 3 * time.Second
+)
 
 // waitForLVMActivation waits, until o.Deadline, while lvm2's own event
-// autoactivation (udev's lvm-activate-<vg>.service, probes.Autoactivating)
+// autoactivation (udev's lvm-activate-<vg>.service, probes.Autoactivations)
 // activates a declared VG. A probe's LVM report of that VG would wait for
 // the VG's lock anyway, and would first scan every block device beside
-// the activation the guests wait for; on the boot-cost bench's guest,
-// lvm2's activation of a VG of 48 VM disks ran 3-4 s longer in the boots
-// where keel probed beside it (docs/boot.md). So keel probes once, after
-// it, and runs nothing lvm2 is already running. /proc that cannot be read
-// is not waited on.
+// the activation the guests wait for, slowing it (docs/boot.md). So keel
+// probes once, after it, and runs nothing lvm2 is already running.
+//
+// lvm2 activates a stacked VG (vdovg on vdosplit/vdolv) only once the
+// lower VG's activation has made its LVs and udev has handled their
+// uevents: 69-dm-lvm.rules runs pvscan for the new PV and starts
+// lvm-activate-<vg>.service from the uevent's RUN. Between the two
+// activations no process of lvm2's runs, but udev's queue is not empty
+// (probes.UdevBusy), so keel also waits, at most udevSettleMax, for udev
+// to be done before it decides that lvm2 has nothing left to start. /proc
+// that cannot be read is not waited on.
 func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions) {
-	var since time.Time
-	for {
-		vgs, err := probes.Autoactivating(l.source.FS)
+	fsys := l.source.FS
+	var (
+		since    time.Time // when keel began to wait on lvm2; zero if it has not
+		running  []int     // the activations of declared VGs keel waits on
+		scanned  time.Time // the last look at all of /proc
+		settling time.Time // when keel began to wait for udev's queue; zero if not
+	)
+	scan := func() []string {
+		scanned = time.Now()
+		acts, err := probes.Autoactivations(fsys)
+		if err != nil {
+			running = nil
+			return nil
+		}
 		var busy []string
-		for _, vg := range vgs {
-			if _, declared := l.desired.VolumeGroups[vg]; (declared || vg == "") && !slices.Contains(busy, vg) {
-				busy = append(busy, vg)
+		running = running[:0]
+		for _, a := range acts {
+			if _, declared := l.desired.VolumeGroups[a.VG]; declared || a.VG == "" {
+				running = append(running, a.PID)
+				if !slices.Contains(busy, a.VG) {
+					busy = append(busy, a.VG)
+				}
 			}
 		}
-		if err != nil || len(busy) == 0 {
+		return busy
+	}
+	for {
+		running = slices.DeleteFunc(running, func(pid int) bool { return !probes.Running(fsys, pid) })
+		var busy []string
+		if len(running) == 0 && settling.IsZero() || time.Since(scanned) >= lvmActivationScan {
+			busy = scan()
+		}
+		switch {
+		case len(running) > 0:
+			settling = time.Time{}
+			if since.IsZero() {
+				since = time.Now()
+				slices.Sort(busy)
+				l.log.Info("waiting for lvm2's autoactivation", "vgs", strings.Join(busy, ","))
+				if o.LVMActivating != nil {
+					o.LVMActivating(busy)
+				}
+			}
+		case probes.UdevBusy(fsys) && (settling.IsZero() || time.Since(settling) < udevSettleMax):
+			if settling.IsZero() {
+				settling = time.Now()
+			}
+		case !settling.IsZero() && !probes.UdevBusy(fsys):
+			// udev is done: one more look at /proc, for the activation
+			// its last uevent started, before ending.
+			settling = time.Time{}
+			continue
+		default:
 			if !since.IsZero() {
 				l.log.Info("lvm2's autoactivation ended", "waited", time.Since(since).Round(time.Millisecond).String())
 				if o.LVMActivating != nil {
@@ -167,21 +226,13 @@ func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions) {
 			}
 			return
 		}
-		if since.IsZero() {
-			since = time.Now()
-			slices.Sort(busy)
-			l.log.Info("waiting for lvm2's autoactivation", "vgs", strings.Join(busy, ","))
-			if o.LVMActivating != nil {
-				o.LVMActivating(busy)
-			}
-		}
 		if !time.Now().Before(o.Deadline) {
 			return
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(lvmActivationPoll):
+		case <-time.After(lvmActivationTick):
 		}
 	}
 }

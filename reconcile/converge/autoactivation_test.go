@@ -56,11 +56,74 @@ func testActivateWaitsForLVMAutoactivation(t *testing.T) {
 		t.Errorf("past the deadline: waited %v, told %q", took, told)
 	}
 	go func() {
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(510 * time.Millisecond)
 		os.RemoveAll(busy)
 	}()
 	took, told := wait(time.Minute)
-	if took != 600*time.Millisecond || len(told) != 2 || !slices.Equal(told[0], []string{"vdovg"}) || told[1] != nil {
-		t.Errorf("waited %v for lvm2's activation of vdovg (ended after 500ms, polled every 200ms), told %q", took, told)
+	if took != 525*time.Millisecond || len(told) != 2 || !slices.Equal(told[0], []string{"vdovg"}) || told[1] != nil {
+		t.Errorf("waited %v for lvm2's activation of vdovg (ended after 510ms, looked at every %v), told %q", took, lvmActivationTick, told)
+	}
+}
+
+// Between lvm2's activation of a VG and that of the VG stacked on its LV
+// no process of lvm2's runs, but udev's queue holds the new LV's uevents:
+// keel waits for both activations, and for udev's queue no longer than
+// udevSettleMax. The clock is synctest's.
+func TestActivateWaitsForStackedAutoactivation(t *testing.T) {
+	synctest.Test(t, testActivateWaitsForStackedAutoactivation)
+}
+
+func testActivateWaitsForStackedAutoactivation(t *testing.T) {
+	dir, root := t.TempDir(), t.TempDir()
+	desired := "volumeGroups: {\n\tvdosplit: pvs: [\"/dev/sdb\"]\n\tvdovg: pvs: [\"/dev/sdc\"]\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "d.cue"), []byte(desired), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) string {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	activation := func(pid, vg string) string {
+		return filepath.Dir(write("proc/"+pid+"/cmdline", "/usr/sbin/lvm\x00vgchange\x00-aay\x00--autoactivation\x00event\x00"+vg+"\x00"))
+	}
+	l := New([]string{dir}, Wiring{Source: hostio.Source{Runner: failingRunner{}, FS: hostio.DirFS(root)}, SkipOwnerCheck: true})
+	if err := l.Load(l.Read()); err != nil {
+		t.Fatal(err)
+	}
+	wait := func() (time.Duration, [][]string) {
+		var told [][]string
+		start := time.Now()
+		l.waitForLVMActivation(context.Background(), ActivateOptions{Deadline: start.Add(time.Minute),
+			LVMActivating: func(vgs []string) { told = append(told, vgs) }})
+		return time.Since(start), told
+	}
+	at := func(d time.Duration, f func()) {
+		go func() {
+			time.Sleep(d)
+			f()
+		}()
+	}
+
+	lower := activation("300", "vdosplit")
+	queue := write("run/udev/queue", "")
+	at(310*time.Millisecond, func() { os.RemoveAll(lower) })
+	at(410*time.Millisecond, func() { activation("301", "vdovg") })
+	at(420*time.Millisecond, func() { os.Remove(queue) })
+	at(910*time.Millisecond, func() { os.RemoveAll(filepath.Join(root, "proc", "301")) })
+	took, told := wait()
+	if took != 925*time.Millisecond || len(told) != 2 || !slices.Equal(told[0], []string{"vdosplit"}) || told[1] != nil {
+		t.Errorf("vdosplit's activation ended at 310ms, udev started vdovg's at 410ms, which ended at 910ms: waited %v, told %q", took, told)
+	}
+
+	// A queue that stays busy, and no activation: keel waits udevSettleMax.
+	write("run/udev/queue", "")
+	if took, told := wait(); took != udevSettleMax || told != nil {
+		t.Errorf("udev busy and lvm2 activating nothing: waited %v, told %q; want %v", took, told, udevSettleMax)
 	}
 }
