@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/logging"
 	"github.com/keel-storage/keel/cmd/keel/internal/notify"
+	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/shell"
 	"github.com/keel-storage/keel/reconcile/activation"
@@ -75,7 +76,13 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	}
 	// Probes are bounded (a read that hangs is retried); the commands that
 	// change the host, activation above all, are not (Loop.Activate).
-	src := hostio.Live("/", time.Minute, liveOptions())
+	src := withLVMConfigCache(hostio.Live("/", time.Minute, liveOptions()), "")
+	// lvmconfig's answer does not change while lvm2 activates the VGs
+	// (lvmcfgcache keys it on what it reads): asked now, beside the
+	// desired state's load and the wait for lvm2's own activation, it is
+	// in the cache when the probe that decides READY runs, which then runs
+	// one process fewer beside its LVM report.
+	go func() { _, _ = src.Runner.Run(context.Background(), probes.LVMConfigCmd()) }()
 	loop := converge.New(configs, converge.Wiring{Source: src, Runner: hostio.Live("/", 0, liveOptions()).Runner,
 		LVMConfPath: *lvmConf, Log: log, KeepLastGood: true})
 	if err := loop.Load(loop.Read()); err != nil {
