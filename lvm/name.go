@@ -123,13 +123,16 @@ func DMUUID(vgUUID, lvUUID string) string { return string(AppendDMUUID(nil, vgUU
 
 // AppendDMUUID appends DMUUID(vgUUID, lvUUID) to buf.
 func AppendDMUUID(buf []byte, vgUUID, lvUUID string) []byte {
-	buf = append(buf, "LVM-"...)
-	for _, u := range [2]string{vgUUID, lvUUID} {
-		for u != "" {
-			part, rest, _ := strings.Cut(u, "-")
-			buf = append(buf, part...)
-			u = rest
+	buf = append(append(append(buf, "LVM-"...), vgUUID...), lvUUID...)
+	// The dashes are squeezed out in place: one copy of each UUID, where
+	// an append per byte costs twice as much for a check of thousands of
+	// VM disks.
+	j := len(buf) - len(vgUUID) - len(lvUUID)
+	for i := j; i < len(buf); i++ {
+		if c := buf[i]; c != '-' {
+			buf[j] = c
+			j++
 		}
 	}
-	return buf
+	return buf[:j]
 }

@@ -245,4 +245,8 @@ func TestDMUUID(t *testing.T) {
 	if got := string(AppendDMUUID([]byte("x/"), vg, lv)); got != "x/"+want {
 		t.Errorf("AppendDMUUID = %q", got)
 	}
+	// The buffer's own dashes stay; only the UUIDs' go.
+	if got := string(AppendDMUUID([]byte("a-b/"), "-x-", "--y-z")); got != "a-b/LVM-xyz" {
+		t.Errorf("AppendDMUUID of dashes = %q", got)
+	}
 }

@@ -47,6 +47,7 @@ func ParseEntry(s string) (Entry, error) {
 // Filter is a global_filter (or filter) as LVM applies it.
 type Filter struct {
 	entries []Entry
+	names   []string // the entries as lvm.conf writes them, for verdicts
 	res     []*Regexp
 	// need[i] is a literal every match of res[i] begins with, when it holds
 	// no framing character ("" otherwise): a name without it cannot match,
@@ -84,6 +85,7 @@ func NewFilter(entries []string) (*Filter, error) {
 			return nil, err
 		}
 		f.entries = append(f.entries, e)
+		f.names = append(f.names, e.String())
 		f.rejectOnly = f.rejectOnly && !e.Accept
 		regexes = append(regexes, e.Regex)
 	}
@@ -155,16 +157,16 @@ func decide[T string | []byte](f *Filter, n int, alias func(k int) T) Verdict {
 		case i < 0:
 			continue
 		case f.entries[i].Accept:
-			return Verdict{Accepted: true, Alias: string(a), Entry: f.entries[i].String()}
+			return Verdict{Accepted: true, Alias: string(a), Entry: f.names[i]}
 		case rejAlias < 0:
 			rejAlias, rejEntry = k, i
 			if f.rejectOnly {
-				return Verdict{Alias: string(a), Entry: f.entries[i].String()}
+				return Verdict{Alias: string(a), Entry: f.names[i]}
 			}
 		}
 	}
 	if rejAlias >= 0 {
-		return Verdict{Alias: string(alias(rejAlias)), Entry: f.entries[rejEntry].String()}
+		return Verdict{Alias: string(alias(rejAlias)), Entry: f.names[rejEntry]}
 	}
 	return Verdict{Accepted: true}
 }

@@ -193,7 +193,7 @@ func TestCompileCorpusVerdicts(t *testing.T) {
 // alias, or with the literal prefilter when prefilter is set: the
 // reference the automaton is held to.
 func regexFilter(f *Filter, prefilter bool) *Filter {
-	g := &Filter{entries: f.entries, res: f.res, need: make([]string, len(f.res))} // not rejectOnly: every alias read
+	g := &Filter{entries: f.entries, names: f.names, res: f.res, need: make([]string, len(f.res))} // not rejectOnly: every alias read
 	if prefilter {
 		g.need = f.need
 	}
