@@ -3,6 +3,7 @@ package probes
 import (
 	"path"
 	"strconv"
+	"strings"
 
 	"github.com/keel-storage/keel/probes/hostio"
 )
@@ -56,6 +57,37 @@ func Autoactivations(fsys hostio.FS) ([]Autoactivation, error) {
 func Running(fsys hostio.FS, pid int) bool {
 	b, err := fsys.ReadFile(procDir + "/" + strconv.Itoa(pid) + "/cmdline")
 	return err == nil && len(b) > 0
+}
+
+// activationSlice is where systemd makes the cgroup of each system
+// service under the unified cgroup hierarchy (cgroup v2, the default of
+// systemd since v243 and of Debian, Proxmox VE and SUSE): udev's
+// systemd-run puts lvm2's lvm-activate-<VG>.service there.
+const activationSlice = "/sys/fs/cgroup/system.slice"
+
+// ActivationUnits lists, through fsys, the VGs of the lvm2 autoactivation
+// units that have a cgroup now: lvm-activate-<VG>.service, which
+// 69-dm-lvm.rules starts with `systemd-run --unit lvm-activate-<VG>`.
+// systemd makes a unit's cgroup when it forks the unit's process and
+// removes it once the unit's processes are gone, so a unit shows here
+// from the moment it is started, before its process has become vgchange
+// (systemd-executor runs first, and /proc shows that command line until
+// the exec), until it has stopped. An error means the unified hierarchy
+// cannot be read; then only Autoactivations tells.
+func ActivationUnits(fsys hostio.FS) ([]string, error) {
+	names, err := fsys.ReadDir(activationSlice)
+	if err != nil {
+		return nil, err
+	}
+	var vgs []string
+	for _, n := range names {
+		if vg, ok := strings.CutPrefix(n, "lvm-activate-"); ok {
+			if vg, ok = strings.CutSuffix(vg, ".service"); ok && vg != "" {
+				vgs = append(vgs, vg)
+			}
+		}
+	}
+	return vgs, nil
 }
 
 // udevQueuePath exists while systemd-udevd has uevents queued or being

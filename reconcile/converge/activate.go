@@ -135,11 +135,11 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 	}
 }
 
-// How keel watches lvm2's own autoactivation (waitForLVMActivation): the
-// processes it waits on are looked at every lvmActivationTick, one file
-// each, so that it probes within a tick of their end; all of /proc, which
-// is a file per process, every lvmActivationScan and whenever the known
-// ones have ended.
+// How keel watches lvm2's own autoactivation (waitForLVMActivation): every
+// lvmActivationTick it lists the activation units' cgroups (one
+// directory) and looks at the processes it already waits on (one file
+// each), so that it probes within a tick of lvm2's end; all of /proc, a
+// file per process, it reads every lvmActivationScan, and before it ends.
 const (
 	lvmActivationTick = 25 * time.Millisecond
 	lvmActivationScan = 200 * time.Millisecond
@@ -150,59 +150,73 @@ const (
 )
 
 // waitForLVMActivation waits, until o.Deadline, while lvm2's own event
-// autoactivation (udev's lvm-activate-<vg>.service, probes.Autoactivations)
-// activates a declared VG. A probe's LVM report of that VG would wait for
-// the VG's lock anyway, and would first scan every block device beside
-// the activation the guests wait for, slowing it (docs/boot.md). So keel
-// probes once, after it, and runs nothing lvm2 is already running.
+// autoactivation activates a declared VG: a `vgchange -aay
+// --autoactivation event <vg>` in /proc (probes.Autoactivations), or
+// udev's lvm-activate-<vg>.service while it has a cgroup
+// (probes.ActivationUnits), which covers the moment between the unit's
+// start and its process becoming vgchange. A probe's LVM report of that
+// VG would wait for the VG's lock anyway, and would first scan every
+// block device beside the activation the guests wait for, slowing it
+// (docs/boot.md). So keel probes once, after it, and runs nothing lvm2 is
+// already running.
 //
 // lvm2 activates a stacked VG (vdovg on vdosplit/vdolv) only once the
 // lower VG's activation has made its LVs and udev has handled their
 // uevents: 69-dm-lvm.rules runs pvscan for the new PV and starts
 // lvm-activate-<vg>.service from the uevent's RUN. Between the two
-// activations no process of lvm2's runs, but udev's queue is not empty
+// activations no process of lvm2's may run, but udev's queue is not empty
 // (probes.UdevBusy), so keel also waits, at most udevSettleMax, for udev
-// to be done before it decides that lvm2 has nothing left to start. /proc
-// that cannot be read is not waited on.
+// to be done before it decides that lvm2 has nothing left to start. What
+// cannot be read is not waited on.
 func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions) {
 	fsys := l.source.FS
+	declared := func(vg string) bool {
+		_, ok := l.desired.VolumeGroups[vg]
+		return ok
+	}
 	var (
-		since    time.Time // when keel began to wait on lvm2; zero if it has not
-		running  []int     // the activations of declared VGs keel waits on
-		scanned  time.Time // the last look at all of /proc
-		settling time.Time // when keel began to wait for udev's queue; zero if not
+		since    time.Time      // when keel began to wait on lvm2; zero if it has not
+		running  map[int]string // lvm2's vgchange processes of declared VGs, by PID
+		scanned  time.Time      // the last look at all of /proc
+		settling time.Time      // when keel began to wait for udev's queue; zero if not
 	)
-	scan := func() []string {
+	scan := func() {
 		scanned = time.Now()
-		acts, err := probes.Autoactivations(fsys)
-		if err != nil {
-			running = nil
-			return nil
-		}
-		var busy []string
-		running = running[:0]
+		running = map[int]string{}
+		acts, _ := probes.Autoactivations(fsys)
 		for _, a := range acts {
-			if _, declared := l.desired.VolumeGroups[a.VG]; declared || a.VG == "" {
-				running = append(running, a.PID)
-				if !slices.Contains(busy, a.VG) {
-					busy = append(busy, a.VG)
-				}
+			if a.VG == "" || declared(a.VG) {
+				running[a.PID] = a.VG
 			}
 		}
-		return busy
 	}
 	for {
-		running = slices.DeleteFunc(running, func(pid int) bool { return !probes.Running(fsys, pid) })
 		var busy []string
-		if len(running) == 0 && settling.IsZero() || time.Since(scanned) >= lvmActivationScan {
-			busy = scan()
+		units, err := probes.ActivationUnits(fsys)
+		for _, vg := range units {
+			if declared(vg) {
+				busy = append(busy, vg)
+			}
 		}
+		for pid := range running {
+			if !probes.Running(fsys, pid) {
+				delete(running, pid)
+			}
+		}
+		if scanned.IsZero() || len(running) == 0 && len(busy) == 0 && settling.IsZero() ||
+			err != nil && time.Since(scanned) >= lvmActivationScan {
+			scan()
+		}
+		for _, vg := range running {
+			busy = append(busy, vg)
+		}
+		slices.Sort(busy)
+		busy = slices.Compact(busy)
 		switch {
-		case len(running) > 0:
+		case len(busy) > 0:
 			settling = time.Time{}
 			if since.IsZero() {
 				since = time.Now()
-				slices.Sort(busy)
 				l.log.Info("waiting for lvm2's autoactivation", "vgs", strings.Join(busy, ","))
 				if o.LVMActivating != nil {
 					o.LVMActivating(busy)
@@ -213,8 +227,8 @@ func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions) {
 				settling = time.Now()
 			}
 		case !settling.IsZero() && !probes.UdevBusy(fsys):
-			// udev is done: one more look at /proc, for the activation
-			// its last uevent started, before ending.
+			// udev is done: one more look, for the activation its last
+			// uevent started, before ending.
 			settling = time.Time{}
 			continue
 		default:

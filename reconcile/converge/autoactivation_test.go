@@ -121,6 +121,24 @@ func testActivateWaitsForStackedAutoactivation(t *testing.T) {
 		t.Errorf("vdosplit's activation ended at 310ms, udev started vdovg's at 410ms, which ended at 910ms: waited %v, told %q", took, told)
 	}
 
+	// systemd has started lvm-activate-vdovg.service (its cgroup is
+	// there) but its process is still systemd's executor when vdosplit's
+	// vgchange ends and udev is done: keel waits for the unit.
+	lower2 := activation("302", "vdosplit")
+	unit := filepath.Join(root, "sys/fs/cgroup/system.slice/lvm-activate-vdovg.service")
+	if err := os.MkdirAll(unit, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("sys/fs/cgroup/system.slice/cgroup.procs", "")
+	write("proc/303/cmdline", "/usr/lib/systemd/systemd-executor\x00--deserialize\x0046\x00")
+	at(110*time.Millisecond, func() { os.RemoveAll(lower2) })
+	at(610*time.Millisecond, func() { os.RemoveAll(unit) })
+	took, told = wait()
+	if took != 625*time.Millisecond || len(told) != 2 || !slices.Equal(told[0], []string{"vdosplit", "vdovg"}) || told[1] != nil {
+		t.Errorf("vdovg's unit started, its process not yet vgchange, until 610ms: waited %v, told %q", took, told)
+	}
+	os.RemoveAll(filepath.Join(root, "proc", "303"))
+
 	// A queue that stays busy, and no activation: keel waits udevSettleMax.
 	write("run/udev/queue", "")
 	if took, told := wait(); took != udevSettleMax || told != nil {
