@@ -8,32 +8,21 @@ import (
 	"github.com/keel-storage/keel/probes/hostio"
 )
 
-// Autoactivating lists, through fsys, the VGs lvm2's own event
-// autoactivation is activating now: a process running
+// Autoactivation is one process of lvm2's own event autoactivation: a
 // `lvm vgchange -aay --autoactivation event VG`, the command udev's
 // 69-dm-lvm.rules starts as the transient lvm-activate-<VG>.service for a
 // VG whose PVs are all online (lvm2 2.03.14 and later; the guest's journal
 // shows "[systemd-run] /usr/sbin/lvm vgchange -aay --autoactivation event
 // vdovg"). While it runs it holds the VG's lock, so an LVM report of that
-// VG waits for it. A VG may be listed twice; "" stands for an activation
-// whose VG keel cannot tell (a vgchange of every VG).
-func Autoactivating(fsys hostio.FS) ([]string, error) {
-	acts, err := Autoactivations(fsys)
-	var vgs []string
-	for _, a := range acts {
-		vgs = append(vgs, a.VG)
-	}
-	return vgs, err
-}
-
-// Autoactivation is one running `vgchange -aay --autoactivation event`
-// (Autoactivating): its process and its VG ("" when keel cannot tell).
+// VG waits for it. VG is "" when keel cannot tell (a vgchange of every
+// VG).
 type Autoactivation struct {
 	PID int
 	VG  string
 }
 
-// Autoactivations is Autoactivating with the processes.
+// Autoactivations lists, through fsys, the processes of lvm2's own event
+// autoactivation running now; a VG may be listed twice.
 func Autoactivations(fsys hostio.FS) ([]Autoactivation, error) {
 	procs, err := readProcesses(fsys, func(argv []string) bool {
 		_, ok := autoactivatedVG(argv)
@@ -68,8 +57,9 @@ const activationSlice = "/sys/fs/cgroup/system.slice"
 // ActivationUnits lists, through fsys, the VGs of the lvm2 autoactivation
 // units that have a cgroup now: lvm-activate-<VG>.service, which
 // 69-dm-lvm.rules starts with `systemd-run --unit lvm-activate-<VG>`.
-// systemd makes a unit's cgroup when it forks the unit's process and
-// removes it once the unit's processes are gone, so a unit shows here
+// systemd makes a unit's cgroup before it forks the unit's process and
+// removes it once the cgroup is empty (src/core/cgroup.c:
+// unit_realize_cgroup, unit_prune_cgroup), so a unit shows here
 // from the moment it is started, before its process has become vgchange
 // (systemd-executor runs first, and /proc shows that command line until
 // the exec), until it has stopped. An error means the unified hierarchy

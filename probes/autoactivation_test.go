@@ -31,15 +31,15 @@ func TestAutoactivatedVG(t *testing.T) {
 	}
 }
 
-// Autoactivating reads /proc through the probe's file root.
-func TestAutoactivating(t *testing.T) {
+// Autoactivations reads /proc through the probe's file root.
+func TestAutoactivations(t *testing.T) {
 	f := procFS{
 		"412": "/usr/sbin/lvm\x00vgchange\x00-aay\x00--autoactivation\x00event\x00vdovg\x00",
 		"413": "vgchange\x00-aay\x00vdosplit\x00",
 		"2":   "", // a kernel thread
 	}
-	vgs, err := Autoactivating(f)
-	if err != nil || !slices.Equal(vgs, []string{"vdovg"}) {
-		t.Errorf("Autoactivating = %q, %v; want [vdovg]", vgs, err)
+	acts, err := Autoactivations(f)
+	if err != nil || !slices.Equal(acts, []Autoactivation{{PID: 412, VG: "vdovg"}}) {
+		t.Errorf("Autoactivations = %v, %v; want [{412 vdovg}]", acts, err)
 	}
 }
