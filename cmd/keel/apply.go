@@ -81,8 +81,14 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	}
 	src = withLVMConfigCache(src, *node) // above the command log: a cached answer ran nothing
 	// A live apply keeps a copy of the desired state once it loads, for
-	// keel activate at the next boot (converge.LastGoodFile).
-	a := converge.New(configs, converge.Wiring{Source: src, Runner: runner, Log: log, KeepLastGood: *node == "" && !*dryRun})
+	// keel activate at the next boot (converge.LastGoodFile),
+	// and of its validated form (stateCache).
+	live := *node == "" && !*dryRun
+	w := converge.Wiring{Source: src, Runner: runner, Log: log, KeepLastGood: live}
+	if live {
+		w.Cache = stateCache()
+	}
+	a := converge.New(configs, w)
 	if err := a.Load(a.Read()); err != nil {
 		fmt.Fprintf(stderr, "keel apply: %s\n", loadErrorText("apply", configs, err))
 		return exitError

@@ -2,10 +2,12 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 
 	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
 	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes/hostio"
+	"github.com/keel-storage/keel/reconcile/converge"
 )
 
 // The environment variables keel reads. Only package main reads the
@@ -23,6 +25,27 @@ const (
 // desiredCache returns the desired-state cache that KEEL_CACHE_DIR selects.
 func desiredCache() *desiredcache.Cache {
 	return desiredcache.Open(os.Getenv(envCacheDir))
+}
+
+// stateCacheDir is where the commands that run from the desired state on a
+// live host (run, apply, activate) keep its validated form: in keel's
+// state directory, which a reboot keeps, so that keel activate at boot
+// skips the CUE evaluation beside lvm2's own activation (docs/boot.md),
+// where /run's cache is always empty.
+var stateCacheDir = filepath.Join(converge.DefaultStateDir, "desired-cache")
+
+// stateCache returns the desired-state cache of a live host's loop: in
+// stateCacheDir, or where KEEL_CACHE_DIR says ("off" turns it off); nil
+// when it is off.
+func stateCache() converge.DesiredCache {
+	dir := os.Getenv(envCacheDir)
+	if dir == "" {
+		dir = stateCacheDir
+	}
+	if c := desiredcache.Open(dir); c != nil {
+		return c
+	}
+	return nil
 }
 
 // withLVMConfigCache returns src with lvmconfig's answer taken from the

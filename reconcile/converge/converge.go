@@ -85,6 +85,7 @@ type Loop struct {
 	// files are the files of the desired state in force, loader validates.
 	files  []schema.File
 	loader *schema.Loader
+	cache  DesiredCache
 	// lastHost and lastPlan are the newest verifying re-probe.
 	lastHost *model.Host
 	lastPlan plan.Result
@@ -127,6 +128,19 @@ type Wiring struct {
 	// LastGoodFile in StateDir, for LoadLastGood: set on a live host by the
 	// commands that run from the desired state (run, apply, activate).
 	KeepLastGood bool
+	// Cache, when set, gives the desired state of files this keel
+	// validated before without evaluating them, and keeps each one that
+	// loads.
+	Cache DesiredCache
+}
+
+// DesiredCache keeps validated desired states keyed by their files (and,
+// in cmd/keel's implementation, by the binary that validated them). A
+// hit must be exactly what evaluating the same files would give; an
+// invalid desired state is never put.
+type DesiredCache interface {
+	Get(files []schema.File) (*spec.Config, bool)
+	Put(files []schema.File, cfg *spec.Config) error
 }
 
 // Options are one job's choices: a pass, a convergence, a bcache fast path.
@@ -166,7 +180,8 @@ func New(configs []string, w Wiring) *Loop {
 		w.StatePath = filepath.Join(w.StateDir, "state.json")
 	}
 	l := &Loop{configs: configs, source: w.Source, log: w.Log, runner: hostio.Allowlisted{Runner: w.Runner},
-		stateDir: w.StateDir, state: statefile.Store{Path: w.StatePath}, skipOwnerCheck: w.SkipOwnerCheck, wipes: w.Wipes}
+		stateDir: w.StateDir, state: statefile.Store{Path: w.StatePath}, skipOwnerCheck: w.SkipOwnerCheck, wipes: w.Wipes,
+		cache: w.Cache}
 	if w.KeepLastGood {
 		l.lastGood = filepath.Join(w.StateDir, LastGoodFile)
 	}
@@ -233,9 +248,9 @@ func (l *Loop) Read() ([]schema.File, error) {
 func (l *Loop) Load(files []schema.File, readErr error) error {
 	err := readErr
 	if err == nil {
-		var d *schema.Desired
-		if d, err = l.evaluate(files); err == nil {
-			l.adopt(d.Config, files)
+		var cfg *spec.Config
+		if cfg, err = l.evaluate(files); err == nil {
+			l.adopt(cfg, files)
 			l.configError = nil
 			if l.lastGood != "" {
 				// Not fatal: the desired state is in force; only a later
@@ -257,18 +272,34 @@ func (l *Loop) adopt(desired *spec.Config, files []schema.File) {
 	l.pveStorageCfg.Store(&desired.Proxmox.StorageConfig)
 }
 
-// evaluate validates and decodes files, turning a panic into an error.
-func (l *Loop) evaluate(files []schema.File) (d *schema.Desired, err error) {
+// evaluate validates and decodes files, or takes them from the cache,
+// turning a panic into an error.
+func (l *Loop) evaluate(files []schema.File) (cfg *spec.Config, err error) {
+	if l.cache != nil {
+		if cfg, ok := l.cache.Get(files); ok {
+			return cfg, nil
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			l.log.Error("panic while evaluating the desired state", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			d, err = nil, fmt.Errorf("keel could not evaluate it (panic: %v); please report this", r)
+			cfg, err = nil, fmt.Errorf("keel could not evaluate it (panic: %v); please report this", r)
 		}
 	}()
 	if l.loader == nil {
 		l.loader = schema.NewLoader()
 	}
-	return l.loader.LoadFiles(files)
+	d, err := l.loader.LoadFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	if l.cache != nil {
+		if err := l.cache.Put(files, d.Config); err != nil {
+			// Only time is lost: the next load evaluates again.
+			l.log.Debug("desired-state cache", "err", err)
+		}
+	}
+	return d.Config, nil
 }
 
 // setInvalid keeps err as the config.invalid finding.

@@ -104,10 +104,10 @@ func (l *Loop) LoadLastGood() (LastGood, error) {
 	for i, f := range a.Files {
 		files[i] = schema.File{Name: f.Name, Data: f.Data}
 	}
-	d, err := l.evaluate(files)
+	cfg, err := l.evaluate(files)
 	if err != nil {
 		return LastGood{}, fmt.Errorf("last good desired state %s: %w", l.lastGood, err)
 	}
-	l.adopt(d.Config, files)
+	l.adopt(cfg, files)
 	return LastGood{Path: l.lastGood, Saved: st.ModTime()}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // A new loop (keel activate at the next boot) falls back to the copy of
@@ -121,5 +122,87 @@ func TestSaveLastGoodRefusesWhatDoesNotReadBack(t *testing.T) {
 	good := []schema.File{{Name: "/etc/keel/a.cue", Data: []byte("lvm: scanLVs: true")}}
 	if err := saveLastGood(p, []string{"/etc/keel"}, good); err != nil {
 		t.Fatalf("no final newline: %v", err)
+	}
+}
+
+// mapCache is a DesiredCache in memory, keyed by the files' names and bytes.
+type mapCache struct {
+	m    map[string]*spec.Config
+	puts int
+}
+
+func cacheKey(files []schema.File) string {
+	var b strings.Builder
+	for _, f := range files {
+		b.WriteString(f.Name + "\x00" + string(f.Data) + "\x00")
+	}
+	return b.String()
+}
+
+func (c *mapCache) Get(files []schema.File) (*spec.Config, bool) {
+	cfg, ok := c.m[cacheKey(files)]
+	return cfg, ok
+}
+
+func (c *mapCache) Put(files []schema.File, cfg *spec.Config) error {
+	c.puts++
+	c.m[cacheKey(files)] = cfg
+	return nil
+}
+
+// A loop with a cache keeps each desired state that loads and takes an
+// unchanged one from it without evaluating it (keel activate at boot); an
+// invalid one is evaluated every time and never kept, and the fallback to
+// the last good copy is served by the cache too.
+func TestLoadThroughCache(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	f := filepath.Join(dir, "desired.cue")
+	cache := &mapCache{m: map[string]*spec.Config{}}
+	newLoop := func() *Loop {
+		return New([]string{dir}, Wiring{StateDir: state, KeepLastGood: true, Cache: cache,
+			Source: hostio.Source{Runner: failingRunner{}, FS: hostio.DirFS(t.TempDir())}})
+	}
+	os.WriteFile(f, []byte("lvm: scanLVs: false\n"), 0o644)
+	first := newLoop()
+	if err := first.Load(first.Read()); err != nil {
+		t.Fatal(err)
+	}
+	if cache.puts != 1 || len(cache.m) != 1 {
+		t.Fatalf("after a good load: %d puts, %d entries", cache.puts, len(cache.m))
+	}
+	evaluated := first.Desired()
+	if d := evaluated; d == nil || d.LVM == nil || d.LVM.ScanLVs == nil || *d.LVM.ScanLVs {
+		t.Fatalf("in force: %+v", d)
+	}
+
+	// The entry is what a hit gives: a loop that evaluated would hold a
+	// config of its own, not this one.
+	files, err := first.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := &spec.Config{}
+	cache.m[cacheKey(files)] = stored
+	second := newLoop()
+	if err := second.Load(second.Read()); err != nil {
+		t.Fatal(err)
+	}
+	if second.Desired() != stored || cache.puts != 1 {
+		t.Fatalf("an unchanged desired state was evaluated again (%d puts)", cache.puts)
+	}
+
+	os.WriteFile(f, []byte("lvm: scanLVs: 7\n"), 0o644)
+	boot := newLoop()
+	if err := boot.Load(boot.Read()); err == nil {
+		t.Fatal("invalid desired state loaded")
+	}
+	if cache.puts != 1 || len(cache.m) != 1 {
+		t.Fatalf("an invalid desired state was kept: %d puts, %d entries", cache.puts, len(cache.m))
+	}
+	if _, err := boot.LoadLastGood(); err != nil {
+		t.Fatal(err)
+	}
+	if boot.Desired() != stored {
+		t.Fatalf("the last good copy was evaluated again: %+v", boot.Desired())
 	}
 }
