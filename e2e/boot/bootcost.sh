@@ -43,6 +43,7 @@ journalctl -b -o short-monotonic --no-pager 2>/dev/null |
 	grep -E 'lvm-activate-|now active|(Starting|Started|Finished) (keel-activate|lvm-bare|pve-guests)|keel-activate\[[0-9]+\]|Finished systemd-udev-trigger|Reached target sysinit' |
 	sed 's/^/timeline /' | cut -c1-240
 journalctl -b -o short-monotonic -u $unit >"$OUT/unit.txt" 2>&1
+[ "$(systemctl is-active $unit)" = active ] || sed 's/^/unit journal: /' "$OUT/unit.txt" | tail -n 20
 [ $mode = keel ] && journalctl -b -o json SYSLOG_IDENTIFIER=keel-activate >"$OUT/activate.json" 2>&1
 [ $mode = keel ] && echo "timeline keel-activate's fields: $(grep -o '"MESSAGE":"[^"]*"\|"TOOK":"[^"]*"\|"SINCE_MAIN":"[^"]*"\|"COMMAND":"[^"]*"' "$OUT/activate.json" | tr '\n' ' ' | cut -c1-1500)"
 
