@@ -92,18 +92,9 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 	var out Activation
 	var probeErr error
 	for round := 0; ; round++ {
-		beside := l.waitForLVMActivation(ctx, o, round == 0)
+		l.waitForLVMActivation(ctx, o)
 		probeStart := time.Now()
 		h, err := l.Probe(ctx)
-		if beside && !l.stackUp(h, err) {
-			// The report may have been read before lvm2 was done (or
-			// failed): only a stack seen up is taken from a probe beside
-			// lvm2's activation. Wait for it to end and look again.
-			l.log.Info("stack not up beside lvm2's activation; waiting for it to end")
-			l.waitForLVMActivation(ctx, o, false)
-			probeStart = time.Now()
-			h, err = l.Probe(ctx)
-		}
 		if round == 0 && err == nil {
 			l.log.Info("host probed", "took", time.Since(probeStart).Round(time.Millisecond).String())
 		}
@@ -158,16 +149,6 @@ const (
 	udevSettleMax = 3 * time.Second
 )
 
-// stackUp reports whether the probe h (with its error) shows every
-// declared VG up.
-func (l *Loop) stackUp(h *model.Host, err error) bool {
-	if err != nil {
-		return false
-	}
-	order, err := activation.Compute(l.desired, h)
-	return err == nil && order.Done()
-}
-
 // waitForLVMActivation waits, until o.Deadline, while lvm2's own event
 // autoactivation activates a declared VG: a `vgchange -aay
 // --autoactivation event <vg>` in /proc (probes.Autoactivations), or
@@ -187,17 +168,7 @@ func (l *Loop) stackUp(h *model.Host, err error) bool {
 // (probes.UdevBusy), so keel also waits, at most udevSettleMax, for udev
 // to be done before it decides that lvm2 has nothing left to start. What
 // cannot be read is not waited on.
-//
-// With beside set, the wait ends early, and returns true, once lvm2's
-// activation of every declared VG has been seen to start and some of it
-// still runs: then nothing is left for lvm2 to start, and keel's report,
-// started now, scans the devices beside lvm2's last activation, waits for
-// the VG's lock behind it (as a `vgchange -aay` started by hand does; seen
-// on the real kernel, e2e/boot), and reads the VGs as lvm2 leaves them,
-// instead of starting its whole report after it. The caller takes such a
-// probe only when it shows the stack up (stackUp), and otherwise waits
-// again without beside.
-func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions, beside bool) bool {
+func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions) {
 	fsys := l.source.FS
 	declared := func(vg string) bool {
 		_, ok := l.desired.VolumeGroups[vg]
@@ -208,17 +179,7 @@ func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions, besi
 		running  map[int]string // lvm2's vgchange processes of declared VGs, by PID
 		scanned  time.Time      // the last look at all of /proc
 		settling time.Time      // when keel began to wait for udev's queue; zero if not
-		seen     = map[string]bool{}
 	)
-	// allSeen: lvm2's activation of every declared VG has started.
-	allSeen := func() bool {
-		for vg := range l.desired.VolumeGroups {
-			if !seen[vg] {
-				return false
-			}
-		}
-		return true
-	}
 	scan := func() {
 		scanned = time.Now()
 		running = map[int]string{}
@@ -251,25 +212,6 @@ func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions, besi
 		}
 		slices.Sort(busy)
 		busy = slices.Compact(busy)
-		for _, vg := range busy {
-			seen[vg] = true
-		}
-		if beside && len(busy) > 0 && allSeen() {
-			// Only once each is a vgchange process, not a unit whose
-			// process is still systemd's executor: lvm2's vgchange then
-			// scans the devices ahead of keel's report and takes the
-			// VG's lock first.
-			if !vgchangeRuns(running, busy) && time.Since(scanned) >= lvmActivationTick {
-				scan()
-			}
-			if vgchangeRuns(running, busy) {
-				l.log.Info("lvm2 activates the last declared VGs; probing beside it", "vgs", strings.Join(busy, ","))
-				if o.LVMActivating != nil {
-					o.LVMActivating(nil)
-				}
-				return true
-			}
-		}
 		switch {
 		case len(busy) > 0:
 			settling = time.Time{}
@@ -296,33 +238,17 @@ func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions, besi
 					o.LVMActivating(nil)
 				}
 			}
-			return false
+			return
 		}
 		if !time.Now().Before(o.Deadline) {
-			return false
+			return
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return
 		case <-time.After(lvmActivationTick):
 		}
 	}
-}
-
-// vgchangeRuns reports whether each VG of vgs has a vgchange process
-// among running (lvm2's activation processes by PID; "" is a vgchange of
-// every VG).
-func vgchangeRuns(running map[int]string, vgs []string) bool {
-	has := map[string]bool{}
-	for _, vg := range running {
-		has[vg] = true
-	}
-	for _, vg := range vgs {
-		if !has[vg] && !has[""] {
-			return false
-		}
-	}
-	return true
 }
 
 // LiveBootActions keeps the planner's actions keel activate may run at
