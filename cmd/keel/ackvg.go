@@ -10,7 +10,6 @@ import (
 	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
-	"github.com/keel-storage/keel/reconcile/state/statefile"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -43,7 +42,7 @@ func runAckVG(args []string, stdout, stderr io.Writer) int {
 		return usageError(fs, stderr, "%q is not an LVM UUID (as vgs -o vg_uuid prints it)", uuid)
 	}
 	now := time.Now()
-	if _, err := (statefile.Store{}).Update(func(st *state.State) error {
+	if _, err := stateStore().Update(func(st *state.State) error {
 		st.AckVG(vg, uuid, now)
 		return nil
 	}); err != nil {
@@ -64,7 +63,7 @@ func seeVGs(mem plan.Memory, cfg *spec.Config, h *model.Host, node string) plan.
 	if node != "" {
 		return mem
 	}
-	store := statefile.Store{}
+	store := stateStore()
 	seen, gone := plan.VGSightings(cfg, h)
 	st, err := store.LoadSeeingVGs(seen, gone, time.Now())
 	if err != nil {

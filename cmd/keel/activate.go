@@ -84,7 +84,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	// one process fewer beside its LVM report.
 	go func() { _, _ = src.Runner.Run(context.Background(), probes.LVMConfigCmd()) }()
 	loop := converge.New(configs, converge.Wiring{Source: src, Runner: hostio.Live("/", 0, liveOptions()).Runner,
-		LVMConfPath: *lvmConf, Log: log, KeepLastGood: true, Cache: stateCache()})
+		LVMConfPath: *lvmConf, Log: log, KeepLastGood: true, Cache: stateCache(), StateDir: stateDir()})
 	if err := loop.Load(loop.Read()); err != nil {
 		fmt.Fprintf(stderr, "keel activate: %s\n", loadErrorText("activate", configs, err))
 		if errors.Is(err, iofs.ErrNotExist) {

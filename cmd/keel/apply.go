@@ -84,7 +84,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	// keel activate at the next boot (converge.LastGoodFile),
 	// and of its validated form (stateCache).
 	live := *node == "" && !*dryRun
-	w := converge.Wiring{Source: src, Runner: runner, Log: log, KeepLastGood: live}
+	w := converge.Wiring{Source: src, Runner: runner, Log: log, KeepLastGood: live, StateDir: stateDir()}
 	if live {
 		w.Cache = stateCache()
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/plan/removal"
 	"github.com/keel-storage/keel/reconcile/state"
-	"github.com/keel-storage/keel/reconcile/state/statefile"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -31,14 +30,14 @@ func checkMemory(cfg *spec.Config, node string) plan.Memory {
 		fresh.See(names, now)
 		return plan.Memory{Absent: fresh.Absent, Today: today}
 	}
-	st, err := statefile.Store{}.LoadSeeing(names, now)
+	st, err := stateStore().LoadSeeing(names, now)
 	if st == nil {
 		return plan.Memory{Held: err.Error(), Today: today}
 	}
 	// The operators' holds and keel's records of suspended devices, as
 	// the daemon plans with them: keel check shows each hold in force and
 	// how long a suspended device has waited.
-	mem := plan.Memory{Absent: st.Absent, Pvmoves: st.Pvmoves, Today: today, StatePath: statefile.DefaultPath,
+	mem := plan.Memory{Absent: st.Absent, Pvmoves: st.Pvmoves, Today: today, StatePath: stateStore().Path,
 		Now: now, Holds: st.Holds, Suspended: st.Suspended}
 	if err != nil {
 		mem.Unrecorded = err.Error()

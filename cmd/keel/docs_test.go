@@ -439,6 +439,7 @@ func TestDocs(t *testing.T) {
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("KEEL_CACHE_DIR", filepath.Join(env.WorkDir, ".keel-cache"))
+			env.Setenv("KEEL_STATE_DIR", filepath.Join(env.WorkDir, ".keel-state"))
 			// The doc's relative paths (examples/..., reconcile/...)
 			// resolve in the repository; what a command writes stays in
 			// the work directory.

@@ -8,6 +8,7 @@ import (
 	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/converge"
+	"github.com/keel-storage/keel/reconcile/state/statefile"
 )
 
 // The environment variables keel reads. Only package main reads the
@@ -20,27 +21,40 @@ const (
 	// envTiming, when set, makes keel check print when each of its parts
 	// ended (phases).
 	envTiming = "KEEL_TIMING"
+	// envStateDir moves keel's state directory (converge.DefaultStateDir:
+	// the state file, the last good desired state, removal checkpoints):
+	// tests run keel in their own, never the host's.
+	envStateDir = "KEEL_STATE_DIR"
 )
+
+// stateDir returns keel's state directory: KEEL_STATE_DIR, or
+// converge.DefaultStateDir.
+func stateDir() string {
+	if d := os.Getenv(envStateDir); d != "" {
+		return d
+	}
+	return converge.DefaultStateDir
+}
+
+// stateStore returns keel's state file in stateDir.
+func stateStore() statefile.Store {
+	return statefile.Store{Path: filepath.Join(stateDir(), filepath.Base(statefile.DefaultPath))}
+}
 
 // desiredCache returns the desired-state cache that KEEL_CACHE_DIR selects.
 func desiredCache() *desiredcache.Cache {
 	return desiredcache.Open(os.Getenv(envCacheDir))
 }
 
-// stateCacheDir is where the commands that run from the desired state on a
-// live host (run, apply, activate) keep its validated form: in keel's
-// state directory, which a reboot keeps, so that keel activate at boot
-// skips the CUE evaluation beside lvm2's own activation (docs/boot.md),
-// where /run's cache is always empty.
-var stateCacheDir = filepath.Join(converge.DefaultStateDir, "desired-cache")
-
-// stateCache returns the desired-state cache of a live host's loop: in
-// stateCacheDir, or where KEEL_CACHE_DIR says ("off" turns it off); nil
-// when it is off.
+// stateCache returns the desired-state cache of a live host's loop (run,
+// apply, activate): in keel's state directory, which a reboot keeps, so
+// that keel activate at boot skips the CUE evaluation beside lvm2's own
+// activation (docs/boot.md), where /run's cache is always empty; or where
+// KEEL_CACHE_DIR says ("off" turns it off). Nil when it is off.
 func stateCache() converge.DesiredCache {
 	dir := os.Getenv(envCacheDir)
 	if dir == "" {
-		dir = stateCacheDir
+		dir = filepath.Join(stateDir(), "desired-cache")
 	}
 	if c := desiredcache.Open(dir); c != nil {
 		return c

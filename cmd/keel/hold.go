@@ -14,7 +14,6 @@ import (
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/reconcile/state"
-	"github.com/keel-storage/keel/reconcile/state/statefile"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -54,7 +53,7 @@ func runHold(args []string, stdout, stderr io.Writer) int {
 		}
 		h.Until = t
 	}
-	if _, err := (statefile.Store{}).Update(func(st *state.State) error {
+	if _, err := stateStore().Update(func(st *state.State) error {
 		st.Holds[obj] = h
 		return nil
 	}); err != nil {
@@ -84,7 +83,7 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	held := false
-	if _, err := (statefile.Store{}).Update(func(st *state.State) error {
+	if _, err := stateStore().Update(func(st *state.State) error {
 		_, held = st.Holds[obj]
 		delete(st.Holds, obj)
 		return nil
@@ -187,7 +186,7 @@ func rewriteBcacheRule(name string, configs []string, stdout, stderr io.Writer) 
 // liveHolds adds the holds of this host's keel state to mem (none when it
 // cannot be read: keel check then says why elsewhere).
 func liveHolds(mem plan.Memory) plan.Memory {
-	if st, err := (statefile.Store{}).Load(); err == nil {
+	if st, err := stateStore().Load(); err == nil {
 		mem.Holds = st.Holds
 	}
 	return mem
@@ -195,7 +194,7 @@ func liveHolds(mem plan.Memory) plan.Memory {
 
 // writeHolds prints the holds of this host's keel state for keel status.
 func writeHolds(w io.Writer, now time.Time) {
-	st, err := (statefile.Store{}).Load()
+	st, err := stateStore().Load()
 	if err != nil || len(st.Holds) == 0 {
 		return
 	}

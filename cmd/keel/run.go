@@ -99,7 +99,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		NoUevents: *noUevents, Reload: hup, Audit: *audit, Liveness: live, Poll: *poll}
 	// Each desired state that loads is kept for keel activate at the next
 	// boot (converge.LastGoodFile).
-	d.Loop = converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log, Wipes: d.WipeObserver(), KeepLastGood: true, Cache: stateCache()})
+	d.Loop = converge.New(configs, converge.Wiring{Source: src, LVMConfPath: *lvmConf, Log: log, Wipes: d.WipeObserver(), KeepLastGood: true, Cache: stateCache(), StateDir: stateDir()})
 	if *poll > 0 {
 		d.Stamp = func(dev string) (string, error) { return probes.MetadataStamp(src.FS, dev) }
 		d.Seqnos = func(ctx context.Context) (map[string]uint64, error) { return probes.VGSeqnos(ctx, src) }

@@ -17,11 +17,21 @@ import (
 // `keel ...` and get Main with the real exit code.
 func TestMain(m *testing.M) {
 	// Tests that call the subcommands directly leave the host's
-	// /run/keel alone; scripts set their own cache directory (TestScripts).
+	// /run/keel and /var/lib/keel alone; scripts set their own cache and
+	// state directories (TestScripts).
 	if os.Getenv("KEEL_CACHE_DIR") == "" {
 		os.Setenv("KEEL_CACHE_DIR", "off")
 	}
-	testscript.Main(m, map[string]func(){
+	run := testscript.TestingM(m)
+	if os.Getenv("KEEL_STATE_DIR") == "" {
+		dir, err := os.MkdirTemp("", "keel-state-")
+		if err != nil {
+			panic(err)
+		}
+		os.Setenv("KEEL_STATE_DIR", dir)
+		run = removeAfter{m, dir}
+	}
+	testscript.Main(run, map[string]func(){
 		"keel": func() {
 			// KEEL_TEST_EUID runs keel as that user as far as its root
 			// check goes (requireRoot), whoever runs the tests.
@@ -35,6 +45,17 @@ func TestMain(m *testing.M) {
 			os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 		},
 	})
+}
+
+// removeAfter runs the tests, then removes dir.
+type removeAfter struct {
+	m   *testing.M
+	dir string
+}
+
+func (r removeAfter) Run() int {
+	defer os.RemoveAll(r.dir)
+	return r.m.Run()
 }
 
 // TestScripts runs every testdata/script/*.txtar. Each command adds its own
@@ -65,6 +86,8 @@ func TestScripts(t *testing.T) {
 			// Every script exercises the desired-state cache, in its own
 			// directory, never the host's /run/keel.
 			env.Setenv("KEEL_CACHE_DIR", filepath.Join(env.WorkDir, ".keel-cache"))
+			// and keel's state (what live runs record) in its own.
+			env.Setenv("KEEL_STATE_DIR", filepath.Join(env.WorkDir, ".keel-state"))
 			// $KEELBIN is the directory that holds only the keel command:
 			// PATH=$KEELBIN runs keel on a host without lvm.
 			for _, dir := range filepath.SplitList(os.Getenv("PATH")) {

@@ -10,7 +10,6 @@ import (
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
-	"github.com/keel-storage/keel/reconcile/state/statefile"
 )
 
 // runStatus prints the observed stack. Exit 0 when the probe pass worked,
@@ -79,7 +78,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		}{Host: h}
 		if *node == "" {
 			out.Holds = map[string]heldJSON{}
-			if st, err := (statefile.Store{}).Load(); err == nil {
+			if st, err := stateStore().Load(); err == nil {
 				out.Holds = holdsJSON(st.Holds, time.Now())
 			}
 		}

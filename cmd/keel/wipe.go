@@ -70,7 +70,7 @@ func runWipe(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The ownership was checked above, with keel wipe's own exit status.
-	loop := converge.New(configs, converge.Wiring{Source: src, Log: log, SkipOwnerCheck: true,
+	loop := converge.New(configs, converge.Wiring{Source: src, Log: log, SkipOwnerCheck: true, StateDir: stateDir(),
 		Wipes: wipeProgress(ctx, stderr, log)})
 	err = loop.Load(loop.Read())
 	if err != nil {
