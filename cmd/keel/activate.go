@@ -24,6 +24,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/schema/spec"
+	"golang.org/x/sys/unix"
 )
 
 // runActivate implements keel activate. Exit 0: every declared VG is
@@ -70,6 +71,11 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	if !requireRoot("activate", args, "pass --node SNAPSHOT to see what it would do on a recorded host", stderr) {
 		return exitError
 	}
+	// keel-activate.service starts keel niced (Nice=), so that its start
+	// and its wait leave the CPUs to lvm2's own activation, which the
+	// guests wait for; the probe and the commands after the wait run at
+	// the normal priority.
+	niced := ownNice()
 	log, sink := logging.New(logging.Options{Name: "keel-activate", Level: lvl, Stderr: stderr})
 	if sink != nil {
 		defer sink.Close()
@@ -130,7 +136,12 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 			}
 			w.set("waiting for lvm2's own activation of vg " + strings.Join(vgs, ", "))
 		},
-		Running: w.running, Audit: audit})
+		Running: w.running, Audit: audit,
+		Waited: func() {
+			if niced > 0 {
+				restorePriority(log, niced)
+			}
+		}})
 	w.stop()
 	if !out.Computed {
 		if err == nil {
@@ -235,6 +246,29 @@ func activateReplay(configs []string, node string, audit bool, stdout, stderr io
 		return exitFindings
 	}
 	return exitOK
+}
+
+// ownNice returns the nice value keel was started with (0 when it cannot
+// be read).
+func ownNice() int {
+	// The raw system call returns 20 - nice (getpriority(2)).
+	raw, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+	if err != nil {
+		return 0
+	}
+	return 20 - raw
+}
+
+// restorePriority sets the nice value of keel's process group back to 0:
+// every thread of keel (nice is per thread on Linux), and the commands it
+// runs from now on. systemd makes a service's main process the leader of
+// its own process group.
+func restorePriority(log hclog.Logger, was int) {
+	if err := unix.Setpriority(unix.PRIO_PGRP, 0, 0); err != nil {
+		log.Warn("restoring the CPU priority", "nice", was, "err", err)
+		return
+	}
+	log.Debug("CPU priority restored", "nice_was", was)
 }
 
 // oneLineErr is err's text on one line, for a structured log field.

@@ -41,6 +41,10 @@ type ActivateOptions struct {
 	// autoactivation is activating when Activate starts to wait for it,
 	// and nil when the wait ends.
 	LVMActivating func(vgs []string)
+	// Waited, when set, is called once, before the first probe: the wait
+	// for lvm2's own activation is over (keel activate restores its CPU
+	// priority then).
+	Waited func()
 	// Audit (agent.mode "audit", keel activate --audit) activates as
 	// lvm2's own boot activation does and changes no setting: the live
 	// lvm.conf and bcache actions are not applied, and of the activation
@@ -93,6 +97,9 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 	var probeErr error
 	for round := 0; ; round++ {
 		l.waitForLVMActivation(ctx, o)
+		if round == 0 && o.Waited != nil {
+			o.Waited()
+		}
 		probeStart := time.Now()
 		h, err := l.Probe(ctx)
 		if round == 0 && err == nil {

@@ -169,3 +169,28 @@ func TestActivateAuditChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// Waited is called once, after the wait for lvm2 and before the first
+// probe has run a command, however many rounds the activation takes.
+func TestActivateWaitedOnceBeforeTheFirstProbe(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "d.cue"), []byte("volumeGroups: vdovg: pvs: [\"/dev/sdz\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, sys, counted := convergetest.Replayed(t, "../../probes/testdata/snapshots/mixed.txtar")
+	l := New([]string{dir}, Wiring{Source: src, Runner: &convergetest.RecordingRunner{}, SysFS: sys, DpkgDir: t.TempDir(),
+		LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), FileRoot: t.TempDir(), StateDir: t.TempDir(),
+		Options: executor.Options{MaxAttempts: 1}, SkipOwnerCheck: true})
+	if err := l.Load(l.Read()); err != nil {
+		t.Fatal(err)
+	}
+	var calls []int64
+	_, _ = l.Activate(context.Background(), ActivateOptions{Deadline: time.Now().Add(30 * time.Millisecond), Poll: 10 * time.Millisecond,
+		Waited: func() { calls = append(calls, counted.N.Load()) }})
+	if len(calls) != 1 || calls[0] != 0 {
+		t.Errorf("Waited called %d times, with %v commands run before each; want once, before any", len(calls), calls)
+	}
+	if counted.N.Load() == 0 {
+		t.Error("no probe ran")
+	}
+}
