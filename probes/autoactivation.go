@@ -54,30 +54,46 @@ func Running(fsys hostio.FS, pid int) bool {
 // systemd-run puts lvm2's lvm-activate-<VG>.service there.
 const activationSlice = "/sys/fs/cgroup/system.slice"
 
-// ActivationUnits lists, through fsys, the VGs of the lvm2 autoactivation
-// units that have a cgroup now: lvm-activate-<VG>.service, which
-// 69-dm-lvm.rules starts with `systemd-run --unit lvm-activate-<VG>`.
-// systemd makes a unit's cgroup before it forks the unit's process and
-// removes it once the cgroup is empty (src/core/cgroup.c:
-// unit_realize_cgroup, unit_prune_cgroup), so a unit shows here
-// from the moment it is started, before its process has become vgchange
-// (systemd-executor runs first, and /proc shows that command line until
-// the exec), until it has stopped. An error means the unified hierarchy
-// cannot be read; then only Autoactivations tells.
-func ActivationUnits(fsys hostio.FS) ([]string, error) {
+// ActivationUnit is one of lvm2's autoactivation units that has a cgroup.
+type ActivationUnit struct {
+	VG string
+	// Procs is how many processes the unit's cgroup holds (its
+	// cgroup.procs): none in the moment after systemd made the cgroup,
+	// before it forked the unit's process into it, and none again once
+	// that process has exited, before systemd removes the cgroup; -1 when
+	// the file cannot be read.
+	Procs int
+}
+
+// ActivationUnits lists, through fsys, lvm2's autoactivation units that
+// have a cgroup now: lvm-activate-<VG>.service, which 69-dm-lvm.rules
+// starts with `systemd-run --unit lvm-activate-<VG>`. systemd makes a
+// unit's cgroup before it forks the unit's process and removes it once
+// the cgroup is empty (src/core/cgroup.c: unit_realize_cgroup,
+// unit_prune_cgroup), so a unit shows here from the moment it is started,
+// before its process has become vgchange (systemd-executor runs first, and
+// /proc shows that command line until the exec), until it has stopped;
+// its process count tells when vgchange itself has exited, a moment
+// before systemd has noticed. An error means the unified hierarchy cannot
+// be read; then only Autoactivations tells.
+func ActivationUnits(fsys hostio.FS) ([]ActivationUnit, error) {
 	names, err := fsys.ReadDir(activationSlice)
 	if err != nil {
 		return nil, err
 	}
-	var vgs []string
+	var units []ActivationUnit
 	for _, n := range names {
 		if vg, ok := strings.CutPrefix(n, "lvm-activate-"); ok {
 			if vg, ok = strings.CutSuffix(vg, ".service"); ok && vg != "" {
-				vgs = append(vgs, vg)
+				u := ActivationUnit{VG: vg, Procs: -1}
+				if b, err := fsys.ReadFile(activationSlice + "/" + n + "/cgroup.procs"); err == nil {
+					u.Procs = len(strings.Fields(string(b)))
+				}
+				units = append(units, u)
 			}
 		}
 	}
-	return vgs, nil
+	return units, nil
 }
 
 // udevQueuePath exists while systemd-udevd has uevents queued or being

@@ -161,7 +161,9 @@ const (
 // --autoactivation event <vg>` in /proc (probes.Autoactivations), or
 // udev's lvm-activate-<vg>.service while it has a cgroup
 // (probes.ActivationUnits), which covers the moment between the unit's
-// start and its process becoming vgchange. A probe's LVM report of that
+// start and its process becoming vgchange, until the cgroup has held a
+// process and holds none: vgchange has exited, and systemd removes the
+// cgroup a moment later. A probe's LVM report of that
 // VG would wait for the VG's lock anyway, and would first scan every
 // block device beside the activation the guests wait for, slowing it
 // (docs/boot.md). So keel probes once, after it, and runs nothing lvm2 is
@@ -186,6 +188,8 @@ func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions) {
 		running  map[int]string // lvm2's vgchange processes of declared VGs, by PID
 		scanned  time.Time      // the last look at all of /proc
 		settling time.Time      // when keel began to wait for udev's queue; zero if not
+		// populated: the VGs whose unit has been seen with a process.
+		populated = map[string]bool{}
 	)
 	scan := func() {
 		scanned = time.Now()
@@ -200,9 +204,27 @@ func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions) {
 	for {
 		var busy []string
 		units, err := probes.ActivationUnits(fsys)
-		for _, vg := range units {
-			if declared(vg) {
-				busy = append(busy, vg)
+		listed := map[string]bool{}
+		for _, u := range units {
+			if !declared(u.VG) {
+				continue
+			}
+			listed[u.VG] = true
+			switch {
+			case u.Procs > 0:
+				populated[u.VG] = true
+				busy = append(busy, u.VG)
+			case u.Procs == 0 && populated[u.VG]:
+				// Its vgchange has exited; systemd has yet to
+				// remove the unit.
+			default:
+				// Starting (no process forked yet), or unreadable.
+				busy = append(busy, u.VG)
+			}
+		}
+		for vg := range populated {
+			if !listed[vg] {
+				delete(populated, vg)
 			}
 		}
 		for pid := range running {
