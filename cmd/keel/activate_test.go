@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/notify"
+	"github.com/keel-storage/keel/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // Past its bound with an activation command still running, keel activate
@@ -55,5 +58,39 @@ func TestActivationWatchQuietWhenDone(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if len(sent) != 0 {
 		t.Errorf("sent %q", sent)
+	}
+}
+
+// restorePriority sets every thread of keel back to nice 0, whatever nice
+// keel-activate.service started it with (Nice= applies to the process,
+// and nice is per thread on Linux).
+func TestRestorePriority(t *testing.T) {
+	testenv.NeedRoot(t, "raising a priority back to nice 0")
+	// A process group of its own, so that only this test binary is reniced.
+	if err := unix.Setpgid(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setpriority(unix.PRIO_PGRP, 0, 19); err != nil {
+		t.Fatal(err)
+	}
+	if n := ownNice(); n != 19 {
+		t.Fatalf("started at nice 19, ownNice says %d", n)
+	}
+	restorePriority(hclog.NewNullLogger(), 19)
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/stat")
+		if err != nil {
+			continue // the thread ended
+		}
+		// Field 19 is the nice value; the command name (field 2) may
+		// hold spaces, so count from the closing parenthesis.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 17 || f[16] != "0" {
+			t.Errorf("thread %s: nice %v after restorePriority", task.Name(), f)
+		}
 	}
 }
