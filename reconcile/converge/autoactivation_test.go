@@ -141,7 +141,7 @@ func testActivateWaitsForStackedAutoactivation(t *testing.T) {
 
 	// vdovg's vgchange exits at 510ms and systemd removes its unit's
 	// cgroup at 710ms: keel ends its wait when the cgroup is empty.
-	unit = filepath.Join(root, "sys/fs/cgroup/system.slice/lvm-activate-vdovg.service")
+	exiting := filepath.Join(root, "sys/fs/cgroup/system.slice/lvm-activate-vdovg.service")
 	write("sys/fs/cgroup/system.slice/lvm-activate-vdovg.service/cgroup.procs", "")
 	at(10*time.Millisecond, func() {
 		write("sys/fs/cgroup/system.slice/lvm-activate-vdovg.service/cgroup.procs", "304\n")
@@ -151,7 +151,7 @@ func testActivateWaitsForStackedAutoactivation(t *testing.T) {
 		os.RemoveAll(filepath.Join(root, "proc", "304"))
 		write("sys/fs/cgroup/system.slice/lvm-activate-vdovg.service/cgroup.procs", "")
 	})
-	at(710*time.Millisecond, func() { os.RemoveAll(unit) })
+	at(710*time.Millisecond, func() { os.RemoveAll(exiting) })
 	took, told = wait()
 	if took != 525*time.Millisecond || len(told) != 2 || !slices.Equal(told[0], []string{"vdovg"}) || told[1] != nil {
 		t.Errorf("vdovg's vgchange exited at 510ms, its cgroup went at 710ms: waited %v, told %q", took, told)
