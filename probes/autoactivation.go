@@ -60,8 +60,11 @@ type ActivationUnit struct {
 	// Procs is how many processes the unit's cgroup holds (its
 	// cgroup.procs): none in the moment after systemd made the cgroup,
 	// before it forked the unit's process into it, and none again once
-	// that process has exited, before systemd removes the cgroup; -1 when
-	// the file cannot be read.
+	// that process has exited, before systemd removes the cgroup: the
+	// kernel lists no exited process there, reaped or not
+	// (kernel/cgroup/cgroup.c: cgroup_exit moves the task to the dying
+	// tasks, and css_task_iter_advance skips a dying group leader with no
+	// live thread); -1 when the file cannot be read.
 	Procs int
 }
 

@@ -73,6 +73,8 @@ func TestRestorePriority(t *testing.T) {
 	if err := unix.Setpriority(unix.PRIO_PGRP, 0, 19); err != nil {
 		t.Fatal(err)
 	}
+	// The tests after this one run at nice 0 whatever happens here.
+	t.Cleanup(func() { _ = unix.Setpriority(unix.PRIO_PGRP, 0, 0) })
 	if n := ownNice(); n != 19 {
 		t.Fatalf("started at nice 19, ownNice says %d", n)
 	}

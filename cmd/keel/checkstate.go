@@ -30,14 +30,15 @@ func checkMemory(cfg *spec.Config, node string) plan.Memory {
 		fresh.See(names, now)
 		return plan.Memory{Absent: fresh.Absent, Today: today}
 	}
-	st, err := stateStore().LoadSeeing(names, now)
+	store := stateStore()
+	st, err := store.LoadSeeing(names, now)
 	if st == nil {
 		return plan.Memory{Held: err.Error(), Today: today}
 	}
 	// The operators' holds and keel's records of suspended devices, as
 	// the daemon plans with them: keel check shows each hold in force and
 	// how long a suspended device has waited.
-	mem := plan.Memory{Absent: st.Absent, Pvmoves: st.Pvmoves, Today: today, StatePath: stateStore().Path,
+	mem := plan.Memory{Absent: st.Absent, Pvmoves: st.Pvmoves, Today: today, StatePath: store.Path,
 		Now: now, Holds: st.Holds, Suspended: st.Suspended}
 	if err != nil {
 		mem.Unrecorded = err.Error()
