@@ -34,6 +34,7 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	node := fs.String("node", "", "re-record from the node `SNAPSHOT` instead of the live host")
 	timeout := fs.Duration("timeout", 60*time.Second, "per-command timeout")
 	verbose := fs.Bool("v", false, "print the time of the pass and of its slowest commands and file reads")
+	withActivation := fs.Bool("activation-report", false, "also record the LVM report keel activate reads during lvm2's own activation at boot")
 	verify := fs.Bool("verify", false, "replay the written snapshot and check it gives the same model as the pass that recorded it")
 	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
@@ -58,6 +59,11 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	rec := hostio.NewRecorder(src)
 	start := time.Now()
 	h, perr := probes.ProbeWith(context.Background(), rec.Source(), opt)
+	if *withActivation {
+		if _, err := probes.ReadActivationReport(context.Background(), rec.Source()); err != nil {
+			fmt.Fprintf(stderr, "keel snapshot: warning: activation report: %v\n", err)
+		}
+	}
 	if *verbose {
 		printTimings(stderr, time.Since(start), rec.Timings())
 	}

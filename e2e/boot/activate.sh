@@ -64,7 +64,28 @@ must vgchange -q -an pve offvg listvg
 must vgchange -q -aay pve offvg listvg
 lvs -a -o lv_full_name,lv_active,lv_attr,lv_autoactivation,vg_autoactivation >"$O/lvs-aay.txt" 2>&1
 cat "$O/lvs-aay.txt"
-"$KEEL" snapshot -o "$O/node-autoactivation.txtar" >/dev/null 2>"$O/snapshot.err" || fail "keel snapshot: $(tail -3 "$O/snapshot.err")"
+"$KEEL" snapshot --activation-report -o "$O/node-autoactivation.txtar" >/dev/null 2>"$O/snapshot.err" ||
+	fail "keel snapshot: $(tail -3 "$O/snapshot.err")"
+# keel activate reads LVM's metadata during lvm2's own activation with
+# --readonly (probes.ActivationReportCmd): lvm2 grants its read locks
+# without taking the VG's flock, so the report does not queue behind the
+# vgchange holding it, as the same report without --readonly does.
+flock -x /run/lock/lvm/V_pve -c 'sleep 4' &
+holder=$!
+sleep 0.5
+t0=$(now)
+lvm fullreport --readonly --reportformat json -o vg_name >/dev/null 2>"$O/ro.err"
+ro_rc=$? ro=$(secs "$t0" "$(now)")
+t0=$(now)
+lvm fullreport --reportformat json -o vg_name >/dev/null 2>"$O/rw.err"
+rw_rc=$? rw=$(secs "$t0" "$(now)")
+wait $holder
+echo "with V_pve held for 4s: report --readonly exit $ro_rc in ${ro}s, without exit $rw_rc in ${rw}s"
+if [ $ro_rc = 0 ] && [ $rw_rc = 0 ] && awk -v a="$ro" -v b="$rw" 'BEGIN { exit !(a < 1.5 && b >= 2.5) }'; then
+	ok "lvm fullreport --readonly did not wait on the VG's lock; without --readonly it did"
+else
+	fail "lock held: --readonly exit $ro_rc in ${ro}s ($(head -c 300 "$O/ro.err")), without exit $rw_rc in ${rw}s"
+fi
 t0=$(now)
 rc=0
 "$KEEL" activate --timeout 20s >"$O/activate1.txt" 2>&1 || rc=$?

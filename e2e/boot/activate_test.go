@@ -33,6 +33,7 @@ func TestActivateLVMRules(t *testing.T) {
 	r.LogVerdicts(t, "keel activate")
 	r.KeepCaptures(t, "KEEL_ACTIVATE_SNAPSHOT_DIR", "activate", "node-autoactivation.txtar")
 	r.RequireLines(t,
+		"ok: lvm fullreport --readonly did not wait on the VG's lock; without --readonly it did",
 		"ok: keel activate returned at once (exit 0) with the LVs lvm2 does not autoactivate inactive",
 		"ok: keel activate left the snapshot, the template, offvg and listvg/out inactive, as lvm2 does",
 		"ok: keel activate waited for the slow vgchange without killing it; pve/vm-100-disk-0 active",

@@ -539,3 +539,111 @@ func TestComputeFollowsLVM2Autoactivation(t *testing.T) {
 		t.Errorf("lv_autoactivation off still waited for: %q", p.Blocked())
 	}
 }
+
+// dropDMDevice replays a node with one device-mapper device gone from
+// `dmsetup table`, as if its LV had not been activated.
+type dropDMDevice struct {
+	hostio.Runner
+	name string
+}
+
+func (d dropDMDevice) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
+	res, err := d.Runner.Run(ctx, c)
+	if c.Name != "dmsetup" || !slices.Equal(c.Args, []string{"table"}) || err != nil {
+		return res, err
+	}
+	var kept []string
+	for _, line := range strings.SplitAfter(string(res.Stdout), "\n") {
+		if !strings.HasPrefix(line, d.name+": ") {
+			kept = append(kept, line)
+		}
+	}
+	res.Stdout = []byte(strings.Join(kept, ""))
+	return res, nil
+}
+
+// The model keel activate builds from its report read during lvm2's own
+// activation and from device-mapper after it (probes.ProbeActivation)
+// gives the plan the probe pass gives, on the node captured in the guest
+// after lvm2's vgchange -aay: every LV, PV and VG of the pass, each LV
+// active exactly when the pass reads it active, every declared VG active.
+// With one LV's device missing from device-mapper, its VG is not.
+func TestComputeOnActivationProbe(t *testing.T) {
+	full, src := probeNode(t, autoactivationNode)
+	quick := func(drop string) *model.Host {
+		t.Helper()
+		s := src
+		if drop != "" {
+			s.Runner = dropDMDevice{Runner: src.Runner, name: drop}
+		}
+		r, err := probes.ReadActivationReport(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := probes.ProbeActivation(context.Background(), s, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	h := quick("")
+	if len(h.LVs) != len(full.LVs) || len(h.VGs) != len(full.VGs) || len(h.PVs) != len(full.PVs) {
+		t.Errorf("activation probe: %d LVs, %d VGs, %d PVs; the pass: %d, %d, %d",
+			len(h.LVs), len(h.VGs), len(h.PVs), len(full.LVs), len(full.VGs), len(full.PVs))
+	}
+	active := 0
+	for key, lv := range full.LVs {
+		q := h.LVs[key]
+		switch {
+		case q == nil:
+			t.Errorf("activation probe: no LV %s", key)
+		case q.Active != lv.Active:
+			t.Errorf("activation probe: %s active %v, the pass reads %v", key, q.Active, lv.Active)
+		case lv.Active:
+			active++
+		}
+	}
+	if active == 0 || active == len(full.LVs) {
+		t.Fatalf("capture: %d of %d LVs active, want some of each", active, len(full.LVs))
+	}
+	for name, pv := range full.PVs {
+		if q := h.PVs[name]; q == nil || q.Device != pv.Device || q.VG != pv.VG || !slices.Equal(q.ByID, pv.ByID) {
+			t.Errorf("activation probe: pv %s %+v, the pass reads %+v", name, q, pv)
+		}
+	}
+	p, err := Compute(autoactivationStack(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.AllActive() {
+		t.Errorf("activation probe: not all active: %q %q", p.Blocked(), p.Absent())
+	}
+	h = quick("pve-vm--100--disk--0")
+	p, _ = Compute(autoactivationStack(), h)
+	if got, want := inactiveOf(p), []string{"vg pve: inactive LVs pve/vm-100-disk-0"}; p.AllActive() || !slices.Equal(got, want) {
+		t.Errorf("pve-vm--100--disk--0 gone from device-mapper: activate %q, want %q", got, want)
+	}
+}
+
+// AllActive holds only when every step is Active: an Absent VG is Done (no
+// wait brings it) but not active, so keel activate does not tell READY
+// before its probe pass on it.
+func TestAllActive(t *testing.T) {
+	for _, tc := range []struct {
+		steps           []Status
+		done, allActive bool
+	}{
+		{[]Status{Active, Active}, true, true},
+		{[]Status{Active, Absent}, true, false},
+		{[]Status{Active, Waiting}, false, false},
+		{[]Status{Activate}, false, false},
+	} {
+		var p Plan
+		for _, s := range tc.steps {
+			p.Steps = append(p.Steps, Step{Status: s})
+		}
+		if p.Done() != tc.done || p.AllActive() != tc.allActive {
+			t.Errorf("%v: Done %v AllActive %v, want %v %v", tc.steps, p.Done(), p.AllActive(), tc.done, tc.allActive)
+		}
+	}
+}

@@ -160,6 +160,17 @@ func (p Plan) Done() bool {
 	return true
 }
 
+// AllActive reports whether every declared VG is active: Done with
+// nothing Absent.
+func (p Plan) AllActive() bool {
+	for _, s := range p.Steps {
+		if s.Status != Active {
+			return false
+		}
+	}
+	return true
+}
+
 // Runnable returns the Activate steps whose lower VGs are all active, in
 // order: what to run now.
 func (p Plan) Runnable() []Step {
