@@ -37,7 +37,9 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		"of a declared VG runs, re-applies lvm.conf and the bcache tunables (live actions only;",
 		"nothing is created or destroyed), waits for the declared PVs, activates the lower VGs and",
 		"VDO pools, makes LVM scan the PVs on their LVs, activates the VGs stacked on them, rewrites",
-		"keel's udev rules if they drifted, and tells systemd READY.",
+		"keel's udev rules if they drifted, and tells systemd READY. When lvm2's own activation has",
+		"brought every declared VG up, it tells READY as soon as device-mapper shows that, before",
+		"its probe pass; with --leave-pass-to-daemon it then ends, leaving that pass to keel.service.",
 		"Activation commands are never killed: past --timeout, with one still running, keel tells",
 		"systemd READY so the guests start, and waits for it. An invalid desired state falls back to",
 		"the last one that loaded (/var/lib/keel/last-good-desired.txtar), saying so.",
@@ -53,6 +55,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	poll := fs.Duration("poll", time.Second, "re-probe this often while waiting for devices")
 	lvmConf := fs.String("lvm-conf", lvmconf.DefaultPath, "the lvm.conf `FILE` to keep")
 	noRules := fs.Bool("no-udev-rules", false, "do not rewrite keel's udev rules when they drift")
+	leavePass := fs.Bool("leave-pass-to-daemon", false, "after READY told on lvm2's own activation, end without the probe pass, the live settings and the udev rules: keel.service's first pass does them")
 	auditFlag := fs.Bool("audit", false, "activate as lvm2's autoactivation does and change no setting (as agent.mode \"audit\")")
 	level := choice(fs, "log-level", "log `level`: info, trace, debug, warn or error", "info", "trace", "debug", "warn", "error")
 	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
@@ -74,7 +77,8 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	// keel-activate.service starts keel niced (Nice=), so that its start
 	// and its wait leave the CPUs to lvm2's own activation, which the
 	// guests wait for; the probe and the commands after the wait run at
-	// the normal priority.
+	// the normal priority, until READY sent before the probe pass lets
+	// the guests start (Confirmed).
 	niced := ownNice()
 	log, sink := logging.New(logging.Options{Name: "keel-activate", Level: lvl, Stderr: stderr})
 	if sink != nil {
@@ -122,6 +126,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	start := time.Now()
 	_ = notify.Status("activating the declared storage stack")
+	var confirmed bool // READY sent before the probe pass (Confirmed)
 	w := newActivationWatch(start, *timeout, watchGrace, notify.Sender{}, log, stderr)
 	defer w.stop()
 	out, err := loop.Activate(ctx, converge.ActivateOptions{Deadline: start.Add(*timeout), Poll: *poll,
@@ -136,10 +141,24 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 			}
 			w.set("waiting for lvm2's own activation of vg " + strings.Join(vgs, ", "))
 		},
-		Running: w.running, Audit: audit,
+		Running: w.running, Audit: audit, ReturnOnConfirm: *leavePass,
+		Confirmed: func(order activation.Plan) {
+			// The stack is up as lvm2 left it: the guests need not wait
+			// for the probe pass, the live settings and the udev rules
+			// that follow, which change nothing they read.
+			confirmed = true
+			took := time.Since(start).Round(time.Millisecond)
+			log.Info("stack active; READY before the probe pass", "vgs", len(order.Steps), "took", took.String())
+			_ = notify.Ready(fmt.Sprintf("%d declared VGs active, in %s; checking the host", len(order.Steps), took))
+			if niced > 0 {
+				// Back to the unit's nice: the guests start now, and
+				// keel's pass must not take the CPUs from them.
+				setGroupNice(log, niced)
+			}
+		},
 		Waited: func() {
 			if niced > 0 {
-				restorePriority(log, niced)
+				setGroupNice(log, 0)
 			}
 		}})
 	w.stop()
@@ -163,10 +182,19 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 			log.Error("last probe failed", "err", err)
 			fmt.Fprintf(stderr, "keel activate: last probe: %s\n", probeErrorText(err))
 		}
+		if confirmed {
+			// READY went out on what device-mapper showed after lvm2's
+			// activation; the probe pass since reads the stack otherwise.
+			log.Error("stack incomplete after READY", "reason", strings.Join(order.Blocked(), "; "))
+		}
 		_ = notify.Status("stack incomplete: " + strings.Join(order.Blocked(), "; "))
 		return exitFindings
 	}
-	if !*noRules && !audit {
+	if out.Host == nil {
+		// READY was told on lvm2's activation and the pass is left to
+		// keel.service (--leave-pass-to-daemon).
+		log.Info("probe pass, live settings and udev rules left to keel.service")
+	} else if !*noRules && !audit {
 		// A failure is logged, not fatal: the stack is already up.
 		written, err := loop.SyncRules(ctx, out.Host)
 		for _, p := range written {
@@ -259,16 +287,16 @@ func ownNice() int {
 	return 20 - raw
 }
 
-// restorePriority sets the nice value of keel's process group back to 0:
-// every thread of keel (nice is per thread on Linux), and the commands it
-// runs from now on. systemd makes a service's main process the leader of
-// its own process group.
-func restorePriority(log hclog.Logger, was int) {
-	if err := unix.Setpriority(unix.PRIO_PGRP, 0, 0); err != nil {
-		log.Warn("restoring the CPU priority", "nice", was, "err", err)
+// setGroupNice sets the nice value of keel's process group: every thread
+// of keel (nice is per thread on Linux), and the commands it runs from now
+// on. systemd makes a service's main process the leader of its own
+// process group.
+func setGroupNice(log hclog.Logger, nice int) {
+	if err := unix.Setpriority(unix.PRIO_PGRP, 0, nice); err != nil {
+		log.Warn("setting the CPU priority", "nice", nice, "err", err)
 		return
 	}
-	log.Debug("CPU priority restored", "nice_was", was)
+	log.Debug("CPU priority set", "nice", nice)
 }
 
 // oneLineErr is err's text on one line, for a structured log field.

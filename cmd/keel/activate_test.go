@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -61,10 +62,11 @@ func TestActivationWatchQuietWhenDone(t *testing.T) {
 	}
 }
 
-// restorePriority sets every thread of keel back to nice 0, whatever nice
+// setGroupNice sets every thread of keel back to nice 0, whatever nice
 // keel-activate.service started it with (Nice= applies to the process,
-// and nice is per thread on Linux).
-func TestRestorePriority(t *testing.T) {
+// and nice is per thread on Linux), and back to the unit's nice after an
+// early READY.
+func TestSetGroupNice(t *testing.T) {
 	testenv.NeedRoot(t, "raising a priority back to nice 0")
 	// A process group of its own, so that only this test binary is reniced.
 	if err := unix.Setpgid(0, 0); err != nil {
@@ -78,21 +80,24 @@ func TestRestorePriority(t *testing.T) {
 	if n := ownNice(); n != 19 {
 		t.Fatalf("started at nice 19, ownNice says %d", n)
 	}
-	restorePriority(hclog.NewNullLogger(), 19)
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, task := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/stat")
+	for _, nice := range []string{"0", "19"} {
+		n, _ := strconv.Atoi(nice)
+		setGroupNice(hclog.NewNullLogger(), n)
+		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
-			continue // the thread ended
+			t.Fatal(err)
 		}
-		// Field 19 is the nice value; the command name (field 2) may
-		// hold spaces, so count from the closing parenthesis.
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) < 17 || f[16] != "0" {
-			t.Errorf("thread %s: nice %v after restorePriority", task.Name(), f)
+		for _, task := range tasks {
+			b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/stat")
+			if err != nil {
+				continue // the thread ended
+			}
+			// Field 19 is the nice value; the command name (field 2) may
+			// hold spaces, so count from the closing parenthesis.
+			f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+			if len(f) < 17 || f[16] != nice {
+				t.Errorf("thread %s: nice %v after setGroupNice(%s)", task.Name(), f, nice)
+			}
 		}
 	}
 }

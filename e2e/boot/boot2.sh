@@ -58,21 +58,37 @@ journalctl -b -o json SYSLOG_IDENTIFIER=keel >"$OUT/keel.json" 2>"$OUT/keel.json
 grep -q '"MESSAGE":"stack active"' "$OUT/activate.json" && grep -q '"TOOK":' "$OUT/activate.json" &&
 	pass "journal: keel-activate's structured 'stack active' entry" || flunk "no structured keel-activate entry"
 # Who set the bcache tunables: keel-activate logs a structured "boot action"
-# entry (field ID, the action) for each value it had to write. Once its pass
-# is known to have run ("stack active", the presence check), no bcache boot
-# action means keel's udev rule had set them at registration.
+# entry (field ID, the action) for each value it had to write, keel.service
+# an "action converged" entry (field ACTION). Once keel-activate is known to
+# have run ("stack active", the presence check) and keel.service to have
+# made its first pass (checked above), no bcache action from either means
+# keel's udev rule had set them at registration.
 if ! grep -q '"MESSAGE":"stack active"' "$OUT/activate.json"; then
 	flunk "keel-activate logged no 'stack active': cannot tell who set the bcache tunables"
 elif grep '"MESSAGE":"boot action"' "$OUT/activate.json" | grep -q '"ID":"bcache'; then
 	flunk "keel-activate had to re-apply bcache tunables, keel's udev rule did not set them: $(grep '"MESSAGE":"boot action"' "$OUT/activate.json" | grep -o '"ID":"bcache[^"]*"' | tr '\n' ' ')"
+elif grep -o '"ACTION":"bcache[^"]*"' "$OUT/keel.json" | grep -qv '"ACTION":"bcache.udev_rule:'; then
+	# bcache.udev_rule is the rule file this script edited above, not a tunable.
+	flunk "keel.service had to re-apply bcache tunables, keel's udev rule did not set them: $(grep -o '"ACTION":"bcache[^"]*"' "$OUT/keel.json" | grep -v '"ACTION":"bcache.udev_rule:' | sort -u | tr '\n' ' ')"
 else
-	pass "keel-activate ran and wrote no bcache tunable: the udev rule set them at registration"
+	pass "keel-activate and keel.service wrote no bcache tunable: the udev rule set them at registration"
 fi
 # keel.service's own structured entries (journal fields, not stderr text):
 # the daemon logs "keel running" with its status once its first pass is done.
 grep -q '"MESSAGE":"keel running"' "$OUT/keel.json" && grep -q '"STATUS":' "$OUT/keel.json" &&
 	pass "journal: keel.service's structured 'keel running' entry ($(wc -l <"$OUT/keel.json") entries)" ||
 	flunk "no structured keel.service 'keel running' entry in $(wc -l <"$OUT/keel.json") entries"
+# lvm2 activated both VGs itself (keel's udev rule lets it scan the PV on
+# the VDO LV): keel-activate tells READY on the metadata it read during that
+# activation and device-mapper's devices after it, and, as the shipped unit
+# asks (--leave-pass-to-daemon), leaves its probe pass to keel.service.
+if grep -q '"MESSAGE":"stack active; READY before the probe pass"' "$OUT/activate.json" &&
+	grep -q '"MESSAGE":"probe pass, live settings and udev rules left to keel.service"' "$OUT/activate.json" &&
+	! grep -q '"MESSAGE":"host probed"' "$OUT/activate.json"; then
+	pass "keel-activate told READY after lvm2's activation and left its probe pass to keel.service"
+else
+	flunk "keel-activate did not tell READY before its probe pass: $(grep -o '"MESSAGE":"[^"]*\(lvm2\|READY\|probing\)[^"]*"' "$OUT/activate.json" | tr '\n' ' ')"
+fi
 grep -o '"MESSAGE":"activating[^"]*"\|"COMMAND":"[^"]*"' "$OUT/activate.json" >"$OUT/activate-commands.txt" || true
 echo "keel-activate ran: $(tr '\n' ' ' <"$OUT/activate-commands.txt")"
 

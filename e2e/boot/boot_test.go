@@ -48,7 +48,7 @@ func verdicts(t *testing.T, boot string, r *guest.Result, want int) {
 // The number of PASS lines each boot's script prints.
 const (
 	wantBoot1 = 9  // boot1.sh: the .deb, the stack, the rules, the units
-	wantBoot2 = 13 // boot2.sh: the reboot's order, tunables, lvm.conf, keel.service, journal, data
+	wantBoot2 = 14 // boot2.sh: the reboot's order, READY, tunables, lvm.conf, keel.service, journal, data
 	wantBoot3 = 6  // boot3.sh: the missing disk
 )
 

@@ -77,7 +77,7 @@ func TestCollectFromBinary(t *testing.T) {
 		}
 	}
 	comp := Completion(cmds)
-	if !strings.Contains(comp, `activate) COMPREPLY=($(compgen -W "--audit -c --log-level`) {
+	if !strings.Contains(comp, `activate) COMPREPLY=($(compgen -W "--audit -c --leave-pass-to-daemon --log-level`) {
 		t.Errorf("completion:\n%s", comp)
 	}
 	zsh, fish := ZshCompletion(cmds), FishCompletion(cmds)

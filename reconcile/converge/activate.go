@@ -45,6 +45,19 @@ type ActivateOptions struct {
 	// for lvm2's own activation is over (keel activate restores its CPU
 	// priority then).
 	Waited func()
+	// Confirmed, when set, is told the activation plan once, when the
+	// declared stack is seen up right after lvm2's own activation of it,
+	// before the probe pass that follows (keel activate tells systemd
+	// READY then; confirmEarly). Activate goes on as without it: the pass,
+	// the live lvm.conf and bcache actions, and any activation still due.
+	Confirmed func(activation.Plan)
+	// ReturnOnConfirm makes Activate return once Confirmed is told, with
+	// the plan and no Host: the probe pass, the live lvm.conf and bcache
+	// actions and the udev rules are left to the caller (keel activate
+	// --leave-pass-to-daemon: keel.service's first pass, which systemd
+	// starts at that READY), so that one pass of keel's, not two, runs
+	// beside the guests' start.
+	ReturnOnConfirm bool
 	// Audit (agent.mode "audit", keel activate --audit) activates as
 	// lvm2's own boot activation does and changes no setting: the live
 	// lvm.conf and bcache actions are not applied, and of the activation
@@ -96,9 +109,27 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 	var out Activation
 	var probeErr error
 	for round := 0; ; round++ {
-		l.waitForLVMActivation(ctx, o)
+		var early *earlyReport
+		var started func()
+		if round == 0 && o.Confirmed != nil {
+			started = func() {
+				if early != nil {
+					early.cancel()
+				}
+				early = l.startEarlyReport(ctx)
+			}
+		}
+		l.waitForLVMActivation(ctx, o, started)
 		if round == 0 && o.Waited != nil {
 			o.Waited()
+		}
+		if early != nil {
+			if order, ok := l.confirmEarly(ctx, early); ok {
+				o.Confirmed(order)
+				if o.ReturnOnConfirm {
+					return Activation{Plan: order, Computed: true}, nil
+				}
+			}
 		}
 		probeStart := time.Now()
 		h, err := l.Probe(ctx)
@@ -177,7 +208,10 @@ const (
 // (probes.UdevBusy), so keel also waits, at most udevSettleMax, for udev
 // to be done before it decides that lvm2 has nothing left to start. What
 // cannot be read is not waited on.
-func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions) {
+//
+// started, when not nil, is called each time lvm2 starts activating a
+// declared VG keel has not seen it activate before.
+func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions, started func()) {
 	fsys := l.source.FS
 	declared := func(vg string) bool {
 		_, ok := l.desired.VolumeGroups[vg]
@@ -190,6 +224,8 @@ func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions) {
 		settling time.Time      // when keel began to wait for udev's queue; zero if not
 		// populated: the VGs whose unit has been seen with a process.
 		populated = map[string]bool{}
+		// seen: the VGs whose activation keel has seen start.
+		seen = map[string]bool{}
 	)
 	scan := func() {
 		scanned = time.Now()
@@ -241,6 +277,14 @@ func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions) {
 		}
 		slices.Sort(busy)
 		busy = slices.Compact(busy)
+		fresh := false
+		for _, vg := range busy {
+			fresh = fresh || !seen[vg]
+			seen[vg] = true
+		}
+		if fresh && started != nil {
+			started()
+		}
 		switch {
 		case len(busy) > 0:
 			settling = time.Time{}
@@ -278,6 +322,78 @@ func (l *Loop) waitForLVMActivation(ctx context.Context, o ActivateOptions) {
 		case <-time.After(lvmActivationTick):
 		}
 	}
+}
+
+// earlyReportGrace bounds how long keel activate waits, once lvm2's
+// activation has ended, for the report it started beside it: it began
+// before lvm2's last activation, so it normally ends first, and one that
+// does not (a device that does not answer its label read) leaves the
+// decision to the probe pass, which knows what to do about such a device
+// (stuckSuspended).
+const earlyReportGrace = 2 * time.Second
+
+// earlyReport is an activation report (probes.ReadActivationReport) that
+// keel activate starts each time lvm2 starts to activate a declared VG:
+// the metadata of every VG lvm2 activates is then read while lvm2
+// activates it, and what is left after lvm2's end is to read which
+// devices device-mapper holds. The newest start replaces the one before.
+type earlyReport struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	started time.Time
+	rep     *probes.ActivationReport // set before done is closed
+	err     error                    // set before done is closed
+}
+
+func (l *Loop) startEarlyReport(ctx context.Context) *earlyReport {
+	ctx, cancel := context.WithCancel(ctx)
+	e := &earlyReport{cancel: cancel, done: make(chan struct{}), started: time.Now()}
+	go func() {
+		defer close(e.done)
+		e.rep, e.err = probes.ReadActivationReport(ctx, l.source)
+	}()
+	return e
+}
+
+// confirmEarly returns the activation plan and true when e's report and
+// device-mapper's devices now (probes.ProbeActivation) show every declared
+// VG active, and false otherwise: the probe pass that follows decides
+// then, as it does without e. It is the same rule as the pass's
+// (activation.Compute) on a model that lacks only what the rule does not
+// read.
+func (l *Loop) confirmEarly(ctx context.Context, e *earlyReport) (activation.Plan, bool) {
+	defer e.cancel()
+	start := time.Now()
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		return activation.Plan{}, false
+	case <-time.After(earlyReportGrace):
+		l.log.Info("the report started beside lvm2's activation has not ended; probing", "started", Since(e.started))
+		return activation.Plan{}, false
+	}
+	if e.err != nil {
+		l.log.Info("the report started beside lvm2's activation failed; probing", "err", e.err)
+		return activation.Plan{}, false
+	}
+	lvs := e.rep.LVs()
+	h, err := probes.ProbeActivation(ctx, l.source, e.rep)
+	if err != nil {
+		l.log.Info("reading device-mapper after lvm2's activation failed; probing", "err", err)
+		return activation.Plan{}, false
+	}
+	order, err := activation.Compute(l.desired, h)
+	if err != nil {
+		return activation.Plan{}, false
+	}
+	if !order.AllActive() {
+		l.log.Info("not every declared VG is active after lvm2's activation; probing",
+			"blocked", strings.Join(append(order.Blocked(), order.Absent()...), "; "))
+		return activation.Plan{}, false
+	}
+	l.log.Info("declared stack active after lvm2's activation", "lvs", lvs,
+		"report_started", Since(e.started), "took", Since(start))
+	return order, true
 }
 
 // LiveBootActions keeps the planner's actions keel activate may run at

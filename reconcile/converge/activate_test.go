@@ -194,3 +194,45 @@ func TestActivateWaitedOnceBeforeTheFirstProbe(t *testing.T) {
 		t.Error("no probe ran")
 	}
 }
+
+// confirmEarly returns the plan when the report read during lvm2's
+// activation and device-mapper's devices after it show every declared VG
+// active (the node captured in the guest after lvm2's vgchange -aay), runs
+// no command that changes the host, and confirms nothing when a declared
+// VG is not there: only all active confirms; the probe pass decides the
+// rest.
+func TestConfirmEarly(t *testing.T) {
+	const disks = "volumeGroups: {\n\tpve: pvs: [\"/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_hdd1\"]\n" +
+		"\toffvg: pvs: [\"/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_hdd2\"]\n" +
+		"\tlistvg: pvs: [\"/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_hdd3\"]\n"
+	for _, tc := range []struct {
+		desired string
+		want    bool
+	}{
+		{disks + "}\n", true},
+		{disks + "\tghost: pvs: [\"/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_none\"]\n}\n", false},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "d.cue"), []byte(tc.desired), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		src, sys, _ := convergetest.Replayed(t, "../activation/testdata/autoactivation.txtar")
+		run := &convergetest.RecordingRunner{}
+		l := New([]string{dir}, Wiring{Source: src, Runner: run, SysFS: sys, DpkgDir: t.TempDir(),
+			LVMConfPath: filepath.Join(t.TempDir(), "lvm.conf"), FileRoot: t.TempDir(), StateDir: t.TempDir(),
+			Options: executor.Options{MaxAttempts: 1}, SkipOwnerCheck: true})
+		if err := l.Load(l.Read()); err != nil {
+			t.Fatal(err)
+		}
+		order, ok := l.confirmEarly(context.Background(), l.startEarlyReport(context.Background()))
+		switch {
+		case tc.want && (!ok || len(order.Steps) != 3):
+			t.Errorf("every declared VG active: confirmed %v, plan %+v; want a plan of 3 VGs", ok, order)
+		case !tc.want && ok:
+			t.Errorf("a declared VG absent: confirmed with %+v", order)
+		}
+		if len(run.Cmds) != 0 || sys.WriteLog() != "" {
+			t.Errorf("confirmEarly changed the host: commands %q, sysfs %q", run.Cmds, sys.WriteLog())
+		}
+	}
+}

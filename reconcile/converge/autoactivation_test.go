@@ -42,7 +42,7 @@ func testActivateWaitsForLVMAutoactivation(t *testing.T) {
 		var told [][]string
 		start := time.Now()
 		l.waitForLVMActivation(context.Background(), ActivateOptions{Deadline: start.Add(deadline),
-			LVMActivating: func(vgs []string) { told = append(told, vgs) }})
+			LVMActivating: func(vgs []string) { told = append(told, vgs) }}, nil)
 		return time.Since(start), told
 	}
 
@@ -96,11 +96,13 @@ func testActivateWaitsForStackedAutoactivation(t *testing.T) {
 	if err := l.Load(l.Read()); err != nil {
 		t.Fatal(err)
 	}
+	var starts int // the activations keel saw start during the last wait
 	wait := func() (time.Duration, [][]string) {
 		var told [][]string
 		start := time.Now()
+		starts = 0
 		l.waitForLVMActivation(context.Background(), ActivateOptions{Deadline: start.Add(time.Minute),
-			LVMActivating: func(vgs []string) { told = append(told, vgs) }})
+			LVMActivating: func(vgs []string) { told = append(told, vgs) }}, func() { starts++ })
 		return time.Since(start), told
 	}
 	at := func(d time.Duration, f func()) {
@@ -119,6 +121,9 @@ func testActivateWaitsForStackedAutoactivation(t *testing.T) {
 	took, told := wait()
 	if took != 925*time.Millisecond || len(told) != 2 || !slices.Equal(told[0], []string{"vdosplit"}) || told[1] != nil {
 		t.Errorf("vdosplit's activation ended at 310ms, udev started vdovg's at 410ms, which ended at 910ms: waited %v, told %q", took, told)
+	}
+	if starts != 2 {
+		t.Errorf("started called %d times for the activations of vdosplit and then vdovg; want 2", starts)
 	}
 
 	// systemd has started lvm-activate-vdovg.service (its cgroup is
@@ -155,6 +160,9 @@ func testActivateWaitsForStackedAutoactivation(t *testing.T) {
 	took, told = wait()
 	if took != 525*time.Millisecond || len(told) != 2 || !slices.Equal(told[0], []string{"vdovg"}) || told[1] != nil {
 		t.Errorf("vdovg's vgchange exited at 510ms, its cgroup went at 710ms: waited %v, told %q", took, told)
+	}
+	if starts != 1 {
+		t.Errorf("started called %d times for one activation of vdovg; want 1", starts)
 	}
 	time.Sleep(200 * time.Millisecond) // past the cgroup's removal
 
