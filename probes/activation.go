@@ -3,7 +3,6 @@ package probes
 import (
 	"context"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -80,7 +79,6 @@ func ProbeActivation(ctx context.Context, src hostio.Source, r *ActivationReport
 	h := &model.Host{PVs: r.objs.PVs, VGs: r.objs.VGs, LVs: r.objs.LVs, Queues: map[string]*model.Queue{},
 		ByID: map[string][]string{}, DM: map[string]*model.DMDevice{}}
 	var table, config cmdOut
-	var byID map[string][]string
 	var wg sync.WaitGroup
 	for _, c := range []struct {
 		c   hostio.Cmd
@@ -91,7 +89,10 @@ func ProbeActivation(ctx context.Context, src hostio.Source, r *ActivationReport
 			*c.out = cmdOut{res, err}
 		})
 	}
-	byID = readByID(src.FS)
+	// dm-name-… and dm-uuid-… name device-mapper devices, which the
+	// activation rules find by /dev/mapper name; at thousands of LVs they
+	// are most of the directory.
+	byID, _ := readLinks(src.FS, devDiskByID, func(name string) bool { return strings.HasPrefix(name, "dm-") })
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return h, fmt.Errorf("probe: %w", err)
@@ -118,35 +119,7 @@ func ProbeActivation(ctx context.Context, src hostio.Source, r *ActivationReport
 		h.ByID[k] = slices.Sorted(slices.Values(ids))
 	}
 	for _, pv := range h.PVs {
-		dev := path.Base(pv.Name)
-		if t, err := src.FS.Readlink(pv.Name); err == nil {
-			dev = path.Base(t)
-		}
-		pv.Device = dev
-		pv.ByID = h.ByID[dev]
+		resolvePV(src.FS, pv, byID)
 	}
 	return h, nil
-}
-
-// readByID maps kernel device names to their /dev/disk/by-id names; a
-// directory it cannot read gives none.
-func readByID(fsys hostio.FS) map[string][]string {
-	out := map[string][]string{}
-	ids, err := fsys.ReadDir(devDiskByID)
-	if err != nil {
-		return out
-	}
-	for _, id := range ids {
-		if strings.HasPrefix(id, "dm-") {
-			// dm-name-… and dm-uuid-… name device-mapper devices, which
-			// the activation rules find by /dev/mapper name; at thousands
-			// of LVs they are most of the directory.
-			continue
-		}
-		if t, err := fsys.Readlink(devDiskByID + "/" + id); err == nil {
-			k := path.Base(t)
-			out[k] = append(out[k], id)
-		}
-	}
-	return out
 }

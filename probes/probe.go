@@ -460,30 +460,14 @@ func readSysfs(fsys hostio.FS) sysfsView {
 			v.md = append(v.md, readMD(fsys, dev))
 		}
 	}
-	if ids, err := fsys.ReadDir(devDiskByID); err == nil {
-		for _, id := range ids {
-			t, err := fsys.Readlink(devDiskByID + "/" + id)
-			if err != nil {
-				continue
-			}
-			k := path.Base(t)
-			v.byID[k] = append(v.byID[k], id)
-		}
-	} else if !isNotExist(err) {
-		v.errors = append(v.errors, fmt.Sprintf("%s: %v", devDiskByID, err))
+	var err2 error
+	if v.byID, err2 = readLinks(fsys, devDiskByID, nil); err2 != nil && !isNotExist(err2) {
+		v.errors = append(v.errors, fmt.Sprintf("%s: %v", devDiskByID, err2))
 	}
 	// by-path names only serve to match a declared PV path with its device
 	// (removal.MatchPVs); a host or a snapshot without them is judged by
 	// its other names, so an error reading them is not one of the host's.
-	v.byPath = map[string][]string{}
-	if ids, err := fsys.ReadDir(devDiskByPath); err == nil {
-		for _, id := range ids {
-			if t, err := fsys.Readlink(devDiskByPath + "/" + id); err == nil {
-				k := path.Base(t)
-				v.byPath[k] = append(v.byPath[k], id)
-			}
-		}
-	}
+	v.byPath, _ = readLinks(fsys, devDiskByPath, nil)
 	if sets, err := fsys.ReadDir(sysFsBcache); err == nil {
 		for _, s := range sets {
 			if len(s) == 36 && strings.Count(s, "-") == 4 {
@@ -664,13 +648,7 @@ func (v *sysfsView) apply(h *model.Host) {
 // flag and transport.
 func resolvePVs(fsys hostio.FS, h *model.Host, v *sysfsView) {
 	for _, pv := range h.PVs {
-		dev := path.Base(pv.Name)
-		if t, err := fsys.Readlink(pv.Name); err == nil {
-			dev = path.Base(t)
-		}
-		pv.Device = dev
-		pv.ByID = append([]string(nil), v.byID[dev]...)
-		sort.Strings(pv.ByID)
+		dev := resolvePV(fsys, pv, v.byID)
 		q := h.Queues[dev]
 		if q == nil {
 			// A partition: its queue belongs to the parent disk.
@@ -686,6 +664,40 @@ func resolvePVs(fsys hostio.FS, h *model.Host, v *sysfsView) {
 			pv.Transport = q.Transport
 		}
 	}
+}
+
+// resolvePV sets pv's kernel device (its name, or where its path links
+// to) and its by-id names from byID (kernel name → names), and returns the
+// device.
+func resolvePV(fsys hostio.FS, pv *model.PV, byID map[string][]string) string {
+	dev := path.Base(pv.Name)
+	if t, err := fsys.Readlink(pv.Name); err == nil {
+		dev = path.Base(t)
+	}
+	pv.Device = dev
+	pv.ByID = slices.Sorted(slices.Values(byID[dev]))
+	return dev
+}
+
+// readLinks maps the kernel device each symlink in dir points at to the
+// links' names, leaving out the names skip says to (nil: none). The map is
+// empty, never nil, when dir cannot be read; the error says why.
+func readLinks(fsys hostio.FS, dir string, skip func(name string) bool) (map[string][]string, error) {
+	out := map[string][]string{}
+	names, err := fsys.ReadDir(dir)
+	if err != nil {
+		return out, err
+	}
+	for _, name := range names {
+		if skip != nil && skip(name) {
+			continue
+		}
+		if t, err := fsys.Readlink(dir + "/" + name); err == nil {
+			k := path.Base(t)
+			out[k] = append(out[k], name)
+		}
+	}
+	return out, nil
 }
 
 func truthy(v string) bool { return v != "" && v != "0" }
