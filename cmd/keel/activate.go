@@ -8,6 +8,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,7 +56,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	poll := fs.Duration("poll", time.Second, "re-probe this often while waiting for devices")
 	lvmConf := fs.String("lvm-conf", lvmconf.DefaultPath, "the lvm.conf `FILE` to keep")
 	noRules := fs.Bool("no-udev-rules", false, "do not rewrite keel's udev rules when they drift")
-	leavePass := fs.Bool("leave-pass-to-daemon", false, "after READY told on lvm2's own activation, end without the probe pass, the live settings and the udev rules: keel.service's first pass does them")
+	leavePass := fs.Bool("leave-pass-to-daemon", false, "after READY told on lvm2's own activation, end without the probe pass, the live settings and the udev rules when keel.service is enabled: its first pass does them")
 	auditFlag := fs.Bool("audit", false, "activate as lvm2's autoactivation does and change no setting (as agent.mode \"audit\")")
 	level := choice(fs, "log-level", "log `level`: info, trace, debug, warn or error", "info", "trace", "debug", "warn", "error")
 	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
@@ -127,6 +128,10 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	_ = notify.Status("activating the declared storage stack")
 	var confirmed bool // READY sent before the probe pass (Confirmed)
+	leave := *leavePass && daemonWillRun("/")
+	if *leavePass && !leave {
+		log.Info("keel.service is not enabled or is masked; keel activate makes the probe pass itself")
+	}
 	w := newActivationWatch(start, *timeout, watchGrace, notify.Sender{}, log, stderr)
 	defer w.stop()
 	out, err := loop.Activate(ctx, converge.ActivateOptions{Deadline: start.Add(*timeout), Poll: *poll,
@@ -141,7 +146,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 			}
 			w.set("waiting for lvm2's own activation of vg " + strings.Join(vgs, ", "))
 		},
-		Running: w.running, Audit: audit, ReturnOnConfirm: *leavePass,
+		Running: w.running, Audit: audit, ReturnOnConfirm: leave,
 		Confirmed: func(order activation.Plan) {
 			// The stack is up as lvm2 left it: the guests need not wait
 			// for the probe pass, the live settings and the udev rules
@@ -285,6 +290,22 @@ func ownNice() int {
 		return 0
 	}
 	return 20 - raw
+}
+
+// daemonWillRun reports whether keel.service is enabled and not masked on
+// the host under root: `systemctl enable` links it into
+// multi-user.target.wants (its WantedBy=), `systemctl mask` links
+// /etc/systemd/system/keel.service (or its /run twin) to /dev/null
+// (systemctl(1)). Only then does keel.service's first pass follow
+// keel-activate's READY, so that keel activate may leave the pass to it.
+func daemonWillRun(root string) bool {
+	for _, p := range []string{"etc/systemd/system/keel.service", "run/systemd/system/keel.service"} {
+		if t, err := os.Readlink(filepath.Join(root, p)); err == nil && t == "/dev/null" {
+			return false
+		}
+	}
+	_, err := os.Stat(filepath.Join(root, "etc/systemd/system/multi-user.target.wants/keel.service"))
+	return err == nil
 }
 
 // setGroupNice sets the nice value of keel's process group: every thread

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,6 +99,57 @@ func TestSetGroupNice(t *testing.T) {
 			if len(f) < 17 || f[16] != nice {
 				t.Errorf("thread %s: nice %v after setGroupNice(%s)", task.Name(), f, nice)
 			}
+		}
+	}
+}
+
+// keel activate leaves its probe pass to keel.service only when systemd
+// will start it: enabled (linked into multi-user.target.wants, as
+// systemctl enable makes it) and not masked (linked to /dev/null in
+// /etc or /run, as systemctl mask [--runtime] makes it).
+func TestDaemonWillRun(t *testing.T) {
+	link := func(t *testing.T, root, p, target string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(root, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unit := func(t *testing.T, root string) string {
+		t.Helper()
+		p := filepath.Join(root, "usr/lib/systemd/system/keel.service")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("[Unit]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, root string)
+		want  bool
+	}{
+		{"not enabled", func(t *testing.T, root string) { unit(t, root) }, false},
+		{"enabled", func(t *testing.T, root string) {
+			link(t, root, "etc/systemd/system/multi-user.target.wants/keel.service", unit(t, root))
+		}, true},
+		{"enabled and masked", func(t *testing.T, root string) {
+			link(t, root, "etc/systemd/system/multi-user.target.wants/keel.service", unit(t, root))
+			link(t, root, "etc/systemd/system/keel.service", "/dev/null")
+		}, false},
+		{"enabled and masked until reboot", func(t *testing.T, root string) {
+			link(t, root, "etc/systemd/system/multi-user.target.wants/keel.service", unit(t, root))
+			link(t, root, "run/systemd/system/keel.service", "/dev/null")
+		}, false},
+	} {
+		root := t.TempDir()
+		tc.setup(t, root)
+		if got := daemonWillRun(root); got != tc.want {
+			t.Errorf("%s: daemonWillRun %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
