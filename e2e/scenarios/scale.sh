@@ -138,6 +138,34 @@ scale_linear() {
 	rm -rf "$dir"
 }
 
+# scale_autoactivation_off VG N ACTIVE: after scale_linear VG N ACTIVE, turn
+# autoactivation off for every VM disk but the first ACTIVE, as Proxmox VE's
+# stopped guests would have it: `lvchange --setautoactivation n` on the
+# last one, then its status and flags lines copied into the others'
+# sections and restored in one vgcfgrestore (one lvchange per LV would
+# rewrite the whole metadata once per LV).
+scale_autoactivation_off() {
+	local vg=$1 n=$2 active=$3 dir last
+	last=vm-$((1000 + n))-disk-0
+	dir=$(mktemp -d /tmp/scale.XXXXXX) || return
+	step lvchange -q --setautoactivation n "$vg/$last" &&
+		step vgcfgbackup -q -f "$dir/b" "$vg" >/dev/null || return
+	awk -v last="$last" -v lo=$((1000 + active)) -v hi=$((1000 + n)) '
+	function num(s) { sub(/^vm-/, "", s); sub(/-disk-0$/, "", s); return s + 0 }
+	FNR == NR {
+		if ($1 == last && $2 == "{") inlv = 1
+		else if (inlv && ($1 == "status" || $1 == "flags")) tmpl[$1] = $0
+		else if (inlv && $1 == "creation_time") inlv = 0
+		next
+	}
+	$2 == "{" && $1 ~ /^vm-[0-9]+-disk-0$/ { n = num($1); cur = (n > lo && n < hi) }
+	cur && ($1 == "status" || $1 == "flags") && ($1 in tmpl) { print tmpl[$1]; next }
+	cur && $1 == "creation_time" { cur = 0 }
+	{ print }
+	' "$dir/b" "$dir/b" >"$dir/new" && step vgcfgrestore -q -y -f "$dir/new" "$vg" || return
+	rm -rf "$dir"
+}
+
 # scale_thin DISK VG N ACTIVE: VG on DISK with a thin pool tp (1G data, 64M
 # metadata, zeroing off) and N thin LVs of 1G virtual, the first ACTIVE active.
 scale_thin() {

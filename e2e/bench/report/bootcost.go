@@ -12,12 +12,17 @@ import (
 // the size, the mode, the activation unit's start (µs since the kernel
 // started) and its start to READY (ms), the
 // pve-guests stand-in's activation (µs since the kernel started), the
-// host's one-minute load before the boot.
-var bootCostLine = regexp.MustCompile(`^bootcost lvs=(\d+) mode=(keel|lvm) start_us=(\d+) ready_us=\d+ ready_ms=(\d+) guests_us=(\d+) .*hostload=([0-9.]+)`)
+// anchor (µs since the kernel started: lvm2's first activation unit's
+// start, or the activation unit's if earlier; lines from before it was
+// recorded have none), the host's one-minute load before the boot.
+var bootCostLine = regexp.MustCompile(`^bootcost lvs=(\d+) mode=(keel|lvm) start_us=(\d+) ready_us=\d+ ready_ms=(\d+) guests_us=(\d+) (?:anchor_us=(\d+) )?.*hostload=([0-9.]+)`)
 
 // bootCostSample is the boots of one size and mode.
 type bootCostSample struct {
 	start, ready, guests, load []float64 // s, ms, s, load average
+	// fromAnchor is the guests' activation after the anchor, s, for the
+	// boots whose line has one.
+	fromAnchor []float64
 }
 
 // bootCostMargin is the issue's bound on keel's boot cost: 5 % over the bare
@@ -41,7 +46,11 @@ func (r *report) bootCost() {
 		start, _ := strconv.ParseFloat(m[3], 64)
 		ready, _ := strconv.ParseFloat(m[4], 64)
 		guests, _ := strconv.ParseFloat(m[5], 64)
-		load, _ := strconv.ParseFloat(m[6], 64)
+		load, _ := strconv.ParseFloat(m[7], 64)
+		if m[6] != "" {
+			anchor, _ := strconv.ParseFloat(m[6], 64)
+			s.fromAnchor = append(s.fromAnchor, (guests-anchor)/1e6)
+		}
 		s.start = append(s.start, start/1e6)
 		s.ready = append(s.ready, ready)
 		s.guests = append(s.guests, guests/1e6)
@@ -54,6 +63,7 @@ func (r *report) bootCost() {
 		for _, n := range []string{"~50", "2,000"} {
 			r.missing("keel-activate start to READY, "+n+" LVs", "≤ 1.05 × bare `vgchange -aay` per VG (median)", why)
 			r.missing("pve-guests reached, "+n+" LVs", "≤ bare + 5 % of the bare activation (median)", why)
+			r.missing("pve-guests reached after lvm2's first activation unit, "+n+" LVs", "≤ bare + 5 % of the bare activation (median)", why)
 		}
 		return
 	}
@@ -65,9 +75,12 @@ func (r *report) bootCost() {
 	r.p("(wait for the PVs, then `vgchange -aay vdosplit`, `vgchange -aay vdovg`). lvm2's own udev\n")
 	r.p("autoactivation and keel's udev rules are on in both. From systemd's monotonic timestamps: the unit's\n")
 	r.p("main process start (since the kernel started) and its start to READY (keel, Type=notify) or its end (lvm, oneshot), and the pve-guests\n")
-	r.p("stand-in's activation, both since the kernel started. At 2,000 LVs, 50 are autoactivated (running VMs)\n")
-	r.p("and 1,950 have autoactivation off, as Proxmox VE creates guest disks.\n\n")
-	r.p("| LVs | mode | unit started | start to READY | pve-guests reached | host load (1 min) |\n|---|---|---|---|---|---|\n")
+	r.p("stand-in's activation, both since the kernel started, and the stand-in's activation after lvm2's first\n")
+	r.p("activation unit started (udev's `lvm-activate-<vg>.service`; the activation unit's own start if that came\n")
+	r.p("first): nothing of keel's runs before that moment in either mode, so the time after it is what keel can\n")
+	r.p("change, without the spread of the kernel, the initrd and udev's coldplug before it. At 2,000 LVs, 50\n")
+	r.p("are autoactivated (running VMs) and 1,950 have autoactivation off, as Proxmox VE creates guest disks.\n\n")
+	r.p("| LVs | mode | unit started | start to READY | pve-guests reached | pve-guests after lvm2's first unit | host load (1 min) |\n|---|---|---|---|---|---|---|\n")
 	sizes := make([]string, 0, len(got))
 	for k := range got {
 		sizes = append(sizes, k)
@@ -76,8 +89,8 @@ func (r *report) bootCost() {
 	for _, size := range sizes {
 		for _, mode := range []string{"keel", "lvm"} {
 			s := got[size][mode]
-			r.p("| %s | %s | %s | %s | %s | %s |\n", size, mode, summarize(s.start).spread(sec), summarize(s.ready).spread(msec), summarize(s.guests).spread(sec),
-				summarize(s.load).spread(func(v float64) string { return fmt.Sprintf("%.1f", v) }))
+			r.p("| %s | %s | %s | %s | %s | %s | %s |\n", size, mode, summarize(s.start).spread(sec), summarize(s.ready).spread(msec), summarize(s.guests).spread(sec),
+				summarize(s.fromAnchor).spread(sec), summarize(s.load).spread(func(v float64) string { return fmt.Sprintf("%.1f", v) }))
 		}
 	}
 	r.p("\n")
@@ -100,5 +113,14 @@ func (r *report) bootCost() {
 		r.addTarget("pve-guests reached, "+name+" LVs", "≤ bare + 5 % of the bare activation (median)",
 			fmt.Sprintf("%s vs %s (%s; bound %s)", sec(kg), sec(lg), signedSec(kg-lg), signedSec(bootCostMargin*lr/1e3)),
 			kg-lg <= bootCostMargin*lr/1e3)
+		name = "pve-guests reached after lvm2's first activation unit, " + name + " LVs"
+		if len(k.fromAnchor) == 0 || len(l.fromAnchor) == 0 {
+			r.missing(name, "≤ bare + 5 % of the bare activation (median)", "not measured: no anchor in a mode's lines")
+			continue
+		}
+		ka, la := summarize(k.fromAnchor).med, summarize(l.fromAnchor).med
+		r.addTarget(name, "≤ bare + 5 % of the bare activation (median)",
+			fmt.Sprintf("%s vs %s (%s; bound %s)", sec(ka), sec(la), signedSec(ka-la), signedSec(bootCostMargin*lr/1e3)),
+			ka-la <= bootCostMargin*lr/1e3)
 	}
 }
