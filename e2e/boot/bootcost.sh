@@ -51,7 +51,7 @@ echo "bootcost lvs=$lvs mode=$mode start_us=$s ready_us=$a ready_ms=$(((a - s) /
 # activation unit's lines, and the guests, from the journal (seconds since the
 # kernel started).
 journalctl -b -o short-monotonic --no-pager 2>/dev/null |
-	grep -E 'lvm-activate-|now active|(Starting|Started|Finished) (keel-activate|lvm-bare|pve-guests)|keel-activate\[[0-9]+\]|Finished systemd-udev-trigger|Reached target sysinit' |
+	grep -E 'lvm-activate-|now active|(Starting|Started|Finished) (keel-activate|lvm-bare|pve-guests)|keel-activate\[[0-9]+\]|Finished systemd-udev-trigger|Reached target (sysinit|basic)|(Started|Finished) lvm2-monitor' |
 	sed 's/^/timeline /' | cut -c1-240
 journalctl -b -o short-monotonic -u $unit >"$OUT/unit.txt" 2>&1
 [ "$(systemctl is-active $unit)" = active ] || sed 's/^/unit journal: /' "$OUT/unit.txt" | tail -n 20
