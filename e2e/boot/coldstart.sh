@@ -3,8 +3,8 @@
 # starting a static binary from a cold page cache costs, as keel-activate
 # pays it at boot before its main runs (docs/benchmark-history.md). Each
 # binary given to vm-run.sh is copied to the root disk, then run as
-# `BINARY version` five times with the caches dropped before each, and
-# once more warm.
+# `BINARY version` five times with the caches dropped before each, each
+# run followed by one warm.
 #   e2e/vm-run.sh --flavour systemd --share DIR e2e/boot/coldstart.sh BINARY...
 # The figures ("round N NAME cold|warm (real user sys) ...") are in
 # DIR/guest.log.

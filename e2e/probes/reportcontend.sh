@@ -4,8 +4,8 @@
 # activation down? A VG of 2,001 LVs, 51 of them autoactivated (the
 # boot-cost bench's 2,000-LV shape), is activated by lvm2's event
 # autoactivation command, alone and with keel's report started 0.3 s after
-# it at nice 19, alternating, caches dropped before each, five rounds; then
-# the report alone, and with the fewest fields.
+# it at nice 19, alternating, caches dropped before each, five rounds; each
+# round ends with the report alone.
 #   e2e/vm-run.sh --share DIR --nvme 8G --timeout 1800 e2e/probes/reportcontend.sh \
 #     e2e/scenarios/scale.sh e2e/scenarios/stacks.sh \
 #     reconcile/activation/testdata/autoactivation.txtar
