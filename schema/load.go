@@ -3,9 +3,6 @@ package schema
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -17,20 +14,16 @@ import (
 	"cuelang.org/go/cue/format"
 	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/cue/token"
+	"github.com/keel-storage/keel/schema/desiredfiles"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
-// DefaultPath is where keel reads its desired state when no path is given.
-const DefaultPath = "/etc/keel"
+// DefaultPath is where keel reads its desired state when no path is given
+// (desiredfiles.DefaultPath).
+const DefaultPath = desiredfiles.DefaultPath
 
-// Paths returns the desired-state paths to read: paths, or DefaultPath
-// when there are none. Every command and the daemon use this one rule.
-func Paths(paths []string) []string {
-	if len(paths) == 0 {
-		return []string{DefaultPath}
-	}
-	return paths
-}
+// Paths returns the desired-state paths to read (desiredfiles.Paths).
+func Paths(paths []string) []string { return desiredfiles.Paths(paths) }
 
 // schemaDir prefixes the embedded schema's file names in positions, so that
 // they never collide with a desired-state file's name.
@@ -116,11 +109,8 @@ func (e *Error) Error() string {
 	return strings.Join(s, "\n")
 }
 
-// File is one desired-state file's name and content.
-type File struct {
-	Name string
-	Data []byte
-}
+// File is one desired-state file's name and content (desiredfiles.File).
+type File = desiredfiles.File
 
 // Desired is a validated desired state: its Go form with every default
 // filled in, the CUE value it was decoded from (for positions), and the
@@ -214,43 +204,16 @@ func (l *Loader) Load(paths ...string) (*Desired, error) {
 	return l.LoadFiles(files)
 }
 
-// ReadFiles reads the desired-state files in paths: each path is a file, or
-// a directory whose *.cue files (not hidden ones) are read in name order. No
-// path means DefaultPath.
-func ReadFiles(paths ...string) ([]File, error) {
-	var files []File
-	for _, p := range Paths(paths) {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("desired state %s: %w", p, err)
-		}
-		names := []string{p}
-		if st.IsDir() {
-			ents, err := os.ReadDir(p)
-			if err != nil {
-				return nil, fmt.Errorf("desired state %s: %w", p, err)
-			}
-			names = names[:0]
-			for _, e := range ents {
-				n := e.Name()
-				if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".cue") || e.IsDir() {
-					continue
-				}
-				names = append(names, filepath.Join(p, n))
-			}
-			if len(names) == 0 {
-				return nil, fmt.Errorf("desired state %s: no .cue files in directory: %w", p, fs.ErrNotExist)
-			}
-		}
-		for _, n := range names {
-			b, err := os.ReadFile(n)
-			if err != nil {
-				return nil, fmt.Errorf("desired state %s: %w", n, err)
-			}
-			files = append(files, File{Name: n, Data: b})
-		}
+// ReadFiles reads the desired-state files in paths (desiredfiles.Read).
+func ReadFiles(paths ...string) ([]File, error) { return desiredfiles.Read(paths...) }
+
+// LoadConfig is LoadFiles returning only the decoded desired state.
+func (l *Loader) LoadConfig(files []File) (*spec.Config, error) {
+	d, err := l.LoadFiles(files)
+	if err != nil {
+		return nil, err
 	}
-	return files, nil
+	return d.Config, nil
 }
 
 // LoadFiles validates and decodes the given desired-state files as one

@@ -8,15 +8,15 @@ import (
 	iofs "io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/keel-storage/keel/cmd/keel/internal/logging"
-	"github.com/keel-storage/keel/cmd/keel/internal/notify"
+	"github.com/keel-storage/keel/internal/bootunit"
+	"github.com/keel-storage/keel/internal/logging"
+	"github.com/keel-storage/keel/internal/notify"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/shell"
@@ -25,7 +25,6 @@ import (
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/schema/spec"
-	"golang.org/x/sys/unix"
 )
 
 // runActivate implements keel activate. Exit 0: every declared VG is
@@ -80,7 +79,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	// guests wait for; the probe and the commands after the wait run at
 	// the normal priority, until READY sent before the probe pass lets
 	// the guests start (Confirmed).
-	niced := ownNice()
+	niced := bootunit.OwnNice()
 	log, sink := logging.New(logging.Options{Name: "keel-activate", Level: lvl, Stderr: stderr})
 	if sink != nil {
 		defer sink.Close()
@@ -128,7 +127,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	_ = notify.Status("activating the declared storage stack")
 	var confirmed bool // READY sent before the probe pass (Confirmed)
-	leave := *leavePass && daemonWillRun("/")
+	leave := *leavePass && bootunit.DaemonWillRun("/")
 	if *leavePass && !leave {
 		log.Info("keel.service is not enabled or is masked; keel activate makes the probe pass itself")
 	}
@@ -158,12 +157,12 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 			if niced > 0 {
 				// Back to the unit's nice: the guests start now, and
 				// keel's pass must not take the CPUs from them.
-				setGroupNice(log, niced)
+				bootunit.SetGroupNice(log, niced)
 			}
 		},
 		Waited: func() {
 			if niced > 0 {
-				setGroupNice(log, 0)
+				bootunit.SetGroupNice(log, 0)
 			}
 		}})
 	w.stop()
@@ -279,45 +278,6 @@ func activateReplay(configs []string, node string, audit bool, stdout, stderr io
 		return exitFindings
 	}
 	return exitOK
-}
-
-// ownNice returns the nice value keel was started with (0 when it cannot
-// be read).
-func ownNice() int {
-	// The raw system call returns 20 - nice (getpriority(2)).
-	raw, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
-	if err != nil {
-		return 0
-	}
-	return 20 - raw
-}
-
-// daemonWillRun reports whether keel.service is enabled and not masked on
-// the host under root: `systemctl enable` links it into
-// multi-user.target.wants (its WantedBy=), `systemctl mask` links
-// /etc/systemd/system/keel.service (or its /run twin) to /dev/null
-// (systemctl(1)). Only then does keel.service's first pass follow
-// keel-activate's READY, so that keel activate may leave the pass to it.
-func daemonWillRun(root string) bool {
-	for _, p := range []string{"etc/systemd/system/keel.service", "run/systemd/system/keel.service"} {
-		if t, err := os.Readlink(filepath.Join(root, p)); err == nil && t == "/dev/null" {
-			return false
-		}
-	}
-	_, err := os.Stat(filepath.Join(root, "etc/systemd/system/multi-user.target.wants/keel.service"))
-	return err == nil
-}
-
-// setGroupNice sets the nice value of keel's process group: every thread
-// of keel (nice is per thread on Linux), and the commands it runs from now
-// on. systemd makes a service's main process the leader of its own
-// process group.
-func setGroupNice(log hclog.Logger, nice int) {
-	if err := unix.Setpriority(unix.PRIO_PGRP, 0, nice); err != nil {
-		log.Warn("setting the CPU priority", "nice", nice, "err", err)
-		return
-	}
-	log.Debug("CPU priority set", "nice", nice)
 }
 
 // oneLineErr is err's text on one line, for a structured log field.

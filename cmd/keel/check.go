@@ -91,7 +91,7 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 		probeDone <- err
 	}()
 	if !audit {
-		cfg, err := desiredCache().Load(schema.NewLoader(), schema.Paths(configs)...)
+		cfg, err := desiredCache().Load(schema.NewLoader().LoadConfig, schema.Paths(configs)...)
 		if err != nil {
 			cancel() // stop the probe's commands before returning
 			<-probeDone

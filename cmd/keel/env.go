@@ -4,8 +4,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
 	"github.com/keel-storage/keel/cmd/keel/internal/lvmcfgcache"
+	"github.com/keel-storage/keel/internal/desiredcache"
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/state/statefile"

@@ -46,7 +46,8 @@ var (
 var layers = []layer{
 	{pkgs: leafLayer, pure: true},
 	{pkgs: specLayer, may: leafLayer, pure: true},
-	{pkgs: []string{"schema"}, may: cat(leafLayer, specLayer)},
+	{pkgs: []string{"schema/desiredfiles"}},
+	{pkgs: []string{"schema"}, may: cat(leafLayer, specLayer, []string{"schema/desiredfiles"})},
 	{pkgs: modelLayer, may: leafLayer, pure: true},
 	{pkgs: []string{"probes/hostio", "probes/internal/..."}, may: cat(leafLayer, modelLayer)},
 	{pkgs: []string{"probes"}, may: cat(leafLayer, modelLayer, []string{"probes/hostio", "probes/internal/..."})},
@@ -54,12 +55,17 @@ var layers = []layer{
 	{pkgs: []string{"reconcile/report"}, may: cat(leafLayer, modelLayer, specLayer, plannerLayer), pure: true},
 	{pkgs: []string{"reconcile/atomicfile"}},
 	{pkgs: []string{"reconcile/state/statefile"}, may: []string{"reconcile/state", "reconcile/atomicfile"}},
+	{pkgs: []string{"reconcile/bootwatch"}, may: cat(leafLayer, modelLayer, specLayer, plannerLayer, []string{"probes/..."})},
 	{pkgs: []string{"reconcile/apply/..."}, may: cat(leafLayer, modelLayer, specLayer, plannerLayer, []string{"probes/...", "reconcile/atomicfile", "reconcile/state/statefile"})},
 	// Test support: what tests share, never imported by keel's code.
 	{pkgs: testSupport, may: []string{"..."}},
 	// Development programs make runs on the source tree, never part of keel.
 	{pkgs: devTools},
 	{pkgs: []string{"reconcile/converge"}, may: []string{"lvm/...", "schema/...", "probes/...", "reconcile/..."}},
+	// The programs' shared plumbing: the journal, systemd's notify socket,
+	// the unit's nice, the desired-state cache. No CUE.
+	{pkgs: []string{"internal/logging", "internal/notify", "internal/bootunit"}},
+	{pkgs: []string{"internal/desiredcache"}, may: cat(leafLayer, specLayer, []string{"schema/desiredfiles", "reconcile/atomicfile"})},
 	{pkgs: []string{"cmd/..."}, may: []string{"..."}},
 	{pkgs: []string{"packaging/..."}, may: []string{"lvm/...", "schema/...", "probes/...", "reconcile/..."}},
 }
@@ -76,7 +82,7 @@ var wallClock = []string{"Now", "Since", "Until", "Sleep", "After", "Tick", "New
 var devTools = []string{"internal/mutate"}
 
 // testSupport packages may be imported only by tests.
-var testSupport = []string{"reconcile/report/reporttest", "reconcile/converge/convergetest", "internal/testenv"}
+var testSupport = []string{"reconcile/report/reporttest", "reconcile/converge/convergetest", "internal/testenv", "internal/testsock"}
 
 func cat(lists ...[]string) []string { return slices.Concat(lists...) }
 

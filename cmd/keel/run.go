@@ -12,7 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/daemon"
-	"github.com/keel-storage/keel/cmd/keel/internal/logging"
+	"github.com/keel-storage/keel/internal/logging"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"

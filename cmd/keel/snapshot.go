@@ -49,7 +49,7 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	}
 	var opt probes.Options
 	if len(configs) > 0 {
-		cfg, err := desiredCache().Load(schema.NewLoader(), schema.Paths(configs)...)
+		cfg, err := desiredCache().Load(schema.NewLoader().LoadConfig, schema.Paths(configs)...)
 		if err != nil {
 			fmt.Fprintf(stderr, "keel snapshot: %s\n", loadErrorText("snapshot", configs, err))
 			return exitError

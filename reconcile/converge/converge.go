@@ -24,7 +24,6 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -41,6 +40,7 @@ import (
 	"github.com/keel-storage/keel/reconcile/state"
 	"github.com/keel-storage/keel/reconcile/state/statefile"
 	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/schema/desiredfiles"
 	"github.com/keel-storage/keel/schema/spec"
 )
 
@@ -339,43 +339,9 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // Paths returns the desired-state paths the loop reads.
 func (l *Loop) Paths() []string { return schema.Paths(l.configs) }
 
-// CheckOwnership refuses desired-state files (and their directories) owned
-// by anyone but root or the user keel runs as, or writable by anyone but
-// their owner: whoever can write them can make keel run storage commands
-// with its rights. Run as root, keel takes root's files only; run as a
-// user (a read-only --node run), also that user's own.
-func CheckOwnership(paths []string) error { return checkOwnership(paths, os.Geteuid()) }
-
-// checkOwnership is CheckOwnership for keel running as euid.
-func checkOwnership(paths []string, euid int) error {
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return fmt.Errorf("desired state %s: %w", p, err)
-		}
-		check := []string{p}
-		if st.IsDir() {
-			m, _ := filepath.Glob(filepath.Join(p, "*.cue"))
-			check = append(check, m...)
-		}
-		for _, f := range check {
-			fi, err := os.Stat(f)
-			if err != nil {
-				return fmt.Errorf("desired state %s: %w", f, err)
-			}
-			if sys, ok := fi.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != euid {
-				if euid == 0 {
-					return fmt.Errorf("desired state %s: owned by uid %d, not root; refusing it", f, sys.Uid)
-				}
-				return fmt.Errorf("desired state %s: owned by uid %d, neither root nor keel's user (uid %d); refusing it", f, sys.Uid, euid)
-			}
-			if fi.Mode().Perm()&0o022 != 0 {
-				return fmt.Errorf("desired state %s: mode %v is writable by group or others; refusing it", f, fi.Mode().Perm())
-			}
-		}
-	}
-	return nil
-}
+// CheckOwnership refuses desired-state files that keel must not take
+// (desiredfiles.CheckOwnership).
+func CheckOwnership(paths []string) error { return desiredfiles.CheckOwnership(paths, os.Geteuid()) }
 
 // Probe runs a full probe pass of the host and logs how long it took
 // (debug). It reads only the Source, so it may run while the desired state

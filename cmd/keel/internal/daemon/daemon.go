@@ -19,9 +19,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/cmd/keel/internal/alerts"
-	"github.com/keel-storage/keel/cmd/keel/internal/notify"
 	"github.com/keel-storage/keel/cmd/keel/internal/uevent"
 	"github.com/keel-storage/keel/cmd/keel/internal/watch"
+	"github.com/keel-storage/keel/internal/notify"
 	"github.com/keel-storage/keel/probes/model"
 	"github.com/keel-storage/keel/reconcile/apply/executor"
 	"github.com/keel-storage/keel/reconcile/apply/wipe"

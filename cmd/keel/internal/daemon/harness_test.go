@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keel-storage/keel/cmd/keel/internal/notify"
 	"github.com/keel-storage/keel/cmd/keel/internal/watch"
+	"github.com/keel-storage/keel/internal/notify"
 	"github.com/keel-storage/keel/reconcile/converge"
 )
 

@@ -43,7 +43,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/keel-storage/keel/cmd/keel/internal/desiredcache"
+	"github.com/keel-storage/keel/internal/desiredcache"
 	"github.com/keel-storage/keel/probes"
 	"github.com/keel-storage/keel/probes/hostio"
 )

@@ -19,15 +19,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/keel-storage/keel/reconcile/atomicfile"
-	"github.com/keel-storage/keel/schema/spec"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 
-	"github.com/keel-storage/keel/schema"
+	"github.com/keel-storage/keel/reconcile/atomicfile"
+	"github.com/keel-storage/keel/schema/desiredfiles"
+	"github.com/keel-storage/keel/schema/spec"
 )
 
 // DefaultDir is where the cache lives unless the caller names another
@@ -119,7 +119,7 @@ func BuildID(path string) (string, error) {
 }
 
 // key hashes the format, the build ID and every file's name and content.
-func (c *Cache) key(files []schema.File) string {
+func (c *Cache) key(files []desiredfiles.File) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%d\x00", format, c.buildID, len(files))
 	for _, f := range files {
@@ -129,14 +129,14 @@ func (c *Cache) key(files []schema.File) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (c *Cache) path(files []schema.File) string {
+func (c *Cache) path(files []desiredfiles.File) string {
 	return filepath.Join(c.dir, c.key(files)+suffix)
 }
 
 // Get returns the stored desired state for files, or false. An entry is used
 // only when it is a regular file of this process's user that nobody else
 // may write.
-func (c *Cache) Get(files []schema.File) (*spec.Config, bool) {
+func (c *Cache) Get(files []desiredfiles.File) (*spec.Config, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -153,7 +153,7 @@ func (c *Cache) Get(files []schema.File) (*spec.Config, bool) {
 
 // Put stores cfg, the validated desired state of files, and removes every
 // other entry (a host has one desired state; old ones are dead weight).
-func (c *Cache) Put(files []schema.File, cfg *spec.Config) error {
+func (c *Cache) Put(files []desiredfiles.File, cfg *spec.Config) error {
 	if c == nil {
 		return nil
 	}
@@ -211,23 +211,27 @@ func Replace(dir, name, suffix string, data []byte) error {
 	return errors.Join(errs...)
 }
 
-// Load reads the desired state in paths (as schema.ReadFiles does) and
-// returns it from the cache when the same files were validated by this
-// binary before, or validates them with l and stores the result. Errors are
-// those of schema.ReadFiles and Loader.LoadFiles; a cache that cannot be
-// written is not one.
-func (c *Cache) Load(l *schema.Loader, paths ...string) (*spec.Config, error) {
-	files, err := schema.ReadFiles(paths...)
+// Validator validates desired-state files into a desired state
+// (schema.Loader.LoadConfig); an invalid state is an error.
+type Validator func(files []desiredfiles.File) (*spec.Config, error)
+
+// Load reads the desired state in paths (desiredfiles.Read) and returns it
+// from the cache when the same files were validated by this binary before,
+// or validates them with validate and stores the result. Errors are those
+// of desiredfiles.Read and validate; a cache that cannot be written is not
+// one.
+func (c *Cache) Load(validate Validator, paths ...string) (*spec.Config, error) {
+	files, err := desiredfiles.Read(paths...)
 	if err != nil {
 		return nil, err
 	}
 	if cfg, ok := c.Get(files); ok {
 		return cfg, nil
 	}
-	d, err := l.LoadFiles(files)
+	cfg, err := validate(files)
 	if err != nil {
 		return nil, err
 	}
-	_ = c.Put(files, d.Config) // best effort: a miss next time costs one load
-	return d.Config, nil
+	_ = c.Put(files, cfg) // best effort: a miss next time costs one load
+	return cfg, nil
 }

@@ -1,4 +1,4 @@
-package converge
+package bootwatch
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/keel-storage/keel/probes/hostio"
 )
 
-// Activate waits while lvm2's own autoactivation runs for a declared VG,
+// WaitForLVM waits while lvm2's own autoactivation runs for a declared VG,
 // and only then: an undeclared VG's, or one past the deadline, holds
 // nothing. The clock is synctest's.
 func TestActivateWaitsForLVMAutoactivation(t *testing.T) {
@@ -34,15 +34,11 @@ func testActivateWaitsForLVMAutoactivation(t *testing.T) {
 		}
 		return d
 	}
-	l := New([]string{dir}, Wiring{Source: hostio.Source{Runner: failingRunner{}, FS: hostio.DirFS(root)}, SkipOwnerCheck: true})
-	if err := l.Load(l.Read()); err != nil {
-		t.Fatal(err)
-	}
+	w := watchOn(t, dir, hostio.Source{Runner: failingRunner{}, FS: hostio.DirFS(root)})
 	wait := func(deadline time.Duration) (time.Duration, [][]string) {
 		var told [][]string
 		start := time.Now()
-		l.waitForLVMActivation(context.Background(), ActivateOptions{Deadline: start.Add(deadline),
-			LVMActivating: func(vgs []string) { told = append(told, vgs) }}, nil)
+		w.WaitForLVM(context.Background(), start.Add(deadline), func(vgs []string) { told = append(told, vgs) }, nil)
 		return time.Since(start), told
 	}
 
@@ -92,17 +88,13 @@ func testActivateWaitsForStackedAutoactivation(t *testing.T) {
 	activation := func(pid, vg string) string {
 		return filepath.Dir(write("proc/"+pid+"/cmdline", "/usr/sbin/lvm\x00vgchange\x00-aay\x00--autoactivation\x00event\x00"+vg+"\x00"))
 	}
-	l := New([]string{dir}, Wiring{Source: hostio.Source{Runner: failingRunner{}, FS: hostio.DirFS(root)}, SkipOwnerCheck: true})
-	if err := l.Load(l.Read()); err != nil {
-		t.Fatal(err)
-	}
+	w := watchOn(t, dir, hostio.Source{Runner: failingRunner{}, FS: hostio.DirFS(root)})
 	var starts int // the activations keel saw start during the last wait
 	wait := func() (time.Duration, [][]string) {
 		var told [][]string
 		start := time.Now()
 		starts = 0
-		l.waitForLVMActivation(context.Background(), ActivateOptions{Deadline: start.Add(time.Minute),
-			LVMActivating: func(vgs []string) { told = append(told, vgs) }}, func() { starts++ })
+		w.WaitForLVM(context.Background(), start.Add(time.Minute), func(vgs []string) { told = append(told, vgs) }, func() { starts++ })
 		return time.Since(start), told
 	}
 	at := func(d time.Duration, f func()) {

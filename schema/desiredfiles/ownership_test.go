@@ -1,4 +1,4 @@
-package converge
+package desiredfiles
 
 import (
 	"os"
@@ -31,21 +31,21 @@ func desiredFile(t *testing.T) (dir, f string, must func(error)) {
 func TestCheckOwnership(t *testing.T) {
 	testenv.NeedRoot(t, "root-owned files, and a chown to another user")
 	dir, f, must := desiredFile(t)
-	if err := CheckOwnership([]string{dir}); err != nil {
+	if err := CheckOwnership([]string{dir}, os.Geteuid()); err != nil {
 		t.Fatal(err)
 	}
 	must(os.Chmod(f, 0o666))
-	if err := CheckOwnership([]string{dir}); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+	if err := CheckOwnership([]string{dir}, os.Geteuid()); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
 		t.Fatalf("world-writable accepted: %v", err)
 	}
 	must(os.Chmod(f, 0o644))
 	must(os.Chown(f, 1000, 1000))
-	if err := CheckOwnership([]string{f}); err == nil || !strings.Contains(err.Error(), "not root") {
+	if err := CheckOwnership([]string{f}, os.Geteuid()); err == nil || !strings.Contains(err.Error(), "not root") {
 		t.Fatalf("non-root owner accepted: %v", err)
 	}
 	must(os.Chmod(dir, 0o777))
 	must(os.Chown(f, 0, 0))
-	if err := CheckOwnership([]string{dir}); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+	if err := CheckOwnership([]string{dir}, os.Geteuid()); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
 		t.Fatalf("a world-writable directory accepted: %v", err)
 	}
 }
@@ -73,7 +73,7 @@ func TestCheckOwnershipAsUser(t *testing.T) {
 		{"a user's files, keel run as root", 0, "not root"},
 		{"a user's files, keel run as another user", user + 1, "neither root nor keel's user"},
 	} {
-		err := checkOwnership([]string{dir}, tt.euid)
+		err := CheckOwnership([]string{dir}, tt.euid)
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("%s: refused: %v", tt.name, err)
@@ -82,7 +82,7 @@ func TestCheckOwnershipAsUser(t *testing.T) {
 		}
 	}
 	must(os.Chmod(f, 0o664))
-	if err := checkOwnership([]string{dir}, user); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+	if err := CheckOwnership([]string{dir}, user); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
 		t.Errorf("a group-writable file of keel's user accepted: %v", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/keel-storage/keel/cmd/keel/internal/testsock"
+	"github.com/keel-storage/keel/internal/testsock"
 )
 
 // fakeJournal listens where journald would and decodes native-protocol

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keel-storage/keel/cmd/keel/internal/testsock"
+	"github.com/keel-storage/keel/internal/testsock"
 )
 
 func fakeSystemd(t *testing.T) func() string {

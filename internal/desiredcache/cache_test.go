@@ -24,7 +24,7 @@ import (
 func desiredFiles(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, g := range []string{"../../../../examples/*.cue", "../../../../reconcile/plan/testdata/desired/*.cue"} {
+	for _, g := range []string{"../../examples/*.cue", "../../reconcile/plan/testdata/desired/*.cue"} {
 		m, err := filepath.Glob(g)
 		if err != nil {
 			t.Fatal(err)
@@ -35,7 +35,7 @@ func desiredFiles(t *testing.T) []string {
 		t.Fatalf("found only %d desired-state files", len(out))
 	}
 	// None of them leaves threads at the default "auto": add one that does.
-	b, err := os.ReadFile("../../../../examples/proxmox-vdo-thick.cue")
+	b, err := os.ReadFile("../../examples/proxmox-vdo-thick.cue")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func desiredFiles(t *testing.T) []string {
 
 func hosts(t *testing.T) map[string]*model.Host {
 	t.Helper()
-	snaps, _ := filepath.Glob("../../../../examples/nodes/*.txtar")
+	snaps, _ := filepath.Glob("../../examples/nodes/*.txtar")
 	if len(snaps) == 0 {
 		t.Fatal("no bundled node snapshots")
 	}
@@ -203,7 +203,7 @@ func TestLoadNeverStoresAnInvalidState(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		_, err := c.Load(schema.NewLoader(), etc)
+		_, err := c.Load(schema.NewLoader().LoadConfig, etc)
 		var se *schema.Error
 		if err == nil || !strings.Contains(err.Error(), "bad.cue:1:") || !asSchemaError(err, &se) {
 			t.Fatalf("invalid desired state: err %v, want a *schema.Error at bad.cue:1", err)
@@ -215,7 +215,7 @@ func TestLoadNeverStoresAnInvalidState(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("lvm: scanLVs: true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := c.Load(schema.NewLoader(), etc)
+	cfg, err := c.Load(schema.NewLoader().LoadConfig, etc)
 	if err != nil || cfg.LVM == nil || cfg.LVM.ScanLVs == nil || !*cfg.LVM.ScanLVs {
 		t.Fatalf("valid desired state: %+v, %v", cfg, err)
 	}

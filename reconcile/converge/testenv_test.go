@@ -1,0 +1,5 @@
+package converge
+
+// Every test binary takes the -update flag of internal/testenv, so that
+// go test ./... -update runs.
+import _ "github.com/keel-storage/keel/internal/testenv"
