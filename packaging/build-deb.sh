@@ -1,6 +1,7 @@
 #!/bin/sh
 # Build keel's .deb offline from a staged tree with dpkg-deb (on every Debian
-# machine): the static binary, the systemd units, man pages and bash, zsh and
+# machine): the static binary, keel-boot (the boot's fast path, which
+# keel-activate.service starts) in /usr/libexec/keel, the systemd units, man pages and bash, zsh and
 # fish completion generated from keel's own help text, /etc/keel with a
 # commented example, the integration drop-ins under /usr/share/keel,
 # /usr/lib/keel/vet-dropin, /usr/share/doc/keel (docs, examples, copyright,
@@ -30,9 +31,10 @@ root=$stage/root
 mkdir -p "$root/DEBIAN" "$root/usr/bin" "$root/usr/lib/systemd/system" "$root/usr/share/man/man8" \
 	"$root/usr/share/bash-completion/completions" "$root/etc/keel" "$root/usr/share/doc/keel/examples" \
 	"$root/usr/share/keel" "$root/usr/lib/keel" "$root/usr/share/zsh/vendor-completions" \
-	"$root/usr/share/fish/vendor_completions.d"
+	"$root/usr/share/fish/vendor_completions.d" "$root/usr/libexec/keel"
 
 CGO_ENABLED=0 GOARCH=$arch $go build -trimpath -ldflags "-s -w -X main.Version=$version" -o "$root/usr/bin/keel" ./cmd/keel
+CGO_ENABLED=0 GOARCH=$arch $go build -trimpath -ldflags "-s -w" -o "$root/usr/libexec/keel/keel-boot" ./cmd/keel-boot
 # The generator runs the binary, so it must run here: build it for the host.
 hostkeel=$stage/keel-host
 CGO_ENABLED=0 $go build -trimpath -ldflags "-X main.Version=$version" -o "$hostkeel" ./cmd/keel

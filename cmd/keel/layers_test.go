@@ -63,9 +63,13 @@ var layers = []layer{
 	{pkgs: devTools},
 	{pkgs: []string{"reconcile/converge"}, may: []string{"lvm/...", "schema/...", "probes/...", "reconcile/..."}},
 	// The programs' shared plumbing: the journal, systemd's notify socket,
-	// the unit's nice, the desired-state cache. No CUE.
+	// the unit's nice, the desired-state cache. No CUE, so that keel-boot
+	// stays small.
 	{pkgs: []string{"internal/logging", "internal/notify", "internal/bootunit"}},
 	{pkgs: []string{"internal/desiredcache"}, may: cat(leafLayer, specLayer, []string{"schema/desiredfiles", "reconcile/atomicfile"})},
+	// keel-boot, the boot's fast path, reaches no CUE (TestBootBinaryStaysSmall).
+	{pkgs: []string{"cmd/keel-boot"}, may: cat(leafLayer, modelLayer, specLayer, plannerLayer,
+		[]string{"probes/...", "schema/desiredfiles", "reconcile/bootwatch", "reconcile/atomicfile", "internal/..."})},
 	{pkgs: []string{"cmd/..."}, may: []string{"..."}},
 	{pkgs: []string{"packaging/..."}, may: []string{"lvm/...", "schema/...", "probes/...", "reconcile/..."}},
 }
@@ -246,6 +250,25 @@ func TestLayers(t *testing.T) {
 			}
 			for _, c := range clockCalls(t, dp) {
 				t.Errorf("%s is pure but reaches %s, which reads the clock (%s)", rel, d, c)
+			}
+		}
+	}
+}
+
+// bootHeavy are the modules keel-boot must not link: its point is a start
+// beside lvm2's boot activation that reads a fifth of keel's binary.
+var bootHeavy = []string{"cuelang.org/", "github.com/prometheus/", "google.golang.org/protobuf/"}
+
+// keel-boot links neither CUE nor the metrics server, through any package.
+func TestBootBinaryStaysSmall(t *testing.T) {
+	p, ok := listPackages(t)["cmd/keel-boot"]
+	if !ok {
+		t.Fatal("no cmd/keel-boot")
+	}
+	for _, d := range p.Deps {
+		for _, h := range bootHeavy {
+			if strings.HasPrefix(d, h) {
+				t.Errorf("cmd/keel-boot reaches %s", d)
 			}
 		}
 	}

@@ -25,6 +25,8 @@ fi
 # dpkg -L: the guest image's dpkg excludes /usr/share/man from unpacking.
 dpkg -L keel | grep -q '/usr/share/man/man8/keel-activate.8.gz' && dpkg -L keel | grep -q '/usr/share/bash-completion/completions/keel' &&
 	pass "package lists the man pages and the bash completion" || flunk "no man page or completion in the package"
+dpkg -L keel | grep -qx '/usr/libexec/keel/keel-boot' && [ -x /usr/libexec/keel/keel-boot ] &&
+	pass "package installs keel-boot" || flunk "no /usr/libexec/keel/keel-boot"
 
 lvm_conf_save
 stack_bcache "$ssd" "$hd" || flunk "make-bcache"
@@ -63,14 +65,16 @@ chmod 644 /etc/keel/alerts.cue
 install -m 644 "$SHARE/pve-guests.service" /etc/systemd/system/pve-guests.service
 # A short bound for the test's third boot, where the slow disk is gone.
 mkdir -p /etc/systemd/system/keel-activate.service.d
-printf '[Service]\nExecStart=\nExecStart=/usr/bin/keel activate --timeout 20s --leave-pass-to-daemon\n' >/etc/systemd/system/keel-activate.service.d/e2e.conf
+printf '[Service]\nExecStart=\nExecStart=/usr/libexec/keel/keel-boot --timeout 20s --leave-pass-to-daemon\n' >/etc/systemd/system/keel-activate.service.d/e2e.conf
 systemctl daemon-reload
 # An upgrade from a keel whose unit had RequiredBy=pve-guests.service:
 # its `systemctl enable` left this link, which made one failed activation
 # keep every guest from starting.
 mkdir -p /etc/systemd/system/pve-guests.service.requires
 ln -sf /lib/systemd/system/keel-activate.service /etc/systemd/system/pve-guests.service.requires/keel-activate.service
-# What the postinst does once a desired state exists.
+# What the postinst does once a desired state exists. Its start of
+# keel.service returns at the daemon's READY, after its first load has put
+# the desired state in keel's cache, where keel-boot finds it at boot 2.
 dpkg-reconfigure keel >"$OUT/reconfigure.txt" 2>&1 || flunk "dpkg-reconfigure keel"
 systemctl enable -q pve-guests.service
 systemctl is-enabled -q keel-activate.service && systemctl is-enabled -q keel.service &&

@@ -89,6 +89,14 @@ if grep -q '"MESSAGE":"stack active; READY before the probe pass"' "$OUT/activat
 else
 	flunk "keel-activate did not tell READY before its probe pass: $(grep -o '"MESSAGE":"[^"]*\(lvm2\|READY\|probing\)[^"]*"' "$OUT/activate.json" | tr '\n' ' ')"
 fi
+# keel-boot (the unit's ExecStart) took the desired state from keel's cache,
+# which keel.service filled at boot 1, and did not hand over to keel.
+if grep -q '"MESSAGE":"desired state loaded".*"FROM":"keel'"'"'s desired-state cache"\|"FROM":"keel'"'"'s desired-state cache".*"MESSAGE":"desired state loaded"' "$OUT/activate.json" &&
+	! grep -q '"MESSAGE":"handing over to keel activate"' "$OUT/activate.json"; then
+	pass "keel-boot told READY itself, on keel's cached desired state"
+else
+	flunk "keel-boot did not take the fast path: $(grep -o '"MESSAGE":"handing over[^}]*' "$OUT/activate.json" | head -1)"
+fi
 grep -o '"MESSAGE":"activating[^"]*"\|"COMMAND":"[^"]*"' "$OUT/activate.json" >"$OUT/activate-commands.txt" || true
 echo "keel-activate ran: $(tr '\n' ' ' <"$OUT/activate-commands.txt")"
 
