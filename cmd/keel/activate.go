@@ -45,6 +45,8 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		"the last one that loaded (/var/lib/keel/last-good-desired.txtar), saying so.",
 		"In audit mode (agent.mode \"audit\" in the desired state, or --audit) it changes no setting:",
 		"no lvm.conf edit, no bcache tunable, no udev rule; it only runs lvm2's own vgchange -aay.",
+		"The shipped unit starts /usr/libexec/keel/keel-boot with these flags: it tells READY itself",
+		"when lvm2 brought up the desired state keel last validated, and execs keel activate otherwise.",
 		"Without --node keel must run as root.",
 		"Exit status: 0 stack up, 1 stack incomplete at the timeout (each missing PV named), 2 could",
 		"not run (bad flags, not root, missing desired state, invalid with no last good one, failed probe).")
