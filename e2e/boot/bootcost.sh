@@ -53,6 +53,11 @@ echo "bootcost lvs=$lvs mode=$mode start_us=$s ready_us=$a ready_ms=$(((a - s) /
 journalctl -b -o short-monotonic --no-pager 2>/dev/null |
 	grep -E 'lvm-activate-|now active|(Starting|Started|Finished) (keel-activate|lvm-bare|pve-guests)|keel-activate\[[0-9]+\]|Finished systemd-udev-trigger|Reached target (sysinit|basic)|(Started|Finished) lvm2-monitor' |
 	sed 's/^/timeline /' | cut -c1-240
+# The CPU time each unit's processes used (systemd's cgroup accounting,
+# kept after they exit): keel-boot's or keel's wait beside lvm2 counts in
+# keel-activate's, lvm2's vgchange in its lvm-activate unit's, which are
+# gone by now.
+echo "timeline cpu: $(for u in $unit keel.service pve-guests.service; do printf '%s %s ms; ' $u $(($(systemctl show -P CPUUsageNSec $u 2>/dev/null | grep -E '^[0-9]+$' || echo 0) / 1000000)); done)"
 journalctl -b -o short-monotonic -u $unit >"$OUT/unit.txt" 2>&1
 [ "$(systemctl is-active $unit)" = active ] || sed 's/^/unit journal: /' "$OUT/unit.txt" | tail -n 20
 [ $mode = keel ] && journalctl -b -o json SYSLOG_IDENTIFIER=keel-activate >"$OUT/activate.json" 2>&1
