@@ -1,12 +1,12 @@
 #!/bin/sh
 # Build keel's .deb offline from a staged tree with dpkg-deb (on every Debian
 # machine): the static binary, keel-boot (the boot's fast path, which
-# keel-activate.service starts) in /usr/libexec/keel, the systemd units, man pages and bash, zsh and
-# fish completion generated from keel's own help text, /etc/keel with a
-# commented example, the integration drop-ins under /usr/share/keel,
-# /usr/lib/keel/vet-dropin, /usr/share/doc/keel (docs, examples, copyright,
-# changelogs), and maintainer scripts that start nothing without a desired
-# state.
+# keel-activate.service starts) in /usr/libexec/keel, the systemd units, man
+# pages and bash, zsh and fish completion generated from keel's own help
+# text, /etc/keel with a commented example, the integration drop-ins under
+# /usr/share/keel, /usr/lib/keel/vet-dropin, /usr/share/doc/keel (docs,
+# examples, copyright, changelogs), and maintainer scripts that start
+# nothing without a desired state.
 #
 #   packaging/build-deb.sh [OUTDIR]      (make deb)
 #

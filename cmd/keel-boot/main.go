@@ -1,8 +1,8 @@
 // Command keel-boot is the first program keel-activate.service runs at
 // boot: the fast path of keel activate, in a binary a fifth of keel's size
-// that links neither CUE nor the metrics server, so that its start beside
-// lvm2's own activation of the declared VGs takes little of the CPU and
-// disk that activation, and the guests after it, wait on (docs/boot.md).
+// that links neither CUE nor the metrics server, so that less is read from
+// disk and started beside lvm2's own activation of the declared VGs, which
+// the guests wait on (docs/boot.md).
 //
 // It takes keel activate's flags. When the host is in the common case — the
 // desired state's files are those keel itself validated last (its
