@@ -36,7 +36,6 @@ import (
 	"github.com/keel-storage/keel/internal/logging"
 	"github.com/keel-storage/keel/internal/notify"
 	"github.com/keel-storage/keel/probes/hostio"
-	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/bootwatch"
 	"github.com/keel-storage/keel/schema/desiredfiles"
 	"github.com/keel-storage/keel/schema/spec"
@@ -174,7 +173,7 @@ func (h host) run(ctx context.Context, start time.Time, args []string) int {
 		bootunit.SetGroupNice(log, 0)
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintf(h.stderr, "keel activate: stopped while waiting for lvm2's own activation\n")
+		fmt.Fprintf(h.stderr, "keel-boot: stopped while waiting for lvm2's own activation\n")
 		return 2
 	}
 	if !time.Now().Before(deadline) {
@@ -194,16 +193,7 @@ func (h host) run(ctx context.Context, start time.Time, args []string) int {
 	log.Info("stack active; READY before the probe pass", "vgs", len(order.Steps), "took", took.String())
 	_ = h.notify.Ready(fmt.Sprintf("%d declared VGs active, in %s; checking the host", len(order.Steps), took))
 	log.Info("probe pass, live settings and udev rules left to keel.service")
-	active := 0
-	for _, s := range order.Steps {
-		if s.Status == activation.Absent {
-			log.Warn("declared VG does not exist", "vg", s.VG, "reason", s.Reason)
-			fmt.Fprintf(h.stdout, "absent   vg %s: %s\n", s.VG, s.Reason)
-			continue
-		}
-		active++
-		fmt.Fprintf(h.stdout, "active   vg %s\n", s.VG)
-	}
+	active := bootwatch.Report(log, h.stdout, order)
 	log.Info("stack active", "vgs", active, "absent", len(order.Steps)-active, "took", took.String())
 	_ = h.notify.Ready(fmt.Sprintf("%d declared VGs active, %d absent, in %s", active, len(order.Steps)-active, took))
 	return 0
@@ -240,7 +230,7 @@ func (h host) cached(o options) (*spec.Config, string) {
 		if state == "" {
 			state = defaultStateDir
 		}
-		dir = filepath.Join(state, "desired-cache")
+		dir = filepath.Join(state, desiredcache.StateSubdir)
 	}
 	id, err := desiredcache.BuildID(h.keel)
 	if err != nil {

@@ -92,7 +92,7 @@ func (f *fixture) cache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := desiredcache.New(filepath.Join(f.h.stateDir, "desired-cache"), id).Put(files, cfg); err != nil {
+	if err := desiredcache.New(filepath.Join(f.h.stateDir, desiredcache.StateSubdir), id).Put(files, cfg); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/keel-storage/keel/probes/shell"
 	"github.com/keel-storage/keel/reconcile/activation"
 	"github.com/keel-storage/keel/reconcile/apply/lvmconf"
+	"github.com/keel-storage/keel/reconcile/bootwatch"
 	"github.com/keel-storage/keel/reconcile/converge"
 	"github.com/keel-storage/keel/reconcile/plan"
 	"github.com/keel-storage/keel/schema/spec"
@@ -211,18 +212,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	took := time.Since(start).Round(time.Millisecond)
-	active := 0
-	for _, s := range order.Steps {
-		if s.Status == activation.Absent {
-			// Not an error here: no wait would make it appear, and keel
-			// check reports a VG that should exist (vg.missing).
-			log.Warn("declared VG does not exist", "vg", s.VG, "reason", s.Reason)
-			fmt.Fprintf(stdout, "absent   vg %s: %s\n", s.VG, s.Reason)
-			continue
-		}
-		active++
-		fmt.Fprintf(stdout, "active   vg %s\n", s.VG)
-	}
+	active := bootwatch.Report(log, stdout, order)
 	log.Info("stack active", "vgs", active, "absent", len(order.Steps)-active, "took", took.String())
 	_ = notify.Ready(fmt.Sprintf("%d declared VGs active, %d absent, in %s", active, len(order.Steps)-active, took))
 	return exitOK

@@ -54,7 +54,7 @@ func desiredCache() *desiredcache.Cache {
 func stateCache() converge.DesiredCache {
 	dir := os.Getenv(envCacheDir)
 	if dir == "" {
-		dir = filepath.Join(stateDir(), "desired-cache")
+		dir = filepath.Join(stateDir(), desiredcache.StateSubdir)
 	}
 	if c := desiredcache.Open(dir); c != nil {
 		return c

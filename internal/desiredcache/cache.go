@@ -34,6 +34,11 @@ import (
 // directory: a tmpfs on every systemd host, emptied at boot.
 const DefaultDir = "/run/keel/desired"
 
+// StateSubdir is the cache's directory inside keel's state directory
+// (/var/lib/keel), where a live host's loop keeps it so that a reboot keeps
+// it too: keel activate, apply and the daemon write it, keel-boot reads it.
+const StateSubdir = "desired-cache"
+
 // Off, as Open's dir, turns the cache off.
 const Off = "off"
 

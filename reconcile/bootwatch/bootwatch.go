@@ -8,6 +8,8 @@ package bootwatch
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -266,3 +268,22 @@ func (w Watch) Confirm(ctx context.Context, e *EarlyReport) (activation.Plan, bo
 
 // since is the time since start, rounded to the millisecond for a log line.
 func since(start time.Time) string { return time.Since(start).Round(time.Millisecond).String() }
+
+// Report prints a line per VG of order on out ("active   vg X", or
+// "absent   vg X: why") and logs a warning for each absent one, as keel
+// activate and keel-boot end; it returns how many are active. An absent VG
+// is not an error here: no wait would make it appear, and keel check
+// reports a VG that should exist (vg.missing).
+func Report(log hclog.Logger, out io.Writer, order activation.Plan) int {
+	active := 0
+	for _, s := range order.Steps {
+		if s.Status == activation.Absent {
+			log.Warn("declared VG does not exist", "vg", s.VG, "reason", s.Reason)
+			fmt.Fprintf(out, "absent   vg %s: %s\n", s.VG, s.Reason)
+			continue
+		}
+		active++
+		fmt.Fprintf(out, "active   vg %s\n", s.VG)
+	}
+	return active
+}
