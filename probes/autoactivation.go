@@ -66,6 +66,9 @@ type ActivationUnit struct {
 	// tasks, and css_task_iter_advance skips a dying group leader with no
 	// live thread); -1 when the file cannot be read.
 	Procs int
+	// Events is the host path of the cgroup's cgroup.events, which the
+	// kernel marks modified each time the cgroup empties or fills.
+	Events string
 }
 
 // ActivationUnits lists, through fsys, lvm2's autoactivation units that
@@ -88,7 +91,7 @@ func ActivationUnits(fsys hostio.FS) ([]ActivationUnit, error) {
 	for _, n := range names {
 		if vg, ok := strings.CutPrefix(n, "lvm-activate-"); ok {
 			if vg, ok = strings.CutSuffix(vg, ".service"); ok && vg != "" {
-				u := ActivationUnit{VG: vg, Procs: -1}
+				u := ActivationUnit{VG: vg, Procs: -1, Events: activationSlice + "/" + n + "/cgroup.events"}
 				if b, err := fsys.ReadFile(activationSlice + "/" + n + "/cgroup.procs"); err == nil {
 					u.Procs = len(strings.Fields(string(b)))
 				}
@@ -98,6 +101,13 @@ func ActivationUnits(fsys hostio.FS) ([]ActivationUnit, error) {
 	}
 	return units, nil
 }
+
+// ActivationWatchPaths are the directories whose entries change when
+// lvm2's activation may have started or ended: the slice's (an
+// activation unit's cgroup made or removed) and udev's run directory (its
+// queue file made or removed). With each unit's Events, they are what a
+// wait on lvm2 watches instead of looking on a timer.
+func ActivationWatchPaths() []string { return []string{activationSlice, path.Dir(udevQueuePath)} }
 
 // udevQueuePath exists while systemd-udevd has uevents queued or being
 // processed: udevd creates it when an event is queued to an empty queue

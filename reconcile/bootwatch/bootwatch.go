@@ -27,6 +27,22 @@ type Watch struct {
 	Source  hostio.Source
 	Desired *spec.Config
 	Log     hclog.Logger
+	// Wake, when not nil, wakes WaitForLVM when what it watches changes
+	// (hostio.Changes on the live host), so that it sleeps while lvm2
+	// activates and looks again the moment a unit starts or empties; nil
+	// makes it look every lvmActivationTick (a recorded or replayed host,
+	// tests on a fake clock).
+	Wake Waker
+}
+
+// Waker tells WaitForLVM when a path it watches changes; hostio.Changes
+// is one.
+type Waker interface {
+	// Add watches a host path: a directory for entries made or removed
+	// in it, a file for writes to it.
+	Add(name string) error
+	// C receives after a watched path changed.
+	C() <-chan struct{}
 }
 
 func (w Watch) log() hclog.Logger {
@@ -36,14 +52,21 @@ func (w Watch) log() hclog.Logger {
 	return w.Log
 }
 
-// How keel watches lvm2's own autoactivation (Watch.WaitForLVM): every
-// lvmActivationTick it lists the activation units' cgroups (one
-// directory) and looks at the processes it already waits on (one file
-// each), so that it probes within a tick of lvm2's end; all of /proc, a
-// file per process, it reads every lvmActivationScan, and before it ends.
+// How keel watches lvm2's own autoactivation (Watch.WaitForLVM): each
+// look lists the activation units' cgroups (one directory) and looks at
+// the processes it already waits on (one file each). Without a Waker it
+// looks every lvmActivationTick, so that it probes within a tick of
+// lvm2's end. With one it looks when a watched path changes, and every
+// lvmActivationFallback besides, for what no watch covers (a unit's
+// cgroup removed and made again between two looks); it looks every tick
+// while a watch cannot be added, while a vgchange runs outside a watched
+// unit, and once after adding a watch, for a change that came before it.
+// All of /proc, a file per process, it reads every lvmActivationScan
+// while the units cannot be listed, and before it ends.
 const (
-	lvmActivationTick = 25 * time.Millisecond
-	lvmActivationScan = 200 * time.Millisecond
+	lvmActivationTick     = 25 * time.Millisecond
+	lvmActivationFallback = 250 * time.Millisecond
+	lvmActivationScan     = 200 * time.Millisecond
 	// udevSettleMax bounds the wait for udev's queue to empty when no
 	// activation of lvm2's runs: the uevents of LVs just activated are
 	// what starts lvm2's activation of a VG stacked on them.
@@ -82,6 +105,22 @@ func (w Watch) WaitForLVM(ctx context.Context, deadline time.Time, activating fu
 		_, ok := w.Desired.VolumeGroups[vg]
 		return ok
 	}
+	wake, wakeBy := w.Wake, "inotify"
+	if wake != nil {
+		for _, p := range probes.ActivationWatchPaths() {
+			if err := wake.Add(p); err != nil {
+				w.log().Debug("looking on a timer", "err", err)
+				wake = nil
+				break
+			}
+		}
+	}
+	if wake == nil {
+		wakeBy = "timer"
+	}
+	// watched: the units' cgroup.events files Wake watches.
+	watched := map[string]bool{}
+	looks := 0
 	var (
 		since    time.Time      // when keel began to wait on lvm2; zero if it has not
 		running  map[int]string // lvm2's vgchange processes of declared VGs, by PID
@@ -103,14 +142,25 @@ func (w Watch) WaitForLVM(ctx context.Context, deadline time.Time, activating fu
 		}
 	}
 	for {
+		looks++
 		var busy []string
 		units, err := probes.ActivationUnits(fsys)
-		listed := map[string]bool{}
+		// poll: a change no watch reports may end or extend the wait.
+		poll := wake == nil || err != nil
+		listed, present := map[string]bool{}, map[string]bool{}
 		for _, u := range units {
 			if !declared(u.VG) {
 				continue
 			}
 			listed[u.VG] = true
+			present[u.Events] = true
+			if wake != nil && !watched[u.Events] {
+				// Looked at before the watch began: one more look soon.
+				poll = true
+				if wake.Add(u.Events) == nil {
+					watched[u.Events] = true
+				}
+			}
 			switch {
 			case u.Procs > 0:
 				populated[u.VG] = true
@@ -128,6 +178,11 @@ func (w Watch) WaitForLVM(ctx context.Context, deadline time.Time, activating fu
 				delete(populated, vg)
 			}
 		}
+		for f := range watched {
+			if !present[f] {
+				delete(watched, f) // the kernel ends a removed file's watch
+			}
+		}
 		for pid := range running {
 			if !probes.Running(fsys, pid) {
 				delete(running, pid)
@@ -139,6 +194,8 @@ func (w Watch) WaitForLVM(ctx context.Context, deadline time.Time, activating fu
 		}
 		for _, vg := range running {
 			busy = append(busy, vg)
+			// A vgchange outside a unit keel watches: /proc has no watch.
+			poll = poll || !listed[vg]
 		}
 		slices.Sort(busy)
 		busy = slices.Compact(busy)
@@ -155,7 +212,7 @@ func (w Watch) WaitForLVM(ctx context.Context, deadline time.Time, activating fu
 			settling = time.Time{}
 			if since.IsZero() {
 				since = time.Now()
-				w.log().Info("waiting for lvm2's autoactivation", "vgs", strings.Join(busy, ","))
+				w.log().Info("waiting for lvm2's autoactivation", "vgs", strings.Join(busy, ","), "woken_by", wakeBy)
 				if activating != nil {
 					activating(busy)
 				}
@@ -171,20 +228,37 @@ func (w Watch) WaitForLVM(ctx context.Context, deadline time.Time, activating fu
 			continue
 		default:
 			if !since.IsZero() {
-				w.log().Info("lvm2's autoactivation ended", "waited", time.Since(since).Round(time.Millisecond).String())
+				w.log().Info("lvm2's autoactivation ended", "waited", time.Since(since).Round(time.Millisecond).String(), "looks", looks)
 				if activating != nil {
 					activating(nil)
 				}
 			}
 			return
 		}
-		if !time.Now().Before(deadline) {
+		now := time.Now()
+		if !now.Before(deadline) {
 			return
 		}
+		sleep := lvmActivationTick
+		if !poll {
+			sleep = lvmActivationFallback
+		}
+		sleep = min(sleep, deadline.Sub(now))
+		if !settling.IsZero() {
+			sleep = min(sleep, max(settling.Add(udevSettleMax).Sub(now), 0))
+		}
+		var woken <-chan struct{}
+		if wake != nil {
+			woken = wake.C()
+		}
+		t := time.NewTimer(sleep)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-time.After(lvmActivationTick):
+		case <-woken:
+			t.Stop()
+		case <-t.C:
 		}
 	}
 }

@@ -40,6 +40,10 @@ type ActivateOptions struct {
 	// autoactivation is activating when Activate starts to wait for it,
 	// and nil when the wait ends.
 	LVMActivating func(vgs []string)
+	// Wake, when set, wakes the wait for lvm2's own activation when an
+	// activation unit starts or empties (bootwatch.Watch.Wake); without
+	// it the wait looks on a timer.
+	Wake bootwatch.Waker
 	// Waited, when set, is called once, before the first probe: the wait
 	// for lvm2's own activation is over (keel activate restores its CPU
 	// priority then).
@@ -118,12 +122,12 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 				early = bootwatch.StartEarlyReport(ctx, l.source)
 			}
 		}
-		l.watch().WaitForLVM(ctx, o.Deadline, o.LVMActivating, started)
+		l.watch(o.Wake).WaitForLVM(ctx, o.Deadline, o.LVMActivating, started)
 		if round == 0 && o.Waited != nil {
 			o.Waited()
 		}
 		if early != nil {
-			if order, ok := l.watch().Confirm(ctx, early); ok {
+			if order, ok := l.watch(nil).Confirm(ctx, early); ok {
 				o.Confirmed(order)
 				if o.ReturnOnConfirm {
 					return Activation{Plan: order, Computed: true}, nil
@@ -173,9 +177,9 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 }
 
 // watch is the watch of lvm2's boot activation of the desired state in
-// force.
-func (l *Loop) watch() bootwatch.Watch {
-	return bootwatch.Watch{Source: l.source, Desired: l.desired, Log: l.log}
+// force, woken by wake (nil: on a timer).
+func (l *Loop) watch(wake bootwatch.Waker) bootwatch.Watch {
+	return bootwatch.Watch{Source: l.source, Desired: l.desired, Log: l.log, Wake: wake}
 }
 
 // LiveBootActions keeps the planner's actions keel activate may run at
