@@ -97,6 +97,17 @@ if grep -q '"MESSAGE":"desired state loaded".*"FROM":"keel'"'"'s desired-state c
 else
 	flunk "keel-boot did not take the fast path: $(grep -o '"MESSAGE":"handing over[^}]*' "$OUT/activate.json" | head -1)"
 fi
+# While lvm2 activated, keel-boot slept on inotify (lvm2's units' cgroup.events,
+# the slice's directory, udev's run directory), not on a 25 ms timer: the
+# kernel's cgroupfs reports those changes. It waits only if lvm2 was still
+# activating a declared VG when it started.
+waited=$(grep '"MESSAGE":"waiting for lvm2'"'"'s autoactivation"' "$OUT/activate.json" | head -1)
+ended=$(grep '"MESSAGE":"lvm2'"'"'s autoactivation ended"' "$OUT/activate.json" | grep -o '"\(LOOKS\|WAITED\)":"[^"]*"' | tr '\n' ' ')
+case "$waited" in
+"") pass "keel-boot started after lvm2's activation: nothing to wait on" ;;
+*'"WOKEN_BY":"inotify"'*) pass "keel-boot waited for lvm2's activation on inotify (${ended% })" ;;
+*) flunk "keel-boot waited for lvm2's activation on $(echo "$waited" | grep -o '"WOKEN_BY":"[^"]*"'), not inotify" ;;
+esac
 grep -o '"MESSAGE":"activating[^"]*"\|"COMMAND":"[^"]*"' "$OUT/activate.json" >"$OUT/activate-commands.txt" || true
 echo "keel-activate ran: $(tr '\n' ' ' <"$OUT/activate-commands.txt")"
 
