@@ -95,6 +95,7 @@ type options struct {
 	level     string
 	leavePass bool
 	audit     bool
+	waitNice  int
 }
 
 // parse reads keel activate's flags from args, or says why keel-boot
@@ -111,6 +112,7 @@ func parse(args []string) (options, error) {
 	fs.Bool("no-udev-rules", false, "")
 	fs.BoolVar(&o.leavePass, "leave-pass-to-daemon", false, "")
 	fs.BoolVar(&o.audit, "audit", false, "")
+	fs.IntVar(&o.waitNice, "wait-nice", 0, "")
 	fs.StringVar(&o.level, "log-level", "info", "")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -122,6 +124,8 @@ func parse(args []string) (options, error) {
 		return o, errors.New("--node (a recorded host)")
 	case o.timeout <= 0:
 		return o, errors.New("--timeout not above zero")
+	case o.waitNice < 0 || o.waitNice > 19:
+		return o, errors.New("--wait-nice not from 0 to 19")
 	case hclog.LevelFromString(o.level) == hclog.NoLevel:
 		return o, fmt.Errorf("--log-level %q", o.level)
 	}
@@ -139,6 +143,9 @@ func (h host) run(ctx context.Context, start time.Time, args []string) int {
 	if sink != nil {
 		defer sink.Close()
 	}
+	// At nice --wait-nice until lvm2's activation has ended; keel activate,
+	// if handed over to, finds the process at that nice already.
+	niced := bootunit.WaitNice(log, o.waitNice)
 	cfg, why := h.cached(o)
 	if cfg == nil {
 		log.Info("handing over to keel activate", "why", why)
@@ -148,7 +155,6 @@ func (h host) run(ctx context.Context, start time.Time, args []string) int {
 	if o.audit || cfg.Agent.Mode == spec.AgentAudit {
 		log.Info("audit mode: lvm.conf, bcache tunables and udev rules left as they are; only lvm2's vgchange -aay runs")
 	}
-	niced := bootunit.OwnNice()
 	src := hostio.Live(h.root, time.Minute, h.live)
 	if h.src != nil {
 		src = *h.src

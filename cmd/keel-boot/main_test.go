@@ -107,7 +107,9 @@ func (f *fixture) run(args ...string) int {
 func TestFastPathTellsReady(t *testing.T) {
 	f := newFixture(t, upState)
 	f.cache(t)
-	code := f.run("-c", f.etc, "--timeout", "2m", "--leave-pass-to-daemon")
+	// As the unit runs it. The test binary does not lead its process
+	// group, so --wait-nice changes nothing here (bootunit's tests).
+	code := f.run("-c", f.etc, "--timeout", "2m", "--leave-pass-to-daemon", "--wait-nice", "19")
 	if code != 0 || len(f.execd) != 0 {
 		t.Fatalf("exit %d, exec'd %q; want 0 and no exec\nstderr: %s", code, f.execd, f.stderr)
 	}
@@ -169,6 +171,8 @@ func TestHandsOverToKeelActivate(t *testing.T) {
 			func(f *fixture) []string { return []string{"-c", f.etc, "--node", "n.txtar", "--leave-pass-to-daemon"} }},
 		{"a flag keel-boot does not know", func(t *testing.T, f *fixture) { f.cache(t) },
 			func(f *fixture) []string { return []string{"-c", f.etc, "--leave-pass-to-daemon", "--new-flag"} }},
+		{"--wait-nice out of range", func(t *testing.T, f *fixture) { f.cache(t) },
+			func(f *fixture) []string { return []string{"-c", f.etc, "--leave-pass-to-daemon", "--wait-nice", "20"} }},
 		{"--help", func(t *testing.T, f *fixture) { f.cache(t) },
 			func(*fixture) []string { return []string{"--help"} }},
 	} {

@@ -60,6 +60,7 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	noRules := fs.Bool("no-udev-rules", false, "do not rewrite keel's udev rules when they drift")
 	leavePass := fs.Bool("leave-pass-to-daemon", false, "after READY told on lvm2's own activation, end without the probe pass, the live settings and the udev rules when keel.service is enabled: its first pass does them")
 	auditFlag := fs.Bool("audit", false, "activate as lvm2's autoactivation does and change no setting (as agent.mode \"audit\")")
+	waitNice := fs.Int("wait-nice", 0, "wait for lvm2's own activation at CPU priority nice `N` (the unit: 19), then go on at normal priority")
 	level := choice(fs, "log-level", "log `level`: info, trace, debug, warn or error", "info", "trace", "debug", "warn", "error")
 	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
 		return code
@@ -77,16 +78,19 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	if !requireRoot("activate", args, "pass --node SNAPSHOT to see what it would do on a recorded host", stderr) {
 		return exitError
 	}
-	// keel-activate.service starts keel niced (Nice=), so that its start
-	// and its wait leave the CPUs to lvm2's own activation, which the
-	// guests wait for; the probe and the commands after the wait run at
-	// the normal priority, until READY sent before the probe pass lets
-	// the guests start (Confirmed).
-	niced := bootunit.OwnNice()
+	// keel-activate.service has keel wait niced (--wait-nice 19), so that
+	// its wait leaves the CPUs to lvm2's own activation, which the guests
+	// wait for; the probe and the commands after the wait run at the
+	// normal priority, until READY sent before the probe pass lets the
+	// guests start (Confirmed).
+	if *waitNice < 0 || *waitNice > 19 {
+		return usageError(fs, stderr, "--wait-nice must be from 0 to 19")
+	}
 	log, sink := logging.New(logging.Options{Name: "keel-activate", Level: lvl, Stderr: stderr})
 	if sink != nil {
 		defer sink.Close()
 	}
+	niced := bootunit.WaitNice(log, *waitNice)
 	// Probes are bounded (a read that hangs is retried); the commands that
 	// change the host, activation above all, are not (Loop.Activate).
 	src := withLVMConfigCache(hostio.Live("/", time.Minute, liveOptions()), "")

@@ -65,7 +65,7 @@ chmod 644 /etc/keel/alerts.cue
 install -m 644 "$SHARE/pve-guests.service" /etc/systemd/system/pve-guests.service
 # A short bound for the test's third boot, where the slow disk is gone.
 mkdir -p /etc/systemd/system/keel-activate.service.d
-printf '[Service]\nExecStart=\nExecStart=/usr/libexec/keel/keel-boot --timeout 20s --leave-pass-to-daemon\n' >/etc/systemd/system/keel-activate.service.d/e2e.conf
+printf '[Service]\nExecStart=\nExecStart=/usr/libexec/keel/keel-boot --timeout 20s --leave-pass-to-daemon --wait-nice 19\n' >/etc/systemd/system/keel-activate.service.d/e2e.conf
 systemctl daemon-reload
 # An upgrade from a keel whose unit had RequiredBy=pve-guests.service:
 # its `systemctl enable` left this link, which made one failed activation

@@ -1,7 +1,7 @@
 // Package bootunit is what keel-activate.service's process needs to know
-// of its unit and of systemd: its own nice value (the unit's Nice=), how to
-// change that of its process group, and whether keel.service will start
-// after it. keel activate and keel-boot share it.
+// of its unit and of systemd: its own nice value, how to lower it for the
+// wait on lvm2 and change that of its process group, and whether
+// keel.service will start after it. keel activate and keel-boot share it.
 package bootunit
 
 import (
@@ -21,6 +21,30 @@ func OwnNice() int {
 		return 0
 	}
 	return 20 - raw
+}
+
+// WaitNice lowers keel's CPU priority for its wait on lvm2's own
+// activation to nice want (keel activate --wait-nice, which
+// keel-activate.service passes) and returns the nice keel then runs at:
+// want, or the nice it was started with when that is already as low. It
+// changes the process group only when keel leads it, as the main process
+// of a systemd service does, never a shell's or a script's.
+//
+// The unit passes the nice as a flag rather than Nice=: systemd
+// dispatches the jobs ready at one moment by unit type, then CPU weight,
+// then nice (src/core/unit.c, unit_compare_priority), so a unit with
+// Nice=19 starts only after every other service ready with it.
+func WaitNice(log hclog.Logger, want int) int {
+	n := OwnNice()
+	if want <= n {
+		return n
+	}
+	if unix.Getpgrp() != os.Getpid() {
+		log.Debug("not the leader of its process group; CPU priority left as it is", "nice", n)
+		return n
+	}
+	SetGroupNice(log, want)
+	return OwnNice()
 }
 
 // DaemonWillRun reports whether keel.service is enabled and not masked on

@@ -53,6 +53,30 @@ func TestSetGroupNice(t *testing.T) {
 	}
 }
 
+// WaitNice lowers keel's process group to the nice asked for, as the
+// group's leader, and never raises it: a process started at a lower
+// priority than asked stays there.
+func TestWaitNice(t *testing.T) {
+	testenv.NeedRoot(t, "setting a process group's priority back to nice 0")
+	if err := unix.Setpgid(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Setpriority(unix.PRIO_PGRP, 0, 0) })
+	if err := unix.Setpriority(unix.PRIO_PGRP, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	log := hclog.NewNullLogger()
+	if n := WaitNice(log, 0); n != 0 || OwnNice() != 0 {
+		t.Errorf("WaitNice(0) at nice 0: %d, now at %d; want 0", n, OwnNice())
+	}
+	if n := WaitNice(log, 19); n != 19 || OwnNice() != 19 {
+		t.Errorf("WaitNice(19) at nice 0: %d, now at %d; want 19", n, OwnNice())
+	}
+	if n := WaitNice(log, 5); n != 19 || OwnNice() != 19 {
+		t.Errorf("WaitNice(5) at nice 19: %d, now at %d; want 19 kept", n, OwnNice())
+	}
+}
+
 // keel activate leaves its probe pass to keel.service only when systemd
 // will start it: enabled (linked into multi-user.target.wants, as
 // systemctl enable makes it) and not masked (linked to /dev/null in
