@@ -53,7 +53,9 @@ func (f *fakeWaker) wake() {
 // With a Waker the wait ends when woken, not on the next tick; a change
 // nothing reports is seen within lvmActivationFallback; where a watch
 // cannot be added, or a vgchange runs outside the units watched, it looks
-// every lvmActivationTick as without a Waker. The clock is synctest's.
+// every lvmActivationTick as without a Waker. The clock is synctest's; no
+// change falls on a look's instant, where their order would be the
+// scheduler's.
 func TestWaitForLVMWakes(t *testing.T) {
 	const events = "/sys/fs/cgroup/system.slice/lvm-activate-vdovg.service/cgroup.events"
 	for _, tc := range []struct {
@@ -70,13 +72,13 @@ func TestWaitForLVMWakes(t *testing.T) {
 			want: 510 * time.Millisecond, added: []string{"/sys/fs/cgroup/system.slice", "/run/udev", events}},
 		{name: "not woken: the fallback look", waker: true, unit: true, exitAt: 300 * time.Millisecond,
 			want: 525 * time.Millisecond},
-		{name: "no watch on the unit: a look each tick", waker: true, fail: []string{events}, unit: true, exitAt: 300 * time.Millisecond,
+		{name: "no watch on the unit: a look each tick", waker: true, fail: []string{events}, unit: true, exitAt: 310 * time.Millisecond,
 			want: 325 * time.Millisecond},
 		{name: "no watch on the slice: a look each tick", waker: true, fail: []string{"/sys/fs/cgroup/system.slice"}, unit: true, woken: true,
-			exitAt: 300 * time.Millisecond, want: 325 * time.Millisecond},
-		{name: "vgchange outside a unit: a look each tick", waker: true, exitAt: 300 * time.Millisecond,
+			exitAt: 310 * time.Millisecond, want: 325 * time.Millisecond},
+		{name: "vgchange outside a unit: a look each tick", waker: true, exitAt: 310 * time.Millisecond,
 			want: 325 * time.Millisecond},
-		{name: "no waker", unit: true, exitAt: 300 * time.Millisecond, want: 325 * time.Millisecond},
+		{name: "no waker", unit: true, exitAt: 310 * time.Millisecond, want: 325 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
