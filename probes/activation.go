@@ -41,17 +41,29 @@ var activationReportCmd = hostio.Cmd{Name: "lvm", Args: []string{"fullreport", "
 func ActivationReportCmd() hostio.Cmd { return activationReportCmd }
 
 // ActivationReport is LVM's metadata of the VGs it could read when the
-// report ran: PVs, VGs, LVs and segments, with no LV marked active.
+// report ran: PVs, VGs, LVs and segments, with no LV marked active; and
+// LVM's configuration (lvmconfig), read beside it.
 type ActivationReport struct {
-	objs *lvmObjects
+	objs   *lvmObjects
+	config *cmdOut
 }
 
 // LVs is the number of LVs, hidden ones included, in the report.
 func (r *ActivationReport) LVs() int { return len(r.objs.LVs) }
 
-// ReadActivationReport runs activationReportCmd through src and parses it.
+// ReadActivationReport runs activationReportCmd through src and parses it,
+// and reads LVM's configuration beside it: lvm.conf does not change while
+// lvm2 activates, and read now, while keel waits for that activation, it
+// is one process fewer between lvm2's end and READY (ProbeActivation).
 func ReadActivationReport(ctx context.Context, src hostio.Source) (*ActivationReport, error) {
+	var config cmdOut
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		res, err := runResult(ctx, src, lvmConfigCmd)
+		config = cmdOut{res, err}
+	})
 	out, err := run(ctx, src, activationReportCmd)
+	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +71,7 @@ func ReadActivationReport(ctx context.Context, src hostio.Source) (*ActivationRe
 	if err != nil {
 		return nil, err
 	}
-	return &ActivationReport{objs: objs}, nil
+	return &ActivationReport{objs: objs, config: &config}, nil
 }
 
 // ProbeActivation builds the part of the observed model that the
@@ -69,7 +81,8 @@ func ReadActivationReport(ctx context.Context, src hostio.Source) (*ActivationRe
 // activation); each LV active when device-mapper holds a device of its
 // name with a live table now (`dmsetup table`, served by the ioctls where
 // the runner can); each PV resolved to its kernel device and by-id names;
-// LVM's configuration (lvmconfig). Nothing else is read. What it lacks can
+// LVM's configuration (lvmconfig, as r read it). Nothing else is read.
+// What it lacks can
 // only make the stack look less complete: a PV it cannot resolve reads as
 // missing, an LV without a device as inactive, and with no
 // auto_activation_volume_list read every LV counts as autoactivated.
@@ -80,15 +93,18 @@ func ProbeActivation(ctx context.Context, src hostio.Source, r *ActivationReport
 		ByID: map[string][]string{}, DM: map[string]*model.DMDevice{}}
 	var table, config cmdOut
 	var wg sync.WaitGroup
-	for _, c := range []struct {
-		c   hostio.Cmd
-		out *cmdOut
-	}{{lvmConfigCmd, &config}, {dmTableCmd, &table}} {
+	if r.config != nil {
+		config = *r.config
+	} else {
 		wg.Go(func() {
-			res, err := runResult(ctx, src, c.c)
-			*c.out = cmdOut{res, err}
+			res, err := runResult(ctx, src, lvmConfigCmd)
+			config = cmdOut{res, err}
 		})
 	}
+	wg.Go(func() {
+		res, err := runResult(ctx, src, dmTableCmd)
+		table = cmdOut{res, err}
+	})
 	// dm-name-… and dm-uuid-… name device-mapper devices, which the
 	// activation rules find by /dev/mapper name; at thousands of LVs they
 	// are most of the directory.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/keel-storage/keel/probes"
@@ -645,5 +647,56 @@ func TestAllActive(t *testing.T) {
 		if p.Done() != tc.done || p.AllActive() != tc.allActive {
 			t.Errorf("%v: Done %v AllActive %v, want %v %v", tc.steps, p.Done(), p.AllActive(), tc.done, tc.allActive)
 		}
+	}
+}
+
+// ranCmds records the commands its Runner ran.
+type ranCmds struct {
+	hostio.Runner
+	mu  sync.Mutex
+	ran []string
+}
+
+func (r *ranCmds) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
+	r.mu.Lock()
+	r.ran = append(r.ran, c.String())
+	r.mu.Unlock()
+	return r.Runner.Run(ctx, c)
+}
+
+// took returns the commands run since the last call.
+func (r *ranCmds) took() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ran := r.ran
+	r.ran = nil
+	return ran
+}
+
+// LVM's configuration, which the activation rules read
+// (auto_activation_volume_list), is read beside the report, while lvm2
+// still activates, not after it: between lvm2's end and READY only
+// device-mapper is read, and the configuration is the pass's.
+func TestActivationReportReadsLVMConfigBeside(t *testing.T) {
+	full, src := probeNode(t, autoactivationNode)
+	rec := &ranCmds{Runner: src.Runner}
+	src.Runner = rec
+	r, err := probes.ReadActivationReport(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := probes.LVMConfigCmd().String()
+	if ran := rec.took(); !slices.Contains(ran, config) {
+		t.Errorf("the report ran %q, not %s", ran, config)
+	}
+	h, err := probes.ProbeActivation(context.Background(), src, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran := rec.took(); slices.Contains(ran, config) {
+		t.Errorf("after lvm2's activation keel ran %q, %s among them", ran, config)
+	}
+	if len(h.LVMConfig.Values) == 0 || !maps.Equal(h.LVMConfig.Values, full.LVMConfig.Values) {
+		t.Errorf("LVM's configuration %v, the pass reads %v", h.LVMConfig.Values, full.LVMConfig.Values)
 	}
 }
