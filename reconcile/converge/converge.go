@@ -326,10 +326,20 @@ func (l *Loop) Changed(s InForce) bool { return l.desired != s.desired }
 // Restore puts s back in force and raises config.invalid with why: the
 // daemon's way back from a desired state that loaded but that keel cannot
 // plan or apply without crashing.
+//
+// The desired state put back is stored in the cache again, so that the
+// one that failed is not the one the cache gives (keel-boot at the next
+// boot takes the cache's entry for the files on disk; cmd/keel's cache
+// keeps one entry).
 func (l *Loop) Restore(s InForce, why error) {
 	l.desired, l.files = s.desired, s.files
 	if s.desired != nil {
 		l.pveStorageCfg.Store(&s.desired.Proxmox.StorageConfig)
+		if l.cache != nil {
+			if err := l.cache.Put(s.files, s.desired); err != nil {
+				l.log.Debug("desired-state cache", "err", err)
+			}
+		}
 	}
 	l.setInvalid(why)
 }

@@ -2,6 +2,7 @@ package converge
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,6 +130,7 @@ func TestSaveLastGoodRefusesWhatDoesNotReadBack(t *testing.T) {
 type mapCache struct {
 	m    map[string]*spec.Config
 	puts int
+	last string // the key of the last Put: cmd/keel's cache keeps only it
 }
 
 func cacheKey(files []schema.File) string {
@@ -146,8 +148,40 @@ func (c *mapCache) Get(files []schema.File) (*spec.Config, bool) {
 
 func (c *mapCache) Put(files []schema.File, cfg *spec.Config) error {
 	c.puts++
-	c.m[cacheKey(files)] = cfg
+	c.last = cacheKey(files)
+	c.m[c.last] = cfg
 	return nil
+}
+
+// A desired state that loaded but that keel put back the last good one
+// over (Restore, after a crash working on it) is not the cache's last
+// entry: the one put back is, so that keel-boot, which takes the entry
+// for the files on disk, takes none at the next boot.
+func TestRestorePutsTheStateBackInTheCache(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "desired.cue")
+	cache := &mapCache{m: map[string]*spec.Config{}}
+	l := New([]string{dir}, Wiring{Cache: cache, Source: hostio.Source{Runner: failingRunner{}, FS: hostio.DirFS(t.TempDir())}})
+	os.WriteFile(f, []byte("lvm: scanLVs: false\n"), 0o644)
+	good, err := l.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Load(good, nil); err != nil {
+		t.Fatal(err)
+	}
+	prev := l.InForce()
+	os.WriteFile(f, []byte("lvm: scanLVs: true\n"), 0o644)
+	if err := l.Load(l.Read()); err != nil {
+		t.Fatal(err)
+	}
+	l.Restore(prev, errors.New("keel crashed working on it"))
+	if cache.last != cacheKey(good) {
+		t.Errorf("after Restore the cache's last entry is %q, want the good state's %q", cache.last, cacheKey(good))
+	}
+	if d := l.Desired(); d == nil || d.LVM == nil || d.LVM.ScanLVs == nil || *d.LVM.ScanLVs {
+		t.Errorf("after Restore the desired state in force is %+v, want scanLVs false", d)
+	}
 }
 
 // A loop with a cache keeps each desired state that loads and takes an
