@@ -51,19 +51,35 @@ type ActivationReport struct {
 // LVs is the number of LVs, hidden ones included, in the report.
 func (r *ActivationReport) LVs() int { return len(r.objs.LVs) }
 
-// ReadActivationReport runs activationReportCmd through src and parses it,
-// and reads LVM's configuration beside it: lvm.conf does not change while
-// lvm2 activates, and read now, while keel waits for that activation, it
-// is one process fewer between lvm2's end and READY (ProbeActivation).
-func ReadActivationReport(ctx context.Context, src hostio.Source) (*ActivationReport, error) {
-	var config cmdOut
-	var wg sync.WaitGroup
-	wg.Go(func() {
+// LVMConfigRead is LVM's configuration (lvmconfig) read in the
+// background, once for the activation reports of one wait: lvm.conf does
+// not change while lvm2 activates, and read during that activation it is
+// one process fewer between lvm2's end and READY (ProbeActivation).
+type LVMConfigRead struct {
+	done chan struct{}
+	out  cmdOut // set before done is closed
+}
+
+// StartLVMConfigRead starts reading LVM's configuration through src; it
+// ends with ctx.
+func StartLVMConfigRead(ctx context.Context, src hostio.Source) *LVMConfigRead {
+	r := &LVMConfigRead{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
 		res, err := runResult(ctx, src, lvmConfigCmd)
-		config = cmdOut{res, err}
-	})
+		r.out = cmdOut{res, err}
+	}()
+	return r
+}
+
+// ReadActivationReport runs activationReportCmd through src and parses it,
+// with LVM's configuration from config, which it starts itself when
+// config is nil.
+func ReadActivationReport(ctx context.Context, src hostio.Source, config *LVMConfigRead) (*ActivationReport, error) {
+	if config == nil {
+		config = StartLVMConfigRead(ctx, src)
+	}
 	out, err := run(ctx, src, activationReportCmd)
-	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +87,12 @@ func ReadActivationReport(ctx context.Context, src hostio.Source) (*ActivationRe
 	if err != nil {
 		return nil, err
 	}
-	return &ActivationReport{objs: objs, config: &config}, nil
+	select {
+	case <-config.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("lvmconfig: %w", ctx.Err())
+	}
+	return &ActivationReport{objs: objs, config: &config.out}, nil
 }
 
 // ProbeActivation builds the part of the observed model that the

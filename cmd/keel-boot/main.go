@@ -176,10 +176,7 @@ func (h host) run(ctx context.Context, start time.Time, args []string) int {
 		}
 		_ = h.notify.Status("waiting for lvm2's own activation of vg " + strings.Join(vgs, ", "))
 	}, func() {
-		if early != nil {
-			early.Cancel()
-		}
-		early = bootwatch.StartEarlyReport(ctx, src)
+		early = bootwatch.StartEarlyReport(ctx, src, early)
 	})
 	if niced > 0 {
 		bootunit.SetGroupNice(log, 0)
@@ -195,7 +192,7 @@ func (h host) run(ctx context.Context, start time.Time, args []string) int {
 		// lvm2 activated nothing declared while keel-boot watched: it
 		// had done so before, or leaves a VG to keel (one on a VDO LV).
 		// A report now tells which.
-		early = bootwatch.StartEarlyReport(ctx, src)
+		early = bootwatch.StartEarlyReport(ctx, src, nil)
 	}
 	order, ok := w.Confirm(ctx, early)
 	if !ok {

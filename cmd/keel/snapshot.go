@@ -60,7 +60,7 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	h, perr := probes.ProbeWith(context.Background(), rec.Source(), opt)
 	if *withActivation {
-		if _, err := probes.ReadActivationReport(context.Background(), rec.Source()); err != nil {
+		if _, err := probes.ReadActivationReport(context.Background(), rec.Source(), nil); err != nil {
 			fmt.Fprintf(stderr, "keel snapshot: warning: activation report: %v\n", err)
 		}
 	}

@@ -578,7 +578,7 @@ func TestComputeOnActivationProbe(t *testing.T) {
 		if drop != "" {
 			s.Runner = dropDMDevice{Runner: src.Runner, name: drop}
 		}
-		r, err := probes.ReadActivationReport(context.Background(), s)
+		r, err := probes.ReadActivationReport(context.Background(), s, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -681,7 +681,7 @@ func TestActivationReportReadsLVMConfigBeside(t *testing.T) {
 	full, src := probeNode(t, autoactivationNode)
 	rec := &ranCmds{Runner: src.Runner}
 	src.Runner = rec
-	r, err := probes.ReadActivationReport(context.Background(), src)
+	r, err := probes.ReadActivationReport(context.Background(), src, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -280,18 +280,28 @@ type EarlyReport struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	started time.Time
+	config  *probes.LVMConfigRead
 	rep     *probes.ActivationReport // set before done is closed
 	err     error                    // set before done is closed
 }
 
-// StartEarlyReport starts an activation report of src in the background;
-// Watch.Confirm waits for it, Cancel ends it.
-func StartEarlyReport(ctx context.Context, src hostio.Source) *EarlyReport {
-	ctx, cancel := context.WithCancel(ctx)
-	e := &EarlyReport{cancel: cancel, done: make(chan struct{}), started: time.Now()}
+// StartEarlyReport starts an activation report of src in the background,
+// replacing prev (nil for the first of a wait): prev's report is ended,
+// and LVM's configuration, which the first began to read with ctx, is
+// read once for all of them. Watch.Confirm waits for it, Cancel ends it.
+func StartEarlyReport(ctx context.Context, src hostio.Source, prev *EarlyReport) *EarlyReport {
+	var config *probes.LVMConfigRead
+	if prev != nil {
+		prev.Cancel()
+		config = prev.config
+	} else {
+		config = probes.StartLVMConfigRead(ctx, src)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	e := &EarlyReport{cancel: cancel, done: make(chan struct{}), started: time.Now(), config: config}
 	go func() {
 		defer close(e.done)
-		e.rep, e.err = probes.ReadActivationReport(ctx, src)
+		e.rep, e.err = probes.ReadActivationReport(rctx, src, config)
 	}()
 	return e
 }

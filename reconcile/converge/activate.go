@@ -116,10 +116,7 @@ func (l *Loop) Activate(ctx context.Context, o ActivateOptions) (Activation, err
 		var started func()
 		if round == 0 && o.Confirmed != nil {
 			started = func() {
-				if early != nil {
-					early.Cancel()
-				}
-				early = bootwatch.StartEarlyReport(ctx, l.source)
+				early = bootwatch.StartEarlyReport(ctx, l.source, early)
 			}
 		}
 		l.watch(o.Wake).WaitForLVM(ctx, o.Deadline, o.LVMActivating, started)
