@@ -103,10 +103,10 @@ func ReadActivationReport(ctx context.Context, src hostio.Source, config *LVMCon
 // name with a live table now (`dmsetup table`, served by the ioctls where
 // the runner can); each PV resolved to its kernel device and by-id names;
 // LVM's configuration (lvmconfig, as r read it). Nothing else is read.
-// What it lacks can
-// only make the stack look less complete: a PV it cannot resolve reads as
-// missing, an LV without a device as inactive, and with no
-// auto_activation_volume_list read every LV counts as autoactivated.
+// What it lacks can only make the stack look less complete: a PV it
+// cannot resolve reads as missing, an LV without a device as inactive,
+// and with no auto_activation_volume_list read every LV counts as
+// autoactivated.
 //
 // ProbeActivation takes over r's objects; r is not to be used again.
 func ProbeActivation(ctx context.Context, src hostio.Source, r *ActivationReport) (*model.Host, error) {
