@@ -159,13 +159,9 @@ func (h host) run(ctx context.Context, start time.Time, args []string) int {
 	if h.src != nil {
 		src = *h.src
 	}
-	w := bootwatch.Watch{Source: src, Desired: cfg, Log: log}
-	if ch, err := hostio.NewChanges(src.FS); err == nil {
-		defer ch.Close()
-		w.Wake = ch
-	} else {
-		log.Debug("lvm2's activation watched on a timer", "err", err)
-	}
+	wake, stopWake := bootwatch.LiveWaker(src, log)
+	defer stopWake()
+	w := bootwatch.Watch{Source: src, Desired: cfg, Log: log, Wake: wake}
 	_ = h.notify.Status("activating the declared storage stack")
 	deadline := start.Add(o.timeout)
 	var early *bootwatch.EarlyReport

@@ -140,13 +140,8 @@ func runActivate(args []string, stdout, stderr io.Writer) int {
 	}
 	w := newActivationWatch(start, *timeout, watchGrace, notify.Sender{}, log, stderr)
 	defer w.stop()
-	var wake bootwatch.Waker
-	if ch, err := hostio.NewChanges(src.FS); err == nil {
-		defer ch.Close()
-		wake = ch
-	} else {
-		log.Debug("lvm2's activation watched on a timer", "err", err)
-	}
+	wake, stopWake := bootwatch.LiveWaker(src, log)
+	defer stopWake()
 	out, err := loop.Activate(ctx, converge.ActivateOptions{Deadline: start.Add(*timeout), Poll: *poll, Wake: wake,
 		Waiting: func(blocked []string) {
 			log.Info("waiting for devices", "blocked", strings.Join(blocked, "; "))

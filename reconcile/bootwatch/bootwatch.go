@@ -45,6 +45,18 @@ type Waker interface {
 	C() <-chan struct{}
 }
 
+// LiveWaker returns inotify on src's files (hostio.Changes) and the func
+// that ends it, or nil and a no-op when src cannot be watched (a recorded
+// or replayed host): the wait then looks on a timer.
+func LiveWaker(src hostio.Source, log hclog.Logger) (Waker, func()) {
+	ch, err := hostio.NewChanges(src.FS)
+	if err != nil {
+		log.Debug("lvm2's activation watched on a timer", "err", err)
+		return nil, func() {}
+	}
+	return ch, func() { _ = ch.Close() }
+}
+
 func (w Watch) log() hclog.Logger {
 	if w.Log == nil {
 		return hclog.NewNullLogger()

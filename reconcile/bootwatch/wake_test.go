@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/keel-storage/keel/probes/hostio"
 )
 
@@ -132,3 +133,22 @@ func TestWaitForLVMWakes(t *testing.T) {
 		})
 	}
 }
+
+// LiveWaker watches a directory of this machine and gives no Waker (the
+// timer) for a host that is not one; a nil *hostio.Changes never hides in
+// a non-nil interface.
+func TestLiveWaker(t *testing.T) {
+	w, stop := LiveWaker(hostio.Source{FS: hostio.DirFS(t.TempDir())}, hclog.NewNullLogger())
+	if w == nil {
+		t.Error("a directory of this machine: no Waker")
+	}
+	stop()
+	w, stop = LiveWaker(hostio.Source{FS: notDirFS{}}, hclog.NewNullLogger())
+	defer stop()
+	if w != nil {
+		t.Errorf("a host that is not a directory: Waker %v, want nil", w)
+	}
+}
+
+// notDirFS stands for a recorded or replayed host's files.
+type notDirFS struct{ hostio.FS }
