@@ -41,6 +41,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/keel-storage/keel/internal/desiredcache"
@@ -68,10 +69,14 @@ type Runner struct {
 	Environ func() []string
 	// LookPath defaults to probes.LookPath.
 	LookPath func(string) (string, error)
+
+	mu      sync.Mutex
+	flights map[string]*flight // by key
 }
 
 // Run answers c from the cache when c is lvmconfig's probe command and
-// nothing it reads changed; any other command goes to Inner, streaming
+// nothing it reads changed, or from the run of a caller that missed just
+// before (flight); any other command goes to Inner, streaming
 // (Cmd.Consume) included. lvmconfig's answer, cached or not, reaches
 // c.Consume whole: its output is small, and it is what the cache keeps.
 func (r *Runner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
@@ -80,10 +85,28 @@ func (r *Runner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
 		return r.Inner.Run(ctx, c)
 	}
 	key, err := r.key(c.Name)
+	var lead *flight // this call's run, which callers missing beside it share
 	if err == nil {
 		if out, ok := r.get(key); ok {
 			c.ConsumeWhole(out)
 			return hostio.Result{Stdout: out}, nil
+		}
+		f, first := r.join(key)
+		if first {
+			lead = f
+			defer r.land(key, f)
+		} else {
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return hostio.Result{}, fmt.Errorf("lvmconfig cache: waiting for the lvmconfig already running: %w", ctx.Err())
+			}
+			if f.ok {
+				out := bytes.Clone(f.out)
+				c.ConsumeWhole(out)
+				return hostio.Result{Stdout: out}, nil
+			}
+			err = errNotShared
 		}
 	}
 	below := c
@@ -92,12 +115,52 @@ func (r *Runner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
 	if err == nil && runErr == nil && res.ExitCode == 0 && len(res.Stderr) == 0 {
 		if after, err := r.key(c.Name); err == nil && after == key {
 			_ = r.put(key, res.Stdout) // a cache that cannot be written only costs time
+			lead.out, lead.ok = bytes.Clone(res.Stdout), true
 		}
 	}
 	if runErr == nil {
 		c.ConsumeWhole(res.Stdout)
 	}
 	return res, runErr
+}
+
+// flight is one lvmconfig run on a miss. Callers that miss the same key
+// while it runs wait for it and take its answer when it is one the cache
+// stores (exit 0, nothing on stderr, the key unchanged after the run);
+// otherwise each runs lvmconfig itself. At boot every entry is stale (the
+// boot ID is in the key), and keel activate asks at once from its warm-up
+// and from its first activation report.
+type flight struct {
+	done chan struct{}
+	out  []byte // set before done closes, when ok
+	ok   bool
+}
+
+// errNotShared makes a caller whose shared run was not storable run
+// lvmconfig itself and store nothing.
+var errNotShared = errors.New("lvmconfig cache: the shared run's answer is not storable")
+
+// join returns the run in flight for key, or starts one (first).
+func (r *Runner) join(key string) (f *flight, first bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f, ok := r.flights[key]; ok {
+		return f, false
+	}
+	if r.flights == nil {
+		r.flights = make(map[string]*flight)
+	}
+	f = &flight{done: make(chan struct{})}
+	r.flights[key] = f
+	return f, true
+}
+
+// land ends f's run and wakes its waiters.
+func (r *Runner) land(key string, f *flight) {
+	r.mu.Lock()
+	delete(r.flights, key)
+	r.mu.Unlock()
+	close(f.done)
 }
 
 // path is p under Root.

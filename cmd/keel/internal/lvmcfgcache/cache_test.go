@@ -4,7 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/keel-storage/keel/probes"
@@ -15,14 +18,14 @@ import (
 // stand-in for LVM's merged view, and counts its runs.
 type fakeLVM struct {
 	root   string
-	runs   int
+	runs   atomic.Int32
 	exit   int
 	stderr string
 	during func() // runs while "lvmconfig" runs
 }
 
 func (f *fakeLVM) Run(_ context.Context, c hostio.Cmd) (hostio.Result, error) {
-	f.runs++
+	f.runs.Add(1)
 	if f.during != nil {
 		f.during()
 	}
@@ -65,12 +68,12 @@ func (h *host) write(name, data string) {
 // config runs the probe's lvmconfig and reports whether lvmconfig ran.
 func (h *host) config() (string, bool) {
 	h.t.Helper()
-	before := h.lvm.runs
+	before := h.lvm.runs.Load()
 	res, err := h.r.Run(context.Background(), probes.LVMConfigCmd())
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return string(res.Stdout), h.lvm.runs > before
+	return string(res.Stdout), h.lvm.runs.Load() > before
 }
 
 func TestAnsweredUntilAnInputChanges(t *testing.T) {
@@ -163,8 +166,8 @@ func TestOtherCommandsAndForeignEntries(t *testing.T) {
 	h := newHost(t)
 	other := hostio.Cmd{Name: "lvmconfig", Args: []string{"--validate"}}
 	for range 2 {
-		before := h.lvm.runs
-		if _, err := h.r.Run(context.Background(), other); err != nil || h.lvm.runs != before+1 {
+		before := h.lvm.runs.Load()
+		if _, err := h.r.Run(context.Background(), other); err != nil || h.lvm.runs.Load() != before+1 {
 			t.Fatalf("%s: not passed through (err %v)", other, err)
 		}
 	}
@@ -225,15 +228,66 @@ func TestRunStream(t *testing.T) {
 	}
 	want := probes.LVMConfigCmd().String() + "\ndevices { scan_lvs = 0 }\n"
 	for i := range 2 {
-		runs := h.lvm.runs
+		runs := h.lvm.runs.Load()
 		if got := stream(probes.LVMConfigCmd()); got != want {
 			t.Fatalf("lvmconfig %d: consume got %q", i, got)
 		}
-		if ran := h.lvm.runs > runs; ran != (i == 0) {
+		if ran := h.lvm.runs.Load() > runs; ran != (i == 0) {
 			t.Fatalf("lvmconfig %d: ran %v", i, ran)
 		}
 	}
 	if inner.streamed != 1 {
 		t.Fatalf("lvmconfig streamed below the cache (%d)", inner.streamed)
+	}
+}
+
+// Two probes that ask at once on a miss (keel activate's warm-up and its
+// first activation report, both at boot when the boot ID makes every entry
+// stale) share one lvmconfig; a run whose answer cannot be stored is not
+// shared, and each waiter runs its own.
+func TestConcurrentMissesShareOneRun(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		stderr   string
+		wantRuns int32
+	}{
+		{"clean answer shared", "", 1},
+		{"answer with stderr not shared", "WARNING: something\n", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHost(t)
+			h.lvm.stderr = tc.stderr
+			synctest.Test(t, func(t *testing.T) {
+				started := make(chan struct{}, 2)
+				release := make(chan struct{})
+				h.lvm.during = func() {
+					started <- struct{}{}
+					<-release
+				}
+				var wg sync.WaitGroup
+				outs := make([]string, 2)
+				run := func(i int) {
+					wg.Go(func() {
+						res, err := h.r.Run(context.Background(), probes.LVMConfigCmd())
+						if err != nil {
+							t.Error(err)
+						}
+						outs[i] = string(res.Stdout)
+					})
+				}
+				run(0)
+				<-started // the first lvmconfig runs
+				run(1)
+				synctest.Wait() // the second caller is blocked, in lvmconfig or on the first
+				close(release)
+				wg.Wait()
+				if outs[0] != outs[1] || outs[0] == "" {
+					t.Errorf("answers differ or are empty: %q, %q", outs[0], outs[1])
+				}
+			})
+			if got := h.lvm.runs.Load(); got != tc.wantRuns {
+				t.Errorf("lvmconfig ran %d times, want %d", got, tc.wantRuns)
+			}
+		})
 	}
 }
