@@ -48,7 +48,7 @@ func verdicts(t *testing.T, boot string, r *guest.Result, want int) {
 // The number of PASS lines each boot's script prints.
 const (
 	wantBoot1 = 10 // boot1.sh: the .deb and keel-boot, the stack, the rules, the units
-	wantBoot2 = 16 // boot2.sh: the reboot's order, READY (keel-boot's fast path, its wait on inotify), tunables, lvm.conf, keel.service, journal, data
+	wantBoot2 = 17 // boot2.sh: the reboot's order, READY (keel-boot's fast path, its wait on inotify), keel activate's wait, tunables, lvm.conf, keel.service, journal, data
 	wantBoot3 = 6  // boot3.sh: the missing disk
 )
 
