@@ -9,7 +9,8 @@
 #                            (the report then goes to $BENCH_REPORT, not docs/)
 #   BENCH_DAEMON_SECONDS=N   the daemon's idle window in the guest (default 600)
 #   BENCH_BOOTCOST_50=N, BENCH_BOOTCOST_2000=N  reboots of the boot-cost bench
-#                            (part boot) at ~50 and 2,000 LVs (default 6 and 4)
+#                            (part boot) at ~50 and 2,000 LVs (default 12 and 12:
+#                            six boots a mode each, after a warm-up boot)
 #   BENCH_REPORT=FILE        where to write the report (default docs/benchmarks.md)
 #   BENCH_RAW=DIR            keep the raw outputs there (default: a temporary directory)
 # The guest parts need root and the test guest (docs/testing.md); they queue
@@ -26,7 +27,7 @@ if [ "$quick" = 1 ]; then
 	wipe_mib=512 wipe_offload_mib=1024 wipe_runs=3 daemon=${BENCH_DAEMON_SECONDS:-30}
 else
 	count=5 scale_time=3x micro_time=1s rounds=20 guest_rounds=11 react=5 boots=3
-	bootcost50=${BENCH_BOOTCOST_50:-6} bootcost2000=${BENCH_BOOTCOST_2000:-4}
+	bootcost50=${BENCH_BOOTCOST_50:-12} bootcost2000=${BENCH_BOOTCOST_2000:-12}
 	wipe_mib=2048 wipe_offload_mib=8192 wipe_runs=15 daemon=${BENCH_DAEMON_SECONDS:-600}
 fi
 if [ -n "${BENCH_ONLY:-}" ]; then

@@ -68,7 +68,7 @@ func (r *report) bootCost() {
 		return
 	}
 	r.p("`BENCH_ONLY=boot make bench` runs it (`e2e/boot` TestBootCost with `KEEL_BENCH_BOOTCOST=1`; reboots\n")
-	r.p("per size `BENCH_BOOTCOST_50`, `BENCH_BOOTCOST_2000`, default 6 and 4): one systemd guest with the\n")
+	r.p("per size `BENCH_BOOTCOST_50`, `BENCH_BOOTCOST_2000`, default 12 and 12, six a mode): one systemd guest with the\n")
 	r.p("stack of `examples/vdo-on-bcache.cue` and vdovg's VM disks, rebooted with its disks kept, the mode\n")
 	r.p("alternating boot by boot so the shared host's load falls on both: **keel** = the package's\n")
 	r.p("keel-activate.service and keel.service; **lvm** = both disabled, `e2e/boot/lvm-bare.service` instead\n")
