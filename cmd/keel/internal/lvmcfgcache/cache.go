@@ -85,7 +85,9 @@ func (r *Runner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
 		return r.Inner.Run(ctx, c)
 	}
 	key, err := r.key(c.Name)
-	var lead *flight // this call's run, which callers missing beside it share
+	// lead is this call's run when it missed first: only that run stores,
+	// and callers missing beside it share its answer.
+	var lead *flight
 	if err == nil {
 		if out, ok := r.get(key); ok {
 			c.ConsumeWhole(out)
@@ -106,13 +108,13 @@ func (r *Runner) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
 				c.ConsumeWhole(out)
 				return hostio.Result{Stdout: out}, nil
 			}
-			err = errNotShared
+			// Not storable: run lvmconfig here, and store nothing.
 		}
 	}
 	below := c
 	below.Consume = nil
 	res, runErr := r.Inner.Run(ctx, below)
-	if err == nil && runErr == nil && res.ExitCode == 0 && len(res.Stderr) == 0 {
+	if lead != nil && runErr == nil && res.ExitCode == 0 && len(res.Stderr) == 0 {
 		if after, err := r.key(c.Name); err == nil && after == key {
 			_ = r.put(key, res.Stdout) // a cache that cannot be written only costs time
 			lead.out, lead.ok = bytes.Clone(res.Stdout), true
@@ -135,10 +137,6 @@ type flight struct {
 	out  []byte // set before done closes, when ok
 	ok   bool
 }
-
-// errNotShared makes a caller whose shared run was not storable run
-// lvmconfig itself and store nothing.
-var errNotShared = errors.New("lvmconfig cache: the shared run's answer is not storable")
 
 // join returns the run in flight for key, or starts one (first).
 func (r *Runner) join(key string) (f *flight, first bool) {
