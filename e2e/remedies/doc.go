@@ -9,5 +9,11 @@
 // the same for activation.pvscan_on_lvs, checking that the remedy leaves the
 // VM disk next to the pool inactive.
 //
+// TestThinPoolInactiveTable, in a boot of its own, builds the state an
+// lvcreate --type thin-pool killed between the pool's table load and its
+// resume leaves (the pool's device with an inactive table only, holding
+// _tdata and _tmeta open) and checks that vg.inactive's printed remedy, and
+// then keel apply, bring the pool up.
+//
 // Run: E2E_PKGS=./e2e/remedies e2e/run-e2e.sh
 package remedies

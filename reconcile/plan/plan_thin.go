@@ -193,12 +193,14 @@ func (p *planner) planMissingThin(vgName, name string, want spec.ThinPool, phase
 // killed after lvcreate's last commit. lvcreate then activates the pool
 // (_lv_create_an_lv, lib/metadata/lv_manip.c); killed there, it leaves the
 // pool inactive with its _tdata and _tmeta active (e2e/kill, kind
-// thin-partial). lvm2 refuses to activate a pool while a component of it
+// thin-partial), or, killed between the pool's table load and its resume,
+// with the pool's device holding an inactive table only (kind
+// thin-lvcreate). lvm2 refuses to activate a pool while a component of it
 // is active ("Activation of logical volume … is prohibited while logical
 // volume …_tmeta is active", activate_lv in lib/activate/activate.c), so
-// keel deactivates the components first, then activates the pool it began
-// (an inactive pool of someone else's it only reports: vg.inactive), and
-// drops the tag.
+// keel takes the partial stack down first (stackDownCmds), then activates
+// the pool it began (an inactive pool of someone else's it only reports:
+// vg.inactive), and drops the tag.
 func (p *planner) finishThinCreate(object string, lv *model.LV, phase int) {
 	if !hasTag(lv, CreateTag) {
 		return
@@ -209,6 +211,9 @@ func (p *planner) finishThinCreate(object string, lv *model.LV, phase int) {
 		state = "inactive"
 		if down := p.stackDownCmds(object); len(down) > 0 {
 			state += ", its components active"
+			if _, dev := p.h.DM[lv.DMName]; dev {
+				state = "inactive, its device left without a live table"
+			}
 			cmds = append(cmds, down...)
 		}
 		cmds = append(cmds, []string{"lvchange", "-ay", object})
@@ -216,7 +221,7 @@ func (p *planner) finishThinCreate(object string, lv *model.LV, phase int) {
 	cmds = append(cmds, []string{"lvchange", "--deltag", CreateTag, object})
 	key := p.add(Finding{ID: ThinCreateInterrupted, Object: object,
 		Message:  fmt.Sprintf("the creation of thin pool %s stopped after lvm2 made the pool (%s, still tagged %s)", object, state, CreateTag),
-		Expected: "an active pool without tag " + CreateTag, Observed: state + " pool with tag " + CreateTag,
+		Expected: "an active pool without tag " + CreateTag, Observed: "pool with tag " + CreateTag + ": " + state,
 		Remedy: shellAnd(cmds),
 	})
 	p.act(phaseCreateThin+phase, Action{ID: "thin.create:" + object, Kind: KindCommand, Class: Live, Object: object,

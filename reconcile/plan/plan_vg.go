@@ -258,6 +258,12 @@ func (p *planner) activatePools(lvs []string) string {
 // lib/activate/activate.c):
 //   - a thin pool with its _tdata or _tmeta active: lvchange -an of those
 //     (e2e/kill, kind thin-partial);
+//   - a thin pool whose own device exists without a live table (lvcreate or
+//     lvchange -ay killed between the pool's table load and its resume): the
+//     inactive table holds _tdata and _tmeta open, so lvchange -an of those
+//     fails with "is used by another device"; lvchange -an of the pool takes
+//     the pool device and its components down together (e2e/kill, kind
+//     thin-lvcreate; the state rebuilt with dmsetup in e2e/remedies);
 //   - a VDO LV whose pool has its _vdata active, or a <vg>-<pool>-vpool
 //     device with or without a live table (an lvconvert --type vdo-pool or
 //     lvchange -ay killed while loading dm-vdo leaves one that holds _vdata
@@ -271,6 +277,9 @@ func (p *planner) stackDownCmds(full string) [][]string {
 	}
 	switch lv.SegType {
 	case "thin-pool":
+		if _, dev := p.h.DM[lv.DMName]; dev {
+			return [][]string{{"lvchange", "-an", lv.FullName}}
+		}
 		var parts []string
 		for _, sub := range []string{lv.DataLV, lv.MetadataLV} {
 			if c := p.h.LVs[sub]; c != nil && c.Active {
