@@ -13,7 +13,8 @@
 // lvcreate --type thin-pool killed between the pool's table load and its
 // resume leaves (the pool's device with an inactive table only, holding
 // _tdata and _tmeta open) and checks that vg.inactive's printed remedy, and
-// then keel apply, bring the pool up.
+// then keel apply, bring the pool up; then the same for a pool in use, whose
+// table sits in its -tpool layer, by the remedy alone.
 //
 // Run: E2E_PKGS=./e2e/remedies e2e/run-e2e.sh
 package remedies

@@ -21,10 +21,7 @@ var ids = []string{"vdo.slab_remainder", "vdo.overcommit", "vdo.threads", "vdo.m
 // script builds a 10G VDO pool with LVM's defaults (max_discard 1, ten
 // threads) and a 20G VDO LV (above the 6G the pool holds thick, with 1.28g
 // of slab remainder), a VG stacked on the VDO LV with one active LV (a VM
-// disk), then runs each finding's printed remedy. remedy ID [keel check
-// flags] takes the remedy from the text report (as an operator copies it),
-// keeps the JSON report of the same state to compare, runs the remedy with
-// bash and records its exit status and the JSON report afterwards.
+// disk), then runs each finding's printed remedy (remedyFn).
 const script = `set -u
 . /mnt/host/stacks.sh
 nv=$(disk nvme0) || exit 2
@@ -35,22 +32,8 @@ step lvcreate -y --type vdo -L 10G -V 20G -n vdolv vg/vdopool || exit 5
 step pvcreate -q /dev/vg/vdolv || exit 6
 step vgcreate -q upper /dev/vg/vdolv || exit 6
 step lvcreate -y -q -L 1G -n vm-100-disk-0 upper || exit 6
-remedy() {
-	local id=$1; shift
-	echo "== $id"
-	"$KEEL" check "$@" --format json >"$OUT/$id.before.json"
-	"$KEEL" check "$@" >"$OUT/$id.before.txt"
-	awk -v id="$id" '/^[A-Z]/ {f = ($2 == id)} f && $1 == "remedy:" {sub(/^ *remedy: */, ""); print; exit}' \
-		"$OUT/$id.before.txt" >"$OUT/$id.sh"
-	cat "$OUT/$id.sh"
-	local rc=0
-	bash "$OUT/$id.sh" </dev/null || rc=$?
-	echo "remedy exit $rc"
-	echo $rc >"$OUT/$id.rc"
-	"$KEEL" check "$@" --format json >"$OUT/$id.after.json"
-}
-for id in ` + "vdo.slab_remainder vdo.overcommit vdo.threads vdo.max_discard" + `; do
-	remedy "$id" --audit
+` + remedyFn + `for id in ` + "vdo.slab_remainder vdo.overcommit vdo.threads vdo.max_discard" + `; do
+	remedy "$id" "$id" --audit
 done
 "$KEEL" check --audit || true
 lvs -a -o lv_name,lv_size,lv_attr vg upper
@@ -68,10 +51,32 @@ step vgchange -an upper || exit 21
 "$KEEL" check -c /mnt/host/upper-plain.cue --format json >"$OUT/activation-plain.json"
 cp /mnt/host/upper-pool.cue /etc/keel/keel.cue || exit 22
 "$KEEL" snapshot -o "$OUT/stacked-pool-inactive.txtar" || exit 23
-remedy activation.pvscan_on_lvs
+remedy activation.pvscan_on_lvs activation.pvscan_on_lvs
 lvs --noheadings -o lv_name,lv_attr upper >"$OUT/upper-after.txt"
 cat "$OUT/upper-after.txt"
 exit 0
+`
+
+// remedyFn defines the guest's shell function remedy NAME ID [keel check
+// flags]: it takes finding ID's remedy from the text report (as an operator
+// copies it), keeps the JSON report of the same state to compare, runs the
+// remedy with bash and records its exit status and the JSON report
+// afterwards, each in $OUT/NAME.* (ranAs reads them).
+const remedyFn = `remedy() {
+	local name=$1 id=$2
+	shift 2
+	echo "== $id"
+	"$KEEL" check "$@" --format json >"$OUT/$name.before.json"
+	"$KEEL" check "$@" >"$OUT/$name.before.txt"
+	awk -v id="$id" '/^[A-Z]/ {f = ($2 == id)} f && $1 == "remedy:" {sub(/^ *remedy: */, ""); print; exit}' \
+		"$OUT/$name.before.txt" >"$OUT/$name.sh"
+	cat "$OUT/$name.sh"
+	local rc=0
+	bash "$OUT/$name.sh" </dev/null || rc=$?
+	echo "remedy exit $rc"
+	echo $rc >"$OUT/$name.rc"
+	"$KEEL" check "$@" --format json >"$OUT/$name.after.json"
+}
 `
 
 // The desired states of the activation step: vg as the remedies left it
@@ -143,12 +148,19 @@ func (rep report) remedy(id string) string {
 // no longer raises the finding.
 func ran(t *testing.T, r *guest.Result, id, object string) {
 	t.Helper()
-	before := readReport(t, r, id+".before.json")
+	ranAs(t, r, id, id, object)
+}
+
+// ranAs is ran for a scenario that wrote its files under name instead of
+// the finding's ID (one finding's remedy run in several states).
+func ranAs(t *testing.T, r *guest.Result, name, id, object string) {
+	t.Helper()
+	before := readReport(t, r, name+".before.json")
 	if objs := before.raised(id); len(objs) != 1 || objs[0] != object {
 		t.Errorf("%s before its remedy raised on %v, want [%s]", id, objs, object)
 		return
 	}
-	printed, err := r.File(id + ".sh")
+	printed, err := r.File(name + ".sh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,14 +168,14 @@ func ran(t *testing.T, r *guest.Result, id, object string) {
 	if got := strings.TrimSuffix(string(printed), "\n"); got != want {
 		t.Errorf("%s: ran %q, the JSON report's remedy is %q", id, got, want)
 	}
-	rc, err := r.File(id + ".rc")
+	rc, err := r.File(name + ".rc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.TrimSpace(string(rc)) != "0" {
 		t.Errorf("remedy of %s exited %s: %s", id, strings.TrimSpace(string(rc)), want)
 	}
-	if objs := readReport(t, r, id+".after.json").raised(id); len(objs) != 0 {
+	if objs := readReport(t, r, name+".after.json").raised(id); len(objs) != 0 {
 		t.Errorf("after its remedy %q keel check still raises %s on %v", want, id, objs)
 	}
 	t.Logf("%s on %s: ran %q, exit %s", id, object, want, strings.TrimSpace(string(rc)))

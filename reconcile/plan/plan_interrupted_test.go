@@ -275,42 +275,59 @@ func TestPlanInterruptedThinCreate(t *testing.T) {
 	}
 }
 
-// TestPlanThinPoolInactiveTable replays the state lvcreate --type
-// thin-pool leaves when killed between the pool's table load and its
-// resume (built with dmsetup by e2e/remedies TestThinPoolInactiveTable):
-// kvg-tchurn holds an inactive table only, which keeps _tdata and _tmeta
-// open. lvchange -an of the components fails there ("is used by another
-// device"); lvchange -an of the pool takes the three devices down.
+// TestPlanThinPoolInactiveTable replays the states lvcreate --type
+// thin-pool or lvchange -ay leave when killed between the pool's table load
+// and its resume (built with dmsetup by e2e/remedies
+// TestThinPoolInactiveTable): the thin-pool table is loaded but not live, in
+// kvg-tchurn for a pool keel was still creating, or in kvg-tchurn-tpool for
+// a pool in use (a VM disk on it), and it keeps _tdata and _tmeta open.
+// lvchange -an of the components fails there ("is used by another device");
+// lvchange -an and -ay of the pool bring it up.
 func TestPlanThinPoolInactiveTable(t *testing.T) {
-	h := replayHost(t, "thin-inactive-table")
-	lv := h.LVs["kvg/tchurn"]
-	if lv == nil || lv.SegType != "thin-pool" || lv.Active || !hasTag(lv, CreateTag) {
-		t.Fatalf("the capture holds no inactive thin pool kvg/tchurn with tag %s: %+v", CreateTag, lv)
-	}
-	if d, ok := h.DM["kvg-tchurn"]; !ok || d != nil && len(d.Table) != 0 {
-		t.Fatalf("the capture holds no kvg-tchurn without a live table: %+v", d)
-	}
-	if c := h.LVs["kvg/tchurn_tdata"]; c == nil || !c.Active || !c.Open {
-		t.Fatalf("the capture holds no open kvg/tchurn_tdata: %+v", c)
-	}
-	r := Plan(loadDesired(t, "thin-inactive-table", h), h)
-	want := [][]string{
-		{"lvchange", "-an", "kvg/tchurn"},
-		{"lvchange", "-ay", "kvg/tchurn"},
-		{"lvchange", "--deltag", CreateTag, "kvg/tchurn"},
-	}
-	if a := actionByID(t, r, "thin.create:kvg/tchurn"); !slices.EqualFunc(a.Commands, want, slices.Equal) {
-		t.Errorf("commands %q, want %q", a.Commands, want)
-	}
-	f := findingByKey(t, r, "thin.create_interrupted@kvg/tchurn")
-	if f.Remedy != shellAnd(want) {
-		t.Errorf("remedy %q, want %q", f.Remedy, shellAnd(want))
-	}
-	if !strings.Contains(f.Observed, "without a live table") {
-		t.Errorf("observed %q does not say the pool's device has no live table", f.Observed)
-	}
-	if f := findingByKey(t, r, "vg.inactive@kvg"); f.Remedy != shellAnd(want[:2]) {
-		t.Errorf("vg.inactive remedy %q, want %q", f.Remedy, shellAnd(want[:2]))
+	up := [][]string{{"lvchange", "-an", "kvg/tchurn"}, {"lvchange", "-ay", "kvg/tchurn"}}
+	for _, tc := range []struct {
+		capture, device string
+		tagged          bool
+	}{
+		{"thin-inactive-table", "kvg-tchurn", true},
+		{"thin-inactive-tpool", "kvg-tchurn-tpool", false},
+	} {
+		t.Run(tc.capture, func(t *testing.T) {
+			h := replayHost(t, tc.capture)
+			lv := h.LVs["kvg/tchurn"]
+			if lv == nil || lv.SegType != "thin-pool" || lv.Active || hasTag(lv, CreateTag) != tc.tagged {
+				t.Fatalf("the capture holds no inactive thin pool kvg/tchurn (tag %s: %v): %+v", CreateTag, tc.tagged, lv)
+			}
+			if d, ok := h.DM[tc.device]; !ok || d != nil && len(d.Table) != 0 {
+				t.Fatalf("the capture holds no %s without a live table: %+v", tc.device, d)
+			}
+			if c := h.LVs["kvg/tchurn_tdata"]; c == nil || !c.Active || !c.Open {
+				t.Fatalf("the capture holds no open kvg/tchurn_tdata: %+v", c)
+			}
+			r := Plan(loadDesired(t, "thin-inactive-table", h), h)
+			if f := findingByKey(t, r, "vg.inactive@kvg"); f.Remedy != shellAnd(up) {
+				t.Errorf("vg.inactive remedy %q, want %q", f.Remedy, shellAnd(up))
+			}
+			if !tc.tagged {
+				for _, a := range r.Actions {
+					if a.Object == "kvg/tchurn" {
+						t.Errorf("an action on a pool keel is not creating: %s", a.ID)
+					}
+				}
+				return
+			}
+			want := append(slices.Clone(up), []string{"lvchange", "--deltag", CreateTag, "kvg/tchurn"})
+			if a := actionByID(t, r, "thin.create:kvg/tchurn"); !slices.EqualFunc(a.Commands, want, slices.Equal) {
+				t.Errorf("commands %q, want %q", a.Commands, want)
+			}
+			f := findingByKey(t, r, "thin.create_interrupted@kvg/tchurn")
+			if f.Remedy != shellAnd(want) {
+				t.Errorf("remedy %q, want %q", f.Remedy, shellAnd(want))
+			}
+			if !strings.Contains(f.Observed, "without a live table") {
+				t.Errorf("observed %q does not say the pool's device has no live table", f.Observed)
+			}
+		})
 	}
 }
 

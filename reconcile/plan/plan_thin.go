@@ -211,7 +211,7 @@ func (p *planner) finishThinCreate(object string, lv *model.LV, phase int) {
 		state = "inactive"
 		if down := p.stackDownCmds(object); len(down) > 0 {
 			state += ", its components active"
-			if _, dev := p.h.DM[lv.DMName]; dev {
+			if p.thinPoolTableLoaded(lv) {
 				state = "inactive, its device left without a live table"
 			}
 			cmds = append(cmds, down...)

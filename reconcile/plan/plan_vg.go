@@ -258,12 +258,16 @@ func (p *planner) activatePools(lvs []string) string {
 // lib/activate/activate.c):
 //   - a thin pool with its _tdata or _tmeta active: lvchange -an of those
 //     (e2e/kill, kind thin-partial);
-//   - a thin pool whose own device exists without a live table (lvcreate or
-//     lvchange -ay killed between the pool's table load and its resume): the
-//     inactive table holds _tdata and _tmeta open, so lvchange -an of those
-//     fails with "is used by another device"; lvchange -an of the pool takes
-//     the pool device and its components down together (e2e/kill, kind
-//     thin-lvcreate; the state rebuilt with dmsetup in e2e/remedies);
+//   - a thin pool whose thin-pool table is loaded but not live (lvcreate or
+//     lvchange -ay killed between the table load and its resume): in the
+//     pool's own device, or in its <vg>-<pool>-tpool layer when thin LVs
+//     exist. The inactive table holds _tdata and _tmeta open, so lvchange
+//     -an of those fails with "is used by another device". lvchange -an of
+//     the pool takes the three devices down (an unused pool) or does
+//     nothing (a pool in use, whose public device is gone), and lvchange -ay
+//     of the pool then loads and resumes the table in either case (e2e/kill,
+//     kind thin-lvcreate; both states rebuilt with dmsetup and run in
+//     e2e/remedies TestThinPoolInactiveTable);
 //   - a VDO LV whose pool has its _vdata active, or a <vg>-<pool>-vpool
 //     device with or without a live table (an lvconvert --type vdo-pool or
 //     lvchange -ay killed while loading dm-vdo leaves one that holds _vdata
@@ -277,7 +281,7 @@ func (p *planner) stackDownCmds(full string) [][]string {
 	}
 	switch lv.SegType {
 	case "thin-pool":
-		if _, dev := p.h.DM[lv.DMName]; dev {
+		if p.thinPoolTableLoaded(lv) {
 			return [][]string{{"lvchange", "-an", lv.FullName}}
 		}
 		var parts []string
@@ -300,6 +304,19 @@ func (p *planner) stackDownCmds(full string) [][]string {
 		}
 	}
 	return nil
+}
+
+// thinPoolTableLoaded tells whether the inactive thin pool lv has a
+// device-mapper device left, its own or its -tpool layer's (lvm2 names the
+// layer with lv_layer "tpool"; dm names join with "-"); inactive, the pool
+// has no live table in it.
+func (p *planner) thinPoolTableLoaded(lv *model.LV) bool {
+	for _, name := range []string{lv.DMName, lv.DMName + "-tpool"} {
+		if _, ok := p.h.DM[name]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // activationReported tells whether activation.pvscan_on_lvs describes the
