@@ -324,8 +324,8 @@ func TestPlanThinPoolInactiveTable(t *testing.T) {
 			if f.Remedy != shellAnd(want) {
 				t.Errorf("remedy %q, want %q", f.Remedy, shellAnd(want))
 			}
-			if !strings.Contains(f.Observed, "without a live table") {
-				t.Errorf("observed %q does not say the pool's device has no live table", f.Observed)
+			if !strings.Contains(f.Observed, "table loaded but not live") {
+				t.Errorf("observed %q does not say the pool's table is not live", f.Observed)
 			}
 		})
 	}

@@ -210,9 +210,9 @@ func (p *planner) finishThinCreate(object string, lv *model.LV, phase int) {
 	if !lv.Active {
 		state = "inactive"
 		if down := p.stackDownCmds(object); len(down) > 0 {
-			state += ", its components active"
+			state = "inactive, its components active"
 			if p.thinPoolTableLoaded(lv) {
-				state = "inactive, its device left without a live table"
+				state = "inactive, its thin-pool table loaded but not live"
 			}
 			cmds = append(cmds, down...)
 		}
