@@ -12,9 +12,9 @@ import (
 	"github.com/keel-storage/keel/e2e/guest"
 )
 
-// thinTableScript builds, twice, the state lvcreate --type thin-pool leaves
-// when it is killed between the pool's table load and its resume: the pool
-// kvg/tchurn committed with keel's creation tag, its _tdata and _tmeta
+// thinTableScript builds, three times, the state lvcreate --type thin-pool
+// leaves when it is killed between the pool's table load and its resume: the
+// pool kvg/tchurn committed with keel's creation tag, its _tdata and _tmeta
 // active, and kvg-tchurn present with an inactive table only, which holds
 // the components open. lvm2's own sequence is too brief to hit on purpose,
 // so the script activates the pool, removes its device and loads the same

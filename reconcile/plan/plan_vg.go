@@ -307,9 +307,9 @@ func (p *planner) stackDownCmds(full string) [][]string {
 }
 
 // thinPoolTableLoaded tells whether the inactive thin pool lv has a
-// device-mapper device left, its own or its -tpool layer's (lvm2 names the
-// layer with lv_layer "tpool"; dm names join with "-"); inactive, the pool
-// has no live table in it.
+// device-mapper device left, its own or its -tpool layer's (lv_layer in
+// lib/metadata/lv.c names a thin pool's layer "tpool", joined to the dm name
+// with "-"); inactive, the pool has no live table in it.
 func (p *planner) thinPoolTableLoaded(lv *model.LV) bool {
 	for _, name := range []string{lv.DMName, lv.DMName + "-tpool"} {
 		if _, ok := p.h.DM[name]; ok {
