@@ -18,11 +18,22 @@ func (c Cmd) ConsumeWhole(out []byte) {
 	}
 }
 
-// streamPoll is how long next waits before it looks at the output file
-// again while the command runs. A file, unlike a pipe, cannot wake its
-// reader; a few milliseconds are nothing beside the seconds a large report
-// takes, and the looks cost nothing while LVM writes (each finds more).
-const streamPoll = 4 * time.Millisecond
+// streamPollMin and streamPollMax bound how long next waits before it
+// looks at the output file again while the command runs. A file, unlike a
+// pipe, cannot wake its reader. LVM writes a report in bursts: a
+// subreport's rows are buffered until the subreport is complete
+// (dm_report_output in lvm2's libdm/libdm-report.c), so at thousands of LVs
+// a second can pass with nothing to read. Each look that finds nothing
+// doubles the wait up to streamPollMax, and a look that finds output sets it
+// back to streamPollMin: while LVM writes, the decoding keeps up; while it
+// does not, the reader wakes a few dozen times instead of hundreds, each wake
+// a timer, two reads and the scheduler's search for work on a CPU LVM could
+// use. The command's exit wakes next at once, so the wait never delays the
+// end of a pass.
+const (
+	streamPollMin = 4 * time.Millisecond
+	streamPollMax = 32 * time.Millisecond
+)
 
 // growingOutput reads the output file f of a running command from where it
 // last stopped (next); ended closes when the command has exited.
@@ -35,6 +46,10 @@ type growingOutput struct {
 	buf  []byte
 	done bool
 	err  error // reading f failed; then done
+	// poll is the wait after the next look that finds nothing (0 is
+	// streamPollMin); looks counts the looks that found nothing.
+	poll  time.Duration
+	looks int
 }
 
 // next is Cmd.Consume's next over f.
@@ -57,13 +72,17 @@ func (g *growingOutput) next() ([]byte, bool) {
 		case exited && !grew:
 			g.done = true
 		case grew:
+			g.poll = streamPollMin
 			return g.buf, false
 		default:
+			g.looks++
+			wait := max(g.poll, streamPollMin)
+			g.poll = min(2*wait, streamPollMax)
 			if timer == nil {
-				timer = time.NewTimer(streamPoll)
+				timer = time.NewTimer(wait)
 				defer timer.Stop()
 			} else {
-				timer.Reset(streamPoll)
+				timer.Reset(wait)
 			}
 			select {
 			case <-g.ended:
