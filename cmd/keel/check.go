@@ -42,7 +42,13 @@ type judged struct {
 // unreadable desired state (described by loadErrorText for command name),
 // or a failed probe (probeErrorText).
 func judge(name string, configs []string, node string, audit bool, timeout time.Duration) (j judged, err error) {
-	l, loadErr, probeErr := loadWhileProbing(configs, node, audit, timeout)
+	// keel's state depends on the desired state only: it is read while
+	// the probe runs, not after it.
+	var mem plan.Memory
+	l, loadErr, probeErr := loadWhileProbing(configs, node, audit, timeout, func(cfg *spec.Config) {
+		mem = checkMemory(cfg, node)
+		phases.mark("state file")
+	})
 	if phases != nil && loadErr == nil && probeErr == nil {
 		defer phases.mark("plan")
 	}
@@ -54,8 +60,6 @@ func judge(name string, configs []string, node string, audit bool, timeout time.
 	case audit:
 		return judged{host: l.host, result: plan.Audit(l.host), mode: "audit"}, nil
 	}
-	mem := checkMemory(l.cfg, node)
-	phases.mark("state file")
 	mem = seeVGs(mem, l.cfg, l.host, node)
 	phases.mark("vg records")
 	return judged{host: l.host, result: plan.PlanWith(l.cfg, l.host, mem), mode: "desired"}, nil
@@ -73,8 +77,9 @@ type loadedHost struct {
 // from the desired-state cache (package desiredcache) without a CUE
 // evaluation, which would compete with the probe's commands for the CPUs.
 // The load's error wins and cancels the probe, so an invalid desired state is
-// reported the same whatever the probe found.
-func loadWhileProbing(configs []string, node string, audit bool, timeout time.Duration) (l loadedHost, loadErr, probeErr error) {
+// reported the same whatever the probe found. loaded, when not nil, runs
+// once the desired state is in, while the probe may still run.
+func loadWhileProbing(configs []string, node string, audit bool, timeout time.Duration, loaded func(*spec.Config)) (l loadedHost, loadErr, probeErr error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	probeDone := make(chan error, 1)
@@ -99,6 +104,9 @@ func loadWhileProbing(configs []string, node string, audit bool, timeout time.Du
 		}
 		l.cfg = cfg
 		phases.mark("desired state")
+		if loaded != nil {
+			loaded(cfg)
+		}
 	}
 	if err := <-probeDone; err != nil {
 		return loadedHost{}, nil, err

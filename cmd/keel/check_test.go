@@ -200,7 +200,7 @@ func TestCheckTiming(t *testing.T) {
 		}
 		names = append(names, m[:i])
 	}
-	for _, want := range []string{"desired state", "probe pass", "plan", "report",
+	for _, want := range []string{"desired state", "state file", "probe pass", "plan", "report",
 		"lvm fullreport started", "lvm fullreport ended"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("marks %v lack %q", names, want)

@@ -132,7 +132,7 @@ const auditWroteNothing = `keel udev-rules: agent.mode is "audit": wrote nothing
 // loadAndProbe loads the desired state while it probes the host (or replays
 // node). On failure it prints why and returns a nil config and exitError.
 func loadAndProbe(name string, configs []string, node string, timeout time.Duration, stderr io.Writer) (*spec.Config, hostio.Source, *model.Host, int) {
-	l, loadErr, probeErr := loadWhileProbing(configs, node, false, timeout)
+	l, loadErr, probeErr := loadWhileProbing(configs, node, false, timeout, nil)
 	switch {
 	case loadErr != nil:
 		fmt.Fprintf(stderr, "keel %s: %s\n", name, loadErrorText(name, configs, loadErr))
