@@ -202,12 +202,17 @@ func ProbeWith(ctx context.Context, src hostio.Source, opt Options) (*model.Host
 	// once this goroutine waits (runnext), while idle Ps steal the others
 	// (running the last they stole first); started first, the report would
 	// begin after dmsetup table, later than it can.
+	var lvmCfg model.LVMConfig
 	for _, l := range []struct {
 		c    hostio.Cmd
 		out  *cmdOut
 		then func(out []byte) // run on success, in the command's goroutine
+		// after, when set, runs in the command's goroutine once it ended
+		after func(o cmdOut)
 	}{
-		{c: lvmConfigCmd, out: &outs.config},
+		// The files of LVM's configuration are read beside the report,
+		// not after it: the devices file's name is lvmconfig's.
+		{c: lvmConfigCmd, out: &outs.config, after: func(o cmdOut) { lvmCfg = readLVMConfig(src.FS, o) }},
 		{c: dmStatusCmd, out: &outs.status},
 		{c: dmTableCmd, out: &outs.table, then: func(out []byte) { stats.start(ctx, src, out, &wg) }},
 		{c: reportCmd, out: &outs.report},
@@ -220,6 +225,9 @@ func ProbeWith(ctx context.Context, src hostio.Source, opt Options) (*model.Host
 			*l.out = cmdOut{res, err}
 			if l.then != nil && err == nil {
 				l.then(res.Stdout)
+			}
+			if l.after != nil {
+				l.after(*l.out)
 			}
 		}()
 	}
@@ -304,19 +312,7 @@ func ProbeWith(ctx context.Context, src hostio.Source, opt Options) (*model.Host
 	for name, t := range tables {
 		h.DM[name] = &model.DMDevice{Name: name, Table: t, Status: statuses[name]}
 	}
-	if outs.config.err != nil {
-		h.LVMConfig.Errors = append(h.LVMConfig.Errors, outs.config.err.Error())
-	} else if v, err := parseLVMConfig(outs.config.res.Stdout); err != nil {
-		h.LVMConfig.Errors = append(h.LVMConfig.Errors, err.Error())
-	} else {
-		h.LVMConfig.Values = v
-	}
-	if b, err := src.FS.ReadFile(lvmConfPath); err != nil {
-		h.LVMConfig.Errors = append(h.LVMConfig.Errors, fmt.Sprintf("%s: %v", lvmConfPath, err))
-	} else {
-		h.LVMConfig.LVMConf = string(b)
-	}
-	readLVMCascade(src.FS, &h.LVMConfig)
+	h.LVMConfig = lvmCfg
 
 	sys.apply(h)
 	resolvePVs(src.FS, h, &sys)
@@ -360,6 +356,26 @@ func ProbeWith(ctx context.Context, src hostio.Source, opt Options) (*model.Host
 		return h, fmt.Errorf("probe: %w", errors.Join(core...))
 	}
 	return h, nil
+}
+
+// readLVMConfig is LVM's configuration: the values lvmconfig gave (o),
+// lvm.conf's text and the files it cascades to (readLVMCascade).
+func readLVMConfig(fsys hostio.FS, o cmdOut) model.LVMConfig {
+	var cfg model.LVMConfig
+	if o.err != nil {
+		cfg.Errors = append(cfg.Errors, o.err.Error())
+	} else if v, err := parseLVMConfig(o.res.Stdout); err != nil {
+		cfg.Errors = append(cfg.Errors, err.Error())
+	} else {
+		cfg.Values = v
+	}
+	if b, err := fsys.ReadFile(lvmConfPath); err != nil {
+		cfg.Errors = append(cfg.Errors, fmt.Sprintf("%s: %v", lvmConfPath, err))
+	} else {
+		cfg.LVMConf = string(b)
+	}
+	readLVMCascade(fsys, &cfg)
+	return cfg
 }
 
 func probeHostFiles(fsys hostio.FS, h *model.Host) {

@@ -3,13 +3,17 @@ package probes
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/model"
@@ -331,4 +335,56 @@ func isGuestPath(p string) bool {
 		}
 	}
 	return false
+}
+
+// gatedReport is a Source whose lvm fullreport does not end before the
+// files of lvm.conf's cascade have all been read, or before a deadline.
+type gatedReport struct {
+	hostio.FS
+	inner   hostio.Runner
+	want    map[string]bool // paths still to be read
+	mu      sync.Mutex
+	read    chan struct{} // closed once every path in want was read
+	timeout time.Duration
+}
+
+func (g *gatedReport) ReadFile(name string) ([]byte, error) {
+	g.mu.Lock()
+	if g.want[name] {
+		delete(g.want, name)
+		if len(g.want) == 0 {
+			close(g.read)
+		}
+	}
+	g.mu.Unlock()
+	return g.FS.ReadFile(name)
+}
+
+func (g *gatedReport) Run(ctx context.Context, c hostio.Cmd) (hostio.Result, error) {
+	if c.String() == fullReportCmd.String() {
+		select {
+		case <-g.read:
+		case <-time.After(g.timeout):
+			return hostio.Result{}, fmt.Errorf("%s: lvm.conf's cascade not read while the report ran", c)
+		}
+	}
+	return g.inner.Run(ctx, c)
+}
+
+// TestProbeReadsLVMConfigBesideReport: lvm.conf, lvmlocal.conf and the
+// devices file are read while lvm fullreport runs, not after it ends (the
+// time from the report's end to a check's written report is a check's own
+// cost beyond LVM's).
+func TestProbeReadsLVMConfigBesideReport(t *testing.T) {
+	src := hostio.Replay(loadSnapshot(t, "mixed"))
+	g := &gatedReport{FS: src.FS, inner: src.Runner, read: make(chan struct{}), timeout: 5 * time.Second,
+		want: map[string]bool{lvmConfPath: true, lvmLocalConfPath: true, path.Join(lvmDevicesDir, defaultDevicesFile): true}}
+	src.FS, src.Runner = g, g
+	h, err := Probe(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.LVMConfig.LVMConf == "" || len(h.LVMConfig.Values) == 0 {
+		t.Fatalf("LVM's configuration not read: %d bytes of lvm.conf, %d values", len(h.LVMConfig.LVMConf), len(h.LVMConfig.Values))
+	}
 }
