@@ -33,6 +33,10 @@
 #   pass-exec DURATION      the probe pass the same way
 #   passop DURATION OP      the last round's ten slowest operations in the pass
 #   start SECONDS           `keel version`: a keel process start and exit
+#   frmem SECONDS           keel's `lvm fullreport` alone with its output into a
+#                           file on a tmpfs, where the probe commands' runs
+#                           discard theirs (/dev/null): what any reader of the
+#                           report pays to receive it, as keel's memfd does
 #   lvs SECONDS             `lvs` alone
 #   status SECONDS          `keel status`: start, probe pass, the text view
 #   vet SECONDS             `keel vet -c /etc/keel`: start + load of the desired state
@@ -76,6 +80,8 @@ desired() {
 		"$1" >"/etc/keel/${1##*/}"
 }
 mkdir -p /etc/keel
+# A file in memory for the report's output (frmem), as keel's memfd is.
+mkdir -p /mnt/benchmem && mount -t tmpfs -o size=256m tmpfs /mnt/benchmem || exit 2
 
 echo "== converge examples/vdo-on-bcache.cue"
 stack_bcache "$ssd" "$hd" || exit 2
@@ -141,6 +147,13 @@ rounds() {
 			LC_ALL=C LVM_SUPPRESS_FD_WARNINGS=1 "${argv[@]}" >/dev/null 2>&1 </dev/null
 			t1=$(now)
 			echo "probe $i $(secs "$t0" "$t1")"
+			if [ "${argv[0]} ${argv[1]}" = "lvm fullreport" ]; then
+				rm -f /mnt/benchmem/report
+				t0=$(now)
+				LC_ALL=C LVM_SUPPRESS_FD_WARNINGS=1 "${argv[@]}" >/mnt/benchmem/report 2>/dev/null </dev/null
+				t1=$(now)
+				echo "frmem $(secs "$t0" "$t1")"
+			fi
 		done </tmp/probe.argv
 		[ $((r % 2)) = 1 ] && check_round
 		"$K" snapshot -v -o /dev/null 2>"$OUT/snapshot-v.txt"
