@@ -337,8 +337,9 @@ func isGuestPath(p string) bool {
 	return false
 }
 
-// gatedReport is a Source whose lvm fullreport does not end before the
-// files of lvm.conf's cascade have all been read, or before a deadline.
+// gatedReport is the FS and Runner of a pass whose lvm fullreport does not
+// end before the files of lvm.conf's cascade have all been read, or before
+// a deadline.
 type gatedReport struct {
 	hostio.FS
 	inner   hostio.Runner

@@ -43,8 +43,8 @@ func TestGrowingOutputBacksOff(t *testing.T) {
 			t.Errorf("output seen %v after it was written, want at most %v", late, streamPollMax)
 		}
 		// At a fixed streamPollMin the silence would take 200 looks.
-		if max := int(silence/streamPollMax) + 6; g.looks > max {
-			t.Errorf("%d looks in %v of silence, want at most %d", g.looks, silence, max)
+		if most := int(silence/streamPollMax) + 6; g.looks > most {
+			t.Errorf("%d looks in %v of silence, want at most %d", g.looks, silence, most)
 		}
 		for !done {
 			b, done = g.next()
