@@ -100,6 +100,19 @@ func (n Name) DMName() string {
 // DMPath returns the LV's device-mapper node: "/dev/mapper/" and DMName.
 func (n Name) DMPath() string { return "/dev/mapper/" + n.DMName() }
 
+// The layers lvm2 puts under a pool's public device (lv_layer in
+// lib/metadata/lv.c): a thin pool in use keeps its thin-pool table in the
+// "tpool" layer, a VDO pool its dm-vdo table in the "vpool" layer.
+const (
+	LayerThinPool = "tpool"
+	LayerVDOPool  = "vpool"
+)
+
+// DMLayerName returns the device-mapper name of layer under the LV whose
+// device-mapper name is dm: dm, "-" and the layer, as dm_build_dm_name
+// (libdm/libdm-common.c) joins them ("vg-pool-vpool").
+func DMLayerName(dm, layer string) string { return dm + "-" + layer }
+
 // writeDMEscaped writes s to b with each '-' doubled.
 func writeDMEscaped(b *strings.Builder, s string) {
 	for {

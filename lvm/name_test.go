@@ -250,3 +250,20 @@ func TestDMUUID(t *testing.T) {
 		t.Errorf("AppendDMUUID of dashes = %q", got)
 	}
 }
+
+// TestDMLayerName: a layer device is the LV's dm name, "-" and the layer,
+// the LV's own hyphens doubled and the joining one not (lvm2's
+// dm_build_dm_name).
+func TestDMLayerName(t *testing.T) {
+	for _, c := range []struct {
+		n           Name
+		layer, want string
+	}{
+		{Name{VG: "vg", LV: "pool"}, LayerVDOPool, "vg-pool-vpool"},
+		{Name{VG: "pve-data", LV: "thin-1"}, LayerThinPool, "pve--data-thin--1-tpool"},
+	} {
+		if got := DMLayerName(c.n.DMName(), c.layer); got != c.want {
+			t.Errorf("DMLayerName(%q, %q) = %q, want %q", c.n.DMName(), c.layer, got, c.want)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/keel-storage/keel/lvm"
 	"github.com/keel-storage/keel/probes/hostio"
 	"github.com/keel-storage/keel/probes/internal/lvmjson"
 	"github.com/keel-storage/keel/probes/model"
@@ -744,7 +745,7 @@ func buildThinPools(h *model.Host) {
 		if data := h.LVs[lv.DataLV]; data != nil && data.SegType == "vdo" {
 			tp.DataVDO = data.Pool
 		}
-		if name, d := poolTarget(h, lv, "-tpool", "thin-pool"); d != nil && len(d.Status) == 1 && d.Status[0].Target == "thin-pool" {
+		if name, d := poolTarget(h, lv, lvm.LayerThinPool, "thin-pool"); d != nil && len(d.Status) == 1 && d.Status[0].Target == "thin-pool" {
 			tp.DMName = name
 			st, err := model.ParseThinPoolStatus(d.Status[0].Args)
 			if err != nil {
@@ -775,9 +776,10 @@ func poolUsers(h *model.Host, segType string) map[string][]string {
 }
 
 // poolTarget finds the dm device of a pool LV whose one-line table has the
-// given target: LVM puts it on the layer "<dm name><layer>" or on the LV itself.
+// given target: LVM puts it on the layer device (lvm.DMLayerName) or on the
+// LV itself.
 func poolTarget(h *model.Host, lv *model.LV, layer, target string) (string, *model.DMDevice) {
-	for _, name := range []string{lv.DMName + layer, lv.DMName} {
+	for _, name := range []string{lvm.DMLayerName(lv.DMName, layer), lv.DMName} {
 		if d := h.DM[name]; d != nil && len(d.Table) == 1 && d.Table[0].Target == target {
 			return name, d
 		}
@@ -811,7 +813,7 @@ func buildVDOPools(h *model.Host) []*model.VDOPool {
 		}
 		p.VDOLVs = users[lv.FullName]
 		p.Monitor, p.Profile = lv.Segments[0].Fields.Get("seg_monitor"), lv.Fields.Get("lv_profile")
-		if name, d := poolTarget(h, lv, "-vpool", "vdo"); d != nil {
+		if name, d := poolTarget(h, lv, lvm.LayerVDOPool, "vdo"); d != nil {
 			p.DMName = name
 			t, err := parseVDOTable(d.Table[0].Length, d.Table[0].Args)
 			if err != nil {

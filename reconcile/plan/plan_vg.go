@@ -298,7 +298,7 @@ func (p *planner) stackDownCmds(full string) [][]string {
 		if pool == nil {
 			return nil
 		}
-		_, vpool := p.h.DM[lvm.Split(pool.FullName).DMName()+"-vpool"]
+		_, vpool := p.h.DM[lvm.DMLayerName(lvm.Split(pool.FullName).DMName(), lvm.LayerVDOPool)]
 		if data := p.h.LVs[pool.DataLV]; vpool || (data != nil && data.Active) {
 			return [][]string{{"lvchange", "-an", pool.FullName}}
 		}
@@ -307,11 +307,10 @@ func (p *planner) stackDownCmds(full string) [][]string {
 }
 
 // thinPoolTableLoaded tells whether the inactive thin pool lv has a
-// device-mapper device left, its own or its -tpool layer's (lv_layer in
-// lib/metadata/lv.c names a thin pool's layer "tpool", joined to the dm name
-// with "-"); inactive, the pool has no live table in it.
+// device-mapper device left, its own or its tpool layer's
+// (lvm.LayerThinPool); inactive, the pool has no live table in it.
 func (p *planner) thinPoolTableLoaded(lv *model.LV) bool {
-	for _, name := range []string{lv.DMName, lv.DMName + "-tpool"} {
+	for _, name := range []string{lv.DMName, lvm.DMLayerName(lv.DMName, lvm.LayerThinPool)} {
 		if _, ok := p.h.DM[name]; ok {
 			return true
 		}
