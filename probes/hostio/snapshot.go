@@ -197,12 +197,16 @@ func (s *Snapshot) MarshalText() ([]byte, error) {
 	var cmds []txtar.File
 	for _, rec := range s.Commands {
 		dir := "cmd/" + cmdSlug(rec.Argv) + "/"
-		argv, err := json.Marshal(rec.Argv)
-		if err != nil {
+		// The argv as typed ("pvseg_start<0", not "\u003c"), so that a
+		// script can run it from the snapshot; it decodes the same.
+		var argv bytes.Buffer
+		enc := json.NewEncoder(&argv)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(rec.Argv); err != nil { // ends in a newline
 			return nil, fmt.Errorf("snapshot: command %q: %w", strings.Join(rec.Argv, " "), err)
 		}
 		cmds = append(cmds,
-			txtar.File{Name: dir + "argv", Data: append(argv, '\n')},
+			txtar.File{Name: dir + "argv", Data: argv.Bytes()},
 			txtar.File{Name: dir + "exit", Data: fmt.Appendf(nil, "%d\n", rec.Result.ExitCode)},
 			encodeMember(dir+"stdout", rec.Result.Stdout),
 			encodeMember(dir+"stderr", rec.Result.Stderr))

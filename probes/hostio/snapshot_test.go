@@ -126,6 +126,30 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 }
 
+// A command's argv is stored as typed, so that a script can run it from
+// the snapshot, and replays under the same key.
+func TestSnapshotArgvAsTyped(t *testing.T) {
+	c := Cmd{Name: "lvm", Args: []string{"fullreport", "-S", "pvseg_start<0", "-S", "segtype!=thin&&lv_name=~^vm"}}
+	rec := NewRecorder(Source{Runner: fakeRunner{c.String(): {Stdout: []byte("{}\n")}}, FS: DirFS(t.TempDir())})
+	if _, err := rec.Source().Runner.Run(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	text, err := rec.Snapshot("h1", "v0", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)).MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `["lvm","fullreport","-S","pvseg_start<0","-S","segtype!=thin&&lv_name=~^vm"]` + "\n"; !bytes.Contains(text, []byte(want)) {
+		t.Errorf("the snapshot lacks the argv as typed, %s:\n%s", want, text)
+	}
+	back, err := ParseSnapshot(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Replay(back).Runner.Run(context.Background(), c); err != nil || string(r.Stdout) != "{}\n" {
+		t.Errorf("replay: %q %v", r.Stdout, err)
+	}
+}
+
 func errText(err error) string {
 	if err == nil {
 		return "<nil>"
