@@ -19,14 +19,35 @@ import (
 // asking for every one (lv_all, seg_all, as older snapshots did:
 // legacyReportCmd): those rows are the thousands, and the whole sets make
 // a report several times larger that LVM takes markedly longer to write
-// (docs/benchmark-history.md has the figures). VG, PV and PV-segment rows
-// are few and are still asked for whole.
+// (docs/benchmark-history.md has the figures). VG and PV rows are few and
+// are still asked for whole.
+//
+// Two subreports select rows (lvmreport(7)), for the rows' sake: LVM makes
+// its standard output line buffered (setvbuf(stdout, ..., _IOLBF, ...) in
+// create_toolcontext, lib/commands/toolcontext.c) and prints a JSON row
+// per line, so each row costs LVM a write of its own into keel's memfd.
+//   - The segment subreport leaves out thin volumes' segments (segSelect):
+//     one per thin LV, and every value in them is the LV's or its pool's
+//     (thinSegment builds them).
+//   - fullreport always prints its five subreports, and keel reads no PV
+//     segment, so the pvseg subreport selects none (pvSegNone). Its rows
+//     are one per LV on a VG whose PV is itself an LV (VM disks on a VDO
+//     LV).
 var fullReportCmd = hostio.Cmd{Name: "lvm", Args: []string{"fullreport", "--reportformat", "json", "--units", "b", "--nosuffix", "--all",
 	"--configreport", "vg", "-o", "vg_all",
 	"--configreport", "pv", "-o", "pv_all,vg_name",
 	"--configreport", "lv", "-o", reportLVOptions,
-	"--configreport", "seg", "-o", reportSegOptions,
-	"--configreport", "pvseg", "-o", "pvseg_all,pv_name,lv_uuid"}, ReadOnly: true}
+	"--configreport", "seg", "-o", reportSegOptions, "-S", segSelect,
+	"--configreport", "pvseg", "-o", pvSegNone[0], "-S", pvSegNone[1]}, ReadOnly: true}
+
+// segSelect is the selection of fullReportCmd's segment subreport: every
+// segment but a thin volume's.
+const segSelect = "segtype!=thin"
+
+// pvSegNone are the field list and the selection of fullReportCmd's pvseg
+// subreport: one field, and a selection no PV segment meets, since a
+// segment's first extent is never below 0.
+var pvSegNone = [2]string{"pv_name", "pvseg_start<0"}
 
 // reportLVFields are the LV fields of fullReportCmd (lv_profile: the
 // metadata profile attached to the LV, lvchange --metadataprofile, which
@@ -131,8 +152,8 @@ func parseReport(rep lvmjson.Report) (*lvmObjects, error) {
 }
 
 // parsedSubreport tells the subreports parseFullReport reads; the rows of
-// the others (pvseg: fullReportCmd asks for it, nothing reads it yet) are
-// checked but not built.
+// the others (pvseg: fullReportCmd selects none, older snapshots hold them)
+// are checked but not built.
 func parsedSubreport(name string) bool {
 	switch name {
 	case "vg", "pv", "lv", "seg":
@@ -423,7 +444,8 @@ func (p *reportParser) segs(f *fieldReader, i int, rows []model.Fields) error {
 	return nil
 }
 
-// finish orders each LV's segments, marks the devices that are PVs, and
+// finish orders each LV's segments, builds the segments of thin volumes
+// the report left out (thinSegment), marks the devices that are PVs, and
 // sorts each VG's PV and LV lists.
 func (p *reportParser) finish() {
 	o := p.o
@@ -431,6 +453,14 @@ func (p *reportParser) finish() {
 		slices.SortFunc(lv.Segments, func(a, b model.Segment) int { return cmp.Compare(a.StartLE, b.StartLE) })
 		if len(lv.Segments) > 0 {
 			lv.SegType = lv.Segments[0].Type
+		}
+	}
+	for _, lv := range o.LVs {
+		if len(lv.Segments) == 0 {
+			if pool := o.LVs[lv.Pool]; pool != nil && pool.SegType == "thin-pool" {
+				lv.Segments = []model.Segment{thinSegment(lv, pool, o.VGs[lv.VG])}
+				lv.SegType = "thin"
+			}
 		}
 		for i := range lv.Segments {
 			seg := &lv.Segments[i]
@@ -447,6 +477,58 @@ func (p *reportParser) finish() {
 		sort.Strings(vg.PVs)
 		sort.Strings(vg.LVs)
 	}
+}
+
+// thinSegment is the segment row LVM prints for lv, a thin volume of
+// pool, whose row fullReportCmd's segment subreport leaves out
+// (segSelect), in the shape of the pool's row. LVM keeps a thin
+// volume in one segment (lv_add_virtual_segment in
+// lib/metadata/lv_manip.c lengthens the last segment of the same type),
+// with no areas, and its report fields (lib/report/report.c) are the LV's
+// or the pool's: discards and zero are the pool's (_discards_disp,
+// _thinzero_disp), chunk_size is 0 (lvseg_chunksize, lib/metadata/lv.c),
+// seg_monitor is empty (the thin segment type has no target_monitored,
+// lib/thin/thin.c), and every VDO field is empty (_vdo_*_disp).
+// TestThinSegmentSameHost holds it to LVM's own rows in every capture.
+func thinSegment(lv, pool *model.LV, vg *model.VG) model.Segment {
+	extents := uint64(0)
+	if vg != nil && vg.ExtentSize > 0 {
+		extents = lv.Size / vg.ExtentSize
+	}
+	keys := pool.Segments[0].Fields.Keys()
+	if keys == nil {
+		keys = model.NewFieldKeys(slices.Clone(reportSegFields))
+	}
+	var text strings.Builder
+	offs := make([]uint32, 0, keys.Len()+1)
+	for i := range keys.Len() {
+		offs = append(offs, uint32(text.Len()))
+		text.WriteString(thinSegmentValue(keys.Name(i), lv, pool, extents))
+	}
+	offs = append(offs, uint32(text.Len()))
+	return model.Segment{Type: "thin", Extents: extents, Size: lv.Size, Fields: model.NewFields(keys, text.String(), offs)}
+}
+
+// thinSegmentValue is the value of the segment field name in the row of
+// thinSegment.
+func thinSegmentValue(name string, lv, pool *model.LV, extents uint64) string {
+	switch name {
+	case "segtype":
+		return "thin"
+	case "lv_uuid":
+		return lv.UUID
+	case "lv_name", "vg_name":
+		return lv.Fields.Get(name)
+	case "seg_start_pe", "stripes", "chunk_size":
+		return "0"
+	case "seg_size_pe":
+		return strconv.FormatUint(extents, 10)
+	case "seg_size":
+		return lv.Fields.Get("lv_size")
+	case "zero", "discards":
+		return pool.Segments[0].Fields.Get(name)
+	}
+	return "" // devices, seg_monitor, vdo_*
 }
 
 // reportObject names a report object in errors ("lv vg0/lv0 segment"); it

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,12 +39,22 @@ const script = prelude + `rec() { # rec NAME: record with --verify, then the rep
 	"$KEEL" status --node "$OUT/$1.txtar" --format json >"$OUT/$1.replay.json" || exit 1
 	"$KEEL" status >"$OUT/$1.status.txt" || exit 1
 	lvmconfig --typeconfig full devices/scan_lvs >"$OUT/$1.scan_lvs" || exit 1
+	# LVM's own segment rows of the thin volumes, which keel's report
+	# leaves out: keel's argv from the snapshot, its selection turned round.
+	grep -m1 '^\["lvm","fullreport",' "$OUT/$1.txtar" |
+		sed -e 's/^\["//' -e 's/"\]$//' -e 's/","/\x1f/g' -e 's/segtype!=thin/segtype=thin/' >/tmp/thin.argv
+	IFS=$'\x1f' read -r -a FR </tmp/thin.argv
+	[ "${FR[1]:-}" = fullreport ] || { echo "no lvm fullreport in $1.txtar"; exit 1; }
+	"${FR[@]}" >"$OUT/$1.thinsegs.json" || exit 1
 }
 rec empty
 stack_vdo_split "$nv" "$hd" && rec vdo-split || exit 1
 step lvextend -q -L +4G vdosplit/pool "$hd" && rec vdo-split-grown || exit 1
 stack_teardown "$nv" "$hd" "$ssd"
-stack_thin "$nv" && rec thin || exit 1
+# A thin volume in each pool (tp does not zero, tpbad does) and a thin
+# snapshot, which LVM leaves inactive.
+stack_thin "$nv" && step lvcreate -y -V 1G -n vm-102-disk-0 --thinpool tpbad thinvg &&
+	step lvcreate -y -s -n snap-101 thinvg/vm-101-disk-0 && rec thin || exit 1
 stack_teardown "$nv" "$hd" "$ssd"
 # scan_lvs on for the last stack, so that the live status must show a value
 # other than trixie's default.
@@ -90,6 +101,12 @@ func TestLiveMatchesReplay(t *testing.T) {
 			t.Fatalf("%s: host replay: %v", name, err)
 		}
 		models[name] = h
+		checkNoPVSegRows(t, name, snap, h)
+		thinRows, err := r.File(name + ".thinsegs.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkThinSegments(t, name, thinRows, h)
 		guestJSON, err := r.File(name + ".replay.json")
 		if err != nil {
 			t.Fatal(err)
@@ -153,5 +170,91 @@ func TestLiveMatchesReplay(t *testing.T) {
 		if b.CacheMode != "writeback" || b.WritebackPercent != 40 || b.SequentialCutoff != 0 {
 			t.Errorf("bcache = %+v", b)
 		}
+	}
+}
+
+// checkNoPVSegRows: keel's report selects no PV segment row (its pvseg
+// subreport, docs/probes.md), and the live LVM printed none, though every
+// stack with LVs (all but the empty and the bcache one) has them on PV
+// extents.
+func checkNoPVSegRows(t *testing.T, name string, snap *hostio.Snapshot, h *model.Host) {
+	t.Helper()
+	reports := 0
+	for key, rec := range snap.Commands {
+		if !strings.HasPrefix(key, "lvm fullreport ") || strings.Contains(key, "--readonly") {
+			continue
+		}
+		reports++
+		if !strings.HasSuffix(key, " --configreport pvseg -o pv_name -S pvseg_start<0") {
+			t.Errorf("%s: report %q does not end in the pvseg selection", name, key)
+		}
+		var rep struct {
+			Report []map[string][]json.RawMessage `json:"report"`
+		}
+		if err := json.Unmarshal(rec.Result.Stdout, &rep); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, el := range rep.Report {
+			if n := len(el["pvseg"]); n != 0 {
+				t.Errorf("%s: LVM printed %d PV segment rows", name, n)
+			}
+		}
+	}
+	if reports != 1 {
+		t.Errorf("%s: %d fullreports recorded, want 1", name, reports)
+	}
+	onPVs := 0
+	for _, lv := range h.LVs {
+		for _, seg := range lv.Segments {
+			onPVs += len(seg.PVRanges)
+		}
+	}
+	if noLVs := name == "empty" || name == "bcache"; (onPVs == 0) != noLVs {
+		t.Errorf("%s: %d PV ranges in the model", name, onPVs)
+	}
+}
+
+// checkThinSegments: each thin volume's segment, which keel's report
+// leaves out and the probe builds (probes.thinSegment), holds what LVM
+// itself prints for it in out (keel's report with the selection turned
+// round: thin volumes' segment rows alone).
+func checkThinSegments(t *testing.T, name string, out []byte, h *model.Host) {
+	t.Helper()
+	var rep struct {
+		Report []map[string][]map[string]string `json:"report"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("%s: thin segment rows: %v", name, err)
+	}
+	byUUID := map[string]*model.LV{}
+	for _, lv := range h.LVs {
+		byUUID[lv.UUID] = lv
+	}
+	rows := 0
+	for _, el := range rep.Report {
+		for _, row := range el["seg"] {
+			rows++
+			lv := byUUID[row["lv_uuid"]]
+			if lv == nil || len(lv.Segments) != 1 || row["segtype"] != "thin" {
+				t.Errorf("%s: LVM's thin segment row %v: keel's LV %+v", name, row, lv)
+				continue
+			}
+			got := map[string]string{}
+			for k, v := range lv.Segments[0].Fields.All() {
+				got[k] = v
+			}
+			if !maps.Equal(got, row) {
+				t.Errorf("%s: %s: keel's segment\n%v\nLVM's row\n%v", name, lv.FullName, got, row)
+			}
+		}
+	}
+	thin := 0
+	for _, lv := range h.LVs {
+		if lv.SegType == "thin" {
+			thin++
+		}
+	}
+	if rows != thin || (name == "thin") != (thin == 3) {
+		t.Errorf("%s: LVM printed %d thin segment rows, keel has %d thin volumes", name, rows, thin)
 	}
 }

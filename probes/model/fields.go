@@ -201,6 +201,9 @@ const MaxRowText = math.MaxUint32
 // Len returns the number of fields of the shape.
 func (k *FieldKeys) Len() int { return len(k.names) }
 
+// Name returns the name of the field at position i of the shape.
+func (k *FieldKeys) Name(i int) string { return k.names[i] }
+
 // Index returns the position of the field name in the shape.
 func (k *FieldKeys) Index(name string) (int, bool) {
 	i, ok := k.index[name]
