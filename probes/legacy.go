@@ -125,11 +125,11 @@ func allRowsReportCmd(c hostio.Cmd) (hostio.Cmd, bool) {
 // asked for lv_all and seg_all, into the one keel records now: the report
 // under fullReportCmd's argv, each LV and segment row with only the fields
 // fullReportCmd names, in that order, as LVM prints them, and only the
-// rows its selections keep: no thin volume's segment, no PV segment. It leaves s as
-// it is when s holds no such report, when that report failed (its rows
-// depend on the fields asked: lvm_fieldfail.go), or when a row lacks a
-// field keel asks for (an LVM that does not know it) or does not decode;
-// Replay then still finds the report under its old argv.
+// rows its selections keep: no thin volume's segment, no PV segment. It
+// leaves s as it is when s holds no such report, when that report failed
+// (its rows depend on the fields asked: lvm_fieldfail.go), or when a row
+// lacks a field keel asks for (an LVM that does not know it) or does not
+// decode; Replay then still finds the report under its old argv.
 func narrowLegacyReport(s *hostio.Snapshot) {
 	old, _ := legacyReportCmd(fullReportCmd)
 	rec, found := s.Commands[old.String()]

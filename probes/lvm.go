@@ -489,7 +489,8 @@ func (p *reportParser) finish() {
 // _thinzero_disp), chunk_size is 0 (lvseg_chunksize, lib/metadata/lv.c),
 // seg_monitor is empty (the thin segment type has no target_monitored,
 // lib/thin/thin.c), and every VDO field is empty (_vdo_*_disp).
-// TestThinSegmentSameHost holds it to LVM's own rows in every capture.
+// TestSelectedRowsSameHost holds it to LVM's own rows in every capture,
+// and e2e/probes to the rows the guest's LVM prints.
 func thinSegment(lv, pool *model.LV, vg *model.VG) model.Segment {
 	extents := uint64(0)
 	if vg != nil && vg.ExtentSize > 0 {
